@@ -1,0 +1,92 @@
+use serde::{Deserialize, Serialize};
+
+use crate::units::{Bytes, BytesPerSecond, Seconds};
+use crate::{CostModelError, check_non_negative, check_positive};
+
+/// The alpha-beta (Hockney) cost of one message: `t(x) = alpha + beta * x`.
+///
+/// `alpha_s` is the start-up latency in seconds paid once per message; `beta_s_per_byte` is the
+/// inverse bandwidth in seconds per byte. A pair `(alpha, beta)` describes one link, or one
+/// (collective, group) pair when fitted from measurements (Parm, Pan et al., §V-A).
+///
+/// Values are validated on construction (finite, non-negative), so every method is total.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::{AlphaBeta, units};
+/// let nvlink = AlphaBeta::new(9e-6, 0.014e-3 / 1e6)?; // Aristos' Perlmutter intra-node fit
+/// assert!((nvlink.time_s(1e6) - (9e-6 + 0.014e-3)).abs() < 1e-15);
+/// let ib = AlphaBeta::from_latency_bandwidth(0.0, units::gb_per_s(25.0))?;
+/// assert_eq!(ib.bandwidth_bytes_per_s(), 25e9);
+/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AlphaBeta {
+    /// Start-up latency per message, in seconds.
+    pub alpha_s: Seconds,
+    /// Transfer time per byte, in seconds per byte (the inverse bandwidth).
+    pub beta_s_per_byte: f64,
+}
+
+impl AlphaBeta {
+    /// Builds a cost from its latency (s) and inverse bandwidth (s/byte).
+    ///
+    /// # Errors
+    ///
+    /// [`CostModelError::NonFinite`] or [`CostModelError::Negative`] if either is NaN, infinite or
+    /// negative.
+    pub fn new(alpha_s: Seconds, beta_s_per_byte: f64) -> Result<Self, CostModelError> {
+        Ok(Self {
+            alpha_s: check_non_negative("alpha (s)", alpha_s)?,
+            beta_s_per_byte: check_non_negative("beta (s/byte)", beta_s_per_byte)?,
+        })
+    }
+
+    /// Builds a cost from a latency (s) and a bandwidth (bytes/s).
+    ///
+    /// # Errors
+    ///
+    /// As [`AlphaBeta::new`] for the latency; [`CostModelError::NotPositive`] (or `NonFinite`) if
+    /// the bandwidth is not a positive finite number.
+    pub fn from_latency_bandwidth(
+        alpha_s: Seconds,
+        bandwidth_bytes_per_s: BytesPerSecond,
+    ) -> Result<Self, CostModelError> {
+        let bw = check_positive("bandwidth (bytes/s)", bandwidth_bytes_per_s)?;
+        Self::new(alpha_s, 1.0 / bw)
+    }
+
+    /// Time in seconds to move one message of `bytes` bytes: `alpha + beta * bytes`.
+    ///
+    /// A zero-byte message still pays `alpha`; callers that skip empty messages should not call
+    /// this for them.
+    pub fn time_s(&self, bytes: Bytes) -> Seconds {
+        self.alpha_s + self.beta_s_per_byte * bytes
+    }
+
+    /// Bandwidth in bytes per second (`1 / beta`); infinite when `beta` is zero.
+    pub fn bandwidth_bytes_per_s(&self) -> BytesPerSecond {
+        1.0 / self.beta_s_per_byte
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_is_alpha_plus_beta_x() {
+        let ab = AlphaBeta::new(2e-6, 1e-9).unwrap();
+        // 2 us + 1000 bytes * 1 ns/byte = 3 us.
+        assert!((ab.time_s(1000.0) - 3e-6).abs() < 1e-18);
+    }
+
+    #[test]
+    fn rejects_bad_parameters() {
+        assert!(AlphaBeta::new(-1.0, 1.0).is_err());
+        assert!(AlphaBeta::new(0.0, f64::NAN).is_err());
+        assert!(AlphaBeta::from_latency_bandwidth(0.0, 0.0).is_err());
+        assert!(AlphaBeta::from_latency_bandwidth(0.0, f64::INFINITY).is_err());
+    }
+}

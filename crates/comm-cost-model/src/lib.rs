@@ -1,0 +1,37 @@
+//! The shared vocabulary of moe-planner: units, alpha-beta costs and collective times.
+//!
+//! Every other crate of the workspace speaks in the terms this crate defines:
+//!
+//! * [`units`]: seconds, bytes, bytes per second, FLOP and FLOP/s as `f64` quantities with
+//!   suffixed names, and the conversions from Gbps, GB/s and TFLOP/s that belong at the edges.
+//! * [`AlphaBeta`]: the cost `t(x) = alpha + beta * x` of one message of `x` bytes.
+//! * [`collectives`]: ring, pairwise and hierarchical collective times (AllGather,
+//!   ReduceScatter, AllReduce, AlltoAll), including the two-tier AllGather `AGtime` of the
+//!   rail-only paper (Wang et al., Eq. 1) and the rail-only all-to-all slowdown (Appendix D).
+//!
+//! # Examples
+//!
+//! ```
+//! use comm_cost_model::{units, AlphaBeta, collectives};
+//!
+//! // 10 us start-up, 100 Gbps: one 1 MB message costs 10 us + 80 us.
+//! let link = AlphaBeta::from_latency_bandwidth(10e-6, units::gbps(100.0))?;
+//! assert!((link.time_s(1e6) - 90e-6).abs() < 1e-12);
+//!
+//! // Ring AllGather of 8 MB (the gathered size) over 8 GPUs on that link.
+//! let t = collectives::ring_all_gather_time_s(8e6, 8, &link)?;
+//! assert!((t - 7.0 * link.time_s(1e6)).abs() < 1e-12);
+//! # Ok::<(), comm_cost_model::CostModelError>(())
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod alpha_beta;
+pub mod collectives;
+mod error;
+pub mod units;
+mod validate;
+
+pub use alpha_beta::AlphaBeta;
+pub use error::CostModelError;
+pub use validate::{check_non_negative, check_positive};

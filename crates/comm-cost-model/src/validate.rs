@@ -1,0 +1,67 @@
+//! Input checks shared by every public function of the crate (and available to the workspace).
+
+use crate::CostModelError;
+
+/// Checks that `value` is finite and `>= 0`, naming it `what` in the error.
+///
+/// # Errors
+///
+/// [`CostModelError::NonFinite`] for NaN or infinities, [`CostModelError::Negative`] below zero.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::check_non_negative;
+/// assert_eq!(check_non_negative("bytes", 3.0), Ok(3.0));
+/// assert!(check_non_negative("bytes", -1.0).is_err());
+/// assert!(check_non_negative("bytes", f64::NAN).is_err());
+/// ```
+pub fn check_non_negative(what: &'static str, value: f64) -> Result<f64, CostModelError> {
+    if !value.is_finite() {
+        return Err(CostModelError::NonFinite { what, value });
+    }
+    if value < 0.0 {
+        return Err(CostModelError::Negative { what, value });
+    }
+    Ok(value)
+}
+
+/// Checks that `value` is finite and `> 0`, naming it `what` in the error.
+///
+/// # Errors
+///
+/// [`CostModelError::NonFinite`] for NaN or infinities, [`CostModelError::NotPositive`] for
+/// zero or below.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::check_positive;
+/// assert_eq!(check_positive("bandwidth (bytes/s)", 1e9), Ok(1e9));
+/// assert!(check_positive("bandwidth (bytes/s)", 0.0).is_err());
+/// ```
+pub fn check_positive(what: &'static str, value: f64) -> Result<f64, CostModelError> {
+    if !value.is_finite() {
+        return Err(CostModelError::NonFinite { what, value });
+    }
+    if value <= 0.0 {
+        return Err(CostModelError::NotPositive { what, value });
+    }
+    Ok(value)
+}
+
+/// Checks that a count is at least `min`.
+pub(crate) fn check_count(
+    what: &'static str,
+    value: usize,
+    min: usize,
+) -> Result<usize, CostModelError> {
+    if value < min {
+        return Err(CostModelError::CountTooSmall {
+            what,
+            min: min as u64,
+            value: value as u64,
+        });
+    }
+    Ok(value)
+}

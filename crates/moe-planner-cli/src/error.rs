@@ -1,0 +1,47 @@
+//! The one error type of the CLI: a message and an exit code.
+
+use std::fmt;
+
+/// A failure to report on one line of stderr.
+#[derive(Debug)]
+pub struct CliError {
+    message: String,
+    code: u8,
+}
+
+impl CliError {
+    /// Bad input or an infeasible request: exit code 1.
+    pub fn input(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: 1,
+        }
+    }
+
+    /// A subcommand whose capability has not been built yet: exit code 2.
+    pub fn not_built(command: &str) -> Self {
+        Self {
+            message: format!("`{command}` is not built yet in this version of moe-planner"),
+            code: 2,
+        }
+    }
+
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        self.code
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // One line, whatever the source error printed.
+        f.write_str(&self.message.replace('\n', " "))
+    }
+}
+
+/// Any library, I/O or parse error becomes an input error carrying its own message.
+impl<E: std::error::Error> From<E> for CliError {
+    fn from(err: E) -> Self {
+        Self::input(err.to_string())
+    }
+}

@@ -1,0 +1,76 @@
+//! `moe-planner`: plan MoE and LLM jobs on GPU clusters from the command line.
+//!
+//! Every subcommand reads plain files (JSON specs, CSV matrices), prints a human-readable report,
+//! or with the global `--json` flag one JSON document on stdout. Errors print one line on stderr
+//! and exit non-zero: 1 for bad input or an infeasible plan, 2 for a usage error.
+//! See `docs/cli.md` for every subcommand and file format.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod commands;
+mod error;
+#[allow(dead_code)] // Shared readers; each subcommand uses the ones it needs.
+mod input;
+#[allow(dead_code)]
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Plan how Mixture-of-Experts and LLM jobs use GPU clusters.
+#[derive(Debug, Parser)]
+#[command(name = "moe-planner", version, about, long_about = None)]
+struct Cli {
+    /// Print one JSON document on stdout instead of a human-readable report.
+    #[arg(long, global = true)]
+    json: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the end-to-end planners on the embedded default workload.
+    Demo(commands::demo::Args),
+    /// Contention-free all-to-all schedule for a traffic matrix (Aurora §4-5).
+    Schedule(commands::schedule::Args),
+    /// Pair the experts of two models on shared GPUs (Aurora §6).
+    Colocate(commands::colocate::Args),
+    /// Plan an MoE inference deployment: colocation, GPU assignment and all-to-all order.
+    Infer(commands::infer::Args),
+    /// Choose Parm's S1 or S2 schedule for an MoE training layer.
+    Train(commands::train::Args),
+    /// Cut a heterogeneous cluster into expert-parallel groups (Aristos LysiGroup).
+    Group(commands::group::Args),
+    /// Count switches, transceivers and cost of rail-only vs rail-optimized fabrics.
+    Network(commands::network::Args),
+    /// Predict (or search for the best) LLM training iteration time on a cluster.
+    Iteration(commands::iteration::Args),
+    /// Fit an alpha-beta cost model to (bytes, seconds) measurements.
+    Fit(commands::fit::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let ctx = output::Context { json: cli.json };
+    let result = match &cli.command {
+        Command::Demo(args) => commands::demo::run(args, &ctx),
+        Command::Schedule(args) => commands::schedule::run(args, &ctx),
+        Command::Colocate(args) => commands::colocate::run(args, &ctx),
+        Command::Infer(args) => commands::infer::run(args, &ctx),
+        Command::Train(args) => commands::train::run(args, &ctx),
+        Command::Group(args) => commands::group::run(args, &ctx),
+        Command::Network(args) => commands::network::run(args, &ctx),
+        Command::Iteration(args) => commands::iteration::run(args, &ctx),
+        Command::Fit(args) => commands::fit::run(args, &ctx),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("moe-planner: error: {err}");
+            ExitCode::from(err.exit_code())
+        }
+    }
+}

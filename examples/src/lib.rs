@@ -1,0 +1,5 @@
+//! Example programs for the moe-planner workspace.
+//!
+//! The programs live in `examples/examples/`; run one with
+//! `cargo run --release -p moe-planner-examples --example <name>`. Input files used by the
+//! examples and the CLI documentation live in `examples/data/`.
