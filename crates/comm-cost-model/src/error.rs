@@ -40,4 +40,39 @@ pub enum CostModelError {
         /// The value received.
         value: u64,
     },
+    /// Two inputs that must have the same length (or agree) did not.
+    #[error("{what}: expected {expected}, got {actual}")]
+    ShapeMismatch {
+        /// What disagreed.
+        what: &'static str,
+        /// The expected length or value.
+        expected: u64,
+        /// The length or value received.
+        actual: u64,
+    },
+    /// The data cannot determine what was asked (for example, fewer than two distinct sizes
+    /// for a line fit).
+    #[error("degenerate input: {what}")]
+    Degenerate {
+        /// Why the input is degenerate.
+        what: &'static str,
+    },
+    /// A least-squares fit produced a parameter outside its physical range.
+    #[error("fitted {what} is negative ({value}); the data do not follow t = alpha + beta * x")]
+    NegativeFit {
+        /// The parameter (`alpha (s)` or `beta (s/byte)`).
+        what: &'static str,
+        /// The fitted value.
+        value: f64,
+    },
+    /// An exhaustive computation was asked for an instance too large to enumerate.
+    #[error("{what} = {value} exceeds the limit {limit} of the exact enumeration")]
+    TooLarge {
+        /// What is too large.
+        what: &'static str,
+        /// The limit.
+        limit: u64,
+        /// The value received.
+        value: u64,
+    },
 }

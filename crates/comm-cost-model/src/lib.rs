@@ -8,6 +8,13 @@
 //! * [`collectives`]: ring, pairwise and hierarchical collective times (AllGather,
 //!   ReduceScatter, AllReduce, AlltoAll), including the two-tier AllGather `AGtime` of the
 //!   rail-only paper (Wang et al., Eq. 1) and the rail-only all-to-all slowdown (Appendix D).
+//! * [`fit`]: least-squares and two-point alpha-beta fits with R² and residuals (Parm §V-A).
+//! * [`allgather_bound`]: the exact bandwidth-optimal AllGather bound of rail-only App. A
+//!   (Eq. 8–9) on small grids.
+//! * [`parm`]: Parm's baseline, S1 and S2 schedules, Algorithm 1, the SAA phase schedule, and
+//!   the two testbeds with a check of the paper's claims over Table III.
+//! * [`timeline`]: Aurora's exclusive (Eq. 1–3) and colocated (Table 2, Eq. 4) MoE-layer
+//!   timelines and GPU utilization (§8.1).
 //!
 //! # Examples
 //!
@@ -26,9 +33,13 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod allgather_bound;
 mod alpha_beta;
 pub mod collectives;
 mod error;
+pub mod fit;
+pub mod parm;
+pub mod timeline;
 pub mod units;
 mod validate;
 

@@ -20,3 +20,5 @@ pub use colocation_matching;
 pub use comm_cost_model;
 pub use rail_network;
 pub use topology_partition;
+
+pub mod training;

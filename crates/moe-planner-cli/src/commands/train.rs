@@ -1,13 +1,53 @@
-//! `moe-planner train`: not built yet; the crate issue that owns it replaces this module.
+//! `moe-planner train`: baseline, S1 and S2 times of a Parm MoE layer and Algorithm 1's choice.
+
+use std::path::PathBuf;
+
+use moe_planner::training::{ParmLayerSpec, plan_layer};
 
 use crate::error::CliError;
-use crate::output::Context;
+use crate::input::read_json;
+use crate::output::{Context, print_json};
 
-/// Arguments of `moe-planner train` (none until the capability is built).
+/// Arguments of `moe-planner train`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// JSON Parm layer spec (see docs/cli.md `## train`).
+    #[arg(long)]
+    pub spec: PathBuf,
+}
 
-/// Reports that the subcommand is not built yet (exit code 2).
-pub fn run(_args: &Args, _ctx: &Context) -> Result<(), CliError> {
-    Err(CliError::not_built("train"))
+/// Plans the layer and prints the choice and the three schedule times.
+pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+    let spec: ParmLayerSpec = read_json(&args.spec)?;
+    let plan = plan_layer(&spec)?;
+    if ctx.json {
+        return print_json(&plan);
+    }
+    let d = &plan.details;
+    println!("schedule   time (ms)   terms (ms)");
+    println!(
+        "baseline   {:>9.3}   AG_ESP {:.3}, AR_ESP {:.3}, 2 x A2A_EP {:.3}",
+        plan.baseline_s * 1e3,
+        d.baseline.ag_esp_s * 1e3,
+        d.baseline.ar_esp_s * 1e3,
+        d.baseline.a2a_dispatch_s * 1e3
+    );
+    println!(
+        "S1         {:>9.3}   2 x A2A_EP&ESP {:.3}, AG_MP(BLM) {:.3}",
+        plan.s1_s * 1e3,
+        d.s1.a2a_dispatch_s * 1e3,
+        d.s1.ag_mp_s * 1e3
+    );
+    println!(
+        "S2         {:>9.3}   A2A_EP&ESP {:.3}, SAA {:.3} (sequential {:.3})",
+        plan.s2_s * 1e3,
+        d.s2.a2a_dispatch_s * 1e3,
+        d.s2.saa_s * 1e3,
+        d.s2.sequential_s * 1e3
+    );
+    println!(
+        "choice: {:?} ({:.2}x faster than the baseline)",
+        plan.choice, plan.speedup
+    );
+    Ok(())
 }

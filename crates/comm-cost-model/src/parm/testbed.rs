@@ -1,0 +1,351 @@
+//! Parm's two testbeds as two-tier bandwidth models, Table III's configurations, and a check of
+//! the paper's claims over all of them.
+//!
+//! The paper publishes fitted constants only for the MP-AllGather (§VI-B). To give every other
+//! collective a cost we build a two-tier model of each testbed (assumptions, also in
+//! `docs/algorithms.md`):
+//!
+//! * every collective pays the start-up `alpha` of the published MP-AllGather fit;
+//! * the published `beta` (s per element) is read as the per-GPU intra-node cost of receiving
+//!   one element, so the intra-node bandwidth is `bytes_per_element / beta`;
+//! * testbed B's inter-node bandwidth is its 100 Gb/s NIC shared by the node's 4 GPUs;
+//! * ranks are consecutive per node; MP and ESP groups are consecutive blocks (inside a node),
+//!   EP groups take every `N_ESP`-th rank, and the EP&ESP-AlltoAll spans all `P` GPUs;
+//! * AllGather = rail-only Eq. 1 (`AGtime`), AllReduce = twice its bandwidth term, AlltoAll =
+//!   concurrent intra/inter transfers (`max` of the two, App. D Eq. 20), SAA = the phase model
+//!   of [`saa_time_s`](super::saa_time_s).
+
+use serde::{Deserialize, Serialize};
+
+use super::layer::ParmLayer;
+use super::saa::{SaaSpec, saa_time_s};
+use super::schedules::{ParmCollectiveCosts, ParmTimes, Schedule, parm_times};
+use crate::collectives::{
+    TwoTierGrid, full_bisection_all_to_all_time_s, hierarchical_all_gather_time_s,
+};
+use crate::units::{BytesPerSecond, Seconds, gbps};
+use crate::{AlphaBeta, CostModelError, check_non_negative, check_positive};
+
+/// A cluster of identical nodes, described by what Parm §VI publishes about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Testbed {
+    /// Name for reports.
+    pub name: String,
+    /// GPUs per node.
+    pub gpus_per_node: usize,
+    /// Start-up time of every collective, seconds.
+    pub alpha_s: Seconds,
+    /// Intra-node time per element received by one GPU, seconds (the MP-AllGather `beta`).
+    pub intra_s_per_element: f64,
+    /// Per-GPU inter-node bandwidth, bytes/s (unused on a single node).
+    pub inter_bytes_per_s: BytesPerSecond,
+    /// Bytes of one element for the fitted constants.
+    pub bytes_per_element: f64,
+}
+
+impl Testbed {
+    /// Testbed A: one server with 8 RTX 4090 on PCIe 4.0; `alpha = 6.64e-4 s`,
+    /// `beta = 5.38e-10 s/element` (Parm §VI-B), fp32 elements.
+    pub fn parm_testbed_a() -> Self {
+        Self {
+            name: "A (8x RTX4090, 1 node)".into(),
+            gpus_per_node: 8,
+            alpha_s: 6.64e-4,
+            intra_s_per_element: 5.38e-10,
+            inter_bytes_per_s: gbps(100.0) / 8.0,
+            bytes_per_element: 4.0,
+        }
+    }
+
+    /// Testbed B: 8 nodes of 4 RTX 2080Ti (PCIe 3.0) with one 100 Gb/s ConnectX-5 each;
+    /// `alpha = 1.09e-4 s`, `beta = 7.14e-10 s/element` (Parm §VI-B), fp32 elements.
+    pub fn parm_testbed_b() -> Self {
+        Self {
+            name: "B (8 nodes x 4 RTX2080Ti, 100 Gb/s)".into(),
+            gpus_per_node: 4,
+            alpha_s: 1.09e-4,
+            intra_s_per_element: 7.14e-10,
+            inter_bytes_per_s: gbps(100.0) / 4.0,
+            bytes_per_element: 4.0,
+        }
+    }
+
+    fn intra_bytes_per_s(&self) -> BytesPerSecond {
+        self.bytes_per_element / self.intra_s_per_element
+    }
+
+    /// The `(GPUs per node, nodes)` shape of a group of `size` ranks taken every `stride`-th
+    /// rank, on `p` GPUs.
+    fn grid(&self, p: usize, size: usize, stride: usize) -> Result<TwoTierGrid, CostModelError> {
+        let g = self.gpus_per_node.min(p);
+        let span = size * stride; // consecutive ranks the group spreads over
+        let local = if span <= g { size } else { (g / stride).max(1) };
+        let nodes = size.div_ceil(local);
+        let inter = if nodes > 1 {
+            self.inter_bytes_per_s
+        } else {
+            self.intra_bytes_per_s()
+        };
+        TwoTierGrid::new(local, nodes, self.intra_bytes_per_s(), inter)
+    }
+
+    fn all_gather(&self, grid: &TwoTierGrid) -> Result<AlphaBeta, CostModelError> {
+        AlphaBeta::new(self.alpha_s, hierarchical_all_gather_time_s(1.0, grid)?)
+    }
+
+    fn all_to_all(&self, grid: &TwoTierGrid) -> Result<AlphaBeta, CostModelError> {
+        let n = (grid.x * grid.y) as f64;
+        AlphaBeta::new(
+            self.alpha_s,
+            full_bisection_all_to_all_time_s(1.0 / n, grid)?,
+        )
+    }
+
+    /// Alpha-beta costs of every collective of `layer` on this testbed.
+    ///
+    /// # Errors
+    ///
+    /// The layer's validation errors; [`CostModelError::ShapeMismatch`] when the GPUs per node
+    /// do not divide `P` or `N_MP`/`N_ESP` do not fit the node; value errors for a bad testbed.
+    ///
+    /// # Complexity
+    ///
+    /// O(1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::parm::{ParmLayer, Testbed};
+    /// let layer = ParmLayer { p: 8, n_mp: 2, n_ep: 4, n_esp: 2, b: 4, l: 1024, m: 2048,
+    ///     h: 4096, e: 4, k: 1, f: 1.2, bytes_per_element: 4.0 };
+    /// let costs = Testbed::parm_testbed_a().collective_costs(&layer)?;
+    /// // MP-AllGather over 2 GPUs: alpha + (1/2) x / (4 B / 5.38e-10 s).
+    /// assert!((costs.ag_mp.beta_s_per_byte - 0.5 * 5.38e-10 / 4.0).abs() < 1e-22);
+    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// ```
+    pub fn collective_costs(
+        &self,
+        layer: &ParmLayer,
+    ) -> Result<ParmCollectiveCosts, CostModelError> {
+        let v = layer.volumes()?;
+        check_positive("testbed bytes per element", self.bytes_per_element)?;
+        check_positive("testbed intra-node s/element", self.intra_s_per_element)?;
+        check_non_negative("testbed alpha (s)", self.alpha_s)?;
+        let p = layer.p;
+        let g = self.gpus_per_node.min(p).max(1);
+        if p % g != 0 {
+            return Err(CostModelError::ShapeMismatch {
+                what: "GPUs per node must divide P (P mod g)",
+                expected: 0,
+                actual: (p % g) as u64,
+            });
+        }
+        let esp = self.grid(p, layer.n_esp, 1)?;
+        let ep = self.grid(p, layer.n_ep, layer.n_esp)?;
+        let mp = self.grid(p, layer.n_mp, 1)?;
+        let all = self.grid(p, p, 1)?;
+        let ag_esp = self.all_gather(&esp)?;
+        let ar_esp = AlphaBeta::new(self.alpha_s, 2.0 * ag_esp.beta_s_per_byte)?;
+        // SAA on this layer's sizes; linear in them, so one (alpha_o, beta_o) pair is exact.
+        let a2a_bytes = layer.bytes(v.y_elements / layer.n_mp as f64);
+        let saa_s = saa_time_s(&SaaSpec {
+            p,
+            n_mp: layer.n_mp,
+            gpus_per_node: g,
+            a2a_bytes_per_gpu: a2a_bytes,
+            ag_total_bytes: layer.bytes(v.etm_elements),
+            intra_bytes_per_s: all.hb_bytes_per_s,
+            inter_bytes_per_s: all.network_bytes_per_s,
+            alpha_s: 0.0,
+        })?;
+        Ok(ParmCollectiveCosts {
+            ag_esp,
+            ar_esp,
+            a2a_ep: self.all_to_all(&ep)?,
+            a2a_ep_esp: self.all_to_all(&all)?,
+            ag_mp: self.all_gather(&mp)?,
+            saa: Some(AlphaBeta::new(self.alpha_s, saa_s / a2a_bytes)?),
+        })
+    }
+
+    /// Baseline, S1, S2 and Algorithm 1's choice for `layer` on this testbed.
+    ///
+    /// # Errors
+    ///
+    /// As [`Testbed::collective_costs`].
+    ///
+    /// # Complexity
+    ///
+    /// O(1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::parm::{ParmLayer, Testbed};
+    /// let layer = ParmLayer { p: 16, n_mp: 2, n_ep: 8, n_esp: 2, b: 4, l: 1024, m: 2048,
+    ///     h: 4096, e: 8, k: 2, f: 1.2, bytes_per_element: 4.0 };
+    /// let t = Testbed::parm_testbed_b().times(&layer)?;
+    /// assert!(t.parm_s <= t.baseline.total_s);
+    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// ```
+    pub fn times(&self, layer: &ParmLayer) -> Result<ParmTimes, CostModelError> {
+        parm_times(layer, &self.collective_costs(layer)?)
+    }
+}
+
+/// Every Table III configuration for `P` GPUs: `N_MP, N_ESP ∈ {1,2,4}`, `B ∈ {2,4,8}`,
+/// `L ∈ {512,1024,2048}`, `H/N_ESP, M/N_ESP ∈ {1024,2048,4096}`, `f ∈ {1.2,2.4}`, `k ∈ {1,2}`,
+/// with `E = N_EP = P / N_ESP` (one expert per EP rank; `E` cancels out of every volume).
+///
+/// # Complexity
+///
+/// O(2916) layers per `P`.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::parm::table3_layers;
+/// assert_eq!(table3_layers(8, 4.0).len(), 3 * 3 * 3 * 3 * 3 * 3 * 2 * 2);
+/// ```
+pub fn table3_layers(p: usize, bytes_per_element: f64) -> Vec<ParmLayer> {
+    let mut out = Vec::with_capacity(2916);
+    for n_mp in [1, 2, 4] {
+        for n_esp in [1, 2, 4] {
+            for b in [2, 4, 8] {
+                for l in [512, 1024, 2048] {
+                    for h in [1024, 2048, 4096] {
+                        for m in [1024, 2048, 4096] {
+                            for f in [1.2, 2.4] {
+                                for k in [1, 2] {
+                                    out.push(ParmLayer {
+                                        p,
+                                        n_mp,
+                                        n_ep: p / n_esp,
+                                        n_esp,
+                                        b,
+                                        l,
+                                        m: m * n_esp,
+                                        h: h * n_esp,
+                                        e: p / n_esp,
+                                        k,
+                                        f,
+                                        bytes_per_element,
+                                    });
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A configuration where one of Parm's claims fails inside the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Counterexample {
+    /// Which claim fails.
+    pub claim: String,
+    /// The layer.
+    pub layer: ParmLayer,
+    /// Its modelled times.
+    pub times: ParmTimes,
+}
+
+/// Tally of Parm's claims over a set of layers on one testbed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimReport {
+    /// Layers evaluated.
+    pub layers: usize,
+    /// Layers where Algorithm 1 picks S1.
+    pub s1_chosen: usize,
+    /// Layers where Algorithm 1 picks S2.
+    pub s2_chosen: usize,
+    /// Violations of "S2 is never slower than the baseline" (Eq. 6 + Eq. 10).
+    pub s2_slower_than_baseline: usize,
+    /// Violations of "with N_MP = 1, S1 and S2 are never slower than the baseline" (Eq. 6).
+    pub nmp1_slower_than_baseline: usize,
+    /// Layers with N_MP > 1 where S1 is slower than the baseline (the paper observes none).
+    pub s1_slower_than_baseline: usize,
+    /// Layers where Algorithm 1 as printed picks the other schedule than the consistent model.
+    pub printed_algorithm_disagrees: usize,
+    /// The first counterexample of each failing claim.
+    pub counterexamples: Vec<Counterexample>,
+}
+
+/// Evaluates every layer on `testbed` and counts where Parm's claims hold and fail.
+///
+/// # Errors
+///
+/// As [`Testbed::collective_costs`] for the first invalid layer.
+///
+/// # Complexity
+///
+/// O(n) for n layers.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::parm::{check_claims, table3_layers, Testbed};
+/// let r = check_claims(&Testbed::parm_testbed_a(), &table3_layers(8, 4.0))?;
+/// assert_eq!(r.layers, 2916);
+/// assert_eq!(r.s1_chosen + r.s2_chosen, r.layers);
+/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// ```
+pub fn check_claims(
+    testbed: &Testbed,
+    layers: &[ParmLayer],
+) -> Result<ClaimReport, CostModelError> {
+    let mut r = ClaimReport {
+        layers: layers.len(),
+        s1_chosen: 0,
+        s2_chosen: 0,
+        s2_slower_than_baseline: 0,
+        nmp1_slower_than_baseline: 0,
+        s1_slower_than_baseline: 0,
+        printed_algorithm_disagrees: 0,
+        counterexamples: Vec::new(),
+    };
+    for layer in layers {
+        let costs = testbed.collective_costs(layer)?;
+        let t = parm_times(layer, &costs)?;
+        match t.choice {
+            Schedule::S1 => r.s1_chosen += 1,
+            Schedule::S2 => r.s2_chosen += 1,
+        }
+        if super::algorithm1_as_printed(layer, &costs)? != t.choice {
+            r.printed_algorithm_disagrees += 1;
+        }
+        let base = t.baseline.total_s;
+        let mut fail = |count: &mut usize, claim: &str| {
+            if *count == 0 {
+                r.counterexamples.push(Counterexample {
+                    claim: claim.into(),
+                    layer: *layer,
+                    times: t,
+                });
+            }
+            *count += 1;
+        };
+        if t.s2.total_s > base {
+            fail(
+                &mut r.s2_slower_than_baseline,
+                "S2 never slower than baseline",
+            );
+        }
+        if layer.n_mp == 1 && t.s1.total_s.max(t.s2.total_s) > base {
+            fail(
+                &mut r.nmp1_slower_than_baseline,
+                "N_MP = 1: S1/S2 never slower",
+            );
+        }
+        if layer.n_mp > 1 && t.s1.total_s > base {
+            fail(
+                &mut r.s1_slower_than_baseline,
+                "S1 never slower than baseline",
+            );
+        }
+    }
+    Ok(r)
+}

@@ -1,0 +1,368 @@
+//! The colocated two-model MoE-layer timeline of Aurora (Li et al., §6.1 Table 2, Eq. 4).
+//!
+//! Two models `a` and `b` share every GPU; their computations take turns on the GPU and their
+//! all-to-alls share the port. Table 2 gives each component's start and end across the cluster
+//! (maxima over GPUs). Its communication end times are cumulative *aggregated* times
+//! (`|N^a + N^b|`, ...), which silently assume the port never waits for a computation. We keep
+//! Table 2's dependencies and add the waits, so the timeline is right in every case and reduces
+//! to Table 2 when there is no gap:
+//!
+//! * `E(N^b) = max(|N^a + N^b|, |G^b| + |N^b|)`;
+//! * the combine phase starts at `S(C^a) = max(E(F^a), E(N^b))`, `E(C^a) = S(C^a) + |C^a|`;
+//! * `E(C^b) = max(S(C^a) + |C^a + C^b|, E(F^b) + |C^b|)`.
+//!
+//! Inference time is the end of `G^a` (Eq. 4); utilization is the compute time of both models
+//! over it (§8.1).
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::Seconds;
+use crate::{CostModelError, check_non_negative};
+
+/// Component times of one model's layer (maxima over GPUs, as in Table 2).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ModelLayerTimes {
+    /// Gate `|G|`, seconds.
+    pub gate_s: Seconds,
+    /// Dispatch all-to-all alone `|N|`, seconds.
+    pub dispatch_s: Seconds,
+    /// FFN `|F|`, seconds.
+    pub ffn_s: Seconds,
+    /// Combine all-to-all alone `|C|`, seconds.
+    pub combine_s: Seconds,
+    /// Aggregation `|A|`, seconds.
+    pub aggregation_s: Seconds,
+}
+
+/// Inputs of the colocated timeline: both models and the aggregated all-to-all times.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ColocatedLayer {
+    /// Model `a` (its gate ran in the previous period; `G^a` ends this one).
+    pub a: ModelLayerTimes,
+    /// Model `b`.
+    pub b: ModelLayerTimes,
+    /// `|N^a + N^b|`: both dispatches on the shared port (between `max` and the sum of the two).
+    pub aggregated_dispatch_s: Seconds,
+    /// `|C^a + C^b|`: both combines on the shared port.
+    pub aggregated_combine_s: Seconds,
+}
+
+/// Which model a component belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ModelId {
+    /// Model `a`.
+    A,
+    /// Model `b`.
+    B,
+}
+
+/// What a component is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ComponentKind {
+    /// Gate (compute).
+    Gate,
+    /// First all-to-all (port).
+    Dispatch,
+    /// FFN (compute).
+    Ffn,
+    /// Second all-to-all (port).
+    Combine,
+    /// Aggregation (compute).
+    Aggregation,
+}
+
+impl ComponentKind {
+    /// Whether the component runs on the GPU's compute (else on its port).
+    pub fn is_compute(self) -> bool {
+        matches!(self, Self::Gate | Self::Ffn | Self::Aggregation)
+    }
+}
+
+/// One row of Table 2.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Component {
+    /// The model.
+    pub model: ModelId,
+    /// The component.
+    pub kind: ComponentKind,
+    /// Start time, seconds.
+    pub start_s: Seconds,
+    /// End time, seconds.
+    pub end_s: Seconds,
+}
+
+/// The colocated timeline: every component in Table 2's order, the inference time and the
+/// utilization.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColocatedTimeline {
+    /// `G^b, N^a, F^a, N^b, F^b, C^a, A^a, C^b, A^b, G^a`.
+    pub components: Vec<Component>,
+    /// Eq. 4: `E(A^b) + |G^a|`.
+    pub inference_time_s: Seconds,
+    /// Compute time of both models over the inference time (§8.1).
+    pub gpu_utilization: f64,
+}
+
+fn check_model(m: &ModelLayerTimes) -> Result<(), CostModelError> {
+    for (what, v) in [
+        ("gate time (s)", m.gate_s),
+        ("dispatch time (s)", m.dispatch_s),
+        ("FFN time (s)", m.ffn_s),
+        ("combine time (s)", m.combine_s),
+        ("aggregation time (s)", m.aggregation_s),
+    ] {
+        check_non_negative(what, v)?;
+    }
+    Ok(())
+}
+
+fn check_aggregated(what: &'static str, agg: f64, x: f64, y: f64) -> Result<(), CostModelError> {
+    check_non_negative(what, agg)?;
+    // Sharing a port can neither beat the longer transfer nor lose to running both in turn.
+    if agg < x.max(y) * (1.0 - 1e-12) || agg > (x + y) * (1.0 + 1e-12) {
+        return Err(CostModelError::Degenerate {
+            what: "aggregated all-to-all time must lie between max and sum of the two",
+        });
+    }
+    Ok(())
+}
+
+/// The colocated two-model timeline of Aurora Table 2 with every component's start and end,
+/// and the inference time of Eq. 4.
+///
+/// # Errors
+///
+/// `NonFinite`/`Negative` for a bad time; [`CostModelError::Degenerate`] when an aggregated
+/// time is below the longer or above the sum of the two all-to-alls.
+///
+/// # Complexity
+///
+/// O(1).
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::timeline::{colocated_timeline, ColocatedLayer, ModelLayerTimes};
+/// let m = ModelLayerTimes { gate_s: 1.0, dispatch_s: 2.0, ffn_s: 3.0, combine_s: 2.0,
+///     aggregation_s: 1.0 };
+/// let layer = ColocatedLayer { a: m, b: m, aggregated_dispatch_s: 3.0,
+///     aggregated_combine_s: 3.0 };
+/// let t = colocated_timeline(&layer)?;
+/// // G^b [0,1], N^a [0,2], F^a [2,5], N^b ends max(3, 1+2) = 3, F^b [5,8],
+/// // C^a [5,7], A^a [8,9], C^b ends max(5+3, 8+2) = 10, A^b [10,11], G^a [11,12].
+/// assert_eq!(t.inference_time_s, 12.0);
+/// assert!((t.gpu_utilization - 10.0 / 12.0).abs() < 1e-12);
+/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// ```
+pub fn colocated_timeline(layer: &ColocatedLayer) -> Result<ColocatedTimeline, CostModelError> {
+    let (a, b) = (&layer.a, &layer.b);
+    check_model(a)?;
+    check_model(b)?;
+    check_aggregated(
+        "aggregated dispatch time (s)",
+        layer.aggregated_dispatch_s,
+        a.dispatch_s,
+        b.dispatch_s,
+    )?;
+    check_aggregated(
+        "aggregated combine time (s)",
+        layer.aggregated_combine_s,
+        a.combine_s,
+        b.combine_s,
+    )?;
+    let c = |model, kind, start_s: f64, end_s: f64| Component {
+        model,
+        kind,
+        start_s,
+        end_s,
+    };
+    use ComponentKind::*;
+    use ModelId::{A, B};
+    let gb = c(B, Gate, 0.0, b.gate_s);
+    let na = c(A, Dispatch, 0.0, a.dispatch_s);
+    let s_fa = gb.end_s.max(na.end_s);
+    let fa = c(A, Ffn, s_fa, s_fa + a.ffn_s);
+    let e_nb = layer.aggregated_dispatch_s.max(gb.end_s + b.dispatch_s);
+    let nb = c(B, Dispatch, e_nb - b.dispatch_s, e_nb);
+    let s_fb = fa.end_s.max(nb.end_s);
+    let fb = c(B, Ffn, s_fb, s_fb + b.ffn_s);
+    let s_ca = fa.end_s.max(nb.end_s);
+    let ca = c(A, Combine, s_ca, s_ca + a.combine_s);
+    let s_aa = fb.end_s.max(ca.end_s);
+    let aa = c(A, Aggregation, s_aa, s_aa + a.aggregation_s);
+    let e_cb = (s_ca + layer.aggregated_combine_s).max(fb.end_s + b.combine_s);
+    let cb = c(B, Combine, e_cb - b.combine_s, e_cb);
+    let s_ab = aa.end_s.max(cb.end_s);
+    let ab = c(B, Aggregation, s_ab, s_ab + b.aggregation_s);
+    let ga = c(A, Gate, ab.end_s, ab.end_s + a.gate_s);
+    let t = ga.end_s;
+    let compute = a.gate_s + a.ffn_s + a.aggregation_s + b.gate_s + b.ffn_s + b.aggregation_s;
+    Ok(ColocatedTimeline {
+        components: vec![gb, na, fa, nb, fb, ca, aa, cb, ab, ga],
+        inference_time_s: t,
+        gpu_utilization: if t > 0.0 { compute / t } else { 0.0 },
+    })
+}
+
+/// A multi-layer colocated model: the layers' periods run back to back.
+///
+/// # Errors
+///
+/// As [`colocated_timeline`]; `CountTooSmall` for no layers.
+///
+/// # Complexity
+///
+/// O(layers).
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::timeline::{model_colocated_time_s, ColocatedLayer, ModelLayerTimes};
+/// let m = ModelLayerTimes { gate_s: 1.0, dispatch_s: 2.0, ffn_s: 3.0, combine_s: 2.0,
+///     aggregation_s: 1.0 };
+/// let layer = ColocatedLayer { a: m, b: m, aggregated_dispatch_s: 3.0,
+///     aggregated_combine_s: 3.0 };
+/// assert_eq!(model_colocated_time_s(&[layer, layer])?, 24.0);
+/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// ```
+pub fn model_colocated_time_s(layers: &[ColocatedLayer]) -> Result<Seconds, CostModelError> {
+    if layers.is_empty() {
+        return Err(CostModelError::CountTooSmall {
+            what: "layers",
+            min: 1,
+            value: 0,
+        });
+    }
+    layers
+        .iter()
+        .map(|l| colocated_timeline(l).map(|t| t.inference_time_s))
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn reduces_to_table2_without_gaps() {
+        // Short computations: the port never waits, so the ends are Table 2's aggregated sums.
+        let a = ModelLayerTimes {
+            gate_s: 0.1,
+            dispatch_s: 4.0,
+            ffn_s: 0.5,
+            combine_s: 4.0,
+            aggregation_s: 0.1,
+        };
+        let b = ModelLayerTimes {
+            gate_s: 0.1,
+            dispatch_s: 3.0,
+            ffn_s: 0.5,
+            combine_s: 3.0,
+            aggregation_s: 0.1,
+        };
+        let layer = ColocatedLayer {
+            a,
+            b,
+            aggregated_dispatch_s: 5.0,
+            aggregated_combine_s: 5.0,
+        };
+        let t = colocated_timeline(&layer).unwrap();
+        let end = |m, k| {
+            t.components
+                .iter()
+                .find(|c| c.model == m && c.kind == k)
+                .unwrap()
+                .end_s
+        };
+        use ComponentKind::*;
+        // E(N^a) = |N^a| = 4; E(N^b) = |N^a + N^b| = 5; E(C^a) = 5 + |C^a| = 9.
+        assert_eq!(end(ModelId::A, Dispatch), 4.0);
+        assert_eq!(end(ModelId::B, Dispatch), 5.0);
+        assert_eq!(end(ModelId::A, Combine), 9.0);
+        // E(C^b) = 5 + |C^a + C^b| = 10; A^b = [10, 10.1]; t = 10.1 + 0.1 (Eq. 4).
+        assert_eq!(end(ModelId::B, Combine), 10.0);
+        assert!((t.inference_time_s - 10.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn rejects_impossible_aggregates() {
+        let m = ModelLayerTimes {
+            gate_s: 1.0,
+            dispatch_s: 2.0,
+            ffn_s: 1.0,
+            combine_s: 2.0,
+            aggregation_s: 1.0,
+        };
+        let layer = ColocatedLayer {
+            a: m,
+            b: m,
+            aggregated_dispatch_s: 1.0,
+            aggregated_combine_s: 3.0,
+        };
+        assert!(colocated_timeline(&layer).is_err());
+        let layer = ColocatedLayer {
+            a: m,
+            b: m,
+            aggregated_dispatch_s: 5.0,
+            aggregated_combine_s: 3.0,
+        };
+        assert!(colocated_timeline(&layer).is_err());
+    }
+
+    fn times() -> impl Strategy<Value = ModelLayerTimes> {
+        (
+            0.0f64..5.0,
+            0.0f64..5.0,
+            0.0f64..5.0,
+            0.0f64..5.0,
+            0.0f64..5.0,
+        )
+            .prop_map(|(gate_s, dispatch_s, ffn_s, combine_s, aggregation_s)| {
+                ModelLayerTimes {
+                    gate_s,
+                    dispatch_s,
+                    ffn_s,
+                    combine_s,
+                    aggregation_s,
+                }
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Compute components never overlap; the dispatch phase ends before the combine phase
+        /// starts on the port; each model's components follow its data dependencies.
+        #[test]
+        fn no_overlap_and_causal(a in times(), b in times(), wd in 0.0f64..1.0, wc in 0.0f64..1.0) {
+            let layer = ColocatedLayer {
+                a, b,
+                aggregated_dispatch_s: a.dispatch_s.max(b.dispatch_s) + wd * a.dispatch_s.min(b.dispatch_s),
+                aggregated_combine_s: a.combine_s.max(b.combine_s) + wc * a.combine_s.min(b.combine_s),
+            };
+            let t = colocated_timeline(&layer).unwrap();
+            let eps = 1e-9;
+            let mut compute: Vec<_> = t.components.iter().filter(|c| c.kind.is_compute()).collect();
+            compute.sort_by(|x, y| x.start_s.total_cmp(&y.start_s));
+            for w in compute.windows(2) {
+                prop_assert!(w[0].end_s <= w[1].start_s + eps);
+            }
+            let port = |k: ComponentKind| t.components.iter().filter(move |c| c.kind == k);
+            let dispatch_end = port(ComponentKind::Dispatch).map(|c| c.end_s).fold(0.0, f64::max);
+            let combine_start = port(ComponentKind::Combine).map(|c| c.start_s).fold(f64::INFINITY, f64::min);
+            prop_assert!(dispatch_end <= combine_start + eps);
+            for model in [ModelId::A, ModelId::B] {
+                let of = |k| t.components.iter().find(|c| c.model == model && c.kind == k).unwrap();
+                use ComponentKind::*;
+                prop_assert!(of(Dispatch).end_s <= of(Ffn).start_s + eps);
+                prop_assert!(of(Ffn).end_s <= of(Combine).start_s + eps);
+                prop_assert!(of(Combine).end_s <= of(Aggregation).start_s + eps);
+                for c in &t.components {
+                    prop_assert!(c.start_s >= -eps && c.end_s >= c.start_s - eps);
+                }
+            }
+            prop_assert!(t.gpu_utilization <= 1.0 + eps);
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! MoE-layer inference timelines (Aurora, Li et al., §4.1, §6.1, §8.1).
+//!
+//! * [`exclusive_time`]: one model per GPU, Eq. 1 (and its reduction [`exclusive_time_eq3`]),
+//!   with GPU utilization; [`model_exclusive_time`] for a sequence of layers.
+//! * [`colocated_timeline`]: two models sharing every GPU, Table 2 with every component's
+//!   start and end and the inference time of Eq. 4; [`model_colocated_time_s`] for a sequence.
+//!
+//! # Examples
+//!
+//! ```
+//! use comm_cost_model::timeline::exclusive_time_eq3;
+//! // Gate 1 ms, slowest dispatch 4 ms, FFN 5 ms, combine 4 ms, aggregation 1 ms.
+//! assert_eq!(exclusive_time_eq3(1e-3, 4e-3, 5e-3, 4e-3, 1e-3)?, 15e-3);
+//! # Ok::<(), comm_cost_model::CostModelError>(())
+//! ```
+
+mod colocated;
+mod exclusive;
+
+pub use colocated::{
+    ColocatedLayer, ColocatedTimeline, Component, ComponentKind, ModelId, ModelLayerTimes,
+    colocated_timeline, model_colocated_time_s,
+};
+pub use exclusive::{
+    ExclusiveLayer, ExclusiveTime, exclusive_time, exclusive_time_eq3, model_exclusive_time,
+};
