@@ -22,3 +22,4 @@ pub use rail_network;
 pub use topology_partition;
 
 pub mod training;
+pub mod network;

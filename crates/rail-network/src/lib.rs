@@ -7,5 +7,52 @@
 //! (Table 2), analyses failures (§4.1), models GPT FLOPs and memory, predicts the iteration time
 //! of a PTD-P training job (Eq. 2–7), searches all valid parallelizations (Appendix C) and sweeps
 //! HB-domain size, bandwidth and batch size (Fig. 9–11).
+//!
+//! | module | paper | what |
+//! |---|---|---|
+//! | [`fabric`], [`fabric_graph`] | §2.1, §4, §6.5, Table 2 | tiers, switches, transceivers, cost; petgraph wiring and routes |
+//! | [`failures`] | §4.1 | GPUs cut off, recovery and spare GPUs per failure |
+//! | [`model`], [`compute`], [`memory`] | App. B; Korthikanti et al.; Narayanan et al. | GPT presets, FLOPs, `t(b)`, memory per GPU |
+//! | [`parallel`], [`iteration`] | §5, Eq. 2–7; App. C Eq. 11–18 | a PTD-P configuration and its iteration time, term by term |
+//! | [`search`], [`sweeps`] | App. C, §6.2–6.4, App. D | exhaustive parallel search (rayon), Fig. 9–11 sweeps |
+//! | [`accuracy`] | §6.1, Table 4 | published measurements, calibration, leave-one-out |
+//!
+//! # Examples
+//!
+//! ```
+//! use rail_network::fabric::{compare_fabrics, FabricParams, PriceModel};
+//! use rail_network::{compute::ComputeModel, iteration::IterationModel, model::model_preset};
+//! use rail_network::search::{search, SearchOptions};
+//! use rail_network::system::system_preset;
+//!
+//! // Table 2: 65536 GPUs in GH200 domains of 256 on radix-256 switches: rail-only saves 75%.
+//! let p = FabricParams::new(65536, 256, 256);
+//! let c = compare_fabrics(&p, &PriceModel::default())?;
+//! assert_eq!((c.rail_optimized.switches, c.rail_only.switches), (1280, 256));
+//! assert_eq!(c.cost_reduction, 0.75);
+//!
+//! // The fastest way to train GPT-1T on 4096 GH200 GPUs at batch 4096, and its terms.
+//! let im = IterationModel::new(model_preset("gpt-1t")?, system_preset("gh200")?, ComputeModel::paper())?;
+//! let best = search(&im, 4096, 4096, &SearchOptions::default())?.best;
+//! assert!(best.memory.total_bytes <= 96e9);
+//! assert!(best.terms.last_stage_compute_s > best.terms.last_stage_tp_comm_s);
+//! # Ok::<(), rail_network::RailNetworkError>(())
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+pub mod accuracy;
+pub mod compute;
+mod error;
+pub mod fabric;
+pub mod fabric_graph;
+pub mod failures;
+pub mod iteration;
+pub mod memory;
+pub mod model;
+pub mod parallel;
+pub mod search;
+pub mod sweeps;
+pub mod system;
+
+pub use error::RailNetworkError;

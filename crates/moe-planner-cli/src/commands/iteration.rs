@@ -1,13 +1,206 @@
-//! `moe-planner iteration`: not built yet; the crate issue that owns it replaces this module.
+//! `moe-planner iteration`: LLM training iteration time on a cluster (rail-only paper §5,
+//! Eq. 2–7), for a given parallelization or the best one found by search (Appendix C).
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use moe_planner::network::{
+    IterationPlan, IterationSpec, ModelRef, NetworkPlanner, ParallelSpec, SearchSpec, SystemRef,
+    model_by_name, system_by_name,
+};
 
 use crate::error::CliError;
-use crate::output::Context;
+use crate::input::read_json;
+use crate::output::{Context, print_json};
 
-/// Arguments of `moe-planner iteration` (none until the capability is built).
+/// Arguments of `moe-planner iteration`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Model preset (gpt-22b, gpt-175b, gpt-530b, gpt-1t, gpt-145.6b, gpt-310.1b, gpt-529.6b,
+    /// gpt-1008b) or a JSON file {heads, hidden, layers, seq_len, vocab}.
+    #[arg(long)]
+    pub model: String,
+    /// System preset (dgx-a100, dgx-h100, gh200) or a JSON file {hb_domain, peak_tflop_per_s,
+    /// hb_gb_per_s, network_gbps, memory_gb, latency_us}.
+    #[arg(long)]
+    pub system: String,
+    /// GPUs used.
+    #[arg(long)]
+    pub gpus: u64,
+    /// Tensor parallel degree (required without --search).
+    #[arg(long)]
+    pub tp: Option<u64>,
+    /// Pipeline parallel degree (required without --search).
+    #[arg(long)]
+    pub pp: Option<u64>,
+    /// Data parallel degree (default N / (tp pp)).
+    #[arg(long)]
+    pub dp: Option<u64>,
+    /// Micro-batch size.
+    #[arg(long, default_value_t = 1)]
+    pub microbatch: u64,
+    /// Global batch size (default: the data parallel degree, or N with --search).
+    #[arg(long)]
+    pub global_batch: Option<u64>,
+    /// Interleaved pipeline stages per GPU.
+    #[arg(long, default_value_t = 1)]
+    pub interleave: u64,
+    /// Search every valid parallelization and print the best under `best`.
+    #[arg(long)]
+    pub search: bool,
+    /// Configurations listed with --search.
+    #[arg(long, default_value_t = 5)]
+    pub top: usize,
+}
 
-/// Reports that the subcommand is not built yet (exit code 2).
-pub fn run(_args: &Args, _ctx: &Context) -> Result<(), CliError> {
-    Err(CliError::not_built("iteration"))
+fn model_ref(arg: &str) -> Result<ModelRef, CliError> {
+    if model_by_name(arg).is_ok() || !Path::new(arg).exists() {
+        // An unknown name that is not a file reports the preset list from the library.
+        model_by_name(arg)?;
+        return Ok(ModelRef::Preset(arg.to_string()));
+    }
+    Ok(ModelRef::Custom(read_json(Path::new(arg))?))
+}
+
+fn system_ref(arg: &str) -> Result<SystemRef, CliError> {
+    if system_by_name(arg).is_ok() || !Path::new(arg).exists() {
+        system_by_name(arg)?;
+        return Ok(SystemRef::Preset(arg.to_string()));
+    }
+    Ok(SystemRef::Custom(read_json(Path::new(arg))?))
+}
+
+fn print_plan(plan: &IterationPlan) {
+    let p = &plan.parallelization;
+    let t = &plan.terms;
+    println!(
+        "t = {} (HB {}), p = {} (HB {}), d = {} (HB {}), b = {}, B = {}, v = {}, m = {}",
+        p.tp,
+        p.tp_hb,
+        p.pp,
+        p.pp_hb,
+        p.dp,
+        p.dp_hb,
+        p.micro_batch,
+        p.global_batch,
+        p.interleave,
+        t.micro_batches
+    );
+    println!("iteration time        {:10.4} s", plan.iteration_time_s);
+    for (name, v) in [
+        ("  bubble compute", t.bubble_compute_s),
+        ("  bubble comm", t.bubble_comm_s),
+        ("  last-stage compute", t.last_stage_compute_s),
+        ("  last-stage TP comm", t.last_stage_tp_comm_s),
+        ("  last-stage PP comm", t.last_stage_pp_comm_s),
+        ("  parameter sync", t.sync_s),
+        ("  latency", t.latency_s),
+    ] {
+        println!("{name:<22}{v:10.4} s");
+    }
+    println!(
+        "memory per GPU        {:10.2} GB{}",
+        plan.memory.total_bytes / 1e9,
+        if plan.fits_in_memory {
+            ""
+        } else {
+            "  (does NOT fit)"
+        }
+    );
+}
+
+fn run_search(
+    args: &Args,
+    ctx: &Context,
+    model: ModelRef,
+    system: SystemRef,
+) -> Result<(), CliError> {
+    let spec = SearchSpec {
+        model,
+        system,
+        gpus: args.gpus,
+        global_batch: args.global_batch.unwrap_or(args.gpus),
+        keep: args.top.max(1),
+        compute: None,
+    };
+    let show_bar = !ctx.json && std::io::stderr().is_terminal();
+    let bar = if show_bar {
+        let bar = ProgressBar::new(0);
+        if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} shapes") {
+            bar.set_style(style);
+        }
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let result = NetworkPlanner::default().search(&spec, &|done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    let plan = result?;
+    if ctx.json {
+        return print_json(&plan);
+    }
+    println!(
+        "searched {} configurations over {} (p, t, d) shapes; best:",
+        plan.evaluated, plan.shapes
+    );
+    print_plan(&plan.best);
+    println!("\nrank  time (s)   t  p  d  b  v  (t_h p_h d_h)");
+    for (i, c) in plan.ranked.iter().enumerate() {
+        let p = &c.parallelization;
+        println!(
+            "{:>4} {:9.4} {:>3} {:>2} {:>2} {:>2} {:>2}  ({} {} {})",
+            i + 1,
+            c.iteration_time_s,
+            p.tp,
+            p.pp,
+            p.dp,
+            p.micro_batch,
+            p.interleave,
+            p.tp_hb,
+            p.pp_hb,
+            p.dp_hb
+        );
+    }
+    Ok(())
+}
+
+/// Predicts the iteration time (or searches for the best configuration) and prints it.
+pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+    let model = model_ref(&args.model)?;
+    let system = system_ref(&args.system)?;
+    if args.search {
+        return run_search(args, ctx, model, system);
+    }
+    let (Some(tp), Some(pp)) = (args.tp, args.pp) else {
+        return Err(CliError::input("give --tp and --pp, or --search"));
+    };
+    // The facade reports N not divisible by t p; this default only sizes the batch.
+    let dp = args
+        .dp
+        .unwrap_or(args.gpus / tp.saturating_mul(pp).max(1))
+        .max(1);
+    let spec = IterationSpec {
+        model,
+        system,
+        gpus: args.gpus,
+        parallelization: ParallelSpec {
+            tp,
+            pp,
+            dp: args.dp,
+            micro_batch: args.microbatch,
+            global_batch: args.global_batch.unwrap_or(dp * args.microbatch),
+            interleave: args.interleave,
+        },
+        compute: None,
+    };
+    let plan = NetworkPlanner::default().iteration(&spec)?;
+    if ctx.json {
+        return print_json(&plan);
+    }
+    print_plan(&plan);
+    Ok(())
 }

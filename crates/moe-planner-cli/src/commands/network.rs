@@ -1,13 +1,60 @@
-//! `moe-planner network`: not built yet; the crate issue that owns it replaces this module.
+//! `moe-planner network`: switches, transceivers and cost of rail-optimized vs rail-only fabrics
+//! (rail-only paper §6.5, Table 2).
+
+use moe_planner::network::{NetworkPlanner, NetworkSpec};
+use moe_planner::rail_network::fabric::FabricCounts;
 
 use crate::error::CliError;
-use crate::output::Context;
+use crate::output::{Context, print_json};
 
-/// Arguments of `moe-planner network` (none until the capability is built).
+/// Arguments of `moe-planner network`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Total GPUs N.
+    #[arg(long)]
+    pub gpus: u64,
+    /// GPUs per HB domain K (also the number of rails); must divide N.
+    #[arg(long)]
+    pub hb_domain: u64,
+    /// Switch radix k (even).
+    #[arg(long)]
+    pub radix: u64,
+    /// USD per transceiver.
+    #[arg(long, default_value_t = 374.0)]
+    pub transceiver_usd: f64,
+    /// USD per switch port.
+    #[arg(long, default_value_t = 748.0)]
+    pub switch_port_usd: f64,
+}
 
-/// Reports that the subcommand is not built yet (exit code 2).
-pub fn run(_args: &Args, _ctx: &Context) -> Result<(), CliError> {
-    Err(CliError::not_built("network"))
+fn row(name: &str, f: &FabricCounts) {
+    println!(
+        "{name:<16} {:>5} {:>10} {:>13} {:>16.0}",
+        f.tiers, f.switches, f.transceivers, f.cost_usd
+    );
+}
+
+/// Counts both fabrics and prints them.
+pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+    let spec = NetworkSpec {
+        transceiver_usd: args.transceiver_usd,
+        switch_port_usd: args.switch_port_usd,
+        ..NetworkSpec::new(args.gpus, args.hb_domain, args.radix)
+    };
+    let cmp = NetworkPlanner::default().compare_fabrics(&spec)?;
+    if ctx.json {
+        return print_json(&cmp);
+    }
+    println!(
+        "N = {}, K = {}, radix = {}",
+        args.gpus, args.hb_domain, args.radix
+    );
+    println!(
+        "{:<16} {:>5} {:>10} {:>13} {:>16}",
+        "fabric", "tiers", "switches", "transceivers", "cost (USD)"
+    );
+    row("rail-optimized", &cmp.rail_optimized);
+    row("rail-only", &cmp.rail_only);
+    println!("cost reduction   {:.1}%", cmp.cost_reduction * 100.0);
+    Ok(())
 }

@@ -1,0 +1,166 @@
+//! How fast a GPU turns FLOPs into time: the micro-batch compute time `t(b)` (Appendix B, Eq. 10)
+//! and the efficiency parameters the accuracy study calibrates.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::RailNetworkError;
+use crate::model::{GptModel, Recompute, flop_split};
+use comm_cost_model::check_positive;
+use comm_cost_model::units::{Flop, FlopPerSecond};
+
+/// Which FLOPs the attention slowdown `γ` of Appendix B applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttentionScope {
+    /// The whole attention block: QKV and output projections plus the score terms.
+    #[default]
+    Block,
+    /// Only the `s^2` score terms (projections run at GEMM speed).
+    Scores,
+}
+
+/// Compute assumptions: recomputation, attention slowdown and GEMM efficiency.
+///
+/// The GPU runs GEMMs at `peak * gemm_efficiency * h / (h + half_efficiency_hidden)`: a
+/// saturating curve in the hidden size, because small GEMMs use the GPU less well (the paper
+/// notes `t(b)` is best profiled; this is the smallest model of that effect). Attention FLOPs
+/// run `attention_slowdown` times slower (the paper: `γ = 1/0.4`, from FlashAttention-2).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ComputeModel {
+    /// Activation recomputation.
+    pub recompute: Recompute,
+    /// Attention slowdown `γ` (at least 1).
+    pub attention_slowdown: f64,
+    /// Which FLOPs `γ` applies to.
+    pub attention_scope: AttentionScope,
+    /// Fraction of peak reached by large GEMMs, in (0, 1].
+    pub gemm_efficiency: f64,
+    /// Hidden size at which GEMM efficiency is half its maximum (0 = no size effect).
+    pub half_efficiency_hidden: f64,
+    /// Bytes of weights, gradients and optimizer state per parameter (18 for Megatron-LM).
+    pub bytes_per_param: f64,
+}
+
+impl Default for ComputeModel {
+    fn default() -> Self {
+        Self::paper()
+    }
+}
+
+impl ComputeModel {
+    /// The assumption set used to reproduce Table 4 (see docs/reproduction.md): selective
+    /// recomputation, `γ = 2.5` on the whole attention block, GEMMs at peak, 18 bytes/param.
+    pub fn paper() -> Self {
+        Self {
+            recompute: Recompute::Selective,
+            attention_slowdown: 2.5,
+            attention_scope: AttentionScope::Block,
+            gemm_efficiency: 1.0,
+            half_efficiency_hidden: 0.0,
+            bytes_per_param: 18.0,
+        }
+    }
+
+    /// Checks the parameters.
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Value`] naming a non-finite, non-positive or out-of-range field.
+    pub fn validate(&self) -> Result<(), RailNetworkError> {
+        check_positive("attention slowdown", self.attention_slowdown)?;
+        check_positive("GEMM efficiency", self.gemm_efficiency)?;
+        comm_cost_model::check_non_negative(
+            "half-efficiency hidden size",
+            self.half_efficiency_hidden,
+        )?;
+        check_positive("bytes per parameter", self.bytes_per_param)?;
+        if self.gemm_efficiency > 1.0 {
+            return Err(comm_cost_model::CostModelError::NotPositive {
+                what: "1 - GEMM efficiency (efficiency must be at most 1)",
+                value: 1.0 - self.gemm_efficiency,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// FLOP/s a GPU of `peak_flop_per_s` reaches on GEMMs of a model of hidden size `hidden`.
+    pub fn effective_flop_per_s(
+        &self,
+        peak_flop_per_s: FlopPerSecond,
+        hidden: u64,
+    ) -> FlopPerSecond {
+        let h = hidden as f64;
+        peak_flop_per_s * self.gemm_efficiency * h / (h + self.half_efficiency_hidden)
+    }
+
+    /// Per-sequence FLOPs at GEMM speed and (already multiplied by `γ`) attention FLOPs.
+    ///
+    /// # Errors
+    ///
+    /// An invalid model.
+    pub fn weighted_flops_per_sequence(
+        &self,
+        model: &GptModel,
+    ) -> Result<(Flop, Flop), RailNetworkError> {
+        let f = flop_split(model, 1.0, self.recompute)?;
+        let (gemm, attention) = match self.attention_scope {
+            AttentionScope::Block => (
+                f.feed_forward_flop,
+                f.attention_projection_flop + f.attention_score_flop,
+            ),
+            AttentionScope::Scores => (
+                f.feed_forward_flop + f.attention_projection_flop,
+                f.attention_score_flop,
+            ),
+        };
+        Ok((gemm, attention * self.attention_slowdown))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::model_preset;
+
+    #[test]
+    fn efficiency_curve_and_validation() {
+        let c = ComputeModel {
+            half_efficiency_hidden: 1000.0,
+            gemm_efficiency: 0.8,
+            ..ComputeModel::paper()
+        };
+        assert!((c.effective_flop_per_s(100.0, 1000) - 40.0).abs() < 1e-12);
+        assert!(
+            ComputeModel {
+                gemm_efficiency: 1.5,
+                ..c
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            ComputeModel {
+                attention_slowdown: f64::NAN,
+                ..c
+            }
+            .validate()
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn gamma_weights_the_attention_block() {
+        let m = model_preset("gpt-22b").unwrap();
+        let one = ComputeModel {
+            attention_slowdown: 1.0,
+            ..ComputeModel::paper()
+        };
+        let (g1, a1) = one.weighted_flops_per_sequence(&m).unwrap();
+        let (g2, a2) = ComputeModel::paper()
+            .weighted_flops_per_sequence(&m)
+            .unwrap();
+        assert_eq!(g1, g2);
+        assert!((a2 / a1 - 2.5).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,250 @@
+//! A PTD-P parallelization and the constraints of the rail-only paper's Appendix C (Eq. 11–18).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{RailNetworkError, divides, nonzero};
+use crate::model::GptModel;
+
+/// How a training job is split: tensor `t`, pipeline `p` and data `d` parallelism, each split
+/// into an HB-domain part (`_hb`) and a network part (the quotient), plus the batch schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Parallelization {
+    /// Tensor (and sequence) parallel degree `t`.
+    pub tp: u64,
+    /// Pipeline parallel degree `p`.
+    pub pp: u64,
+    /// Data parallel degree `d`.
+    pub dp: u64,
+    /// Part of `t` inside an HB domain, `t_h`.
+    pub tp_hb: u64,
+    /// Part of `p` inside an HB domain, `p_h`.
+    pub pp_hb: u64,
+    /// Part of `d` inside an HB domain, `d_h`.
+    pub dp_hb: u64,
+    /// Micro-batch size `b`.
+    pub micro_batch: u64,
+    /// Global batch size `B` (sequences per iteration).
+    pub global_batch: u64,
+    /// Interleaved stages per GPU `v` (1 = plain 1F1B).
+    pub interleave: u64,
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl Parallelization {
+    /// A parallelization with the usual placement: tensor parallelism fills the HB domain
+    /// first, then data, then pipeline parallelism (each taking the largest common factor).
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Zero`] for a zero degree.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::parallel::Parallelization;
+    /// // GPT-1T on 512 A100s (Korthikanti et al.): t = 8 fills a DGX, p = 64 crosses the network.
+    /// let par = Parallelization::with_default_mapping(8, 64, 1, 1, 512, 1, 8)?;
+    /// assert_eq!((par.tp_hb, par.pp_hb, par.dp_hb), (8, 1, 1));
+    /// assert_eq!(par.micro_batches(), 512);
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn with_default_mapping(
+        tp: u64,
+        pp: u64,
+        dp: u64,
+        micro_batch: u64,
+        global_batch: u64,
+        interleave: u64,
+        hb_domain: u64,
+    ) -> Result<Self, RailNetworkError> {
+        nonzero("tensor parallel degree t", tp)?;
+        nonzero("pipeline parallel degree p", pp)?;
+        nonzero("data parallel degree d", dp)?;
+        nonzero("HB-domain size K", hb_domain)?;
+        let tp_hb = gcd(tp, hb_domain);
+        let dp_hb = gcd(dp, hb_domain / tp_hb);
+        let pp_hb = gcd(pp, hb_domain / (tp_hb * dp_hb));
+        Ok(Self {
+            tp,
+            pp,
+            dp,
+            tp_hb,
+            pp_hb,
+            dp_hb,
+            micro_batch,
+            global_batch,
+            interleave,
+        })
+    }
+
+    /// GPUs used, `p t d`.
+    pub fn gpus(&self) -> u64 {
+        self.tp.saturating_mul(self.pp).saturating_mul(self.dp)
+    }
+
+    /// Micro-batches per iteration, `m = B / (d b)` (Eq. 13).
+    pub fn micro_batches(&self) -> u64 {
+        self.global_batch / (self.dp * self.micro_batch).max(1)
+    }
+
+    /// Network parts `(t_l, p_l, d_l)` (Eq. 14–16).
+    pub fn network_parts(&self) -> (u64, u64, u64) {
+        (
+            self.tp / self.tp_hb.max(1),
+            self.pp / self.pp_hb.max(1),
+            self.dp / self.dp_hb.max(1),
+        )
+    }
+
+    /// Checks Eq. 11–18 for `model` on `gpus` GPUs in HB domains of `hb_domain`.
+    ///
+    /// # Errors
+    ///
+    /// The first violated constraint, named: [`RailNetworkError::Zero`] (Eq. 17),
+    /// [`RailNetworkError::ProductMismatch`] (Eq. 11, 12),
+    /// [`RailNetworkError::NotDivisible`] (Eq. 13–16, 18, and `K | N`).
+    ///
+    /// # Complexity
+    ///
+    /// O(1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::{model::model_preset, parallel::Parallelization};
+    /// let m = model_preset("gpt-1t")?;
+    /// let mut par = Parallelization::with_default_mapping(8, 64, 1, 1, 512, 1, 8)?;
+    /// par.validate(&m, 512, 8)?;
+    /// par.interleave = 3; // 128 layers / (64 stages * 3) is not an integer
+    /// assert!(par.validate(&m, 512, 8).is_err());
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn validate(
+        &self,
+        model: &GptModel,
+        gpus: u64,
+        hb_domain: u64,
+    ) -> Result<(), RailNetworkError> {
+        model.validate()?;
+        for (what, v) in [
+            ("tensor parallel degree t", self.tp),
+            ("pipeline parallel degree p", self.pp),
+            ("data parallel degree d", self.dp),
+            ("t_h", self.tp_hb),
+            ("p_h", self.pp_hb),
+            ("d_h", self.dp_hb),
+            ("micro-batch size b", self.micro_batch),
+            ("global batch size B", self.global_batch),
+            ("interleaved stages v", self.interleave),
+            ("GPU count N", gpus),
+            ("HB-domain size K", hb_domain),
+        ] {
+            nonzero(what, v)?;
+        }
+        divides(
+            "HB-domain size K must divide the GPU count N",
+            gpus,
+            hb_domain,
+        )?;
+        product("p t d = N (Eq. 11)", &[self.pp, self.tp, self.dp], gpus)?;
+        let hb = [self.dp_hb, self.tp_hb, self.pp_hb];
+        product("d_h t_h p_h = K (Eq. 12)", &hb, hb_domain)?;
+        divides("t_h must divide t (Eq. 15)", self.tp, self.tp_hb)?;
+        divides("p_h must divide p (Eq. 16)", self.pp, self.pp_hb)?;
+        divides("d_h must divide d (Eq. 14)", self.dp, self.dp_hb)?;
+        let local = divides(
+            "d must divide the global batch B (Eq. 18)",
+            self.global_batch,
+            self.dp,
+        )?;
+        divides(
+            "b must divide the local batch B/d (Eq. 13)",
+            local,
+            self.micro_batch,
+        )?;
+        let per_stage = divides("p must divide the layers l (Eq. 18)", model.layers, self.pp)?;
+        divides("v must divide l/p (Eq. 18)", per_stage, self.interleave)?;
+        divides(
+            "t must divide the hidden size h (Eq. 18)",
+            model.hidden,
+            self.tp,
+        )?;
+        divides(
+            "t must divide the sequence length s (Eq. 18)",
+            model.seq_len,
+            self.tp,
+        )?;
+        divides("t must divide the attention heads", model.heads, self.tp)?;
+        Ok(())
+    }
+}
+
+fn product(
+    constraint: &'static str,
+    factors: &[u64],
+    expected: u64,
+) -> Result<(), RailNetworkError> {
+    let product = factors
+        .iter()
+        .try_fold(1u64, |acc, &f| acc.checked_mul(f))
+        .ok_or(RailNetworkError::Overflow { what: constraint })?;
+    if product == expected {
+        Ok(())
+    } else {
+        Err(RailNetworkError::ProductMismatch {
+            constraint,
+            product,
+            expected,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::model_preset;
+
+    #[test]
+    fn each_constraint_is_named() {
+        let m = model_preset("gpt-175b").unwrap();
+        let ok = Parallelization::with_default_mapping(8, 8, 1, 1, 64, 3, 8).unwrap();
+        ok.validate(&m, 64, 8).unwrap();
+        let err = |p: Parallelization, n| p.validate(&m, n, 8).unwrap_err().to_string();
+        assert!(err(ok, 128).contains("Eq. 11"));
+        assert!(
+            err(
+                Parallelization {
+                    micro_batch: 3,
+                    ..ok
+                },
+                64
+            )
+            .contains("local batch")
+        );
+        assert!(
+            err(
+                Parallelization {
+                    interleave: 5,
+                    ..ok
+                },
+                64
+            )
+            .contains("v must divide")
+        );
+        assert!(err(Parallelization { tp_hb: 4, ..ok }, 64).contains("Eq. 12"));
+        assert!(err(ok, 60).contains("K must divide"));
+        let t3 = Parallelization::with_default_mapping(3, 8, 8, 1, 64, 1, 8).unwrap();
+        assert!(
+            t3.validate(&m, 192, 8)
+                .unwrap_err()
+                .to_string()
+                .contains("t must divide")
+        );
+    }
+}

@@ -1,0 +1,419 @@
+//! Exhaustive parallelization search (the rail-only paper's Appendix C, Eq. 11–19).
+//!
+//! Every `(p, t, d)` with `p t d = N` whose degrees divide the model (`l/p`, `h/t`, `s/t`,
+//! heads`/t`) and batch (`B/d`) is a *shape*; for each shape the search enumerates micro-batch
+//! sizes `b | B/d`, interleavings `v | l/p` (only `v = 1` without pipelining), drops those that
+//! exceed GPU memory (Eq. 19), and evaluates every split `t_h p_h d_h = K` of the HB domain
+//! (Eq. 12, 14–16). Shapes run in parallel on rayon; the ranked list is sorted by iteration time
+//! and then by the configuration itself, so the result does not depend on thread timing.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{RailNetworkError, divides, nonzero};
+use crate::iteration::{IterationModel, IterationTerms};
+use crate::memory::{MemoryBreakdown, memory_per_gpu};
+use crate::parallel::Parallelization;
+
+/// Limits of the search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchOptions {
+    /// Configurations kept in the ranked list (at least 1).
+    pub keep: usize,
+    /// Largest micro-batch size tried (0 = no limit).
+    pub max_micro_batch: u64,
+    /// Largest interleaving tried (0 = no limit).
+    pub max_interleave: u64,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        Self {
+            keep: 10,
+            max_micro_batch: 0,
+            max_interleave: 0,
+        }
+    }
+}
+
+/// One evaluated configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RankedConfig {
+    /// The configuration.
+    pub parallelization: Parallelization,
+    /// Its iteration time and terms.
+    pub terms: IterationTerms,
+    /// Its memory per GPU.
+    pub memory: MemoryBreakdown,
+}
+
+/// The outcome of a search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    /// The fastest configuration.
+    pub best: RankedConfig,
+    /// The fastest `keep` configurations, fastest first.
+    pub ranked: Vec<RankedConfig>,
+    /// Configurations evaluated (passing Eq. 11–19).
+    pub evaluated: u64,
+    /// `(p, t, d)` shapes passing the divisibility constraints.
+    pub shapes: u64,
+}
+
+#[derive(Default)]
+struct Local {
+    top: Vec<RankedConfig>,
+    evaluated: u64,
+    valid: u64,
+    min_memory: f64,
+}
+
+fn rank_cmp(a: &RankedConfig, b: &RankedConfig) -> std::cmp::Ordering {
+    a.terms
+        .iteration_time_s
+        .total_cmp(&b.terms.iteration_time_s)
+        .then_with(|| a.parallelization.cmp(&b.parallelization))
+}
+
+impl Local {
+    fn offer(&mut self, c: RankedConfig, keep: usize) {
+        self.evaluated += 1;
+        if self.top.len() == keep
+            && self
+                .top
+                .last()
+                .is_some_and(|w| rank_cmp(&c, w) != std::cmp::Ordering::Less)
+        {
+            return;
+        }
+        let at = self
+            .top
+            .partition_point(|x| rank_cmp(x, &c) == std::cmp::Ordering::Less);
+        self.top.insert(at, c);
+        self.top.truncate(keep);
+    }
+}
+
+fn divisors(n: u64, cap: u64) -> Vec<u64> {
+    let mut out: Vec<u64> = Vec::new();
+    let mut i = 1;
+    while i * i <= n {
+        if n % i == 0 {
+            out.push(i);
+            if i * i != n {
+                out.push(n / i);
+            }
+        }
+        i += 1;
+    }
+    out.retain(|&x| cap == 0 || x <= cap);
+    out.sort_unstable();
+    out
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// Finds the fastest parallelization of the prepared model on `gpus` GPUs for `global_batch`.
+///
+/// # Errors
+///
+/// [`RailNetworkError::Zero`] / [`RailNetworkError::NotDivisible`] for a bad cluster or batch,
+/// [`RailNetworkError::NoFeasibleConfiguration`] when no configuration satisfies Eq. 11–19 (it
+/// reports how many passed Eq. 11–18 and the smallest memory any needed).
+///
+/// # Complexity
+///
+/// O(Σ over shapes of div(B/d) · div(l/p) · splits(K)) evaluations of O(1) each, run on all
+/// cores; GPT-1T on 65536 GPUs takes milliseconds (see docs/performance.md).
+///
+/// # Examples
+///
+/// ```
+/// use rail_network::{compute::ComputeModel, iteration::IterationModel, model::model_preset};
+/// use rail_network::search::{search, SearchOptions};
+/// use rail_network::system::system_preset;
+/// let im = IterationModel::new(model_preset("gpt-175b")?, system_preset("dgx-a100")?, ComputeModel::paper())?;
+/// let r = search(&im, 64, 64, &SearchOptions::default())?;
+/// assert!(r.best.terms.iteration_time_s <= r.ranked.last().unwrap().terms.iteration_time_s);
+/// assert!(r.best.memory.total_bytes <= 80e9);
+/// # Ok::<(), rail_network::RailNetworkError>(())
+/// ```
+pub fn search(
+    im: &IterationModel,
+    gpus: u64,
+    global_batch: u64,
+    options: &SearchOptions,
+) -> Result<SearchResult, RailNetworkError> {
+    search_with_progress(im, gpus, global_batch, options, &|_, _| {})
+}
+
+/// [`search`] that calls `progress(done, total)` after each `(p, t, d)` shape (from any thread).
+///
+/// # Errors
+///
+/// As [`search`].
+///
+/// # Complexity
+///
+/// As [`search`].
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use rail_network::{compute::ComputeModel, iteration::IterationModel, model::model_preset};
+/// use rail_network::search::{search_with_progress, SearchOptions};
+/// use rail_network::system::system_preset;
+/// let im = IterationModel::new(model_preset("gpt-22b")?, system_preset("dgx-a100")?, ComputeModel::paper())?;
+/// let calls = AtomicU64::new(0);
+/// search_with_progress(&im, 64, 64, &SearchOptions::default(), &|_, _| {
+///     calls.fetch_add(1, Ordering::Relaxed);
+/// })?;
+/// assert!(calls.load(Ordering::Relaxed) > 0);
+/// # Ok::<(), rail_network::RailNetworkError>(())
+/// ```
+pub fn search_with_progress(
+    im: &IterationModel,
+    gpus: u64,
+    global_batch: u64,
+    options: &SearchOptions,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<SearchResult, RailNetworkError> {
+    nonzero("GPU count N", gpus)?;
+    nonzero("global batch size B", global_batch)?;
+    let k = im.system().hb_domain;
+    divides("HB-domain size K must divide the GPU count N", gpus, k)?;
+    let shapes = shapes(im, gpus, global_batch);
+    let total = shapes.len() as u64;
+    let done = AtomicU64::new(0);
+    let keep = options.keep.max(1);
+    let locals: Vec<Local> = shapes
+        .par_iter()
+        .map(|&(p, t)| {
+            let local = search_shape(im, gpus, global_batch, p, t, options, keep);
+            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+            local
+        })
+        .collect();
+    let mut all: Vec<RankedConfig> = Vec::new();
+    let (mut evaluated, mut valid, mut min_memory) = (0, 0, f64::INFINITY);
+    for l in locals {
+        evaluated += l.evaluated;
+        valid += l.valid;
+        min_memory = min_memory.min(l.min_memory);
+        all.extend(l.top);
+    }
+    all.sort_by(rank_cmp);
+    all.truncate(keep);
+    let best = *all
+        .first()
+        .ok_or(RailNetworkError::NoFeasibleConfiguration {
+            valid_shapes: valid,
+            min_memory_bytes: min_memory,
+            capacity_bytes: im.system().memory_bytes,
+        })?;
+    Ok(SearchResult {
+        best,
+        ranked: all,
+        evaluated,
+        shapes: total,
+    })
+}
+
+/// `(p, t)` pairs whose shape `(p, t, N/(p t))` passes the divisibility constraints.
+fn shapes(im: &IterationModel, gpus: u64, global_batch: u64) -> Vec<(u64, u64)> {
+    let m = im.model();
+    let t_max = gcd(gcd(m.hidden, m.seq_len), m.heads);
+    let mut out = Vec::new();
+    for p in divisors(gcd(gpus, m.layers), 0) {
+        for t in divisors(gcd(gpus / p, t_max), 0) {
+            let d = gpus / (p * t);
+            if global_batch % d == 0 {
+                out.push((p, t));
+            }
+        }
+    }
+    out
+}
+
+fn search_shape(
+    im: &IterationModel,
+    gpus: u64,
+    global_batch: u64,
+    p: u64,
+    t: u64,
+    options: &SearchOptions,
+    keep: usize,
+) -> Local {
+    let k = im.system().hb_domain;
+    let d = gpus / (p * t);
+    let mut local = Local {
+        min_memory: f64::INFINITY,
+        ..Local::default()
+    };
+    let compute = im.compute();
+    let vs = if p > 1 {
+        divisors(im.model().layers / p, options.max_interleave)
+    } else {
+        vec![1]
+    };
+    for b in divisors(global_batch / d, options.max_micro_batch) {
+        for &v in &vs {
+            let mut par = Parallelization {
+                tp: t,
+                pp: p,
+                dp: d,
+                tp_hb: 1,
+                pp_hb: 1,
+                dp_hb: 1,
+                micro_batch: b,
+                global_batch,
+                interleave: v,
+            };
+            local.valid += 1;
+            let memory =
+                memory_per_gpu(im.model(), &par, compute.recompute, compute.bytes_per_param);
+            local.min_memory = local.min_memory.min(memory.total_bytes);
+            if memory.total_bytes > im.system().memory_bytes {
+                continue;
+            }
+            for th in divisors(gcd(t, k), 0) {
+                for dh in divisors(gcd(d, k / th), 0) {
+                    let ph = k / (th * dh);
+                    if p % ph != 0 {
+                        continue;
+                    }
+                    (par.tp_hb, par.dp_hb, par.pp_hb) = (th, dh, ph);
+                    let terms = im.evaluate_unchecked(&par);
+                    local.offer(
+                        RankedConfig {
+                            parallelization: par,
+                            terms,
+                            memory,
+                        },
+                        keep,
+                    );
+                }
+            }
+        }
+    }
+    local
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compute::ComputeModel;
+    use crate::model::model_preset;
+    use crate::system::system_preset;
+
+    fn im(model: &str, system: &str) -> IterationModel {
+        IterationModel::new(
+            model_preset(model).unwrap(),
+            system_preset(system).unwrap(),
+            ComputeModel::paper(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn results_satisfy_every_constraint_and_are_sorted() {
+        let im = im("gpt-175b", "dgx-a100");
+        let r = search(
+            &im,
+            256,
+            256,
+            &SearchOptions {
+                keep: 50,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(r.ranked.len() == 50);
+        for w in r.ranked.windows(2) {
+            assert!(w[0].terms.iteration_time_s <= w[1].terms.iteration_time_s);
+        }
+        for c in &r.ranked {
+            c.parallelization.validate(im.model(), 256, 8).unwrap();
+            assert!(c.memory.total_bytes <= 80e9);
+            let again = im.evaluate(&c.parallelization).unwrap();
+            assert_eq!(again, c.terms);
+        }
+    }
+
+    #[test]
+    fn brute_force_agrees_on_a_small_case() {
+        // Evaluate every Parallelization by hand over all degrees and compare the best time.
+        let im = im("gpt-22b", "dgx-a100");
+        let (n, big_b) = (32u64, 32u64);
+        let r = search(&im, n, big_b, &SearchOptions::default()).unwrap();
+        let mut best = f64::INFINITY;
+        let range = |x: u64| (1..=x).filter(move |y| x % y == 0);
+        for tp in range(n) {
+            for pp in range(n / tp) {
+                let dp = n / (tp * pp);
+                for b in 1..=big_b {
+                    for v in 1..=48 {
+                        for th in range(8) {
+                            for dh in range(8 / th) {
+                                let par = Parallelization {
+                                    tp,
+                                    pp,
+                                    dp,
+                                    tp_hb: th,
+                                    dp_hb: dh,
+                                    pp_hb: 8 / (th * dh),
+                                    micro_batch: b,
+                                    global_batch: big_b,
+                                    interleave: v,
+                                };
+                                if (pp == 1 && v > 1) || par.validate(im.model(), n, 8).is_err() {
+                                    continue;
+                                }
+                                let c = im.compute();
+                                let mem = memory_per_gpu(
+                                    im.model(),
+                                    &par,
+                                    c.recompute,
+                                    c.bytes_per_param,
+                                );
+                                if mem.total_bytes <= 80e9 {
+                                    best = best.min(im.evaluate(&par).unwrap().iteration_time_s);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(r.best.terms.iteration_time_s, best);
+    }
+
+    #[test]
+    fn deterministic_across_runs() {
+        let im = im("gpt-1t", "gh200");
+        let a = search(&im, 4096, 4096, &SearchOptions::default()).unwrap();
+        let b = search(&im, 4096, 4096, &SearchOptions::default()).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn infeasible_model_is_a_typed_error() {
+        let mut sys = system_preset("dgx-a100").unwrap();
+        sys.memory_bytes = 1e9;
+        let im = IterationModel::new(model_preset("gpt-1t").unwrap(), sys, ComputeModel::paper())
+            .unwrap();
+        let e = search(&im, 64, 64, &SearchOptions::default()).unwrap_err();
+        assert!(
+            matches!(e, RailNetworkError::NoFeasibleConfiguration { valid_shapes, .. } if valid_shapes > 0)
+        );
+        assert!(search(&im, 60, 64, &SearchOptions::default()).is_err());
+    }
+}
