@@ -23,3 +23,4 @@ pub use topology_partition;
 
 pub mod training;
 pub mod network;
+pub mod grouping;

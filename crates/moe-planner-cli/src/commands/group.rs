@@ -1,13 +1,61 @@
-//! `moe-planner group`: not built yet; the crate issue that owns it replaces this module.
+//! `moe-planner group`: cut a heterogeneous cluster into expert-parallel groups (Aristos
+//! LysiGroup) and compare the naive groupings on the same objective.
+
+use std::path::PathBuf;
+
+use moe_planner::grouping::{GroupSpec, plan_groups};
+use moe_planner::topology_partition::Partition;
 
 use crate::error::CliError;
-use crate::output::Context;
+use crate::input::read_json;
+use crate::output::{Context, print_json};
 
-/// Arguments of `moe-planner group` (none until the capability is built).
+/// Arguments of `moe-planner group`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// JSON group spec: cluster, experts, training constants (see docs/cli.md).
+    #[arg(long)]
+    pub spec: PathBuf,
+}
 
-/// Reports that the subcommand is not built yet (exit code 2).
-pub fn run(_args: &Args, _ctx: &Context) -> Result<(), CliError> {
-    Err(CliError::not_built("group"))
+fn seconds(t: f64) -> String {
+    if t.is_finite() {
+        format!("{t:.4} s")
+    } else {
+        "infeasible".to_string()
+    }
+}
+
+fn print_groups(p: &Partition) {
+    for (g, (members, t)) in p.groups.iter().zip(&p.objective_s).enumerate() {
+        println!("  group {g:<3} T = {:<12} workers {members:?}", seconds(*t));
+    }
+}
+
+/// Reads the spec, runs LysiGroup and the baselines, and prints the plan.
+pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+    let spec: GroupSpec = read_json(&args.spec)?;
+    let plan = plan_groups(&spec)?;
+    if ctx.json {
+        return print_json(&plan);
+    }
+    println!(
+        "LysiGroup: {} groups, iteration objective max T(g) = {}",
+        plan.partition.groups.len(),
+        seconds(plan.max_objective_s)
+    );
+    print_groups(&plan.partition);
+    println!("baselines on the same objective:");
+    for b in &plan.baselines {
+        let ratio = b
+            .ratio_to_lysigroup
+            .map_or("infeasible".to_string(), |r| format!("{r:.3}x LysiGroup"));
+        println!(
+            "  {:<17} {} groups, max T = {:<12} {ratio}",
+            b.name,
+            b.partition.groups.len(),
+            seconds(b.partition.max_objective_s())
+        );
+    }
+    Ok(())
 }

@@ -1,0 +1,276 @@
+//! Expert-parallel grouping of a cluster (Aristos LysiGroup, Aimuyo §2.2) from a serde spec.
+//!
+//! A [`GroupSpec`] describes the cluster (an explicit alpha-beta matrix, a list of node kinds,
+//! or the Perlmutter preset), the experts and the training constants of Aristos Eq. 1;
+//! [`plan_groups`] cuts the cluster with LysiGroup and evaluates the naive baselines on the same
+//! objective. Link costs are given in the units Aristos measures them in: alpha in
+//! milliseconds and beta in milliseconds per megabyte; they are converted to SI on entry.
+//!
+//! # Examples
+//!
+//! ```
+//! use moe_planner::grouping::{plan_groups, ClusterSpec, ExpertsSpec, GroupSpec};
+//! use moe_planner::topology_partition::TrainingConstants;
+//! let spec = GroupSpec {
+//!     cluster: ClusterSpec::Perlmutter { nodes: 2, expert_slots: 32 },
+//!     experts: ExpertsSpec { count: 64, flop_per_expert: 8.6e9 },
+//!     training: TrainingConstants {
+//!         recompute: 0.0, layers: 24, global_batch: 256, moe_every: 2, micro_batch: 4,
+//!     },
+//!     messages_per_edge: 2.0,
+//!     all_to_all_mb: 16.8,
+//!     all_reduce_mb: 16.8,
+//!     inference: false,
+//! };
+//! let plan = plan_groups(&spec)?;
+//! assert_eq!(plan.partition.groups.iter().map(Vec::len).sum::<usize>(), 8);
+//! assert!(plan.baselines.iter().all(|b| b.ratio_to_lysigroup.is_some()));
+//! # Ok::<(), moe_planner::topology_partition::TopologyError>(())
+//! ```
+
+use comm_cost_model::AlphaBeta;
+use comm_cost_model::units::{megabytes, millis, tflop_per_s};
+use serde::{Deserialize, Serialize};
+use topology_partition::{
+    AristosObjective, Cluster, NodeKind, Partition, TopologyError, TrainingConstants, Worker,
+    lysi_group, one_group_per_node, smallest_fitting_groups, whole_world,
+};
+
+/// One worker of an explicit cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WorkerSpec {
+    /// Sustained compute rate, TFLOP/s.
+    pub tflops: f64,
+    /// Experts the worker's memory holds (`m_j`).
+    pub expert_slots: usize,
+    /// Node label (for the one-group-per-node baseline).
+    #[serde(default)]
+    pub node: usize,
+}
+
+/// A link cost in Aristos' units.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LinkSpec {
+    /// Start-up latency, milliseconds.
+    pub alpha_ms: f64,
+    /// Inverse bandwidth, milliseconds per megabyte (10^6 bytes).
+    pub beta_ms_per_mb: f64,
+}
+
+/// `count` identical nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct NodeSpec {
+    /// How many nodes of this kind (default 1).
+    #[serde(default = "one")]
+    pub count: usize,
+    /// GPUs per node.
+    pub gpus: usize,
+    /// Sustained TFLOP/s per GPU.
+    pub tflops: f64,
+    /// Expert slots per GPU.
+    pub expert_slots: usize,
+    /// Cost between two GPUs of the node.
+    pub intra: LinkSpec,
+    /// Cost of the node's network interface (a pair of nodes uses the slower of the two).
+    pub inter: LinkSpec,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// How the cluster is described.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ClusterSpec {
+    /// Explicit workers and `n x n` matrices (sender by row).
+    Matrix {
+        /// The workers.
+        workers: Vec<WorkerSpec>,
+        /// Alpha of every ordered pair, milliseconds.
+        alpha_ms: Vec<Vec<f64>>,
+        /// Beta of every ordered pair, milliseconds per megabyte.
+        beta_ms_per_mb: Vec<Vec<f64>>,
+    },
+    /// Nodes of GPUs with intra- and inter-node costs, in order.
+    Nodes {
+        /// Node kinds, each repeated `count` times.
+        nodes: Vec<NodeSpec>,
+    },
+    /// Perlmutter GPU nodes (4 A100 each, Aristos' measured links).
+    Perlmutter {
+        /// Number of nodes.
+        nodes: usize,
+        /// Expert slots per A100.
+        expert_slots: usize,
+    },
+}
+
+/// The experts to place: `count` experts of equal cost.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ExpertsSpec {
+    /// Number of experts `|X|`.
+    pub count: usize,
+    /// FLOP one expert performs per MoE-layer run (`f_x`).
+    pub flop_per_expert: f64,
+}
+
+/// Input of `moe-planner group`: cluster, experts and the constants of Aristos Eq. 1–4.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupSpec {
+    /// The cluster.
+    pub cluster: ClusterSpec,
+    /// The experts.
+    pub experts: ExpertsSpec,
+    /// Training constants of Eq. 1 (`r`, `L`, `B`, `i`, `b`).
+    pub training: TrainingConstants,
+    /// `eta`, messages per peer per MoE-layer run (default 2: dispatch and combine).
+    #[serde(default = "two")]
+    pub messages_per_edge: f64,
+    /// `d`, AlltoAll payload per worker, megabytes.
+    pub all_to_all_mb: f64,
+    /// `d_ar`, data-parallel AllReduce size, megabytes.
+    pub all_reduce_mb: f64,
+    /// Inference: no AllReduce term.
+    #[serde(default)]
+    pub inference: bool,
+}
+
+fn two() -> f64 {
+    2.0
+}
+
+/// A baseline grouping evaluated on the same objective.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselinePlan {
+    /// `single_node`, `whole_world` or `smallest_fitting`.
+    pub name: String,
+    /// Its groups and their `T(g)`.
+    #[serde(flatten)]
+    pub partition: Partition,
+    /// Its largest `T(g)` divided by LysiGroup's (`null` when the baseline is infeasible).
+    pub ratio_to_lysigroup: Option<f64>,
+}
+
+/// Output of [`plan_groups`]: LysiGroup's groups (`groups`, `objective_s` per group) and the
+/// baselines. The facade adds LysiAssign's `assignment` when it composes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupPlan {
+    /// LysiGroup's partition.
+    #[serde(flatten)]
+    pub partition: Partition,
+    /// The largest `T(g)`, seconds.
+    pub max_objective_s: f64,
+    /// The naive groupings on the same objective.
+    pub baselines: Vec<BaselinePlan>,
+}
+
+fn link(spec: &LinkSpec) -> Result<AlphaBeta, TopologyError> {
+    Ok(AlphaBeta::new(
+        millis(spec.alpha_ms),
+        millis(spec.beta_ms_per_mb) / megabytes(1.0),
+    )?)
+}
+
+fn scaled(rows: &[Vec<f64>], scale: f64) -> Vec<Vec<f64>> {
+    rows.iter()
+        .map(|row| row.iter().map(|v| v * scale).collect())
+        .collect()
+}
+
+impl ClusterSpec {
+    /// Builds the cluster, converting vendor units to SI.
+    ///
+    /// # Errors
+    ///
+    /// [`TopologyError`] for empty clusters, ragged or non-square matrices, negative costs or
+    /// non-positive FLOP/s.
+    pub fn build(&self) -> Result<Cluster, TopologyError> {
+        match self {
+            ClusterSpec::Matrix {
+                workers,
+                alpha_ms,
+                beta_ms_per_mb,
+            } => {
+                let workers = workers
+                    .iter()
+                    .map(|w| Worker::new(tflop_per_s(w.tflops), w.expert_slots, w.node))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let alpha = scaled(alpha_ms, millis(1.0));
+                let beta = scaled(beta_ms_per_mb, millis(1.0) / megabytes(1.0));
+                Cluster::from_rows(workers, &alpha, &beta)
+            }
+            ClusterSpec::Nodes { nodes } => {
+                let mut kinds = Vec::new();
+                for n in nodes {
+                    let kind = NodeKind {
+                        gpus: n.gpus,
+                        flop_per_s: tflop_per_s(n.tflops),
+                        expert_slots: n.expert_slots,
+                        intra: link(&n.intra)?,
+                        network: link(&n.inter)?,
+                    };
+                    kinds.extend(std::iter::repeat_n(kind, n.count));
+                }
+                Cluster::heterogeneous(&kinds)
+            }
+            ClusterSpec::Perlmutter {
+                nodes,
+                expert_slots,
+            } => Cluster::perlmutter(*nodes, *expert_slots),
+        }
+    }
+}
+
+impl GroupSpec {
+    /// The Aristos objective of the spec, in SI units.
+    pub fn objective(&self) -> AristosObjective {
+        AristosObjective {
+            training: self.training,
+            expert_flop: vec![self.experts.flop_per_expert; self.experts.count],
+            messages_per_edge: self.messages_per_edge,
+            all_to_all_bytes: megabytes(self.all_to_all_mb),
+            all_reduce_bytes: megabytes(self.all_reduce_mb),
+            inference: self.inference,
+        }
+    }
+}
+
+/// Cuts the spec's cluster into expert-parallel groups with LysiGroup and compares the
+/// baselines (one group per node, the whole world, the smallest groups that fit).
+///
+/// # Errors
+///
+/// [`TopologyError`] for an invalid cluster or objective, or when the cluster cannot hold the
+/// experts at all.
+///
+/// # Complexity
+///
+/// O(n² log n) for n workers (see [`lysi_group`]).
+pub fn plan_groups(spec: &GroupSpec) -> Result<GroupPlan, TopologyError> {
+    let cluster = spec.cluster.build()?;
+    let objective = spec.objective();
+    let partition = lysi_group(&cluster, &objective)?;
+    let best = partition.max_objective_s();
+    let mut baselines = Vec::new();
+    for (name, p) in [
+        ("single_node", one_group_per_node(&cluster, &objective)?),
+        ("whole_world", whole_world(&cluster, &objective)?),
+        (
+            "smallest_fitting",
+            smallest_fitting_groups(&cluster, &objective)?,
+        ),
+    ] {
+        let ratio = p.max_objective_s() / best;
+        baselines.push(BaselinePlan {
+            name: name.to_string(),
+            ratio_to_lysigroup: ratio.is_finite().then_some(ratio),
+            partition: p,
+        });
+    }
+    Ok(GroupPlan {
+        max_objective_s: best,
+        partition,
+        baselines,
+    })
+}

@@ -1,0 +1,180 @@
+//! Building a cluster from measured alpha-beta pairs given as CSV text.
+
+use std::io::Read;
+
+use ndarray::Array2;
+
+use crate::{Cluster, TopologyError, Worker};
+
+impl Cluster {
+    /// Builds a cluster from `workers` and CSV text of measured link costs.
+    ///
+    /// Each data line is `src,dst,alpha_s,beta_s_per_byte`: worker ids (0-based), the start-up
+    /// latency in seconds and the inverse bandwidth in seconds per byte of messages from `src` to
+    /// `dst` (as fitted from NCCL-tests or NVSHMEM sweeps, Aristos §3.2). Blank lines and lines
+    /// starting with `#` are skipped, and so is a first line whose first field is not a number
+    /// (a header). When only one direction of a pair is listed, the other gets the same cost.
+    ///
+    /// # Errors
+    ///
+    /// [`TopologyError::Csv`] for a malformed line, an id out of range, a self-pair, a pair
+    /// listed twice or a pair missing in both directions; [`TopologyError::BadEntry`] for a
+    /// negative or non-finite cost; as [`Cluster::new`] otherwise.
+    ///
+    /// # Complexity
+    ///
+    /// O(n² + text length).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use topology_partition::{Cluster, Worker};
+    /// let workers = vec![Worker::new(1e14, 8, 0)?, Worker::new(1e14, 8, 0)?, Worker::new(5e13, 4, 1)?];
+    /// let text = "src,dst,alpha_s,beta_s_per_byte\n\
+    ///             0,1,9e-6,1.4e-11\n\
+    ///             0,2,3e-5,5.4e-11\n\
+    ///             1,2,3e-5,5.4e-11\n";
+    /// let cluster = Cluster::from_csv_str(workers, text)?;
+    /// assert_eq!(cluster.link(2, 0).alpha_s, 3e-5); // mirrored
+    /// # Ok::<(), topology_partition::TopologyError>(())
+    /// ```
+    pub fn from_csv_str(workers: Vec<Worker>, text: &str) -> Result<Self, TopologyError> {
+        let n = workers.len();
+        if n == 0 {
+            return Err(TopologyError::Empty { what: "cluster" });
+        }
+        let mut alpha = Array2::from_elem((n, n), f64::NAN);
+        let mut beta = Array2::from_elem((n, n), f64::NAN);
+        let mut listed = Array2::from_elem((n, n), false);
+        let mut first_data_line = true;
+        for (index, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let is_header = first_data_line && !starts_with_number(line);
+            first_data_line = false;
+            if is_header {
+                continue;
+            }
+            let (src, dst, a, b) = parse_line(line, index + 1, n)?;
+            if listed[[src, dst]] {
+                return Err(csv_error(
+                    index + 1,
+                    format!("pair ({src}, {dst}) listed twice"),
+                ));
+            }
+            listed[[src, dst]] = true;
+            alpha[[src, dst]] = a;
+            beta[[src, dst]] = b;
+        }
+        fill_missing_directions(&mut alpha, &mut beta, &listed)?;
+        Cluster::new(workers, alpha, beta)
+    }
+
+    /// As [`Cluster::from_csv_str`], reading the text from `reader`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cluster::from_csv_str`]; [`TopologyError::Csv`] (line 0) if reading fails or the text
+    /// is not UTF-8.
+    ///
+    /// # Complexity
+    ///
+    /// O(n² + text length).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use topology_partition::{Cluster, Worker};
+    /// let workers = vec![Worker::new(1e14, 8, 0)?; 2];
+    /// let cluster = Cluster::from_csv_reader(workers, "0,1,1e-5,1e-11\n".as_bytes())?;
+    /// assert_eq!(cluster.len(), 2);
+    /// # Ok::<(), topology_partition::TopologyError>(())
+    /// ```
+    pub fn from_csv_reader<R: Read>(
+        workers: Vec<Worker>,
+        mut reader: R,
+    ) -> Result<Self, TopologyError> {
+        let mut text = String::new();
+        reader
+            .read_to_string(&mut text)
+            .map_err(|e| csv_error(0, e.to_string()))?;
+        Self::from_csv_str(workers, &text)
+    }
+}
+
+fn csv_error(line: usize, message: String) -> TopologyError {
+    TopologyError::Csv { line, message }
+}
+
+fn starts_with_number(line: &str) -> bool {
+    line.split(',')
+        .next()
+        .is_some_and(|f| f.trim().parse::<f64>().is_ok())
+}
+
+fn parse_line(
+    line: &str,
+    number: usize,
+    n: usize,
+) -> Result<(usize, usize, f64, f64), TopologyError> {
+    let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+    if fields.len() != 4 {
+        return Err(csv_error(
+            number,
+            format!(
+                "expected 4 fields (src,dst,alpha_s,beta_s_per_byte), got {}",
+                fields.len()
+            ),
+        ));
+    }
+    let id = |f: &str| -> Result<usize, TopologyError> {
+        let id: usize = f
+            .parse()
+            .map_err(|_| csv_error(number, format!("`{f}` is not a worker id")))?;
+        if id >= n {
+            return Err(csv_error(
+                number,
+                format!("worker {id} out of range (n = {n})"),
+            ));
+        }
+        Ok(id)
+    };
+    let value = |f: &str| -> Result<f64, TopologyError> {
+        f.parse()
+            .map_err(|_| csv_error(number, format!("`{f}` is not a number")))
+    };
+    let (src, dst) = (id(fields[0])?, id(fields[1])?);
+    if src == dst {
+        return Err(csv_error(number, format!("self-pair ({src}, {dst})")));
+    }
+    Ok((src, dst, value(fields[2])?, value(fields[3])?))
+}
+
+/// Mirrors pairs listed in one direction only; errors if a pair is listed in neither.
+fn fill_missing_directions(
+    alpha: &mut Array2<f64>,
+    beta: &mut Array2<f64>,
+    listed: &Array2<bool>,
+) -> Result<(), TopologyError> {
+    let n = listed.nrows();
+    for i in 0..n {
+        alpha[[i, i]] = 0.0;
+        beta[[i, i]] = 0.0;
+        for j in 0..n {
+            if i == j || listed[[i, j]] {
+                continue;
+            }
+            if !listed[[j, i]] {
+                return Err(csv_error(
+                    0,
+                    format!("pair ({i}, {j}) missing in both directions"),
+                ));
+            }
+            alpha[[i, j]] = alpha[[j, i]];
+            beta[[i, j]] = beta[[j, i]];
+        }
+    }
+    Ok(())
+}

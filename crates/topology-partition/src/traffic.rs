@@ -1,0 +1,422 @@
+//! Per-GPU-pair traffic of one training iteration (rail-only, Wang et al., §3, Fig. 3–5).
+
+use std::collections::{BTreeMap, HashMap};
+
+use comm_cost_model::units::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::job::{CollectiveAlgorithm, GptDims};
+use crate::{RankMapping, TopologyError};
+
+/// The kinds of traffic of a PTD-P (+EP/ESP) iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum TrafficKind {
+    /// Tensor-parallel AllGather (sequence parallelism).
+    TpAllGather,
+    /// Tensor-parallel ReduceScatter (sequence parallelism).
+    TpReduceScatter,
+    /// Pipeline point-to-point activations and gradients.
+    PpSendRecv,
+    /// Data-parallel gradient AllReduce.
+    DpAllReduce,
+    /// Expert-parallel AlltoAll (dispatch and combine).
+    EpAllToAll,
+    /// Expert-sharding AllGather (Parm's ESP-AllGather).
+    EspAllGather,
+    /// Expert-sharding ReduceScatter.
+    EspReduceScatter,
+}
+
+impl TrafficKind {
+    /// Every kind, in the order of [`PairTraffic::bytes`].
+    pub const ALL: [TrafficKind; 7] = [
+        TrafficKind::TpAllGather,
+        TrafficKind::TpReduceScatter,
+        TrafficKind::PpSendRecv,
+        TrafficKind::DpAllReduce,
+        TrafficKind::EpAllToAll,
+        TrafficKind::EspAllGather,
+        TrafficKind::EspReduceScatter,
+    ];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Bytes one GPU sends another in one iteration, by kind (indexed as [`TrafficKind::ALL`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PairTraffic {
+    /// Sending GPU.
+    pub src: usize,
+    /// Receiving GPU.
+    pub dst: usize,
+    /// Bytes per kind.
+    pub bytes: [Bytes; 7],
+}
+
+impl PairTraffic {
+    /// All bytes of the pair.
+    pub fn total_bytes(&self) -> Bytes {
+        self.bytes.iter().sum()
+    }
+}
+
+/// The sparse `N x N` traffic matrix of one iteration: only pairs that carry bytes, sorted by
+/// `(src, dst)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobTraffic {
+    /// Number of GPUs `N`.
+    pub gpus: usize,
+    /// HB domain size `K`.
+    pub hb_domain_size: usize,
+    /// Non-zero entries, sorted by `(src, dst)`.
+    pub entries: Vec<PairTraffic>,
+}
+
+/// Bytes and GPU pairs of one traffic kind.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct KindShare {
+    /// The kind.
+    pub kind: TrafficKind,
+    /// Bytes of this kind in the iteration.
+    pub bytes: Bytes,
+    /// Fraction of all bytes (0 to 1).
+    pub share: f64,
+    /// Bytes of this kind that stay inside an HB domain.
+    pub hb_bytes: Bytes,
+    /// Ordered GPU pairs carrying this kind.
+    pub pairs: u64,
+}
+
+/// What the traffic matrix says about the network (rail-only Fig. 3–5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrafficSummary {
+    /// Number of GPUs.
+    pub gpus: usize,
+    /// Ordered pairs of distinct GPUs, `N (N - 1)`.
+    pub ordered_pairs: u64,
+    /// Ordered pairs carrying any byte.
+    pub busy_pairs: u64,
+    /// Fraction of ordered pairs carrying nothing.
+    pub idle_pair_fraction: f64,
+    /// All bytes of the iteration.
+    pub total_bytes: Bytes,
+    /// Bytes inside HB domains.
+    pub hb_bytes: Bytes,
+    /// Bytes between HB domains (the network domain).
+    pub network_bytes: Bytes,
+    /// Network bytes between GPUs of different rails (would need spine switches).
+    pub cross_rail_network_bytes: Bytes,
+    /// Whether any network byte crosses rails.
+    pub crosses_rails: bool,
+    /// Per-kind breakdown, in [`TrafficKind::ALL`] order.
+    pub by_kind: Vec<KindShare>,
+}
+
+impl JobTraffic {
+    /// Bytes from `src` to `dst` by kind, if the pair carries any.
+    pub fn get(&self, src: usize, dst: usize) -> Option<&PairTraffic> {
+        self.entries
+            .binary_search_by(|e| (e.src, e.dst).cmp(&(src, dst)))
+            .ok()
+            .map(|i| &self.entries[i])
+    }
+
+    /// Idle pairs, bytes by kind, HB vs network bytes and the cross-rail check.
+    ///
+    /// # Complexity
+    ///
+    /// O(entries).
+    pub fn summary(&self) -> TrafficSummary {
+        let k = self.hb_domain_size.max(1);
+        let mut by_kind: Vec<KindShare> = TrafficKind::ALL
+            .iter()
+            .map(|&kind| KindShare {
+                kind,
+                bytes: 0.0,
+                share: 0.0,
+                hb_bytes: 0.0,
+                pairs: 0,
+            })
+            .collect();
+        let (mut hb, mut network, mut cross) = (0.0, 0.0, 0.0);
+        for e in &self.entries {
+            let same_domain = e.src / k == e.dst / k;
+            let total = e.total_bytes();
+            if same_domain {
+                hb += total;
+            } else {
+                network += total;
+                if e.src % k != e.dst % k {
+                    cross += total;
+                }
+            }
+            for (share, &bytes) in by_kind.iter_mut().zip(&e.bytes) {
+                if bytes > 0.0 {
+                    share.bytes += bytes;
+                    share.pairs += 1;
+                    if same_domain {
+                        share.hb_bytes += bytes;
+                    }
+                }
+            }
+        }
+        let total = hb + network;
+        for s in &mut by_kind {
+            s.share = if total > 0.0 { s.bytes / total } else { 0.0 };
+        }
+        let n = self.gpus as u64;
+        let ordered_pairs = n * n.saturating_sub(1);
+        let busy = self.entries.len() as u64;
+        TrafficSummary {
+            gpus: self.gpus,
+            ordered_pairs,
+            busy_pairs: busy,
+            idle_pair_fraction: if ordered_pairs == 0 {
+                1.0
+            } else {
+                1.0 - busy as f64 / ordered_pairs as f64
+            },
+            total_bytes: total,
+            hb_bytes: hb,
+            network_bytes: network,
+            cross_rail_network_bytes: cross,
+            crosses_rails: cross > 0.0,
+            by_kind,
+        }
+    }
+}
+
+/// The per-GPU-pair traffic of one training iteration of `model` under `mapping`.
+///
+/// Message sizes follow rail-only §5.2 with sequence parallelism (`e` bytes per element):
+///
+/// * TP: per micro-batch and layer, 4 AllGather and 4 ReduceScatter of `e b s h` bytes, for the
+///   `l / p` layers of a stage and `m` micro-batches;
+/// * PP: `e b s h / t` bytes per micro-batch across each stage boundary, forward and backward,
+///   `v` times with `v` interleaved stages (plus `v - 1` times last-to-first);
+/// * DP: one AllReduce of the stage's gradients, `e (l / p) 12 h² / t` bytes;
+/// * EP (if configured): per MoE layer and micro-batch, 4 AlltoAll (dispatch and combine,
+///   forward and backward); each GPU sends `k e b (s / t) h / ep` bytes to each EP peer;
+/// * ESP: per MoE layer and micro-batch, 2 AllGather and 2 ReduceScatter of
+///   `esp k e b (s / t) h` bytes (Parm's ESP-AllGather / ESP-ReduceScatter).
+///
+/// Ring collectives send `(n - 1) D / n` per AllGather (twice for AllReduce) to the next member;
+/// hierarchical ones run the rail phase and the domain phase of rail-only Eq. 1 (and the
+/// two-hop AlltoAll of Appendix D).
+///
+/// # Errors
+///
+/// [`TopologyError::Config`] if `model` does not fit the mapping's configuration (rail-only
+/// Eq. 18), or the errors of [`GptDims`] validation.
+///
+/// # Complexity
+///
+/// O(N · (1 + ep)) time and memory: the output is sparse.
+///
+/// # Examples
+///
+/// ```
+/// use topology_partition::{job_traffic, CollectiveAlgorithm, GptDims, ParallelConfig, RankMapping, Split, TrafficKind};
+/// let config = ParallelConfig {
+///     tensor: Split::new(4, 1), pipeline: Split::new(1, 2), data: Split::new(1, 2),
+///     micro_batch: 1, micro_batches: 4, interleave: 1, expert: None,
+/// };
+/// let model = GptDims { hidden: 64, layers: 4, seq_len: 32, bytes_per_element: 2.0 };
+/// let map = RankMapping::new(16, 4, &config, &model)?;
+/// let traffic = job_traffic(&map, &model, CollectiveAlgorithm::Ring)?;
+/// let s = traffic.summary();
+/// assert!(!s.crosses_rails);
+/// // TP ring inside domain 0: GPU 0 sends 3/4 of 2·1·32·64 bytes per AllGather to GPU 1,
+/// // 4 AllGathers per layer, 2 layers per stage, 4 micro-batches.
+/// let tp = traffic.get(0, 1).unwrap().bytes[TrafficKind::TpAllGather as usize];
+/// assert_eq!(tp, 0.75 * 4096.0 * 4.0 * 2.0 * 4.0);
+/// # Ok::<(), topology_partition::TopologyError>(())
+/// ```
+pub fn job_traffic(
+    mapping: &RankMapping,
+    model: &GptDims,
+    algorithm: CollectiveAlgorithm,
+) -> Result<JobTraffic, TopologyError> {
+    let model = model.validated()?;
+    let c = *mapping.config();
+    c.check(mapping.gpus(), mapping.hb_domain_size(), &model)?;
+    let (t, p) = (c.tensor.degree() as f64, c.pipeline.degree() as f64);
+    let (b, m, v) = (
+        c.micro_batch as f64,
+        c.micro_batches as f64,
+        c.interleave as f64,
+    );
+    let (h, s, e) = (
+        model.hidden as f64,
+        model.seq_len as f64,
+        model.bytes_per_element,
+    );
+    let layers_per_stage = model.layers as f64 / p;
+    let mut acc = Accumulator::new(mapping, algorithm);
+
+    let tp_bytes = e * b * s * h;
+    let tp_times = 4.0 * layers_per_stage * m;
+    for g in mapping.tensor_groups() {
+        acc.all_gather(&g, tp_bytes, tp_times, TrafficKind::TpAllGather);
+        acc.all_gather(&g, tp_bytes, tp_times, TrafficKind::TpReduceScatter);
+    }
+    let pp_bytes = e * b * s * h / t;
+    for g in mapping.pipeline_groups() {
+        acc.pipeline(&g, pp_bytes * m, v);
+    }
+    let dp_bytes = e * layers_per_stage * model.params_per_layer() / t;
+    for g in mapping.data_groups() {
+        acc.all_reduce(&g, dp_bytes, TrafficKind::DpAllReduce);
+    }
+    if let Some(x) = c.expert {
+        let tokens_bytes = x.top_k as f64 * e * b * (s / t) * h;
+        let moe_runs = layers_per_stage / x.moe_every as f64 * m;
+        for g in mapping.expert_groups() {
+            let shard = tokens_bytes / x.ep as f64;
+            acc.all_to_all(&g, shard, 4.0 * moe_runs, TrafficKind::EpAllToAll);
+        }
+        for g in mapping.esp_groups() {
+            let total = x.esp as f64 * tokens_bytes;
+            acc.all_gather(&g, total, 2.0 * moe_runs, TrafficKind::EspAllGather);
+            acc.all_gather(&g, total, 2.0 * moe_runs, TrafficKind::EspReduceScatter);
+        }
+    }
+    Ok(acc.finish())
+}
+
+/// A group seen as `x` rails by `y` HB domains: its members per rail and per domain.
+struct Grid {
+    rails: Vec<Vec<usize>>,
+    domains: Vec<Vec<usize>>,
+}
+
+/// Sums bytes per ordered pair and kind while collectives are laid out.
+struct Accumulator<'a> {
+    mapping: &'a RankMapping,
+    algorithm: CollectiveAlgorithm,
+    pairs: HashMap<(usize, usize), [Bytes; 7]>,
+}
+
+impl<'a> Accumulator<'a> {
+    fn new(mapping: &'a RankMapping, algorithm: CollectiveAlgorithm) -> Self {
+        Self {
+            mapping,
+            algorithm,
+            pairs: HashMap::new(),
+        }
+    }
+
+    fn add(&mut self, src: usize, dst: usize, kind: TrafficKind, bytes: Bytes) {
+        if src != dst && bytes > 0.0 {
+            self.pairs.entry((src, dst)).or_insert([0.0; 7])[kind.index()] += bytes;
+        }
+    }
+
+    /// Every member sends `bytes` to the next member of the ring.
+    fn ring(&mut self, ring: &[usize], bytes: Bytes, kind: TrafficKind) {
+        if ring.len() < 2 {
+            return;
+        }
+        for (k, &src) in ring.iter().enumerate() {
+            self.add(src, ring[(k + 1) % ring.len()], kind, bytes);
+        }
+    }
+
+    /// The rail rings and domain rings of a group, when it forms a grid over HB domains.
+    fn grid(&self, group: &[usize]) -> Option<Grid> {
+        if self.algorithm == CollectiveAlgorithm::Ring {
+            return None;
+        }
+        let mut domains: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        let mut rails: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for &g in group {
+            domains
+                .entry(self.mapping.domain_of(g))
+                .or_default()
+                .push(g);
+            rails.entry(self.mapping.rail_of(g)).or_default().push(g);
+        }
+        let x = rails.len();
+        let is_grid = domains.values().all(|d| d.len() == x)
+            && rails.values().all(|r| r.len() == domains.len());
+        is_grid.then(|| Grid {
+            rails: rails.into_values().collect(),
+            domains: domains.into_values().collect(),
+        })
+    }
+
+    /// AllGather (or ReduceScatter: the same bytes reversed in time) of `total` bytes, `times`.
+    fn all_gather(&mut self, group: &[usize], total: Bytes, times: f64, kind: TrafficKind) {
+        let n = group.len() as f64;
+        match self.grid(group) {
+            Some(Grid { rails, domains }) => {
+                let (x, y) = (rails.len() as f64, domains.len() as f64);
+                let rail_bytes = (y - 1.0) * total / (x * y) * times;
+                let domain_bytes = (x - 1.0) * total / x * times;
+                rails.iter().for_each(|r| self.ring(r, rail_bytes, kind));
+                domains
+                    .iter()
+                    .for_each(|d| self.ring(d, domain_bytes, kind));
+            }
+            None => self.ring(group, (n - 1.0) * total / n * times, kind),
+        }
+    }
+
+    /// AllReduce = ReduceScatter + AllGather.
+    fn all_reduce(&mut self, group: &[usize], total: Bytes, kind: TrafficKind) {
+        self.all_gather(group, total, 2.0, kind);
+    }
+
+    /// AlltoAll sending `shard` bytes to every peer, `times` times.
+    fn all_to_all(&mut self, group: &[usize], shard: Bytes, times: f64, kind: TrafficKind) {
+        match self.grid(group) {
+            Some(Grid { rails, domains }) => {
+                let (x, y) = (rails.len() as f64, domains.len() as f64);
+                domains
+                    .iter()
+                    .for_each(|d| self.mesh(d, y * shard * times, kind));
+                rails
+                    .iter()
+                    .for_each(|r| self.mesh(r, x * shard * times, kind));
+            }
+            None => self.mesh(group, shard * times, kind),
+        }
+    }
+
+    fn mesh(&mut self, group: &[usize], bytes: Bytes, kind: TrafficKind) {
+        for &src in group {
+            for &dst in group {
+                self.add(src, dst, kind, bytes);
+            }
+        }
+    }
+
+    /// Stage-to-stage sends of a pipeline, `per_boundary` bytes each way, `v` rounds.
+    fn pipeline(&mut self, stages: &[usize], per_boundary: Bytes, v: f64) {
+        let kind = TrafficKind::PpSendRecv;
+        for w in stages.windows(2) {
+            self.add(w[0], w[1], kind, v * per_boundary);
+            self.add(w[1], w[0], kind, v * per_boundary);
+        }
+        if let (Some(&first), Some(&last)) = (stages.first(), stages.last()) {
+            self.add(last, first, kind, (v - 1.0) * per_boundary);
+            self.add(first, last, kind, (v - 1.0) * per_boundary);
+        }
+    }
+
+    fn finish(self) -> JobTraffic {
+        let mut entries: Vec<PairTraffic> = self
+            .pairs
+            .into_iter()
+            .map(|((src, dst), bytes)| PairTraffic { src, dst, bytes })
+            .collect();
+        entries.sort_unstable_by_key(|e| (e.src, e.dst));
+        JobTraffic {
+            gpus: self.mapping.gpus(),
+            hb_domain_size: self.mapping.hb_domain_size(),
+            entries,
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Rank mapping and job traffic: small grids worked by hand and the rail-only §3 claims.
+
+use proptest::prelude::*;
+use topology_partition::{
+    CollectiveAlgorithm, ExpertConfig, GptDims, ParallelConfig, RankMapping, Split, TopologyError,
+    TrafficKind, job_traffic,
+};
+
+fn small_model() -> GptDims {
+    GptDims {
+        hidden: 64,
+        layers: 8,
+        seq_len: 32,
+        bytes_per_element: 2.0,
+    }
+}
+
+fn config(t: Split, p: Split, d: Split) -> ParallelConfig {
+    ParallelConfig {
+        tensor: t,
+        pipeline: p,
+        data: d,
+        micro_batch: 1,
+        micro_batches: 4,
+        interleave: 1,
+        expert: None,
+    }
+}
+
+/// GPT-1T on DGX A100 as MegatronLM Table 1 runs it: t = 8, p = 64, 3072 GPUs, batch 3072.
+fn gpt_1t_dgx() -> (RankMapping, GptDims) {
+    let model = GptDims::gpt_1t();
+    let mut c = config(Split::new(8, 1), Split::new(1, 64), Split::new(1, 6));
+    c.micro_batches = 3072 / 6; // B / (b d)
+    (RankMapping::new(3072, 8, &c, &model).unwrap(), model)
+}
+
+/// GPT-1T on 16 GH200 (rail-only §3.2): K = 256, d = 64 = 32 in-domain x 2 domains,
+/// t = 8 in-domain, p = 8 across domains, batch 4096.
+fn gpt_1t_gh200() -> (RankMapping, GptDims) {
+    let model = GptDims::gpt_1t();
+    let mut c = config(Split::new(8, 1), Split::new(1, 8), Split::new(32, 2));
+    c.micro_batches = 4096 / 64;
+    (RankMapping::new(4096, 256, &c, &model).unwrap(), model)
+}
+
+#[test]
+fn gpt_1t_dgx_a100_reproduces_rail_only_fig3() {
+    let (map, model) = gpt_1t_dgx();
+    let s = job_traffic(&map, &model, CollectiveAlgorithm::Ring)
+        .unwrap()
+        .summary();
+    assert!(s.idle_pair_fraction > 0.99, "{}", s.idle_pair_fraction);
+    let tp = s.by_kind[0].share + s.by_kind[1].share;
+    assert!(tp > 0.75, "TP share {tp}");
+    // < 0.04% of ordered pairs carry TP traffic (3072 ring edges of 3072 * 3071 pairs).
+    let tp_pairs = s.by_kind[0].pairs as f64 / s.ordered_pairs as f64;
+    assert!(tp_pairs < 0.0004, "{tp_pairs}");
+    assert!(!s.crosses_rails);
+    // Per pair: TP AllGather 7/8 · 2 b s h · 4 · (l / p) · m = 7/8 · 104.8576 MB · 4096.
+    let tr = job_traffic(&map, &model, CollectiveAlgorithm::Ring).unwrap();
+    let tp = tr.get(0, 1).unwrap().bytes[TrafficKind::TpAllGather as usize];
+    assert!((tp - 0.875 * 104_857_600.0 * 4096.0).abs() < 1.0);
+    // PP: 2 b s h / t · m = 13.1072 MB · 512 from stage 0 (GPU 0) to stage 1 (domain 6).
+    let pp = tr.get(0, 48).unwrap().bytes[TrafficKind::PpSendRecv as usize];
+    assert!((pp - 13_107_200.0 * 512.0).abs() < 1.0);
+}
+
+#[test]
+fn gpt_1t_gh200_reproduces_rail_only_fig5() {
+    let (map, model) = gpt_1t_gh200();
+    let s = job_traffic(&map, &model, CollectiveAlgorithm::Hierarchical)
+        .unwrap()
+        .summary();
+    assert!(s.idle_pair_fraction > 0.99);
+    assert!(s.by_kind[0].share + s.by_kind[1].share > 0.5);
+    assert!(!s.crosses_rails);
+    // Hierarchical AllReduce keeps (31/32) / (31/32 + 1/64) = 98.4% of DP bytes in the domain.
+    let dp = &s.by_kind[TrafficKind::DpAllReduce as usize];
+    assert!((dp.hb_bytes / dp.bytes - (31.0 / 32.0) / (31.0 / 32.0 + 1.0 / 64.0)).abs() < 1e-9);
+}
+
+#[test]
+fn ring_dp_across_a_domain_grid_crosses_rails_but_hierarchical_does_not() {
+    // d = 2 in-domain x 2 domains: the flat ring 0 -> 1 -> 2... hops between rails.
+    let model = small_model();
+    let c = config(Split::new(2, 1), Split::new(1, 1), Split::new(2, 2));
+    let map = RankMapping::new(8, 4, &c, &model).unwrap();
+    let ring = job_traffic(&map, &model, CollectiveAlgorithm::Ring).unwrap();
+    let hier = job_traffic(&map, &model, CollectiveAlgorithm::Hierarchical).unwrap();
+    assert!(ring.summary().crosses_rails);
+    assert!(!hier.summary().crosses_rails);
+}
+
+#[test]
+fn pipeline_and_dp_bytes_match_hand_arithmetic() {
+    // t = 2 in 2-GPU domains, p = 2 and d = 2 across 4 domains.
+    let model = small_model();
+    let c = config(Split::new(2, 1), Split::new(1, 2), Split::new(1, 2));
+    let map = RankMapping::new(8, 2, &c, &model).unwrap();
+    let tr = job_traffic(&map, &model, CollectiveAlgorithm::Ring).unwrap();
+    // Stage 0 of (t 0, d 0) is GPU 0; stage 1 is domain 2 (t_l d_l = 2 domains per stage).
+    assert_eq!(map.pipeline_groups()[0], vec![0, 4]);
+    // PP: e b s h / t = 2 * 1 * 32 * 64 / 2 = 2048 bytes per micro-batch, m = 4.
+    let pp = tr.get(0, 4).unwrap().bytes[TrafficKind::PpSendRecv as usize];
+    assert_eq!(pp, 2048.0 * 4.0);
+    // DP ring of 2: 2 (n-1)/n D with D = 2 bytes * (8 / 2 layers) * 12 * 64^2 / 2.
+    assert_eq!(map.data_groups()[0], vec![0, 2]);
+    let dp = tr.get(0, 2).unwrap().bytes[TrafficKind::DpAllReduce as usize];
+    assert_eq!(dp, 2.0 * 0.5 * (2.0 * 4.0 * 12.0 * 4096.0 / 2.0));
+}
+
+#[test]
+fn interleaving_adds_the_wraparound_link() {
+    let model = small_model();
+    let mut c = config(Split::new(1, 1), Split::new(1, 4), Split::new(1, 1));
+    c.interleave = 2;
+    let map = RankMapping::new(4, 1, &c, &model).unwrap();
+    let tr = job_traffic(&map, &model, CollectiveAlgorithm::Ring).unwrap();
+    let per_boundary = 2.0 * 32.0 * 64.0 * 4.0; // e s h m
+    assert_eq!(tr.get(0, 1).unwrap().bytes[2], 2.0 * per_boundary);
+    assert_eq!(tr.get(3, 0).unwrap().bytes[2], per_boundary);
+}
+
+#[test]
+fn expert_all_to_all_hierarchical_stays_in_rails() {
+    let model = small_model();
+    let mut c = config(Split::new(2, 1), Split::new(1, 1), Split::new(2, 2));
+    c.expert = Some(ExpertConfig {
+        ep: 4,
+        esp: 2,
+        moe_every: 2,
+        top_k: 1,
+    });
+    let map = RankMapping::new(8, 4, &c, &model).unwrap();
+    let placement = map.expert_placement().unwrap();
+    assert!(placement.esp_in_one_domain && !placement.ep_in_one_domain);
+    assert_eq!(placement.case, 2);
+    let flat = job_traffic(&map, &model, CollectiveAlgorithm::Ring).unwrap();
+    let hier = job_traffic(&map, &model, CollectiveAlgorithm::Hierarchical).unwrap();
+    assert!(flat.summary().crosses_rails);
+    assert!(!hier.summary().crosses_rails);
+    // Both deliver AlltoAll bytes; the two-hop algorithm forwards, so it moves more.
+    let ep = |t: &topology_partition::JobTraffic| t.summary().by_kind[4].bytes;
+    assert!(ep(&hier) > ep(&flat) && ep(&flat) > 0.0);
+}
+
+#[test]
+fn configurations_that_do_not_tile_are_rejected() {
+    let model = small_model();
+    let c = config(Split::new(2, 1), Split::new(1, 1), Split::new(1, 2));
+    // t_h d_h p_h = 2 != K = 4.
+    assert!(matches!(
+        RankMapping::new(4, 4, &c, &model),
+        Err(TopologyError::Config(_))
+    ));
+    // K does not divide N.
+    assert!(RankMapping::new(6, 4, &c, &model).is_err());
+    assert!(RankMapping::new(0, 4, &c, &model).is_err());
+    // t = 3 does not divide h = 64.
+    let c3 = config(Split::new(3, 1), Split::new(1, 1), Split::new(1, 1));
+    assert!(RankMapping::new(3, 3, &c3, &model).is_err());
+    // A zero split part.
+    let c0 = config(Split::new(0, 1), Split::new(1, 1), Split::new(1, 1));
+    assert!(RankMapping::new(1, 1, &c0, &model).is_err());
+    // ep must divide d.
+    let mut ce = config(Split::new(2, 1), Split::new(1, 1), Split::new(1, 2));
+    ce.expert = Some(ExpertConfig {
+        ep: 3,
+        esp: 1,
+        moe_every: 1,
+        top_k: 1,
+    });
+    assert!(RankMapping::new(4, 2, &ce, &model).is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Every rank gets its own GPU; TP groups with t_l = 1 stay in one domain; members of any
+    /// group that differ in domain share a rail when they differ only in network parts.
+    #[test]
+    fn mapping_is_a_bijection_and_respects_domains(
+        th in 1usize..3, tl in 1usize..3, dh in 1usize..3, dl in 1usize..3,
+        ph in 1usize..3, pl in 1usize..3,
+    ) {
+        let model = GptDims { hidden: 48, layers: 24, seq_len: 48, bytes_per_element: 2.0 };
+        let c = config(Split::new(th, tl), Split::new(ph, pl), Split::new(dh, dl));
+        let k = th * dh * ph;
+        let n = k * tl * dl * pl;
+        let map = RankMapping::new(n, k, &c, &model).unwrap();
+        let mut seen = vec![false; n];
+        for g in map.tensor_groups() {
+            for &x in &g {
+                prop_assert!(!seen[x]);
+                seen[x] = true;
+            }
+            if tl == 1 {
+                prop_assert!(g.iter().all(|&x| map.domain_of(x) == map.domain_of(g[0])));
+            }
+        }
+        prop_assert!(seen.iter().all(|&s| s));
+        let hier = job_traffic(&map, &model, CollectiveAlgorithm::Hierarchical).unwrap();
+        prop_assert!(!hier.summary().crosses_rails);
+        // Pipeline and DP groups with no in-domain part run entirely along rails.
+        if ph == 1 {
+            for g in map.pipeline_groups() {
+                prop_assert!(g.iter().all(|&x| map.rail_of(x) == map.rail_of(g[0])));
+            }
+        }
+    }
+}
