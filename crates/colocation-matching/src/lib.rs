@@ -8,5 +8,73 @@
 //! heterogeneous case (Aurora §7), implements the baselines Aurora compares against (Lina, random
 //! colocation, random GPU assignment), and assigns experts to heterogeneous workers with
 //! FLOPS-proportional budgets (LysiAssign, Aristos Algorithm 2).
+//!
+//! | problem | exact | heuristic / baseline |
+//! |---|---|---|
+//! | min-max perfect matching | [`bottleneck_matching`] (on [`hopcroft_karp`]), [`min_cost_perfect_matching`] | — |
+//! | pair two models' experts (Aurora §6.2) | [`pair_sorted`] (Case I), [`pair_bottleneck`] (Case II) | [`random_colocation`] (REC), [`lina_pairs`] (Lina) |
+//! | experts → heterogeneous GPUs (§5.1) | [`assign_gpus_bottleneck`] | [`assign_by_popularity`] (Thm 5.1), [`random_gpu_assignment`] (RGA) |
+//! | colocating + heterogeneous (§7) | [`colocate_exact`], [`colocate_milp`] | [`colocate_decoupled`] (paper), [`colocate_local_search`] (ours) |
+//! | experts → workers with FLOPS and slots (Aristos) | [`lysi_assign_milp`] | [`lysi_assign`], bound [`assignment_lower_bound_s`] |
+//!
+//! # Example
+//!
+//! ```
+//! use colocation_matching::{ExpertLoads, ExpertPairing, PairingOptions, SquareMatrix, pair_bottleneck, random_colocation};
+//!
+//! // First all-to-all of two 3-expert models: d[i][j] = bytes from expert i's GPU to expert j's.
+//! let a = SquareMatrix::from_rows(&[vec![0.0, 9.0, 1.0], vec![1.0, 0.0, 1.0], vec![4.0, 1.0, 0.0]])?;
+//! let b = SquareMatrix::from_rows(&[vec![0.0, 1.0, 1.0], vec![1.0, 0.0, 6.0], vec![1.0, 1.0, 0.0]])?;
+//! let (la, lb) = (ExpertLoads::from_traffic(&a), ExpertLoads::from_traffic(&b));
+//! // A sends (10, 2, 5) and receives (5, 10, 2); B sends (2, 7, 2) and receives (2, 2, 7).
+//! let best = pair_bottleneck(&la, &lb, &PairingOptions::default())?;
+//! // A0's GPU sends at least 10 + 2 whatever B expert joins it, and 12 is reachable, e.g.
+//! // A0+B0 (send 12, receive 7), A1+B1 (9, 12), A2+B2 (7, 9).
+//! assert_eq!(best.bottleneck_bytes, 12.0);
+//! let rec = ExpertPairing::evaluate(&la, &lb, &random_colocation(3, 1))?;
+//! assert!(rec.bottleneck_bytes >= best.bottleneck_bytes);
+//! # Ok::<(), colocation_matching::MatchingError>(())
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+mod allowed;
+mod bottleneck;
+mod dominance;
+mod error;
+mod hopcroft_karp;
+mod hungarian;
+mod matching;
+mod matrix;
+
+pub use bottleneck::{BottleneckOptions, ThresholdSearch, TieBreak, bottleneck_matching};
+pub use error::MatchingError;
+pub use hopcroft_karp::{BipartiteGraph, BipartiteMatching, hopcroft_karp};
+pub use hungarian::min_cost_perfect_matching;
+pub use matching::WeightedMatching;
+pub use matrix::SquareMatrix;
+mod gpu_assignment;
+mod hetero;
+mod loads;
+mod pairing;
+
+pub use gpu_assignment::{
+    ExpertDemand, GpuAssignment, GpuSpec, assign_by_popularity, assign_gpus_bottleneck,
+    exclusive_time_matrix,
+};
+pub use hetero::{
+    ColocationCostModel, CostTensor, EXACT_MAX_GPUS, HeteroPlacement, HyperedgeCost,
+    LocalSearchOptions, MILP_MAX_GPUS, colocate_decoupled, colocate_exact, colocate_local_search,
+    colocate_lower_bound_s, colocate_milp,
+};
+pub use loads::ExpertLoads;
+pub use pairing::{ExpertPairing, PairingOptions, pair_bottleneck, pair_sorted};
+mod baselines;
+mod lysi_assign;
+
+pub use baselines::{lina_pairs, random_colocation, random_gpu_assignment};
+pub use loads::placement_loads;
+pub use lysi_assign::{
+    LYSI_MILP_MAX_VARIABLES, Worker, WorkerAssignment, assignment_lower_bound_s, lysi_assign,
+    lysi_assign_milp,
+};

@@ -22,5 +22,6 @@ pub use rail_network;
 pub use topology_partition;
 
 pub mod training;
+pub mod colocation;
 pub mod network;
 pub mod grouping;

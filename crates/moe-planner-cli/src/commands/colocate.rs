@@ -1,13 +1,55 @@
-//! `moe-planner colocate`: not built yet; the crate issue that owns it replaces this module.
+//! `moe-planner colocate`: pair two models' experts on shared GPUs (Aurora §6.2 Case II).
+
+use std::path::PathBuf;
+
+use moe_planner::colocation::{ColocationSpec, plan_colocation};
 
 use crate::error::CliError;
-use crate::output::Context;
+use crate::input::read_matrix;
+use crate::output::{Context, print_json};
 
-/// Arguments of `moe-planner colocate` (none until the capability is built).
+/// Arguments of `moe-planner colocate`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Traffic matrix of model A's first all-to-all (CSV rows or JSON `{"traffic": [[...]]}`),
+    /// bytes, expert i on GPU i.
+    #[arg(long)]
+    pub model_a: PathBuf,
+    /// Traffic matrix of model B, same format and size.
+    #[arg(long)]
+    pub model_b: PathBuf,
+    /// Seed of the random-colocation (REC) baseline.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
 
-/// Reports that the subcommand is not built yet (exit code 2).
-pub fn run(_args: &Args, _ctx: &Context) -> Result<(), CliError> {
-    Err(CliError::not_built("colocate"))
+/// Computes the optimal pairing and the REC baseline and prints them.
+pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+    let spec = ColocationSpec {
+        model_a_traffic_bytes: read_matrix(&args.model_a)?,
+        model_b_traffic_bytes: read_matrix(&args.model_b)?,
+        seed: args.seed,
+    };
+    let plan = plan_colocation(&spec)?;
+    if ctx.json {
+        return print_json(&plan);
+    }
+    println!("GPU  expert A  expert B   send (MB)   recv (MB)");
+    for (g, pair) in plan.pairs.iter().enumerate() {
+        println!(
+            "{g:>3}  {:>8}  {:>8}  {:>10.3}  {:>10.3}",
+            pair[0],
+            pair[1],
+            plan.gpu_send_bytes[g] / 1e6,
+            plan.gpu_recv_bytes[g] / 1e6
+        );
+    }
+    println!(
+        "bottleneck: {:.3} MB (random colocation, seed {}: {:.3} MB, {:.2}x)",
+        plan.bottleneck_bytes / 1e6,
+        args.seed,
+        plan.random_bottleneck_bytes / 1e6,
+        plan.random_bottleneck_bytes / plan.bottleneck_bytes.max(f64::MIN_POSITIVE)
+    );
+    Ok(())
 }

@@ -1,0 +1,94 @@
+//! The baselines Aurora §8.1 compares against: Lina, random colocation, random GPU assignment.
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+
+use crate::error::{MatchingError, check_weights};
+use crate::gpu_assignment::descending;
+
+/// Lina's expert packing (Aurora §8.1, footnote 5): within one model, the most popular expert
+/// shares a GPU with the least popular, the second most with the second least, and so on.
+///
+/// Returns the experts of each GPU (`n / 2` GPUs of two experts; for odd `n` the median expert
+/// gets a GPU alone, listed last). Ties in popularity keep index order.
+///
+/// # Errors
+///
+/// [`MatchingError::Empty`], [`MatchingError::InvalidValue`] for NaN, infinite or negative loads.
+///
+/// # Complexity
+///
+/// `O(n log n)`.
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::lina_pairs;
+///
+/// let gpus = lina_pairs(&[5.0, 1.0, 9.0, 3.0])?;
+/// assert_eq!(gpus, vec![vec![2, 1], vec![0, 3]]);
+/// # Ok::<(), colocation_matching::MatchingError>(())
+/// ```
+pub fn lina_pairs(expert_load: &[f64]) -> Result<Vec<Vec<usize>>, MatchingError> {
+    if expert_load.is_empty() {
+        return Err(MatchingError::Empty { what: "experts" });
+    }
+    check_weights("expert_load", expert_load)?;
+    let order = descending(expert_load);
+    let n = order.len();
+    let mut gpus: Vec<Vec<usize>> = (0..n / 2)
+        .map(|k| vec![order[k], order[n - 1 - k]])
+        .collect();
+    if n % 2 == 1 {
+        gpus.push(vec![order[n / 2]]);
+    }
+    Ok(gpus)
+}
+
+/// Random expert colocation (REC, Aurora §8.1): a uniformly random pairing of A's experts with
+/// B's, `b_of_a[i]` for A's expert `i`. Deterministic for a given `seed`.
+///
+/// # Complexity
+///
+/// `O(n)`.
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::random_colocation;
+///
+/// let p = random_colocation(5, 7);
+/// assert_eq!(p, random_colocation(5, 7));
+/// let mut sorted = p.clone();
+/// sorted.sort();
+/// assert_eq!(sorted, vec![0, 1, 2, 3, 4]);
+/// ```
+pub fn random_colocation(n: usize, seed: u64) -> Vec<usize> {
+    random_permutation(n, seed)
+}
+
+/// Random GPU assignment (RGA, Aurora §8.1): expert `e` goes to GPU `gpu_of[e]`, a uniformly
+/// random permutation. Deterministic for a given `seed`.
+///
+/// # Complexity
+///
+/// `O(n)`.
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::random_gpu_assignment;
+///
+/// assert_eq!(random_gpu_assignment(4, 1).len(), 4);
+/// ```
+pub fn random_gpu_assignment(n: usize, seed: u64) -> Vec<usize> {
+    // A different stream from REC so RGA + REC with one seed are independent.
+    random_permutation(n, seed ^ 0x9e37_79b9_7f4a_7c15)
+}
+
+fn random_permutation(n: usize, seed: u64) -> Vec<usize> {
+    let mut perm: Vec<usize> = (0..n).collect();
+    perm.shuffle(&mut StdRng::seed_from_u64(seed));
+    perm
+}

@@ -1,0 +1,81 @@
+//! Exact colocating + heterogeneous placement as a mixed-integer program (good_lp + microlp).
+
+use good_lp::{
+    Expression, ProblemVariables, Solution, SolverModel, Variable, constraint, microlp, variable,
+};
+
+use super::{HeteroPlacement, HyperedgeCost};
+use crate::error::{MatchingError, check_at_most, check_weight};
+
+/// Largest instance [`colocate_milp`] accepts (`n³` binaries).
+pub const MILP_MAX_GPUS: usize = 6;
+
+/// The optimal colocating + heterogeneous placement from a MILP (an oracle for small instances).
+///
+/// Binary `x[a][b][g]` puts A's expert `a` and B's expert `b` on GPU `g`; each expert of each
+/// model and each GPU is used exactly once (a 3-D assignment), and `z ≥ Σ_ab cost(a,b,g) x[a][b][g]`
+/// for every GPU. Minimizes `z`. Solved by the pure-Rust microlp backend.
+///
+/// # Errors
+///
+/// [`MatchingError::TooLarge`] above [`MILP_MAX_GPUS`], [`MatchingError::InvalidValue`] for a bad
+/// cost, [`MatchingError::Solver`] if microlp fails.
+///
+/// # Complexity
+///
+/// Exponential in the worst case (branch and bound over `n³` binaries); meant for `n ≤ 5`.
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::{CostTensor, colocate_milp};
+///
+/// let load = [1.0, 3.0];
+/// let t = CostTensor::from_fn(2, |a, b, g| (load[a] + load[b]) * (1.0 + g as f64))?;
+/// assert_eq!(colocate_milp(&t)?.bottleneck_s, 6.0);
+/// # Ok::<(), colocation_matching::MatchingError>(())
+/// ```
+pub fn colocate_milp(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, MatchingError> {
+    let n = cost.size();
+    check_at_most("colocating + heterogeneous MILP (GPUs)", MILP_MAX_GPUS, n)?;
+    let index = |a: usize, b: usize, g: usize| (a * n + b) * n + g;
+    let mut vars = ProblemVariables::new();
+    let x: Vec<Variable> = (0..n * n * n)
+        .map(|_| vars.add(variable().binary()))
+        .collect();
+    let z = vars.add(variable().min(0.0));
+    let mut model = vars.minimise(z).using(microlp);
+    let sum = |f: &dyn Fn(usize, usize) -> usize| -> Expression {
+        (0..n)
+            .flat_map(|p| (0..n).map(move |q| (p, q)))
+            .map(|(p, q)| x[f(p, q)])
+            .sum()
+    };
+    for k in 0..n {
+        model = model.with(constraint!(sum(&|b, g| index(k, b, g)) == 1));
+        model = model.with(constraint!(sum(&|a, g| index(a, k, g)) == 1));
+        model = model.with(constraint!(sum(&|a, b| index(a, b, k)) == 1));
+        let mut load = Expression::default();
+        for a in 0..n {
+            for b in 0..n {
+                let c = check_weight("hyperedge cost", index(a, b, k), cost.cost_s(a, b, k))?;
+                load += c * x[index(a, b, k)];
+            }
+        }
+        model = model.with(constraint!(z >= load));
+    }
+    let solution = model
+        .solve()
+        .map_err(|e| MatchingError::Solver(e.to_string()))?;
+    let mut gpu_experts = vec![[0, 0]; n];
+    for a in 0..n {
+        for b in 0..n {
+            for (g, slot) in gpu_experts.iter_mut().enumerate() {
+                if solution.value(x[index(a, b, g)]) > 0.5 {
+                    *slot = [a, b];
+                }
+            }
+        }
+    }
+    Ok(HeteroPlacement::scored(cost, gpu_experts))
+}

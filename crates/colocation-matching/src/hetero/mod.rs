@@ -1,0 +1,253 @@
+//! Colocating two models on heterogeneous GPUs (Aurora §7): a 3-D bottleneck matching.
+//!
+//! Every GPU `g` hosts one expert `a` of model A and one expert `b` of model B; the hyperedge
+//! `(a, b, g)` costs the layer time on `g`. Minimizing the slowest GPU is NP-hard (Aurora §7.1);
+//! this module has the paper's decoupled two-stage method, exact solvers for small instances and
+//! a local-search improvement.
+
+mod decoupled;
+mod exact;
+mod local_search;
+mod milp;
+
+pub use decoupled::colocate_decoupled;
+pub use exact::{EXACT_MAX_GPUS, colocate_exact};
+pub use local_search::{LocalSearchOptions, colocate_local_search};
+pub use milp::{MILP_MAX_GPUS, colocate_milp};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{MatchingError, check_at_most, check_same_len, check_weight};
+use crate::gpu_assignment::{ExpertDemand, GpuSpec, check_gpus, layer_time_s};
+use crate::matrix::SquareMatrix;
+
+/// The cost of putting expert `a` of model A and expert `b` of model B on GPU `gpu`.
+///
+/// Implementations must return finite non-negative seconds (the provided types validate their
+/// inputs on construction).
+pub trait HyperedgeCost {
+    /// Number of experts per model, which is also the number of GPUs.
+    fn size(&self) -> usize;
+
+    /// Layer time in seconds of GPU `gpu` hosting `a` (model A) and `b` (model B).
+    fn cost_s(&self, a: usize, b: usize, gpu: usize) -> f64;
+
+    /// The weight Aurora §7.2's first stage pairs experts by, before GPUs are known. Defaults to
+    /// the mean cost over GPUs; [`ColocationCostModel`] uses Eq. 6's aggregated bytes as the paper
+    /// does.
+    fn pair_weight(&self, a: usize, b: usize) -> f64 {
+        let n = self.size();
+        (0..n).map(|g| self.cost_s(a, b, g)).sum::<f64>() / n as f64
+    }
+}
+
+/// Structured costs: both models' expert demands and the GPUs.
+///
+/// GPU `g` hosting A's expert `a` and B's expert `b` takes
+/// `2·max(s_a + s_b, r_a + r_b)/B_g + (f_a + f_b)/F_g`: the aggregated first and second
+/// all-to-all (Theorem 5.2 on the combined traffic) and both FFNs, which cannot overlap each
+/// other (Aurora §6.1 "computation competition").
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::{ColocationCostModel, ExpertDemand, GpuSpec, HyperedgeCost};
+///
+/// let e = |s, r, f| ExpertDemand { send_bytes: s, recv_bytes: r, flop: f };
+/// let model = ColocationCostModel::new(
+///     vec![e(4.0, 2.0, 8.0)],
+///     vec![e(1.0, 5.0, 2.0)],
+///     vec![GpuSpec { flop_per_s: 10.0, bandwidth_bytes_per_s: 2.0 }],
+/// )?;
+/// assert_eq!(model.cost_s(0, 0, 0), 2.0 * 7.0 / 2.0 + 10.0 / 10.0);
+/// assert_eq!(model.pair_weight(0, 0), 7.0); // max(4 + 1, 2 + 5) bytes
+/// # Ok::<(), colocation_matching::MatchingError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColocationCostModel {
+    model_a: Vec<ExpertDemand>,
+    model_b: Vec<ExpertDemand>,
+    gpus: Vec<GpuSpec>,
+}
+
+impl ColocationCostModel {
+    /// Validates and stores the demands and GPUs.
+    ///
+    /// # Errors
+    ///
+    /// [`MatchingError::Empty`], [`MatchingError::SizeMismatch`] unless all three lengths agree,
+    /// [`MatchingError::InvalidValue`] / [`MatchingError::NotPositive`] for bad numbers.
+    pub fn new(
+        model_a: Vec<ExpertDemand>,
+        model_b: Vec<ExpertDemand>,
+        gpus: Vec<GpuSpec>,
+    ) -> Result<Self, MatchingError> {
+        check_gpus(&gpus)?;
+        check_same_len("experts of model A vs GPUs", model_a.len(), gpus.len())?;
+        check_same_len("experts of model B vs GPUs", model_b.len(), gpus.len())?;
+        for (i, e) in model_a.iter().enumerate() {
+            e.check("model A demand", i)?;
+        }
+        for (i, e) in model_b.iter().enumerate() {
+            e.check("model B demand", i)?;
+        }
+        Ok(Self {
+            model_a,
+            model_b,
+            gpus,
+        })
+    }
+}
+
+impl HyperedgeCost for ColocationCostModel {
+    fn size(&self) -> usize {
+        self.gpus.len()
+    }
+
+    fn cost_s(&self, a: usize, b: usize, gpu: usize) -> f64 {
+        let (x, y) = (&self.model_a[a], &self.model_b[b]);
+        layer_time_s(
+            &self.gpus[gpu],
+            x.send_bytes + y.send_bytes,
+            x.recv_bytes + y.recv_bytes,
+            x.flop + y.flop,
+        )
+    }
+
+    fn pair_weight(&self, a: usize, b: usize) -> f64 {
+        let (x, y) = (&self.model_a[a], &self.model_b[b]);
+        (x.send_bytes + y.send_bytes).max(x.recv_bytes + y.recv_bytes)
+    }
+}
+
+/// An explicit `n × n × n` cost tensor, `cost[a][b][gpu]` in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostTensor {
+    n: usize,
+    data: Vec<f64>,
+}
+
+impl CostTensor {
+    /// Builds the tensor from `f(a, b, gpu)`.
+    ///
+    /// # Errors
+    ///
+    /// [`MatchingError::Empty`] for `n = 0`, [`MatchingError::TooLarge`] for `n > 1024`,
+    /// [`MatchingError::InvalidValue`] for a NaN, infinite or negative cost.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use colocation_matching::{CostTensor, HyperedgeCost};
+    ///
+    /// let t = CostTensor::from_fn(2, |a, b, g| (a + 2 * b + 4 * g) as f64)?;
+    /// assert_eq!(t.cost_s(1, 0, 1), 5.0);
+    /// # Ok::<(), colocation_matching::MatchingError>(())
+    /// ```
+    pub fn from_fn(
+        n: usize,
+        mut f: impl FnMut(usize, usize, usize) -> f64,
+    ) -> Result<Self, MatchingError> {
+        if n == 0 {
+            return Err(MatchingError::Empty {
+                what: "cost tensor",
+            });
+        }
+        check_at_most("cost tensor side", 1024, n)?;
+        let mut data = Vec::with_capacity(n * n * n);
+        for a in 0..n {
+            for b in 0..n {
+                for g in 0..n {
+                    let value = f(a, b, g);
+                    data.push(check_weight("cost tensor", data.len(), value)?);
+                }
+            }
+        }
+        Ok(Self { n, data })
+    }
+}
+
+impl HyperedgeCost for CostTensor {
+    fn size(&self) -> usize {
+        self.n
+    }
+
+    fn cost_s(&self, a: usize, b: usize, gpu: usize) -> f64 {
+        self.data[(a * self.n + b) * self.n + gpu]
+    }
+}
+
+/// A complete colocating + heterogeneous placement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeteroPlacement {
+    /// `gpu_experts[g] = [expert_of_a, expert_of_b]` hosted by GPU `g`.
+    pub gpu_experts: Vec<[usize; 2]>,
+    /// The slowest GPU's time in seconds (the objective).
+    pub bottleneck_s: f64,
+}
+
+impl HeteroPlacement {
+    /// Scores `gpu_experts` under `cost`.
+    pub(crate) fn scored(cost: &impl HyperedgeCost, gpu_experts: Vec<[usize; 2]>) -> Self {
+        let bottleneck_s = gpu_experts
+            .iter()
+            .enumerate()
+            .map(|(g, &[a, b])| cost.cost_s(a, b, g))
+            .fold(0.0, f64::max);
+        Self {
+            gpu_experts,
+            bottleneck_s,
+        }
+    }
+}
+
+/// A lower bound on the optimal colocating + heterogeneous bottleneck.
+///
+/// Every A expert, every B expert and every GPU is in some hyperedge, so the optimum is at least
+/// `max(max_a min_{b,g} c, max_b min_{a,g} c, max_g min_{a,b} c)`. Not in Aurora; it certifies
+/// optimality when a heuristic reaches it (common when one hot expert dominates).
+///
+/// # Complexity
+///
+/// `O(n³)` cost evaluations.
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::{CostTensor, colocate_lower_bound_s};
+///
+/// let load = [1.0, 3.0];
+/// let t = CostTensor::from_fn(2, |a, b, g| (load[a] + load[b]) * (1.0 + g as f64))?;
+/// // A1's cheapest hyperedge is A1+B0 on GPU 0: 4. The optimum is 6.
+/// assert_eq!(colocate_lower_bound_s(&t), 4.0);
+/// # Ok::<(), colocation_matching::MatchingError>(())
+/// ```
+pub fn colocate_lower_bound_s(cost: &impl HyperedgeCost) -> f64 {
+    let n = cost.size();
+    let mut min_a = vec![f64::INFINITY; n];
+    let mut min_b = vec![f64::INFINITY; n];
+    let mut min_g = vec![f64::INFINITY; n];
+    for (a, ma) in min_a.iter_mut().enumerate() {
+        for (b, mb) in min_b.iter_mut().enumerate() {
+            for (g, mg) in min_g.iter_mut().enumerate() {
+                let c = cost.cost_s(a, b, g);
+                *ma = ma.min(c);
+                *mb = mb.min(c);
+                *mg = mg.min(c);
+            }
+        }
+    }
+    min_a
+        .iter()
+        .chain(&min_b)
+        .chain(&min_g)
+        .fold(0.0, |m, &x| f64::max(m, x))
+}
+
+/// The matrix `w[row][col] = f(row, col)` (validated like every [`SquareMatrix`]).
+pub(crate) fn matrix_of(
+    n: usize,
+    f: impl FnMut(usize, usize) -> f64,
+) -> Result<SquareMatrix, MatchingError> {
+    SquareMatrix::from_fn(n, f)
+}

@@ -1,0 +1,258 @@
+//! Maximum-cardinality bipartite matching by Hopcroft–Karp.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::MatchingError;
+
+/// Marks an unmatched vertex in the internal matching arrays.
+pub(crate) const NIL: usize = usize::MAX;
+
+/// A bipartite graph in compressed sparse row form: the neighbours of left vertex `u` are
+/// `targets[offsets[u]..offsets[u + 1]]`, all below `n_right`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BipartiteGraph {
+    n_right: usize,
+    offsets: Vec<usize>,
+    targets: Vec<usize>,
+}
+
+impl BipartiteGraph {
+    /// Builds the graph from one neighbour list per left vertex.
+    ///
+    /// # Errors
+    ///
+    /// [`MatchingError::IndexOutOfRange`] when a neighbour is `>= n_right`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use colocation_matching::BipartiteGraph;
+    ///
+    /// let g = BipartiteGraph::from_adjacency(2, &[vec![0, 1], vec![0]])?;
+    /// assert_eq!(g.n_left(), 2);
+    /// assert_eq!(g.neighbors(0), &[0, 1]);
+    /// # Ok::<(), colocation_matching::MatchingError>(())
+    /// ```
+    pub fn from_adjacency(n_right: usize, adjacency: &[Vec<usize>]) -> Result<Self, MatchingError> {
+        let mut graph = Self::with_capacity(n_right, adjacency.len(), 0);
+        for neighbors in adjacency {
+            for &v in neighbors {
+                if v >= n_right {
+                    return Err(MatchingError::IndexOutOfRange {
+                        what: "bipartite neighbour",
+                        index: v,
+                        size: n_right,
+                    });
+                }
+            }
+            graph.push_row(neighbors.iter().copied());
+        }
+        Ok(graph)
+    }
+
+    /// An empty graph ready for [`BipartiteGraph::push_row`].
+    pub(crate) fn with_capacity(n_right: usize, n_left: usize, edges: usize) -> Self {
+        let mut offsets = Vec::with_capacity(n_left + 1);
+        offsets.push(0);
+        Self {
+            n_right,
+            offsets,
+            targets: Vec::with_capacity(edges),
+        }
+    }
+
+    /// Appends the next left vertex with the given (in-range) neighbours.
+    pub(crate) fn push_row(&mut self, neighbors: impl IntoIterator<Item = usize>) {
+        self.targets.extend(neighbors);
+        self.offsets.push(self.targets.len());
+    }
+
+    /// Number of left vertices.
+    pub fn n_left(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Number of right vertices.
+    pub fn n_right(&self) -> usize {
+        self.n_right
+    }
+
+    /// Number of edges.
+    pub fn edge_count(&self) -> usize {
+        self.targets.len()
+    }
+
+    /// Neighbours of left vertex `u`.
+    pub fn neighbors(&self, u: usize) -> &[usize] {
+        &self.targets[self.offsets[u]..self.offsets[u + 1]]
+    }
+}
+
+/// A matching of a bipartite graph.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BipartiteMatching {
+    /// `left_to_right[u]` is the right vertex matched to left vertex `u`, if any.
+    pub left_to_right: Vec<Option<usize>>,
+    /// Number of matched pairs.
+    pub size: usize,
+}
+
+/// Maximum-cardinality matching of a bipartite graph (Hopcroft and Karp, 1973).
+///
+/// Aurora §6.2 uses Hopcroft–Karp to test whether a threshold subgraph has a perfect matching;
+/// petgraph has no bipartite matching, so this is the crate's own implementation (iterative
+/// depth-first search, so deep augmenting paths cannot overflow the stack).
+///
+/// # Complexity
+///
+/// `O(E √V)` time, `O(V + E)` memory.
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::{BipartiteGraph, hopcroft_karp};
+///
+/// // Left 0 can take right 0 or 1, left 1 only right 0: both get matched.
+/// let g = BipartiteGraph::from_adjacency(2, &[vec![0, 1], vec![0]])?;
+/// let m = hopcroft_karp(&g);
+/// assert_eq!(m.size, 2);
+/// assert_eq!(m.left_to_right, vec![Some(1), Some(0)]);
+/// # Ok::<(), colocation_matching::MatchingError>(())
+/// ```
+pub fn hopcroft_karp(graph: &BipartiteGraph) -> BipartiteMatching {
+    let mut state = MatchingState::empty(graph.n_left(), graph.n_right());
+    let size = state.maximize(graph);
+    BipartiteMatching {
+        left_to_right: state
+            .left
+            .iter()
+            .map(|&v| (v != NIL).then_some(v))
+            .collect(),
+        size,
+    }
+}
+
+/// A (partial) matching as two mirror arrays, which Hopcroft–Karp can extend in place.
+#[derive(Debug, Clone)]
+pub(crate) struct MatchingState {
+    /// Right partner of each left vertex, or `NIL`.
+    pub(crate) left: Vec<usize>,
+    /// Left partner of each right vertex, or `NIL`.
+    pub(crate) right: Vec<usize>,
+}
+
+impl MatchingState {
+    pub(crate) fn empty(n_left: usize, n_right: usize) -> Self {
+        Self {
+            left: vec![NIL; n_left],
+            right: vec![NIL; n_right],
+        }
+    }
+
+    /// Number of matched pairs.
+    pub(crate) fn size(&self) -> usize {
+        self.left.iter().filter(|&&v| v != NIL).count()
+    }
+
+    /// Grows the matching to maximum cardinality in `graph`. Every matched edge must be an edge of
+    /// `graph` (true when the graph only gained edges since the matching was built).
+    pub(crate) fn maximize(&mut self, graph: &BipartiteGraph) -> usize {
+        self.greedy(graph);
+        let n = graph.n_left();
+        let mut dist = vec![usize::MAX; n];
+        let mut queue = Vec::with_capacity(n);
+        let mut next = vec![0usize; n];
+        while self.layer(graph, &mut dist, &mut queue) {
+            for (u, slot) in next.iter_mut().enumerate() {
+                *slot = graph.offsets[u];
+            }
+            for root in 0..n {
+                if self.left[root] == NIL {
+                    self.augment_from(graph, root, &mut dist, &mut next);
+                }
+            }
+        }
+        self.size()
+    }
+
+    /// Matches free left vertices to free neighbours directly: cheap and removes most phases.
+    fn greedy(&mut self, graph: &BipartiteGraph) {
+        for u in 0..graph.n_left() {
+            if self.left[u] != NIL {
+                continue;
+            }
+            if let Some(&v) = graph.neighbors(u).iter().find(|&&v| self.right[v] == NIL) {
+                self.left[u] = v;
+                self.right[v] = u;
+            }
+        }
+    }
+
+    /// Breadth-first layering from the free left vertices; true if some free right vertex is
+    /// reachable by an alternating path.
+    fn layer(&self, graph: &BipartiteGraph, dist: &mut [usize], queue: &mut Vec<usize>) -> bool {
+        queue.clear();
+        for (u, d) in dist.iter_mut().enumerate() {
+            if self.left[u] == NIL {
+                *d = 0;
+                queue.push(u);
+            } else {
+                *d = usize::MAX;
+            }
+        }
+        let mut found = false;
+        let mut head = 0;
+        while head < queue.len() {
+            let u = queue[head];
+            head += 1;
+            for &v in graph.neighbors(u) {
+                let w = self.right[v];
+                if w == NIL {
+                    found = true;
+                } else if dist[w] == usize::MAX {
+                    dist[w] = dist[u] + 1;
+                    queue.push(w);
+                }
+            }
+        }
+        found
+    }
+
+    /// Iterative depth-first search along the layers from `root`; augments on success.
+    fn augment_from(
+        &mut self,
+        graph: &BipartiteGraph,
+        root: usize,
+        dist: &mut [usize],
+        next: &mut [usize],
+    ) {
+        let mut stack = vec![root];
+        // via[k] is the right vertex used to step from stack[k] to stack[k + 1].
+        let mut via: Vec<usize> = Vec::new();
+        while let Some(&u) = stack.last() {
+            let end = graph.offsets[u + 1];
+            if next[u] == end {
+                // Dead end: never try u again in this phase.
+                dist[u] = usize::MAX;
+                stack.pop();
+                via.pop();
+                continue;
+            }
+            let v = graph.targets[next[u]];
+            next[u] += 1;
+            let w = self.right[v];
+            if w == NIL {
+                via.push(v);
+                for (k, &x) in stack.iter().enumerate() {
+                    self.left[x] = via[k];
+                    self.right[via[k]] = x;
+                }
+                return;
+            }
+            if dist[w] != usize::MAX && dist[w] == dist[u] + 1 {
+                stack.push(w);
+                via.push(v);
+            }
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! Per-expert send and receive loads of one all-to-all, derived from a traffic matrix.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{MatchingError, check_same_len, check_weights};
+use crate::matrix::SquareMatrix;
+
+/// How many bytes each expert's GPU sends and receives in one all-to-all (Aurora Eq. 6's
+/// `a_i` and `a_{n+i}`).
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::{ExpertLoads, SquareMatrix};
+///
+/// // d[i][j] = bytes from expert i's GPU to expert j's GPU; the diagonal never leaves the GPU.
+/// let d = SquareMatrix::from_rows(&[vec![5.0, 1.0, 2.0], vec![3.0, 0.0, 4.0], vec![0.0, 6.0, 9.0]])?;
+/// let loads = ExpertLoads::from_traffic(&d);
+/// assert_eq!(loads.send_bytes, vec![1.0 + 2.0, 3.0 + 4.0, 0.0 + 6.0]);
+/// assert_eq!(loads.recv_bytes, vec![3.0 + 0.0, 1.0 + 6.0, 2.0 + 4.0]);
+/// # Ok::<(), colocation_matching::MatchingError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExpertLoads {
+    /// Bytes sent by expert `i`'s GPU (row sum of the traffic matrix, diagonal excluded).
+    pub send_bytes: Vec<f64>,
+    /// Bytes received by expert `i`'s GPU (column sum, diagonal excluded).
+    pub recv_bytes: Vec<f64>,
+}
+
+impl ExpertLoads {
+    /// Loads from explicit send and receive vectors.
+    ///
+    /// # Errors
+    ///
+    /// [`MatchingError::Empty`], [`MatchingError::SizeMismatch`] for different lengths,
+    /// [`MatchingError::InvalidValue`] for NaN, infinite or negative bytes.
+    pub fn new(send_bytes: Vec<f64>, recv_bytes: Vec<f64>) -> Result<Self, MatchingError> {
+        if send_bytes.is_empty() {
+            return Err(MatchingError::Empty {
+                what: "expert loads",
+            });
+        }
+        check_same_len("send vs receive loads", send_bytes.len(), recv_bytes.len())?;
+        check_weights("send_bytes", &send_bytes)?;
+        check_weights("recv_bytes", &recv_bytes)?;
+        Ok(Self {
+            send_bytes,
+            recv_bytes,
+        })
+    }
+
+    /// Loads where every GPU sends what it receives (Aurora §6.2 Case I).
+    ///
+    /// # Errors
+    ///
+    /// As [`ExpertLoads::new`].
+    pub fn symmetric(bytes: Vec<f64>) -> Result<Self, MatchingError> {
+        Self::new(bytes.clone(), bytes)
+    }
+
+    /// Row and column sums of a traffic matrix `d[i][j]` (bytes from expert `i`'s GPU to expert
+    /// `j`'s GPU). The diagonal is excluded: a token routed to the expert on its own GPU never
+    /// crosses the network. (Aurora Eq. 6 sums the whole row; with a zero diagonal both agree.)
+    pub fn from_traffic(traffic: &SquareMatrix) -> Self {
+        let n = traffic.n();
+        let mut send_bytes = vec![0.0; n];
+        let mut recv_bytes = vec![0.0; n];
+        for (i, send) in send_bytes.iter_mut().enumerate() {
+            for (j, &d) in traffic.row(i).iter().enumerate() {
+                if i != j {
+                    *send += d;
+                    recv_bytes[j] += d;
+                }
+            }
+        }
+        Self {
+            send_bytes,
+            recv_bytes,
+        }
+    }
+
+    /// Number of experts.
+    pub fn len(&self) -> usize {
+        self.send_bytes.len()
+    }
+
+    /// True when there are no experts (never, for validated loads).
+    pub fn is_empty(&self) -> bool {
+        self.send_bytes.is_empty()
+    }
+
+    /// The same loads with zero-load "empty slot" experts appended up to `n` experts, so a model
+    /// with fewer experts can be colocated with a larger one (indices `>= len()` are empty GPU
+    /// halves).
+    ///
+    /// # Errors
+    ///
+    /// [`MatchingError::SizeMismatch`] if `n < len()`.
+    pub fn padded(&self, n: usize) -> Result<Self, MatchingError> {
+        if n < self.len() {
+            return Err(MatchingError::SizeMismatch {
+                what: "padding below the number of experts",
+                left: n,
+                right: self.len(),
+            });
+        }
+        let mut padded = self.clone();
+        padded.send_bytes.resize(n, 0.0);
+        padded.recv_bytes.resize(n, 0.0);
+        Ok(padded)
+    }
+}
+
+/// Per-GPU send and receive bytes of one model whose expert `e` runs on GPU `gpu_of_expert[e]`.
+///
+/// Traffic between two experts on the same GPU stays local and is not counted, so this is exact
+/// for any placement, including Lina's (two experts of one model per GPU).
+///
+/// # Errors
+///
+/// [`MatchingError::SizeMismatch`] when `gpu_of_expert` does not have one entry per expert,
+/// [`MatchingError::IndexOutOfRange`] for a GPU `>= n_gpus`, [`MatchingError::Empty`] for no GPU.
+///
+/// # Complexity
+///
+/// `O(n²)`.
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::{SquareMatrix, placement_loads};
+///
+/// let d = SquareMatrix::from_rows(&[vec![0.0, 1.0, 2.0], vec![3.0, 0.0, 4.0], vec![5.0, 6.0, 0.0]])?;
+/// // Experts 0 and 1 share GPU 0; their mutual traffic (1 and 3) stays on it.
+/// let gpu = placement_loads(&d, &[0, 0, 1], 2)?;
+/// assert_eq!(gpu.send_bytes, vec![2.0 + 4.0, 5.0 + 6.0]);
+/// assert_eq!(gpu.recv_bytes, vec![5.0 + 6.0, 2.0 + 4.0]);
+/// # Ok::<(), colocation_matching::MatchingError>(())
+/// ```
+pub fn placement_loads(
+    traffic: &SquareMatrix,
+    gpu_of_expert: &[usize],
+    n_gpus: usize,
+) -> Result<ExpertLoads, MatchingError> {
+    if n_gpus == 0 {
+        return Err(MatchingError::Empty { what: "GPUs" });
+    }
+    check_same_len("placement vs experts", gpu_of_expert.len(), traffic.n())?;
+    if let Some(&index) = gpu_of_expert.iter().find(|&&g| g >= n_gpus) {
+        return Err(MatchingError::IndexOutOfRange {
+            what: "GPU of expert",
+            index,
+            size: n_gpus,
+        });
+    }
+    let mut send_bytes = vec![0.0; n_gpus];
+    let mut recv_bytes = vec![0.0; n_gpus];
+    for (i, &gi) in gpu_of_expert.iter().enumerate() {
+        for (j, &d) in traffic.row(i).iter().enumerate() {
+            let gj = gpu_of_expert[j];
+            if gi != gj {
+                send_bytes[gi] += d;
+                recv_bytes[gj] += d;
+            }
+        }
+    }
+    Ok(ExpertLoads {
+        send_bytes,
+        recv_bytes,
+    })
+}
