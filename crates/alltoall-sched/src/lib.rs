@@ -10,5 +10,69 @@
 //!
 //! The problem is the preemptive open shop of Gonzalez and Sahni (1976): senders are jobs,
 //! receivers are machines and the traffic matrix entry `d[i][j]` is the work of pair `(i, j)`.
+//!
+//! | what | items |
+//! |---|---|
+//! | inputs | [`TrafficMatrix`] (exact `u64` or `f64`), [`Bandwidth`] (uniform or per GPU), [`workload`] generators |
+//! | bounds | [`lower_bound_s`] (tight), [`lower_bounds`] (tight, port-capacity, Thm 5.2 as printed) |
+//! | schedules | [`optimal`], [`aurora_greedy`], [`non_preemptive`], [`latency_aware`] / [`latency_pareto`], [`schedule`] by [`Algorithm`] |
+//! | checking | [`Timetable`], [`validate`] (contention-free), [`validate_simulated`] (shared ingress) |
+//! | baselines | [`sjf`], [`random`], [`shift`] (orders: [`sjf_order`], [`random_order`], [`shift_order`]) |
+//! | simulation | [`simulate`] (max-min fair contention), [`replay`] (a plan on other traffic) |
+//!
+//! # Examples
+//!
+//! ```
+//! use alltoall_sched::{optimal, sjf, lower_bound_s, Bandwidth, TrafficMatrix};
+//!
+//! // Aurora Fig. 4 (GPUs numbered from 0): GPUs 0 and 1 each send one unit to both others.
+//! let d = TrafficMatrix::from_rows_u64(&[vec![0, 1, 1], vec![1, 0, 1], vec![0, 0, 0]])?;
+//! let b = Bandwidth::uniform(1.0)?; // one unit per time unit
+//! assert_eq!(lower_bound_s(&d, &b)?, 2.0); // GPU 2 must receive 2 units
+//!
+//! let plan = optimal(&d, &b)?;
+//! plan.validate(&d, &b).unwrap(); // every byte once, no port shared, no link too fast
+//! assert_eq!(plan.makespan_s(), 2.0);
+//!
+//! // Shortest-first order, simulated with fair sharing: both senders hit GPU 2 together.
+//! assert_eq!(sjf(&d, &b)?.makespan_s(), 3.0);
+//! # Ok::<(), alltoall_sched::ScheduleError>(())
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+mod algorithm;
+mod aurora_greedy;
+mod bandwidth;
+mod baselines;
+mod bounds;
+mod decompose;
+mod error;
+mod hopcroft_karp;
+mod latency;
+mod matrix;
+mod non_preemptive;
+mod optimal;
+mod padding;
+mod replay;
+mod simulator;
+mod ticks;
+mod timetable;
+pub mod workload;
+
+pub use algorithm::{Algorithm, Plan, UnknownAlgorithm, schedule};
+pub use aurora_greedy::aurora_greedy;
+pub use bandwidth::Bandwidth;
+pub use baselines::{random, random_order, shift, shift_order, sjf, sjf_order};
+pub use bounds::{LowerBounds, lower_bound_s, lower_bounds};
+pub use error::ScheduleError;
+pub use latency::{ParetoPoint, latency_aware, latency_pareto, with_latency};
+pub use matrix::TrafficMatrix;
+pub use non_preemptive::non_preemptive;
+pub use optimal::optimal;
+pub use replay::{Replay, replay};
+pub use simulator::{Flow, simulate, timetable_flows};
+pub use timetable::{
+    PortSide, Timetable, TimetableViolation, Transfer, VALIDATION_TOLERANCE, validate,
+    validate_simulated,
+};

@@ -18,14 +18,6 @@ impl CliError {
         }
     }
 
-    /// A subcommand whose capability has not been built yet: exit code 2.
-    pub fn not_built(command: &str) -> Self {
-        Self {
-            message: format!("`{command}` is not built yet in this version of moe-planner"),
-            code: 2,
-        }
-    }
-
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         self.code

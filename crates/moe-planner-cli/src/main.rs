@@ -2,16 +2,14 @@
 //!
 //! Every subcommand reads plain files (JSON specs, CSV matrices), prints a human-readable report,
 //! or with the global `--json` flag one JSON document on stdout. Errors print one line on stderr
-//! and exit non-zero: 1 for bad input or an infeasible plan, 2 for a usage error.
+//! and exit non-zero: 1 for bad input or an infeasible plan, 2 for a usage error (clap).
 //! See `docs/cli.md` for every subcommand and file format.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod commands;
 mod error;
-#[allow(dead_code)] // Shared readers; each subcommand uses the ones it needs.
 mod input;
-#[allow(dead_code)]
 mod output;
 
 use std::process::ExitCode;

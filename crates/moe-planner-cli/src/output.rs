@@ -1,5 +1,7 @@
 //! How results reach stdout: a JSON document or a human-readable report.
 
+use std::io::Write;
+
 use serde::Serialize;
 
 use crate::error::CliError;
@@ -12,8 +14,13 @@ pub struct Context {
 }
 
 /// Prints `value` as pretty JSON on stdout.
+///
+/// A reader that closes the pipe early (`| head`) is not an error: the output is simply cut.
 pub fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(value)?;
-    println!("{text}");
-    Ok(())
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }

@@ -3,7 +3,9 @@
 //! A [`GroupSpec`] describes the cluster (an explicit alpha-beta matrix, a list of node kinds,
 //! or the Perlmutter preset), the experts and the training constants of Aristos Eq. 1;
 //! [`plan_groups`] cuts the cluster with LysiGroup and evaluates the naive baselines on the same
-//! objective. Link costs are given in the units Aristos measures them in: alpha in
+//! objective, then places the experts inside every group with LysiAssign (Aristos Algorithm 2,
+//! [`colocation_matching::lysi_assign`]): each group holds all experts, spread over its workers
+//! in proportion to their FLOP/s within their memory slots. Link costs are given in the units Aristos measures them in: alpha in
 //! milliseconds and beta in milliseconds per megabyte; they are converted to SI on entry.
 //!
 //! # Examples
@@ -25,9 +27,15 @@
 //! let plan = plan_groups(&spec)?;
 //! assert_eq!(plan.partition.groups.iter().map(Vec::len).sum::<usize>(), 8);
 //! assert!(plan.baselines.iter().all(|b| b.ratio_to_lysigroup.is_some()));
-//! # Ok::<(), moe_planner::topology_partition::TopologyError>(())
+//! // Every group hosts all 64 experts.
+//! for group in &plan.partition.groups {
+//!     let hosted: usize = group.iter().map(|&w| plan.assignment[w].len()).sum();
+//!     assert_eq!(hosted, 64);
+//! }
+//! # Ok::<(), moe_planner::grouping::GroupPlanError>(())
 //! ```
 
+use colocation_matching::{MatchingError, lysi_assign};
 use comm_cost_model::AlphaBeta;
 use comm_cost_model::units::{megabytes, millis, tflop_per_s};
 use serde::{Deserialize, Serialize};
@@ -140,6 +148,18 @@ fn two() -> f64 {
     2.0
 }
 
+/// Why a grouping could not be planned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GroupPlanError {
+    /// The cluster, objective or grouping was rejected.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// LysiAssign rejected a group (e.g. its slots cannot hold the experts).
+    #[error(transparent)]
+    Assignment(#[from] MatchingError),
+}
+
 /// A baseline grouping evaluated on the same objective.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BaselinePlan {
@@ -163,6 +183,13 @@ pub struct GroupPlan {
     pub max_objective_s: f64,
     /// The naive groupings on the same objective.
     pub baselines: Vec<BaselinePlan>,
+    /// LysiAssign inside each group: `assignment[w]` are the expert ids worker `w` hosts.
+    pub assignment: Vec<Vec<usize>>,
+    /// Per group (same order as `groups`): the slowest worker's expert compute time under the
+    /// assignment (Aristos Eq. 5), seconds.
+    pub assignment_compute_s: Vec<f64>,
+    /// Per group: the FLOPS-proportional lower bound `Σ cost / Σ F` no assignment beats, seconds.
+    pub assignment_lower_bound_s: Vec<f64>,
 }
 
 fn link(spec: &LinkSpec) -> Result<AlphaBeta, TopologyError> {
@@ -241,13 +268,13 @@ impl GroupSpec {
 ///
 /// # Errors
 ///
-/// [`TopologyError`] for an invalid cluster or objective, or when the cluster cannot hold the
-/// experts at all.
+/// [`GroupPlanError::Topology`] for an invalid cluster or objective, or when the cluster cannot
+/// hold the experts at all; [`GroupPlanError::Assignment`] if LysiAssign rejects a group.
 ///
 /// # Complexity
 ///
 /// O(n² log n) for n workers (see [`lysi_group`]).
-pub fn plan_groups(spec: &GroupSpec) -> Result<GroupPlan, TopologyError> {
+pub fn plan_groups(spec: &GroupSpec) -> Result<GroupPlan, GroupPlanError> {
     let cluster = spec.cluster.build()?;
     let objective = spec.objective();
     let partition = lysi_group(&cluster, &objective)?;
@@ -268,9 +295,53 @@ pub fn plan_groups(spec: &GroupSpec) -> Result<GroupPlan, TopologyError> {
             partition: p,
         });
     }
+    let assigned = assign_experts(&cluster, &partition, &spec.experts)?;
     Ok(GroupPlan {
         max_objective_s: best,
         partition,
         baselines,
+        assignment: assigned.experts_of_worker,
+        assignment_compute_s: assigned.compute_s,
+        assignment_lower_bound_s: assigned.lower_bound_s,
     })
+}
+
+struct Assigned {
+    experts_of_worker: Vec<Vec<usize>>,
+    compute_s: Vec<f64>,
+    lower_bound_s: Vec<f64>,
+}
+
+/// LysiAssign every expert onto the workers of each group (each group is one EP group and
+/// holds a full copy of the experts).
+fn assign_experts(
+    cluster: &Cluster,
+    partition: &Partition,
+    experts: &ExpertsSpec,
+) -> Result<Assigned, GroupPlanError> {
+    let costs = vec![experts.flop_per_expert; experts.count];
+    let mut out = Assigned {
+        experts_of_worker: vec![Vec::new(); cluster.len()],
+        compute_s: Vec::with_capacity(partition.groups.len()),
+        lower_bound_s: Vec::with_capacity(partition.groups.len()),
+    };
+    for group in &partition.groups {
+        let workers: Vec<colocation_matching::Worker> = group
+            .iter()
+            .map(|&w| {
+                let worker = &cluster.workers()[w];
+                colocation_matching::Worker {
+                    flop_per_s: worker.flop_per_s,
+                    expert_slots: worker.expert_slots,
+                }
+            })
+            .collect();
+        let a = lysi_assign(&costs, &workers)?;
+        for (expert, &local) in a.worker_of_expert.iter().enumerate() {
+            out.experts_of_worker[group[local]].push(expert);
+        }
+        out.compute_s.push(a.makespan_s);
+        out.lower_bound_s.push(a.lower_bound_s);
+    }
+    Ok(out)
 }

@@ -57,5 +57,18 @@ pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
             seconds(b.partition.max_objective_s())
         );
     }
+    println!("LysiAssign inside each group (expert compute time vs FLOPS-proportional bound):");
+    for (g, members) in plan.partition.groups.iter().enumerate() {
+        let counts: Vec<String> = members
+            .iter()
+            .map(|&w| format!("{w}:{}", plan.assignment[w].len()))
+            .collect();
+        println!(
+            "  group {g:<3} {} vs {}   experts per worker {}",
+            seconds(plan.assignment_compute_s[g]),
+            seconds(plan.assignment_lower_bound_s[g]),
+            counts.join(" ")
+        );
+    }
     Ok(())
 }

@@ -1,13 +1,70 @@
-//! `moe-planner infer`: not built yet; the crate issue that owns it replaces this module.
+//! `moe-planner infer`: plan an MoE inference deployment (Aurora §4–7).
+
+use std::path::PathBuf;
+
+use moe_planner::inference::{InferencePlan, InferenceSpec, plan_inference};
 
 use crate::error::CliError;
-use crate::output::Context;
+use crate::input::read_json;
+use crate::output::{Context, print_json};
 
-/// Arguments of `moe-planner infer` (none until the capability is built).
+/// Arguments of `moe-planner infer`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// JSON inference spec: `gpus` (TFLOP/s and Gbps each), `models` (one or two, each with
+    /// per-layer dispatch traffic matrices in bytes), `seed` (see docs/cli.md).
+    #[arg(long)]
+    pub spec: PathBuf,
+    /// Override the spec's seed for the random baselines.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
 
-/// Reports that the subcommand is not built yet (exit code 2).
-pub fn run(_args: &Args, _ctx: &Context) -> Result<(), CliError> {
-    Err(CliError::not_built("infer"))
+/// Plans the deployment and prints it.
+pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+    let mut spec: InferenceSpec = read_json(&args.spec)?;
+    if let Some(seed) = args.seed {
+        spec.seed = seed;
+    }
+    let plan = plan_inference(&spec)?;
+    if ctx.json {
+        return print_json(&plan);
+    }
+    print_report(&spec, &plan);
+    Ok(())
+}
+
+/// The human-readable report, shared with `demo`.
+pub fn print_report(spec: &InferenceSpec, plan: &InferencePlan) {
+    let names: Vec<&str> = spec.models.iter().map(|m| m.name.as_str()).collect();
+    println!("scenario: {:?}, {} GPUs", plan.scenario, spec.gpus.len());
+    println!("placement (GPU: {}):", names.join(" + "));
+    for (g, experts) in plan.experts_of_gpu.iter().enumerate() {
+        let list: Vec<String> = experts.iter().map(usize::to_string).collect();
+        println!("  GPU {g:>3}: expert {}", list.join(" + "));
+    }
+    println!(
+        "layer  dispatch bound / makespan (ms)  combine bound / makespan (ms)  layer time (ms)"
+    );
+    for (l, layer) in plan.layers.iter().enumerate() {
+        println!(
+            "{l:>5}  {:>12.3} / {:<12.3}       {:>12.3} / {:<12.3}      {:>10.3}",
+            layer.dispatch.lower_bound_s * 1e3,
+            layer.dispatch.makespan_s * 1e3,
+            layer.combine.lower_bound_s * 1e3,
+            layer.combine.makespan_s * 1e3,
+            layer.inference_time_s * 1e3
+        );
+    }
+    println!(
+        "inference time {:.3} ms, GPU utilization {:.1}%",
+        plan.inference_time_s * 1e3,
+        plan.gpu_utilization * 100.0
+    );
+    println!(
+        "baseline ({}): {:.3} ms -> speedup {:.2}x",
+        plan.baseline.description,
+        plan.baseline.inference_time_s * 1e3,
+        plan.speedup_over_baseline
+    );
 }

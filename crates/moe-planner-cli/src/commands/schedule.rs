@@ -1,13 +1,100 @@
-//! `moe-planner schedule`: not built yet; the crate issue that owns it replaces this module.
+//! `moe-planner schedule`: a contention-free all-to-all schedule for a traffic matrix
+//! (Aurora §4.2 and §5.2), or a baseline order evaluated in the contention simulator.
+
+use std::path::{Path, PathBuf};
+
+use moe_planner::alltoall_sched::Algorithm;
+use moe_planner::schedule::{GbpsSpec, SchedulePlan, ScheduleSpec, plan_schedule};
 
 use crate::error::CliError;
-use crate::output::Context;
+use crate::input::{parse_csv_rows, read_matrix, read_text};
+use crate::output::{Context, print_json};
 
-/// Arguments of `moe-planner schedule` (none until the capability is built).
+/// Transfers listed in the human-readable report (all of them are in `--json`).
+const REPORT_ROWS: usize = 40;
+
+/// Arguments of `moe-planner schedule`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Traffic matrix in bytes: CSV (n rows of n numbers) or JSON `{"traffic": [[...]]}`.
+    #[arg(long)]
+    pub traffic: PathBuf,
+    /// Bandwidth of every GPU in Gbps.
+    #[arg(long, default_value_t = 100.0, conflicts_with = "bandwidths")]
+    pub bandwidth_gbps: f64,
+    /// File with one bandwidth per GPU in Gbps (CSV/whitespace numbers or a JSON array).
+    #[arg(long)]
+    pub bandwidths: Option<PathBuf>,
+    /// Algorithm: optimal, aurora-greedy, non-preemptive, sjf, random or shift.
+    #[arg(long, default_value = "optimal", value_parser = parse_algorithm)]
+    pub algorithm: Algorithm,
+    /// Seed of the randomized algorithms (aurora-greedy, random).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
 
-/// Reports that the subcommand is not built yet (exit code 2).
-pub fn run(_args: &Args, _ctx: &Context) -> Result<(), CliError> {
-    Err(CliError::not_built("schedule"))
+fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
+    s.parse::<Algorithm>().map_err(|e| e.to_string())
+}
+
+/// Schedules the matrix and prints the plan.
+pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+    let bandwidth_gbps = match &args.bandwidths {
+        Some(path) => GbpsSpec::PerGpu(read_numbers(path)?),
+        None => GbpsSpec::Uniform(args.bandwidth_gbps),
+    };
+    let spec = ScheduleSpec {
+        traffic: read_matrix(&args.traffic)?,
+        bandwidth_gbps,
+        algorithm: args.algorithm,
+        seed: args.seed,
+    };
+    let plan = plan_schedule(&spec)?;
+    if ctx.json {
+        return print_json(&plan);
+    }
+    print_report(&plan);
+    Ok(())
+}
+
+/// Reads a list of numbers: a JSON array, or CSV / whitespace-separated values.
+fn read_numbers(path: &Path) -> Result<Vec<f64>, CliError> {
+    let text = read_text(path)?;
+    if text.trim_start().starts_with('[') {
+        return serde_json::from_str(&text)
+            .map_err(|e| CliError::input(format!("invalid JSON in {}: {e}", path.display())));
+    }
+    let commas = text.split_whitespace().collect::<Vec<_>>().join(",");
+    Ok(parse_csv_rows(&commas, path)?.concat())
+}
+
+fn print_report(plan: &SchedulePlan) {
+    println!("algorithm:    {}", plan.algorithm);
+    println!("lower bound:  {:.6} ms", plan.lower_bound_s * 1e3);
+    println!(
+        "makespan:     {:.6} ms ({:.4}x the bound)",
+        plan.makespan_s * 1e3,
+        plan.ratio_to_bound
+    );
+    println!("pieces:       {}", plan.pieces);
+    if plan.transfers.is_empty() {
+        return;
+    }
+    println!("\n  src   dst         bytes   start (ms)     end (ms)");
+    for t in plan.transfers.iter().take(REPORT_ROWS) {
+        println!(
+            "{:>5} {:>5} {:>13.0} {:>12.6} {:>12.6}",
+            t.src,
+            t.dst,
+            t.bytes,
+            t.start_s * 1e3,
+            t.end_s * 1e3
+        );
+    }
+    if plan.transfers.len() > REPORT_ROWS {
+        println!(
+            "  ... {} more (use --json for all)",
+            plan.transfers.len() - REPORT_ROWS
+        );
+    }
 }

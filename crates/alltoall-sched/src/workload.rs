@@ -1,0 +1,215 @@
+//! Seeded synthetic traffic matrices for benches, examples and demos.
+//!
+//! MoE routing is skewed: a few experts receive most tokens. [`zipf_traffic`] models one
+//! expert per GPU with Zipf popularity (rank `r` gets weight `1 / r^s`, ranks shuffled over GPUs)
+//! and per-pair noise, so the hot receivers set the bound. [`uniform_traffic`] draws every entry
+//! uniformly, the balanced case where every port is close to the bound.
+
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{RngExt, SeedableRng};
+
+use crate::{ScheduleError, TrafficMatrix};
+
+/// A Zipf-skewed all-to-all: each GPU routes `tokens_per_gpu` tokens of `bytes_per_token` bytes.
+///
+/// GPU `j` hosts the expert of Zipf rank `r_j` (a seeded permutation); sender `i` sends
+/// `round(tokens_per_gpu * p_j * u_ij)` tokens to `j`, with `p_j ∝ r_j^(-exponent)` and `u_ij`
+/// uniform in `[0.5, 1.5)`. The diagonal is zero (local tokens).
+///
+/// # Errors
+///
+/// [`ScheduleError::Empty`] for `n = 0`, [`ScheduleError::BadParameter`] for a negative or
+/// non-finite exponent, [`ScheduleError::Overflow`] if an entry exceeds `u64`.
+///
+/// # Complexity
+///
+/// `O(n^2)`.
+///
+/// # Examples
+///
+/// ```
+/// use alltoall_sched::workload::zipf_traffic;
+/// let d = zipf_traffic(8, 1.0, 4096, 8192, 7)?;
+/// assert_eq!(d.n(), 8);
+/// assert_eq!(d, zipf_traffic(8, 1.0, 4096, 8192, 7)?); // seeded
+/// # Ok::<(), alltoall_sched::ScheduleError>(())
+/// ```
+pub fn zipf_traffic(
+    n: usize,
+    exponent: f64,
+    tokens_per_gpu: u64,
+    bytes_per_token: u64,
+    seed: u64,
+) -> Result<TrafficMatrix, ScheduleError> {
+    check_zipf(n, exponent)?;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let weights = zipf_weights(n, exponent, &mut rng);
+    zipf_rows(&weights, tokens_per_gpu, bytes_per_token, &mut rng)
+}
+
+/// Another batch of the same Zipf layer: the expert ranks of
+/// [`zipf_traffic`]`(.., layer_seed)`, with the per-pair noise drawn from `batch_seed`.
+///
+/// This is what a plan made from historical statistics meets at run time (Aurora §2.4, Q4): the
+/// same popular experts, different token counts.
+///
+/// # Errors
+///
+/// As [`zipf_traffic`].
+///
+/// # Complexity
+///
+/// `O(n^2)`.
+///
+/// # Examples
+///
+/// ```
+/// use alltoall_sched::workload::{zipf_batch, zipf_traffic};
+/// let history = zipf_traffic(8, 1.0, 4096, 1, 5)?;
+/// let today = zipf_batch(8, 1.0, 4096, 1, 5, 99)?;
+/// // Same hot receiver, different counts.
+/// let hot = |d: &alltoall_sched::TrafficMatrix| {
+///     let r = d.receive_totals();
+///     (0..8).max_by(|&a, &b| r[a].total_cmp(&r[b])).unwrap()
+/// };
+/// assert_eq!(hot(&history), hot(&today));
+/// assert_ne!(history, today);
+/// # Ok::<(), alltoall_sched::ScheduleError>(())
+/// ```
+pub fn zipf_batch(
+    n: usize,
+    exponent: f64,
+    tokens_per_gpu: u64,
+    bytes_per_token: u64,
+    layer_seed: u64,
+    batch_seed: u64,
+) -> Result<TrafficMatrix, ScheduleError> {
+    check_zipf(n, exponent)?;
+    let weights = zipf_weights(n, exponent, &mut StdRng::seed_from_u64(layer_seed));
+    let mut noise = StdRng::seed_from_u64(batch_seed);
+    // Draw the permutation's worth of numbers first so batch_seed == layer_seed gives
+    // exactly `zipf_traffic`.
+    let _ = zipf_weights(n, exponent, &mut noise);
+    zipf_rows(&weights, tokens_per_gpu, bytes_per_token, &mut noise)
+}
+
+fn check_zipf(n: usize, exponent: f64) -> Result<(), ScheduleError> {
+    if n == 0 {
+        return Err(ScheduleError::Empty);
+    }
+    if !(exponent.is_finite() && exponent >= 0.0) {
+        return Err(ScheduleError::BadParameter {
+            what: "Zipf exponent",
+            value: exponent,
+        });
+    }
+    Ok(())
+}
+
+/// Popularity of each GPU's expert: rank `r` (a shuffle of `1..=n`) gets `r^-exponent`.
+fn zipf_weights(n: usize, exponent: f64, rng: &mut StdRng) -> Vec<f64> {
+    let mut ranks: Vec<usize> = (1..=n).collect();
+    ranks.shuffle(rng);
+    let weights: Vec<f64> = ranks.iter().map(|&r| (r as f64).powf(-exponent)).collect();
+    let total: f64 = weights.iter().sum();
+    weights.into_iter().map(|w| w / total).collect()
+}
+
+fn zipf_rows(
+    weights: &[f64],
+    tokens_per_gpu: u64,
+    bytes_per_token: u64,
+    rng: &mut StdRng,
+) -> Result<TrafficMatrix, ScheduleError> {
+    let n = weights.len();
+    let mut rows = vec![vec![0u64; n]; n];
+    for (i, row) in rows.iter_mut().enumerate() {
+        for (j, cell) in row.iter_mut().enumerate() {
+            let noise: f64 = rng.random_range(0.5..1.5);
+            if i != j {
+                let tokens = (tokens_per_gpu as f64 * weights[j] * noise).round() as u64;
+                *cell = tokens
+                    .checked_mul(bytes_per_token)
+                    .ok_or(ScheduleError::Overflow {
+                        what: "tokens * bytes per token",
+                    })?;
+            }
+        }
+    }
+    TrafficMatrix::from_rows_u64(&rows)
+}
+
+/// Every off-diagonal entry uniform in `[0, max_bytes]` (seeded).
+///
+/// # Errors
+///
+/// [`ScheduleError::Empty`] for `n = 0`.
+///
+/// # Complexity
+///
+/// `O(n^2)`.
+///
+/// # Examples
+///
+/// ```
+/// use alltoall_sched::workload::uniform_traffic;
+/// let d = uniform_traffic(4, 1000, 1)?;
+/// assert!(d.pairs().all(|(_, _, b)| b <= 1000.0));
+/// # Ok::<(), alltoall_sched::ScheduleError>(())
+/// ```
+pub fn uniform_traffic(
+    n: usize,
+    max_bytes: u64,
+    seed: u64,
+) -> Result<TrafficMatrix, ScheduleError> {
+    if n == 0 {
+        return Err(ScheduleError::Empty);
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let rows: Vec<Vec<u64>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    if i == j {
+                        0
+                    } else {
+                        rng.random_range(0..=max_bytes)
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    TrafficMatrix::from_rows_u64(&rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_with_the_layer_seed_is_the_layer() {
+        assert_eq!(
+            zipf_batch(6, 1.1, 1000, 3, 4, 4).unwrap(),
+            zipf_traffic(6, 1.1, 1000, 3, 4).unwrap()
+        );
+    }
+
+    #[test]
+    fn bad_parameters_are_errors() {
+        assert_eq!(zipf_traffic(0, 1.0, 1, 1, 0), Err(ScheduleError::Empty));
+        assert!(matches!(
+            zipf_traffic(4, -1.0, 1, 1, 0),
+            Err(ScheduleError::BadParameter { .. })
+        ));
+        assert!(matches!(
+            zipf_batch(4, f64::NAN, 1, 1, 0, 1),
+            Err(ScheduleError::BadParameter { .. })
+        ));
+        assert!(matches!(
+            zipf_traffic(4, 0.0, u64::MAX, 4, 0),
+            Err(ScheduleError::Overflow { .. })
+        ));
+        assert_eq!(uniform_traffic(0, 1, 0), Err(ScheduleError::Empty));
+    }
+}

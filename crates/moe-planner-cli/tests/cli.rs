@@ -1,0 +1,270 @@
+//! End-to-end tests of the `moe-planner` binary: every subcommand on the example files, the
+//! JSON keys docs/cli.md promises, and one-line errors with the documented exit codes.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn data(file: &str) -> String {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/data");
+    root.join(file).to_string_lossy().into_owned()
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_moe-planner"))
+        .args(args)
+        .output()
+        .expect("the moe-planner binary runs")
+}
+
+/// Runs with `--json`, checks success and parses stdout.
+fn json(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = run(&all);
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
+fn assert_keys(v: &Value, keys: &[&str]) {
+    for k in keys {
+        assert!(v.get(k).is_some(), "missing key `{k}` in {v}");
+    }
+}
+
+/// Checks a failing run: the expected exit code and exactly one line on stderr.
+fn assert_fails(args: &[&str], code: i32) {
+    let out = run(args);
+    assert_eq!(out.status.code(), Some(code), "{args:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("moe-planner: error:"), "{stderr}");
+}
+
+#[test]
+fn help_lists_every_subcommand() {
+    let out = run(&["--help"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for cmd in [
+        "demo",
+        "schedule",
+        "colocate",
+        "infer",
+        "train",
+        "group",
+        "network",
+        "iteration",
+        "fit",
+    ] {
+        assert!(text.contains(cmd), "--help misses {cmd}");
+    }
+}
+
+#[test]
+fn demo_runs_every_planner() {
+    let v = json(&["demo"]);
+    assert_keys(
+        &v,
+        &[
+            "exclusive_inference",
+            "colocated_inference",
+            "training",
+            "grouping",
+            "fabric",
+            "parallelization",
+        ],
+    );
+    let speedup = v["colocated_inference"]["speedup_over_baseline"]
+        .as_f64()
+        .unwrap();
+    assert!(speedup >= 1.0);
+    assert_eq!(
+        v["colocated_inference"]["scenario"],
+        "colocating-homogeneous"
+    );
+}
+
+#[test]
+fn schedule_reaches_the_bound_on_the_example() {
+    let v = json(&["schedule", "--traffic", &data("traffic_zipf8.csv")]);
+    assert_keys(&v, &["lower_bound_s", "makespan_s", "pieces", "transfers"]);
+    let (lb, ms) = (
+        v["lower_bound_s"].as_f64().unwrap(),
+        v["makespan_s"].as_f64().unwrap(),
+    );
+    assert!((ms - lb).abs() <= 1e-9 * lb);
+    assert_keys(
+        &v["transfers"][0],
+        &["src", "dst", "bytes", "start_s", "end_s"],
+    );
+    let sjf = json(&[
+        "schedule",
+        "--traffic",
+        &data("traffic_zipf8.json"),
+        "--algorithm",
+        "sjf",
+    ]);
+    assert!(sjf["makespan_s"].as_f64().unwrap() >= lb * (1.0 - 1e-9));
+}
+
+#[test]
+fn colocate_reports_pairs_and_bottleneck() {
+    let v = json(&[
+        "colocate",
+        "--model-a",
+        &data("model_a_traffic.csv"),
+        "--model-b",
+        &data("model_b_traffic.csv"),
+        "--seed",
+        "3",
+    ]);
+    assert_keys(
+        &v,
+        &["pairs", "bottleneck_bytes", "random_bottleneck_bytes"],
+    );
+    assert_eq!(v["pairs"].as_array().unwrap().len(), 8);
+    assert!(
+        v["bottleneck_bytes"].as_f64().unwrap()
+            <= v["random_bottleneck_bytes"].as_f64().unwrap() + 1e-6
+    );
+}
+
+#[test]
+fn infer_plans_the_colocated_example() {
+    let v = json(&["infer", "--spec", &data("inference_colocated.json")]);
+    assert_keys(
+        &v,
+        &[
+            "scenario",
+            "experts_of_gpu",
+            "layers",
+            "inference_time_s",
+            "baseline",
+        ],
+    );
+    assert_eq!(v["layers"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn train_and_fit_report_documented_keys() {
+    let t = json(&["train", "--spec", &data("parm_layer.json")]);
+    assert_keys(&t, &["choice", "baseline_s", "s1_s", "s2_s"]);
+    assert!(t["choice"] == "S1" || t["choice"] == "S2");
+    let f = json(&["fit", "--measurements", &data("allgather_measurements.csv")]);
+    assert_keys(&f, &["alpha_s", "beta_s_per_byte", "r_squared"]);
+    assert!(f["r_squared"].as_f64().unwrap() > 0.9);
+}
+
+#[test]
+fn group_reports_groups_and_assignment() {
+    let v = json(&["group", "--spec", &data("perlmutter_group.json")]);
+    assert_keys(&v, &["groups", "objective_s", "assignment"]);
+    let hosted: usize = v["assignment"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_array().unwrap().len())
+        .sum();
+    // Every group hosts all 128 experts.
+    assert_eq!(hosted, 128 * v["groups"].as_array().unwrap().len());
+}
+
+#[test]
+fn network_reproduces_the_table2_reduction() {
+    let v = json(&[
+        "network",
+        "--gpus",
+        "65536",
+        "--hb-domain",
+        "256",
+        "--radix",
+        "64",
+    ]);
+    assert_keys(&v, &["rail_optimized", "rail_only", "cost_reduction"]);
+    assert_keys(
+        &v["rail_only"],
+        &["tiers", "switches", "transceivers", "cost_usd"],
+    );
+    assert!((v["cost_reduction"].as_f64().unwrap() - 0.375).abs() < 1e-12);
+}
+
+#[test]
+fn iteration_evaluates_and_searches() {
+    let v = json(&[
+        "iteration",
+        "--model",
+        "gpt-22b",
+        "--system",
+        "dgx-a100",
+        "--gpus",
+        "8",
+        "--tp",
+        "8",
+        "--pp",
+        "1",
+        "--dp",
+        "1",
+        "--microbatch",
+        "4",
+        "--global-batch",
+        "4",
+    ]);
+    let t = v["iteration_time_s"].as_f64().unwrap();
+    assert!(t > 0.5 && t < 1.5, "GPT-22B on one DGX A100: {t} s");
+    let s = json(&[
+        "iteration",
+        "--model",
+        "gpt-22b",
+        "--system",
+        "dgx-a100",
+        "--gpus",
+        "64",
+        "--global-batch",
+        "64",
+        "--search",
+    ]);
+    assert_keys(&s, &["best"]);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_code_1() {
+    assert_fails(&["fit", "--measurements", "/nonexistent/file.csv"], 1);
+    assert_fails(
+        &[
+            "network",
+            "--gpus",
+            "100",
+            "--hb-domain",
+            "8",
+            "--radix",
+            "64",
+        ],
+        1,
+    );
+    assert_fails(&["schedule", "--traffic", &data("parm_layer.json")], 1);
+    assert_fails(
+        &[
+            "iteration",
+            "--model",
+            "gpt-2",
+            "--system",
+            "dgx-a100",
+            "--gpus",
+            "8",
+        ],
+        1,
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = run(&["schedule"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["no-such-command"]);
+    assert_eq!(out.status.code(), Some(2));
+}
