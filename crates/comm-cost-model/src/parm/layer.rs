@@ -63,6 +63,46 @@ impl ParmLayer {
     /// `bytes_per_element`; [`CostModelError::ShapeMismatch`] when `N_EP * N_ESP != P`, `N_MP`
     /// does not divide `P`, or `k > E`.
     pub fn validate(&self) -> Result<(), CostModelError> {
+        // Hot path (every layer of a sweep): one branch when all counts are set; the named
+        // per-field check runs only to report the zero one.
+        let counts = [
+            self.p, self.n_mp, self.n_ep, self.n_esp, self.b, self.l, self.m, self.h, self.e,
+            self.k,
+        ];
+        if counts.contains(&0) {
+            self.check_counts()?;
+        }
+        check_positive("f (capacity factor)", self.f)?;
+        check_positive("bytes per element", self.bytes_per_element)?;
+        let mismatch = |what, expected: usize, actual: usize| CostModelError::ShapeMismatch {
+            what,
+            expected: expected as u64,
+            actual: actual as u64,
+        };
+        if self.n_ep.checked_mul(self.n_esp) != Some(self.p) {
+            return Err(mismatch(
+                "N_EP * N_ESP must equal P",
+                self.p,
+                // Saturating: the product may be what overflowed.
+                self.n_ep.saturating_mul(self.n_esp),
+            ));
+        }
+        if self.p % self.n_mp != 0 {
+            return Err(mismatch(
+                "N_MP must divide P (P mod N_MP)",
+                0,
+                self.p % self.n_mp,
+            ));
+        }
+        if self.k > self.e {
+            return Err(mismatch("k must not exceed E", self.e, self.k));
+        }
+        Ok(())
+    }
+
+    /// `CountTooSmall` for the first zero count, in field order.
+    #[cold]
+    fn check_counts(&self) -> Result<(), CostModelError> {
         for (what, v) in [
             ("P (GPUs)", self.p),
             ("N_MP", self.n_mp),
@@ -76,30 +116,6 @@ impl ParmLayer {
             ("k (experts per token)", self.k),
         ] {
             check_count(what, v, 1)?;
-        }
-        check_positive("f (capacity factor)", self.f)?;
-        check_positive("bytes per element", self.bytes_per_element)?;
-        let mismatch = |what, expected: usize, actual: usize| CostModelError::ShapeMismatch {
-            what,
-            expected: expected as u64,
-            actual: actual as u64,
-        };
-        if self.n_ep.checked_mul(self.n_esp) != Some(self.p) {
-            return Err(mismatch(
-                "N_EP * N_ESP must equal P",
-                self.p,
-                self.n_ep * self.n_esp,
-            ));
-        }
-        if self.p % self.n_mp != 0 {
-            return Err(mismatch(
-                "N_MP must divide P (P mod N_MP)",
-                0,
-                self.p % self.n_mp,
-            ));
-        }
-        if self.k > self.e {
-            return Err(mismatch("k must not exceed E", self.e, self.k));
         }
         Ok(())
     }
@@ -149,5 +165,49 @@ impl ParmLayer {
     /// Bytes of `elements` tensor elements.
     pub fn bytes(&self, elements: f64) -> Bytes {
         elements * self.bytes_per_element
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflowing_group_product_is_an_error_not_a_panic() {
+        let layer = ParmLayer {
+            p: 8,
+            n_mp: 1,
+            n_ep: usize::MAX,
+            n_esp: 2,
+            b: 1,
+            l: 1,
+            m: 1,
+            h: 1,
+            e: 1,
+            k: 1,
+            f: 1.0,
+            bytes_per_element: 4.0,
+        };
+        assert!(matches!(
+            layer.validate(),
+            Err(CostModelError::ShapeMismatch {
+                actual: u64::MAX,
+                ..
+            })
+        ));
+        // A zero count is still named.
+        let zero = ParmLayer {
+            b: 0,
+            n_ep: 8,
+            n_esp: 1,
+            ..layer
+        };
+        assert!(matches!(
+            zero.validate(),
+            Err(CostModelError::CountTooSmall {
+                what: "B (samples per GPU)",
+                ..
+            })
+        ));
     }
 }

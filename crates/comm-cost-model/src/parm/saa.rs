@@ -128,6 +128,31 @@ impl Checked {
         }
         t
     }
+
+    /// `(sum of phases 1..P-1, phase P)` in closed form: each distinct phase time is computed
+    /// once, with the same operations as `phase_time`, and multiplied by its count.
+    ///
+    /// Shifts `1..g-1` and `P-g+1..P-1` are mixed (some GPUs have a same-node peer, which adds
+    /// the AllGather slice to their intra-node link); `g..=P-g` are inter-only (`peer_kinds`).
+    fn phase_sums_s(&self) -> (Seconds, Seconds) {
+        let ag_s = self.ag / self.cf; // phase P, and the AllGather part of every other phase
+        if self.p == 1 {
+            return (0.0, ag_s);
+        }
+        let shared_s = (self.slice + self.ag) / self.cf; // slice and AllGather on one link
+        if self.p == self.g {
+            return ((self.p - 1) as f64 * shared_s, ag_s);
+        }
+        let inter_s = ag_s.max(self.slice / self.cs);
+        let mixed_s = if self.g > 1 {
+            shared_s.max(inter_s)
+        } else {
+            inter_s // no mixed shift exists; its count below is 0
+        };
+        let mixed = 2 * (self.g - 1);
+        let inter_only = self.p - 1 - mixed;
+        (mixed as f64 * mixed_s + inter_only as f64 * inter_s, ag_s)
+    }
 }
 
 /// The phase-by-phase SAA schedule (Parm Fig. 5), with each phase's transfers and duration.
@@ -205,19 +230,7 @@ pub fn saa_phases(spec: &SaaSpec) -> Result<Vec<SaaPhase>, CostModelError> {
 /// # Ok::<(), comm_cost_model::CostModelError>(())
 /// ```
 pub fn saa_time_s(spec: &SaaSpec) -> Result<Seconds, CostModelError> {
-    let c = check(spec)?;
-    let last = c.phase_time(c.p);
-    if c.p == 1 {
-        return Ok(spec.alpha_s + last);
-    }
-    let body = if c.p == c.g {
-        (c.p - 1) as f64 * c.phase_time(1)
-    } else {
-        // Shifts 1..g-1 and P-g+1..P-1 are mixed; g..=P-g are inter-only.
-        let mixed = 2 * (c.g - 1);
-        let inter_only = c.p - 1 - mixed;
-        mixed as f64 * c.phase_time(1) + inter_only as f64 * c.phase_time(c.g)
-    };
+    let (body, last) = check(spec)?.phase_sums_s();
     Ok(spec.alpha_s + body + last)
 }
 

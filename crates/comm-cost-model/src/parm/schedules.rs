@@ -290,22 +290,30 @@ pub fn parm_times(
     layer: &ParmLayer,
     costs: &ParmCollectiveCosts,
 ) -> Result<ParmTimes, CostModelError> {
-    let v = layer.volumes()?;
-    let baseline = baseline_from(layer, &v, costs);
-    let s1 = s1_from(layer, &v, costs);
-    let s2 = s2_from(layer, &v, costs);
+    Ok(times_from(layer, &layer.volumes()?, costs))
+}
+
+/// [`parm_times`] of a layer already validated into its volumes `v`.
+pub(super) fn times_from(
+    layer: &ParmLayer,
+    v: &ParmVolumes,
+    costs: &ParmCollectiveCosts,
+) -> ParmTimes {
+    let baseline = baseline_from(layer, v, costs);
+    let s1 = s1_from(layer, v, costs);
+    let s2 = s2_from(layer, v, costs);
     let (choice, parm_s) = if s1.total_s <= s2.total_s {
         (Schedule::S1, s1.total_s)
     } else {
         (Schedule::S2, s2.total_s)
     };
-    Ok(ParmTimes {
+    ParmTimes {
         baseline,
         s1,
         s2,
         choice,
         parm_s,
-    })
+    }
 }
 
 /// Algorithm 1 exactly as printed: `T = k f B L M / E` (so `y = E T M N_ESP` carries `M²`),

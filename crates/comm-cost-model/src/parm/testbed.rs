@@ -13,16 +13,14 @@
 //!   EP groups take every `N_ESP`-th rank, and the EP&ESP-AlltoAll spans all `P` GPUs;
 //! * AllGather = rail-only Eq. 1 (`AGtime`), AllReduce = twice its bandwidth term, AlltoAll =
 //!   concurrent intra/inter transfers (`max` of the two, App. D Eq. 20), SAA = the phase model
-//!   of [`saa_time_s`](super::saa_time_s).
+//!   of [`saa_time_s`].
 
 use serde::{Deserialize, Serialize};
 
-use super::layer::ParmLayer;
+use super::layer::{ParmLayer, ParmVolumes};
 use super::saa::{SaaSpec, saa_time_s};
-use super::schedules::{ParmCollectiveCosts, ParmTimes, Schedule, parm_times};
-use crate::collectives::{
-    TwoTierGrid, full_bisection_all_to_all_time_s, hierarchical_all_gather_time_s,
-};
+use super::schedules::{ParmCollectiveCosts, ParmTimes, Schedule, times_from};
+use crate::collectives::TwoTierGrid;
 use crate::units::{BytesPerSecond, Seconds, gbps};
 use crate::{AlphaBeta, CostModelError, check_non_negative, check_positive};
 
@@ -70,35 +68,37 @@ impl Testbed {
         }
     }
 
-    fn intra_bytes_per_s(&self) -> BytesPerSecond {
-        self.bytes_per_element / self.intra_s_per_element
-    }
-
-    /// The `(GPUs per node, nodes)` shape of a group of `size` ranks taken every `stride`-th
-    /// rank, on `p` GPUs.
-    fn grid(&self, p: usize, size: usize, stride: usize) -> Result<TwoTierGrid, CostModelError> {
-        let g = self.gpus_per_node.min(p);
-        let span = size * stride; // consecutive ranks the group spreads over
-        let local = if span <= g { size } else { (g / stride).max(1) };
-        let nodes = size.div_ceil(local);
-        let inter = if nodes > 1 {
-            self.inter_bytes_per_s
+    /// The testbed's constants, checked once per call so the per-collective code below can
+    /// skip re-validating them.
+    fn links(&self, p: usize) -> Result<Links, CostModelError> {
+        let bytes_per_element =
+            check_positive("testbed bytes per element", self.bytes_per_element)?;
+        let intra_s = check_positive("testbed intra-node s/element", self.intra_s_per_element)?;
+        let alpha_s = check_non_negative("testbed alpha (s)", self.alpha_s)?;
+        let g = self.gpus_per_node.min(p).max(1);
+        if p % g != 0 {
+            return Err(CostModelError::ShapeMismatch {
+                what: "GPUs per node must divide P (P mod g)",
+                expected: 0,
+                actual: (p % g) as u64,
+            });
+        }
+        let intra = check_positive(
+            "HB-domain bandwidth C_F (bytes/s)",
+            bytes_per_element / intra_s,
+        )?;
+        // Only groups spanning several nodes use the NIC, and those exist iff P > g.
+        let inter = if p > g {
+            check_positive("network bandwidth C_S (bytes/s)", self.inter_bytes_per_s)?
         } else {
-            self.intra_bytes_per_s()
+            intra
         };
-        TwoTierGrid::new(local, nodes, self.intra_bytes_per_s(), inter)
-    }
-
-    fn all_gather(&self, grid: &TwoTierGrid) -> Result<AlphaBeta, CostModelError> {
-        AlphaBeta::new(self.alpha_s, hierarchical_all_gather_time_s(1.0, grid)?)
-    }
-
-    fn all_to_all(&self, grid: &TwoTierGrid) -> Result<AlphaBeta, CostModelError> {
-        let n = (grid.x * grid.y) as f64;
-        AlphaBeta::new(
-            self.alpha_s,
-            full_bisection_all_to_all_time_s(1.0 / n, grid)?,
-        )
+        Ok(Links {
+            alpha_s,
+            g,
+            intra_bytes_per_s: intra,
+            inter_bytes_per_s: inter,
+        })
     }
 
     /// Alpha-beta costs of every collective of `layer` on this testbed.
@@ -127,45 +127,7 @@ impl Testbed {
         &self,
         layer: &ParmLayer,
     ) -> Result<ParmCollectiveCosts, CostModelError> {
-        let v = layer.volumes()?;
-        check_positive("testbed bytes per element", self.bytes_per_element)?;
-        check_positive("testbed intra-node s/element", self.intra_s_per_element)?;
-        check_non_negative("testbed alpha (s)", self.alpha_s)?;
-        let p = layer.p;
-        let g = self.gpus_per_node.min(p).max(1);
-        if p % g != 0 {
-            return Err(CostModelError::ShapeMismatch {
-                what: "GPUs per node must divide P (P mod g)",
-                expected: 0,
-                actual: (p % g) as u64,
-            });
-        }
-        let esp = self.grid(p, layer.n_esp, 1)?;
-        let ep = self.grid(p, layer.n_ep, layer.n_esp)?;
-        let mp = self.grid(p, layer.n_mp, 1)?;
-        let all = self.grid(p, p, 1)?;
-        let ag_esp = self.all_gather(&esp)?;
-        let ar_esp = AlphaBeta::new(self.alpha_s, 2.0 * ag_esp.beta_s_per_byte)?;
-        // SAA on this layer's sizes; linear in them, so one (alpha_o, beta_o) pair is exact.
-        let a2a_bytes = layer.bytes(v.y_elements / layer.n_mp as f64);
-        let saa_s = saa_time_s(&SaaSpec {
-            p,
-            n_mp: layer.n_mp,
-            gpus_per_node: g,
-            a2a_bytes_per_gpu: a2a_bytes,
-            ag_total_bytes: layer.bytes(v.etm_elements),
-            intra_bytes_per_s: all.hb_bytes_per_s,
-            inter_bytes_per_s: all.network_bytes_per_s,
-            alpha_s: 0.0,
-        })?;
-        Ok(ParmCollectiveCosts {
-            ag_esp,
-            ar_esp,
-            a2a_ep: self.all_to_all(&ep)?,
-            a2a_ep_esp: self.all_to_all(&all)?,
-            ag_mp: self.all_gather(&mp)?,
-            saa: Some(AlphaBeta::new(self.alpha_s, saa_s / a2a_bytes)?),
-        })
+        Ok(self.volumes_and_costs(layer)?.1)
     }
 
     /// Baseline, S1, S2 and Algorithm 1's choice for `layer` on this testbed.
@@ -189,7 +151,116 @@ impl Testbed {
     /// # Ok::<(), comm_cost_model::CostModelError>(())
     /// ```
     pub fn times(&self, layer: &ParmLayer) -> Result<ParmTimes, CostModelError> {
-        parm_times(layer, &self.collective_costs(layer)?)
+        let (v, costs) = self.volumes_and_costs(layer)?;
+        Ok(times_from(layer, &v, &costs))
+    }
+
+    /// The layer's volumes and collective costs, validating the layer and the testbed once
+    /// each, so that [`Testbed::times`] and [`check_claims`] need not have `parm_times`
+    /// validate the layer again.
+    fn volumes_and_costs(
+        &self,
+        layer: &ParmLayer,
+    ) -> Result<(ParmVolumes, ParmCollectiveCosts), CostModelError> {
+        let v = layer.volumes()?;
+        let costs = self.links(layer.p)?.costs(layer, &v)?;
+        Ok((v, costs))
+    }
+}
+
+/// A testbed's constants checked for a cluster of `P` GPUs, so that the per-collective code
+/// below needs no further validation.
+#[derive(Debug, Clone, Copy)]
+struct Links {
+    /// Start-up time of every collective, seconds.
+    alpha_s: Seconds,
+    /// GPUs per node, at most `P` and at least 1; divides `P`.
+    g: usize,
+    /// Per-GPU intra-node bandwidth, bytes/s (positive, finite).
+    intra_bytes_per_s: BytesPerSecond,
+    /// Per-GPU inter-node bandwidth, bytes/s (positive, finite; the intra-node one on a single
+    /// node, where it is never used).
+    inter_bytes_per_s: BytesPerSecond,
+}
+
+impl Links {
+    /// The `(GPUs per node, nodes)` shape of a group of `size` ranks taken every `stride`-th
+    /// rank, with the bandwidths it communicates over.
+    fn grid(&self, size: usize, stride: usize) -> TwoTierGrid {
+        let span = size * stride; // consecutive ranks the group spreads over
+        let (local, nodes) = if span <= self.g {
+            (size, 1)
+        } else {
+            let local = (self.g / stride).max(1);
+            (local, size.div_ceil(local))
+        };
+        // Both counts are at least 1 and both bandwidths were checked by `Testbed::links`.
+        TwoTierGrid {
+            x: local,
+            y: nodes,
+            hb_bytes_per_s: self.intra_bytes_per_s,
+            network_bytes_per_s: if nodes > 1 {
+                self.inter_bytes_per_s
+            } else {
+                self.intra_bytes_per_s
+            },
+        }
+    }
+
+    /// MP/ESP-AllGather per gathered byte: the bandwidth term of
+    /// [`hierarchical_all_gather_time_s`]`(1.0, grid)`, written out (same operations, same
+    /// bits; tested) because the grid needs no re-validation here.
+    ///
+    /// [`hierarchical_all_gather_time_s`]: crate::collectives::hierarchical_all_gather_time_s
+    fn all_gather(&self, grid: &TwoTierGrid) -> Result<AlphaBeta, CostModelError> {
+        let (x, y) = (grid.x as f64, grid.y as f64);
+        let beta =
+            (y - 1.0) / (x * y * grid.network_bytes_per_s) + (x - 1.0) / (x * grid.hb_bytes_per_s);
+        AlphaBeta::new(self.alpha_s, beta)
+    }
+
+    /// AlltoAll per byte of each GPU's send buffer: [`full_bisection_all_to_all_time_s`] of
+    /// one `1/n` shard, written out like [`Links::all_gather`].
+    ///
+    /// [`full_bisection_all_to_all_time_s`]: crate::collectives::full_bisection_all_to_all_time_s
+    fn all_to_all(&self, grid: &TwoTierGrid) -> Result<AlphaBeta, CostModelError> {
+        let (x, y) = (grid.x as f64, grid.y as f64);
+        let shard = 1.0 / (grid.x * grid.y) as f64;
+        let hb = (x - 1.0) * shard / grid.hb_bytes_per_s;
+        let net = x * (y - 1.0) * shard / grid.network_bytes_per_s;
+        AlphaBeta::new(self.alpha_s, hb.max(net))
+    }
+
+    /// [`Testbed::collective_costs`] of a validated layer with volumes `v`.
+    fn costs(
+        &self,
+        layer: &ParmLayer,
+        v: &ParmVolumes,
+    ) -> Result<ParmCollectiveCosts, CostModelError> {
+        let p = layer.p;
+        let all = self.grid(p, 1);
+        let ag_esp = self.all_gather(&self.grid(layer.n_esp, 1))?;
+        let ar_esp = AlphaBeta::new(self.alpha_s, 2.0 * ag_esp.beta_s_per_byte)?;
+        // SAA on this layer's sizes; linear in them, so one (alpha_o, beta_o) pair is exact.
+        let a2a_bytes = layer.bytes(v.y_elements / layer.n_mp as f64);
+        let saa_s = saa_time_s(&SaaSpec {
+            p,
+            n_mp: layer.n_mp,
+            gpus_per_node: self.g,
+            a2a_bytes_per_gpu: a2a_bytes,
+            ag_total_bytes: layer.bytes(v.etm_elements),
+            intra_bytes_per_s: all.hb_bytes_per_s,
+            inter_bytes_per_s: all.network_bytes_per_s,
+            alpha_s: 0.0,
+        })?;
+        Ok(ParmCollectiveCosts {
+            ag_esp,
+            ar_esp,
+            a2a_ep: self.all_to_all(&self.grid(layer.n_ep, layer.n_esp))?,
+            a2a_ep_esp: self.all_to_all(&all)?,
+            ag_mp: self.all_gather(&self.grid(layer.n_mp, 1))?,
+            saa: Some(AlphaBeta::new(self.alpha_s, saa_s / a2a_bytes)?),
+        })
     }
 }
 
@@ -308,8 +379,8 @@ pub fn check_claims(
         counterexamples: Vec::new(),
     };
     for layer in layers {
-        let costs = testbed.collective_costs(layer)?;
-        let t = parm_times(layer, &costs)?;
+        let (v, costs) = testbed.volumes_and_costs(layer)?;
+        let t = times_from(layer, &v, &costs);
         match t.choice {
             Schedule::S1 => r.s1_chosen += 1,
             Schedule::S2 => r.s2_chosen += 1,
@@ -348,4 +419,48 @@ pub fn check_claims(
         }
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collectives::{full_bisection_all_to_all_time_s, hierarchical_all_gather_time_s};
+    use crate::parm::parm_times;
+
+    #[test]
+    fn written_out_formulas_match_collectives_bit_for_bit() {
+        let links = Links {
+            alpha_s: 1e-4,
+            g: 8,
+            intra_bytes_per_s: 7.3e9,
+            inter_bytes_per_s: 3.1e9,
+        };
+        for x in 1..=8 {
+            for y in 1..=8 {
+                let grid =
+                    TwoTierGrid::new(x, y, 7.3e9, if y > 1 { 3.1e9 } else { 7.3e9 }).unwrap();
+                let ag = hierarchical_all_gather_time_s(1.0, &grid).unwrap();
+                let a2a = full_bisection_all_to_all_time_s(1.0 / (x * y) as f64, &grid).unwrap();
+                assert_eq!(links.all_gather(&grid).unwrap().beta_s_per_byte, ag);
+                assert_eq!(links.all_to_all(&grid).unwrap().beta_s_per_byte, a2a);
+            }
+        }
+    }
+
+    #[test]
+    fn times_equal_parm_times_of_collective_costs() {
+        // The validate-once path of `Testbed::times` against the public two-step API.
+        for (testbed, p) in [
+            (Testbed::parm_testbed_a(), 8),
+            (Testbed::parm_testbed_b(), 16),
+        ] {
+            for layer in table3_layers(p, 4.0) {
+                let costs = testbed.collective_costs(&layer).unwrap();
+                assert_eq!(
+                    testbed.times(&layer).unwrap(),
+                    parm_times(&layer, &costs).unwrap()
+                );
+            }
+        }
+    }
 }
