@@ -398,8 +398,7 @@ impl Workload {
     ) -> Result<(LayerPlan, f64), InferencePlanError> {
         let model = &self.models[0];
         let on_gpu = gpu_matrix(&model.layers[layer], placement, 0);
-        let dispatch = self.run(&on_gpu, algorithm, seed)?;
-        let combine = self.run(&transpose(&on_gpu), algorithm, seed)?;
+        let (dispatch, combine) = self.both_ways(&on_gpu, algorithm, seed)?;
         let n = self.n();
         let times = ExclusiveLayer {
             gate_s: vec![model.gate_s; n],
@@ -428,8 +427,7 @@ impl Workload {
             .map(|m| gpu_matrix(&self.models[m].layers[layer], placement, m))
             .collect();
         let sum = add(&mats[0], &mats[1]);
-        let dispatch = self.run(&sum, algorithm, seed)?;
-        let combine = self.run(&transpose(&sum), algorithm, seed)?;
+        let (dispatch, combine) = self.both_ways(&sum, algorithm, seed)?;
         let (a, ffn_a) = self.model_times(0, &mats[0], algorithm, seed)?;
         let (b, ffn_b) = self.model_times(1, &mats[1], algorithm, seed)?;
         let timeline = colocated_timeline(&ColocatedLayer {
@@ -467,8 +465,7 @@ impl Workload {
         seed: u64,
     ) -> Result<(ModelLayerTimes, Vec<f64>), InferencePlanError> {
         let model = &self.models[m];
-        let dispatch = self.run(on_gpu, algorithm, seed)?;
-        let combine = self.run(&transpose(on_gpu), algorithm, seed)?;
+        let (dispatch, combine) = self.both_ways(on_gpu, algorithm, seed)?;
         let ffn = self.ffn_times(model, on_gpu);
         let times = ModelLayerTimes {
             gate_s: model.gate_s,
@@ -491,12 +488,24 @@ impl Workload {
             .collect()
     }
 
+    /// Schedules a dispatch matrix and its combine (the transpose, Aurora §2.2).
+    fn both_ways(
+        &self,
+        dispatch: &[Vec<f64>],
+        algorithm: Algorithm,
+        seed: u64,
+    ) -> Result<(Scheduled, Scheduled), InferencePlanError> {
+        let there = self.run(dispatch, algorithm, seed)?;
+        let back = self.run(&transpose(dispatch), algorithm, seed)?;
+        Ok((there, back))
+    }
+
     fn run(
         &self,
         rows: &[Vec<f64>],
         algorithm: Algorithm,
         seed: u64,
-    ) -> Result<(AllToAllSummary, Timetable), InferencePlanError> {
+    ) -> Result<Scheduled, InferencePlanError> {
         let matrix = TrafficMatrix::from_rows(rows)?;
         let plan = schedule(&matrix, &self.bandwidth, algorithm, seed)?;
         let summary = AllToAllSummary {
@@ -507,6 +516,9 @@ impl Workload {
         Ok((summary, plan.timetable))
     }
 }
+
+/// A scheduled all-to-all: its summary and its timetable.
+type Scheduled = (AllToAllSummary, Timetable);
 
 struct Evaluation {
     layers: Vec<LayerPlan>,
