@@ -27,7 +27,8 @@ pub struct NodeKind {
     pub network: AlphaBeta,
 }
 
-/// Aristos' measured Perlmutter NVLink 3 cost: alpha 0.009 ms, beta 0.014 ms/MB (§3.1).
+/// Perlmutter NVLink 3 cost: alpha 0.009 ms, beta 0.014 ms/MB. The Aristos text (§3.1, Fig. 3)
+/// names NVLink 3.0 but prints no alpha-beta values; these are this crate's stand-ins.
 pub fn perlmutter_intra() -> AlphaBeta {
     AlphaBeta {
         alpha_s: millis(0.009),
@@ -35,7 +36,8 @@ pub fn perlmutter_intra() -> AlphaBeta {
     }
 }
 
-/// Aristos' measured Perlmutter inter-node cost: alpha 0.03 ms, beta 0.054 ms/MB (§3.1).
+/// Perlmutter inter-node cost: alpha 0.03 ms, beta 0.054 ms/MB (about 18.5 GB/s). Aristos §3.1
+/// states 25 GB/s RDMA per GPU (0.04 ms/MB) but prints no measured alpha-beta values.
 pub fn perlmutter_inter() -> AlphaBeta {
     AlphaBeta {
         alpha_s: millis(0.03),
