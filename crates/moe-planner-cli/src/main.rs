@@ -51,6 +51,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, so printing into a closed pipe (`| head`) would panic; let the
+    // signal end the process quietly instead, as Unix filters do.
+    sigpipe::reset();
     let cli = Cli::parse();
     let ctx = output::Context { json: cli.json };
     let result = match &cli.command {
