@@ -38,8 +38,8 @@ fn workloads(n: usize) -> Vec<(String, TrafficMatrix)> {
     ]
 }
 
-/// Ten samples and short warm-ups: the whole bench takes about two and a half minutes on two
-/// shared cores (most of it the ten seconds-long runs of `optimal` at n = 1024).
+/// Ten samples and short warm-ups: the whole bench takes about two minutes on two shared cores
+/// (most of it n = 1024, where one run of `optimal` or `non_preemptive` takes most of a second).
 fn configure(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     n: usize,
@@ -72,7 +72,7 @@ fn schedulers(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("alltoall_n{n}"));
         configure(&mut group, n);
         for (label, d) in workloads(n) {
-            // n = 1024 optimal takes seconds per run: time it on one Zipf exponent only.
+            // n = 1024 optimal takes most of a second per run: time it on one Zipf exponent only.
             let big = n >= 1024;
             if big && label == "zipf0.8" {
                 continue;

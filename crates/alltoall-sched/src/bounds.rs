@@ -151,10 +151,12 @@ pub(crate) fn line_sums_u64(
     };
     let mut rows = vec![0u64; n];
     let mut cols = vec![0u64; n];
-    for (k, &v) in entries.iter().enumerate() {
-        let (i, j) = (k / n, k % n);
-        rows[i] = rows[i].checked_add(v).ok_or_else(|| overflow.clone())?;
-        cols[j] = cols[j].checked_add(v).ok_or_else(|| overflow.clone())?;
+    // Row by row: no division per entry.
+    for (row, sum) in entries.chunks_exact(n.max(1)).zip(rows.iter_mut()) {
+        for (&v, col) in row.iter().zip(cols.iter_mut()) {
+            *sum = sum.checked_add(v).ok_or_else(|| overflow.clone())?;
+            *col = col.checked_add(v).ok_or_else(|| overflow.clone())?;
+        }
     }
     Ok((rows, cols))
 }

@@ -30,9 +30,11 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 ///
 /// # Complexity
 ///
-/// `O(n^2)` phases at most (each exhausts an entry of the padded matrix); each phase costs
-/// `O(n + log n)` when the repair path is short, `O(n^2.5)` in the worst case. Memory is
-/// `O(n^2)` plus the output.
+/// `O(n^2)` phases at most (each exhausts an entry of the padded matrix). A phase with a short
+/// repair costs `O(n)` bit tests at most (usually a few) plus `O(log n)` for the finish-time
+/// tree; a breadth-first repair costs `O(n^2 / 64)` word operations, and the fallback
+/// Hopcroft–Karp (unreachable on regular matrices) `O(n^2.5)`. Memory is `O(n^2)` plus the
+/// output.
 ///
 /// # Examples
 ///

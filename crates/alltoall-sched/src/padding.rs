@@ -27,10 +27,15 @@ pub(crate) fn pad_to_regular(entries: &[u64], n: usize) -> Result<(Vec<u64>, u64
     for i in 0..n {
         fill(i * n + i, &mut row_deficit[i], &mut col_deficit[i]);
     }
-    for (k, &v) in entries.iter().enumerate() {
-        let (i, j) = (k / n, k % n);
-        if v > 0 && row_deficit[i] > 0 && col_deficit[j] > 0 {
-            fill(k, &mut row_deficit[i], &mut col_deficit[j]);
+    for (i, rd) in row_deficit.iter_mut().enumerate() {
+        for (j, cd) in col_deficit.iter_mut().enumerate() {
+            if *rd == 0 {
+                break; // Row done: nothing more to place in it.
+            }
+            let k = i * n + j;
+            if entries[k] > 0 && *cd > 0 {
+                fill(k, rd, cd);
+            }
         }
     }
     // North-west corner on the remaining deficits (their totals are equal).

@@ -37,7 +37,9 @@ impl Ticks {
     pub fn new(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<Self, ScheduleError> {
         bandwidth.check(matrix.n())?;
         let n = matrix.n();
-        let bytes: Vec<f64> = (0..n * n).map(|k| matrix.bytes(k / n, k % n)).collect();
+        let bytes: Vec<f64> = (0..n)
+            .flat_map(|i| (0..n).map(move |j| matrix.bytes(i, j)))
+            .collect();
         if let (Some(entries), Some(b)) = (matrix.integer_entries(), bandwidth.as_uniform()) {
             let line_ticks = max_line_sum_u64(entries, n)?;
             return Ok(Self {
