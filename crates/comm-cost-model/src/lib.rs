@@ -45,4 +45,4 @@ mod validate;
 
 pub use alpha_beta::AlphaBeta;
 pub use error::CostModelError;
-pub use validate::{check_non_negative, check_positive};
+pub use validate::{check_count, check_non_negative, check_positive};

@@ -50,12 +50,20 @@ pub fn check_positive(what: &'static str, value: f64) -> Result<f64, CostModelEr
     Ok(value)
 }
 
-/// Checks that a count is at least `min`.
-pub(crate) fn check_count(
-    what: &'static str,
-    value: usize,
-    min: usize,
-) -> Result<usize, CostModelError> {
+/// Checks that a count (of GPUs, layers, samples, ...) is at least `min`, naming it `what`.
+///
+/// # Errors
+///
+/// [`CostModelError::CountTooSmall`] if `value < min`.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::check_count;
+/// assert_eq!(check_count("GPUs", 8, 1), Ok(8));
+/// assert!(check_count("GPUs", 0, 1).is_err());
+/// ```
+pub fn check_count(what: &'static str, value: usize, min: usize) -> Result<usize, CostModelError> {
     if value < min {
         return Err(CostModelError::CountTooSmall {
             what,

@@ -74,7 +74,7 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::Empty`] for no nodes; [`TopologyError::CountTooSmall`] for a node of
+    /// [`TopologyError::Empty`] for no nodes; [`TopologyError::Value`] (`CountTooSmall`) for a node of
     /// zero GPUs; [`TopologyError::Value`] for non-positive FLOP/s or bad link costs;
     /// [`TopologyError::Overflow`] if the worker count overflows.
     ///
@@ -136,7 +136,7 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// As [`Cluster::heterogeneous`]; [`TopologyError::CountTooSmall`] if `nodes == 0`.
+    /// As [`Cluster::heterogeneous`]; [`TopologyError::Value`] (`CountTooSmall`) if `nodes == 0`.
     ///
     /// # Complexity
     ///
@@ -151,7 +151,7 @@ impl Cluster {
     /// # Ok::<(), topology_partition::TopologyError>(())
     /// ```
     pub fn uniform_nodes(nodes: usize, kind: NodeKind) -> Result<Self, TopologyError> {
-        crate::error::check_count("nodes", nodes, 1)?;
+        comm_cost_model::check_count("nodes", nodes, 1)?;
         Self::heterogeneous(&vec![kind; nodes])
     }
 
@@ -159,7 +159,7 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::CountTooSmall`] if `nodes == 0`.
+    /// [`TopologyError::Value`] (`CountTooSmall`) if `nodes == 0`.
     ///
     /// # Complexity
     ///

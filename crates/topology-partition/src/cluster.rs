@@ -7,7 +7,7 @@ use petgraph::graph::UnGraph;
 use serde::{Deserialize, Serialize};
 
 use crate::TopologyError;
-use crate::error::check_count;
+use comm_cost_model::check_count;
 
 /// One worker (GPU): its compute rate, how many experts its memory holds, and its node.
 ///
@@ -392,7 +392,7 @@ fn check_matrix(what: &'static str, m: &Array2<f64>, n: usize) -> Result<(), Top
 
 /// Checks a node size is at least one GPU.
 pub(crate) fn check_gpus_per_node(gpus: usize) -> Result<usize, TopologyError> {
-    check_count("GPUs per node", gpus, 1)
+    Ok(check_count("GPUs per node", gpus, 1)?)
 }
 
 #[cfg(test)]

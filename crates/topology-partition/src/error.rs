@@ -9,7 +9,8 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum TopologyError {
-    /// A scalar failed a finiteness or sign check (wraps the cost-model check).
+    /// A scalar failed a finiteness or sign check, or a count was zero (wraps the cost-model
+    /// check, e.g. [`CostModelError::CountTooSmall`]).
     #[error(transparent)]
     Value(#[from] CostModelError),
     /// A collection that must not be empty was empty.
@@ -54,16 +55,6 @@ pub enum TopologyError {
         /// Value at (col, row).
         backward: f64,
     },
-    /// A count was outside its valid range (zero GPUs, zero layers, ...).
-    #[error("{what} must be at least {min}, got {value}")]
-    CountTooSmall {
-        /// Name of the count.
-        what: &'static str,
-        /// The smallest valid value.
-        min: u64,
-        /// The value received.
-        value: u64,
-    },
     /// A worker index was out of range, or appeared twice.
     #[error("worker {worker} is {problem}")]
     BadWorker {
@@ -97,20 +88,4 @@ pub enum TopologyError {
         /// What overflowed.
         what: &'static str,
     },
-}
-
-/// Checks that a count is at least `min`.
-pub(crate) fn check_count(
-    what: &'static str,
-    value: usize,
-    min: usize,
-) -> Result<usize, TopologyError> {
-    if value < min {
-        return Err(TopologyError::CountTooSmall {
-            what,
-            min: min as u64,
-            value: value as u64,
-        });
-    }
-    Ok(value)
 }

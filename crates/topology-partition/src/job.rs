@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::TopologyError;
-use crate::error::check_count;
+use comm_cost_model::check_count;
 
 /// The dimensions of a GPT-style transformer that set the size of its messages.
 ///

@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::TopologyError;
-use crate::error::check_count;
 use crate::job::{GptDims, ParallelConfig, Split};
+use comm_cost_model::check_count;
 
 /// The three axes of a PTD-P rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,7 @@ impl RankMapping {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::CountTooSmall`] for zero GPUs or domain size, or zero counts in the
+    /// [`TopologyError::Value`] (`CountTooSmall`) for zero GPUs or domain size, or zero counts in the
     /// configuration; [`TopologyError::Config`] if `K` does not divide `N`, the configuration
     /// does not tile the cluster or breaks a divisibility rule; [`TopologyError::Overflow`].
     ///

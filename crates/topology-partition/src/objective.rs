@@ -4,9 +4,9 @@ use comm_cost_model::units::{Bytes, Flop, Seconds};
 use comm_cost_model::{check_non_negative, check_positive};
 use serde::{Deserialize, Serialize};
 
-use crate::error::check_count;
 use crate::partition::check_disjoint;
 use crate::{Cluster, Partition, TopologyError};
+use comm_cost_model::check_count;
 
 /// The training constants of Aristos Eq. 1, which give `gamma(omega)`, the number of times one
 /// worker runs the MoE layer in one training iteration.
@@ -33,7 +33,7 @@ impl TrainingConstants {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::CountTooSmall`] for a zero count; [`TopologyError::Value`] for a negative
+    /// [`TopologyError::Value`] (`CountTooSmall`) for a zero count; [`TopologyError::Value`] for a negative
     /// or non-finite `recompute`.
     ///
     /// # Complexity
@@ -198,7 +198,7 @@ impl AristosObjective {
     ///
     /// [`TopologyError::Empty`] for an empty group or no experts; [`TopologyError::BadWorker`]
     /// for an id out of range or listed twice; [`TopologyError::Value`] for a non-positive
-    /// expert FLOP or a negative `eta`, `d` or `d_ar`; [`TopologyError::CountTooSmall`] for zero
+    /// expert FLOP or a negative `eta`, `d` or `d_ar`; [`TopologyError::Value`] (`CountTooSmall`) for zero
     /// training constants or `groups == 0`.
     ///
     /// # Complexity

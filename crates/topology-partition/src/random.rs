@@ -6,8 +6,8 @@ use ndarray::Array2;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use crate::error::check_count;
 use crate::{Cluster, NodeKind, TopologyError};
+use comm_cost_model::check_count;
 
 /// A random mix of nodes: each node draws a GPU type (V100 16 GB, A100 40 GB, A100 80 GB,
 /// H100 80 GB: FLOP/s, expert slots and NVLink generation), 2, 4 or 8 GPUs, and a NIC of
@@ -18,7 +18,7 @@ use crate::{Cluster, NodeKind, TopologyError};
 ///
 /// # Errors
 ///
-/// [`TopologyError::CountTooSmall`] if `nodes == 0`; [`TopologyError::Value`] if `jitter` is
+/// [`TopologyError::Value`] (`CountTooSmall`) if `nodes == 0`; [`TopologyError::Value`] if `jitter` is
 /// negative or not finite.
 ///
 /// # Complexity
