@@ -182,6 +182,35 @@ impl TrafficMatrix {
             .filter(|&(_, _, b)| b > 0.0)
     }
 
+    /// The reverse all-to-all: entry `(i, j)` becomes `(j, i)`, exactly (integers stay `u64`).
+    ///
+    /// An MoE layer's combine all-to-all returns every token the dispatch sent, so its matrix
+    /// is the dispatch matrix transposed (Aurora §2.2).
+    ///
+    /// # Complexity
+    ///
+    /// `O(n^2)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use alltoall_sched::TrafficMatrix;
+    /// let dispatch = TrafficMatrix::from_rows_u64(&[vec![0, 5], vec![3, 0]])?;
+    /// let combine = dispatch.transposed();
+    /// assert_eq!((combine.bytes(0, 1), combine.bytes(1, 0)), (3.0, 5.0));
+    /// assert_eq!(combine.transposed(), dispatch);
+    /// # Ok::<(), alltoall_sched::ScheduleError>(())
+    /// ```
+    pub fn transposed(&self) -> Self {
+        let n = self.n;
+        let swap = |k: usize| (k % n) * n + k / n;
+        let entries = match &self.entries {
+            Entries::Integer(v) => Entries::Integer((0..n * n).map(|k| v[swap(k)]).collect()),
+            Entries::Real(v) => Entries::Real((0..n * n).map(|k| v[swap(k)]).collect()),
+        };
+        Self { n, entries }
+    }
+
     /// The matrix as rows of `f64`.
     pub fn to_rows(&self) -> Vec<Vec<f64>> {
         (0..self.n)

@@ -495,19 +495,19 @@ impl Workload {
         algorithm: Algorithm,
         seed: u64,
     ) -> Result<(Scheduled, Scheduled), InferencePlanError> {
-        let there = self.run(dispatch, algorithm, seed)?;
-        let back = self.run(&transpose(dispatch), algorithm, seed)?;
+        let matrix = TrafficMatrix::from_rows(dispatch)?;
+        let there = self.run(&matrix, algorithm, seed)?;
+        let back = self.run(&matrix.transposed(), algorithm, seed)?;
         Ok((there, back))
     }
 
     fn run(
         &self,
-        rows: &[Vec<f64>],
+        matrix: &TrafficMatrix,
         algorithm: Algorithm,
         seed: u64,
     ) -> Result<Scheduled, InferencePlanError> {
-        let matrix = TrafficMatrix::from_rows(rows)?;
-        let plan = schedule(&matrix, &self.bandwidth, algorithm, seed)?;
+        let plan = schedule(matrix, &self.bandwidth, algorithm, seed)?;
         let summary = AllToAllSummary {
             lower_bound_s: plan.lower_bound_s,
             makespan_s: plan.makespan_s,
@@ -602,12 +602,6 @@ fn gpu_matrix(d: &SquareMatrix, placement: &[Vec<usize>], model: usize) -> Vec<V
                 .map(|dst| d.get(src[model], dst[model]))
                 .collect()
         })
-        .collect()
-}
-
-fn transpose(m: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    (0..m.len())
-        .map(|j| m.iter().map(|row| row[j]).collect())
         .collect()
 }
 
