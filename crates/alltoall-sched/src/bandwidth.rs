@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ScheduleError;
+use crate::error::{check_bandwidth, check_size};
 
 /// Port bandwidths of the GPUs, in bytes per second.
 ///
@@ -15,9 +16,10 @@ use crate::ScheduleError;
 /// ```
 /// use alltoall_sched::Bandwidth;
 /// let b = Bandwidth::per_gpu(vec![100.0, 50.0, 200.0])?;
-/// assert_eq!(b.rate(0, 1), 50.0);
-/// assert_eq!(b.rate(2, 0), 100.0);
-/// assert_eq!(Bandwidth::uniform(10.0)?.rate(3, 7), 10.0);
+/// assert_eq!(b.rate(0, 1), Some(50.0));
+/// assert_eq!(b.rate(2, 0), Some(100.0));
+/// assert_eq!(b.rate(3, 0), None); // no GPU 3
+/// assert_eq!(Bandwidth::uniform(10.0)?.rate(3, 7), Some(10.0));
 /// # Ok::<(), alltoall_sched::ScheduleError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,9 +36,9 @@ impl Bandwidth {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::BadBandwidth`] unless the value is positive and finite.
+    /// [`ScheduleError::InvalidBandwidth`] unless the value is positive and finite.
     pub fn uniform(bytes_per_s: f64) -> Result<Self, ScheduleError> {
-        check_value(0, bytes_per_s)?;
+        check_bandwidth(0, bytes_per_s)?;
         Ok(Self::Uniform(bytes_per_s))
     }
 
@@ -44,10 +46,11 @@ impl Bandwidth {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::BadBandwidth`] naming the first value that is not positive and finite.
+    /// [`ScheduleError::InvalidBandwidth`] naming the first value that is not positive and
+    /// finite.
     pub fn per_gpu(bytes_per_s: Vec<f64>) -> Result<Self, ScheduleError> {
         for (gpu, &value) in bytes_per_s.iter().enumerate() {
-            check_value(gpu, value)?;
+            check_bandwidth(gpu, value)?;
         }
         Ok(Self::PerGpu(bytes_per_s))
     }
@@ -56,32 +59,42 @@ impl Bandwidth {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::BandwidthLength`] or [`ScheduleError::BadBandwidth`].
+    /// [`ScheduleError::SizeMismatch`] or [`ScheduleError::InvalidBandwidth`].
     pub fn check(&self, n: usize) -> Result<(), ScheduleError> {
         match self {
-            Self::Uniform(b) => check_value(0, *b),
-            Self::PerGpu(v) if v.len() != n => Err(ScheduleError::BandwidthLength {
-                expected: n,
-                got: v.len(),
-            }),
-            Self::PerGpu(v) => v
-                .iter()
-                .enumerate()
-                .try_for_each(|(gpu, &b)| check_value(gpu, b)),
+            Self::Uniform(b) => check_bandwidth(0, *b).map(|_| ()),
+            Self::PerGpu(v) => {
+                check_size("bandwidths (one per GPU)", n, v.len())?;
+                v.iter()
+                    .enumerate()
+                    .try_for_each(|(gpu, &b)| check_bandwidth(gpu, b).map(|_| ()))
+            }
         }
     }
 
-    /// Port bandwidth of GPU `gpu` (bytes/s).
-    pub fn port(&self, gpu: usize) -> f64 {
+    /// Port bandwidth of GPU `gpu` (bytes/s); `None` for a GPU a per-GPU model does not list.
+    pub fn port(&self, gpu: usize) -> Option<f64> {
         match self {
-            Self::Uniform(b) => *b,
-            Self::PerGpu(v) => v.get(gpu).copied().unwrap_or(f64::NAN),
+            Self::Uniform(b) => Some(*b),
+            Self::PerGpu(v) => v.get(gpu).copied(),
         }
     }
 
-    /// Rate of a transfer `src -> dst` alone on its ports: `min(B_src, B_dst)` (bytes/s).
-    pub fn rate(&self, src: usize, dst: usize) -> f64 {
-        self.port(src).min(self.port(dst))
+    /// Rate of a transfer `src -> dst` alone on its ports: `min(B_src, B_dst)` (bytes/s);
+    /// `None` if either GPU is not listed.
+    pub fn rate(&self, src: usize, dst: usize) -> Option<f64> {
+        Some(self.port(src)?.min(self.port(dst)?))
+    }
+
+    /// [`Bandwidth::port`] for a GPU the caller has checked with [`Bandwidth::check`]
+    /// (NaN otherwise, which no checked caller sees).
+    pub(crate) fn port_at(&self, gpu: usize) -> f64 {
+        self.port(gpu).unwrap_or(f64::NAN)
+    }
+
+    /// [`Bandwidth::rate`] for GPUs the caller has checked with [`Bandwidth::check`].
+    pub(crate) fn rate_at(&self, src: usize, dst: usize) -> f64 {
+        self.port_at(src).min(self.port_at(dst))
     }
 
     /// The common bandwidth if every GPU has the same one.
@@ -96,36 +109,46 @@ impl Bandwidth {
     }
 }
 
-fn check_value(gpu: usize, value: f64) -> Result<(), ScheduleError> {
-    if value.is_finite() && value > 0.0 {
-        Ok(())
-    } else {
-        Err(ScheduleError::BadBandwidth { gpu, value })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use comm_cost_model::CostModelError;
 
     #[test]
     fn rejects_bad_values_and_lengths() {
-        assert!(Bandwidth::uniform(0.0).is_err());
-        assert!(Bandwidth::uniform(f64::NAN).is_err());
-        assert!(Bandwidth::per_gpu(vec![1.0, -1.0]).is_err());
-        let b = Bandwidth::per_gpu(vec![1.0, 2.0]).unwrap();
-        assert_eq!(
-            b.check(3),
-            Err(ScheduleError::BandwidthLength {
-                expected: 3,
-                got: 2
+        assert!(matches!(
+            Bandwidth::uniform(0.0),
+            Err(ScheduleError::InvalidBandwidth {
+                gpu: 0,
+                source: CostModelError::NotPositive { .. }
             })
-        );
-        assert!(
-            Bandwidth::PerGpu(vec![1.0, f64::INFINITY])
-                .check(2)
-                .is_err()
-        );
+        ));
+        assert!(matches!(
+            Bandwidth::uniform(f64::NAN),
+            Err(ScheduleError::InvalidBandwidth {
+                source: CostModelError::NonFinite { .. },
+                ..
+            })
+        ));
+        assert!(matches!(
+            Bandwidth::per_gpu(vec![1.0, -1.0]),
+            Err(ScheduleError::InvalidBandwidth { gpu: 1, .. })
+        ));
+        let b = Bandwidth::per_gpu(vec![1.0, 2.0]).unwrap();
+        assert!(matches!(
+            b.check(3),
+            Err(ScheduleError::SizeMismatch {
+                expected: 3,
+                actual: 2,
+                ..
+            })
+        ));
+        assert!(matches!(
+            Bandwidth::PerGpu(vec![1.0, f64::INFINITY]).check(2),
+            Err(ScheduleError::InvalidBandwidth { gpu: 1, .. })
+        ));
+        assert_eq!(b.port(2), None);
+        assert_eq!(b.rate(0, 1), Some(1.0));
         assert_eq!(Bandwidth::PerGpu(vec![3.0, 3.0]).as_uniform(), Some(3.0));
         assert_eq!(b.as_uniform(), None);
     }

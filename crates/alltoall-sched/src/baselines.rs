@@ -79,8 +79,8 @@ pub fn shift_order(matrix: &TrafficMatrix) -> Vec<Vec<Flow>> {
         .map(|i| {
             (1..n)
                 .map(|k| (i + k) % n)
-                .filter(|&j| matrix.bytes(i, j) > 0.0)
-                .map(|j| Flow::new(j, matrix.bytes(i, j)))
+                .filter(|&j| matrix.at(i, j) > 0.0)
+                .map(|j| Flow::new(j, matrix.at(i, j)))
                 .collect()
         })
         .collect()
@@ -88,8 +88,8 @@ pub fn shift_order(matrix: &TrafficMatrix) -> Vec<Vec<Flow>> {
 
 fn row_flows(matrix: &TrafficMatrix, i: usize) -> Vec<Flow> {
     (0..matrix.n())
-        .filter(|&j| matrix.bytes(i, j) > 0.0)
-        .map(|j| Flow::new(j, matrix.bytes(i, j)))
+        .filter(|&j| matrix.at(i, j) > 0.0)
+        .map(|j| Flow::new(j, matrix.at(i, j)))
         .collect()
 }
 

@@ -32,7 +32,7 @@ pub struct LowerBounds {
 ///
 /// # Errors
 ///
-/// [`ScheduleError::BandwidthLength`] / [`ScheduleError::BadBandwidth`] for a bad bandwidth
+/// [`ScheduleError::SizeMismatch`] / [`ScheduleError::InvalidBandwidth`] for a bad bandwidth
 /// model, [`ScheduleError::Overflow`] if an integer line sum exceeds `u64` or a port's busy
 /// time exceeds the `f64` range.
 ///
@@ -55,7 +55,7 @@ pub fn lower_bound_s(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<f6
         if let (Some(entries), Some(b)) = (matrix.integer_entries(), bandwidth.as_uniform()) {
             max_line_sum_u64(entries, matrix.n())? as f64 / b
         } else {
-            let rate = |i: usize, j: usize| bandwidth.rate(i, j);
+            let rate = |i: usize, j: usize| bandwidth.rate_at(i, j);
             line_times(matrix, rate, rate).max_s()
         };
     if bound_s.is_finite() {
@@ -94,8 +94,8 @@ pub fn lower_bounds(
     bandwidth: &Bandwidth,
 ) -> Result<LowerBounds, ScheduleError> {
     let one_port_s = lower_bound_s(matrix, bandwidth)?;
-    let port = |i: usize, _: usize| bandwidth.port(i);
-    let port_capacity_s = line_times(matrix, port, |_, j| bandwidth.port(j)).max_s();
+    let port = |i: usize, _: usize| bandwidth.port_at(i);
+    let port_capacity_s = line_times(matrix, port, |_, j| bandwidth.port_at(j)).max_s();
     let paper_literal_s = line_times(matrix, port, port).max_s();
     Ok(LowerBounds {
         one_port_s,

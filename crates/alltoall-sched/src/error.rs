@@ -1,3 +1,12 @@
+//! The one error type of the crate.
+//!
+//! Shapes shared with the rest of the workspace (`SizeMismatch { what, expected, actual }`,
+//! `TooLarge { what, limit, value }`) mean what `comm_cost_model::CostModelError`'s do; scalar
+//! value checks use comm-cost-model's helpers and arrive wrapped ([`ScheduleError::Cost`], or
+//! with the offending entry's position in [`ScheduleError::InvalidTraffic`] and
+//! [`ScheduleError::InvalidBandwidth`]).
+
+use comm_cost_model::{CostModelError, check_non_negative, check_positive};
 use thiserror::Error;
 
 /// Everything that can be wrong with the input of a scheduling function.
@@ -6,7 +15,7 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum ScheduleError {
-    /// The traffic matrix has no rows.
+    /// The traffic matrix (or the list of senders) is empty.
     #[error("the traffic matrix is empty")]
     Empty,
     /// A row of the traffic matrix does not have `n` entries.
@@ -19,43 +28,46 @@ pub enum ScheduleError {
         /// The number of rows (GPUs).
         n: usize,
     },
-    /// A traffic entry is NaN or infinite.
-    #[error("traffic[{src}][{dst}] must be finite, got {value}")]
-    NonFiniteTraffic {
+    /// A traffic entry is NaN, infinite or negative.
+    #[error("traffic[{src}][{dst}]: {source}")]
+    InvalidTraffic {
         /// Sending GPU.
         src: usize,
         /// Receiving GPU.
         dst: usize,
-        /// The value received.
-        value: f64,
-    },
-    /// A traffic entry is negative.
-    #[error("traffic[{src}][{dst}] must be non-negative, got {value}")]
-    NegativeTraffic {
-        /// Sending GPU.
-        src: usize,
-        /// Receiving GPU.
-        dst: usize,
-        /// The value received.
-        value: f64,
-    },
-    /// A per-GPU bandwidth vector does not have one entry per GPU.
-    #[error("{got} bandwidths given for {expected} GPUs")]
-    BandwidthLength {
-        /// Number of GPUs of the matrix.
-        expected: usize,
-        /// Number of bandwidths given.
-        got: usize,
+        /// The failed check (`NonFinite` or `Negative`, with the value).
+        source: CostModelError,
     },
     /// A bandwidth is zero, negative, NaN or infinite.
-    #[error("bandwidth of GPU {gpu} must be a positive finite number of bytes/s, got {value}")]
-    BadBandwidth {
+    #[error("bandwidth of GPU {gpu}: {source}")]
+    InvalidBandwidth {
         /// The GPU (0 for a uniform bandwidth).
         gpu: usize,
-        /// The value received.
-        value: f64,
+        /// The failed check (`NonFinite` or `NotPositive`, with the value).
+        source: CostModelError,
     },
-    /// A sum of byte counts or a time in ticks does not fit in 64 bits.
+    /// Two inputs that must have the same size do not (a per-GPU bandwidth vector and the
+    /// matrix, a plan and a matrix, a placement and a matrix, two matrices).
+    #[error("{what}: expected {expected}, got {actual}")]
+    SizeMismatch {
+        /// What was compared.
+        what: &'static str,
+        /// The size required.
+        expected: usize,
+        /// The size received.
+        actual: usize,
+    },
+    /// A quantity is larger than the exact integer arithmetic of a scheduler supports.
+    #[error("{what} = {value} exceeds the limit {limit}")]
+    TooLarge {
+        /// What is too large.
+        what: &'static str,
+        /// The largest value supported.
+        limit: u64,
+        /// The value received.
+        value: u64,
+    },
+    /// A sum of byte counts or a time does not fit in 64 bits (or in an `f64`).
     #[error("traffic too large: {what} overflows 64-bit arithmetic")]
     Overflow {
         /// What overflowed.
@@ -71,20 +83,60 @@ pub enum ScheduleError {
         /// Number of GPUs.
         n: usize,
     },
-    /// A parameter (alpha, release time, flow size, ...) is NaN, infinite or negative.
-    #[error("{what} must be a finite non-negative number, got {value}")]
-    BadParameter {
-        /// Name of the parameter, with its unit.
+    /// An index (an expert of a placement, ...) is outside its range.
+    #[error("{what} {index} is out of range (there are {limit})")]
+    OutOfRange {
+        /// What was indexed.
         what: &'static str,
-        /// The value received.
-        value: f64,
+        /// The index received.
+        index: usize,
+        /// The number of valid indices.
+        limit: usize,
     },
-    /// A plan and a matrix (or a plan and a bandwidth model) have different GPU counts.
-    #[error("the plan covers {plan} GPUs but the matrix has {matrix}")]
-    SizeMismatch {
-        /// GPUs in the plan.
-        plan: usize,
-        /// GPUs in the matrix.
-        matrix: usize,
+    /// A placement does not put every expert on exactly one GPU.
+    #[error(
+        "expert {expert} is placed on {gpus} GPUs; a placement puts each expert on exactly one"
+    )]
+    NotAPartition {
+        /// The expert.
+        expert: usize,
+        /// How many GPUs host it.
+        gpus: usize,
     },
+    /// A scalar parameter (alpha, release time, flow size, Zipf exponent, ...) failed one of
+    /// comm-cost-model's value checks.
+    #[error(transparent)]
+    Cost(#[from] CostModelError),
+}
+
+/// Checks a traffic entry with [`check_non_negative`], naming its position.
+pub(crate) fn check_traffic(src: usize, dst: usize, value: f64) -> Result<f64, ScheduleError> {
+    check_non_negative("traffic (bytes)", value).map_err(|source| ScheduleError::InvalidTraffic {
+        src,
+        dst,
+        source,
+    })
+}
+
+/// Checks a port bandwidth with [`check_positive`], naming its GPU.
+pub(crate) fn check_bandwidth(gpu: usize, value: f64) -> Result<f64, ScheduleError> {
+    check_positive("bandwidth (bytes/s)", value)
+        .map_err(|source| ScheduleError::InvalidBandwidth { gpu, source })
+}
+
+/// Checks that a size `actual` equals the `expected` one.
+pub(crate) fn check_size(
+    what: &'static str,
+    expected: usize,
+    actual: usize,
+) -> Result<(), ScheduleError> {
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(ScheduleError::SizeMismatch {
+            what,
+            expected,
+            actual,
+        })
+    }
 }

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use comm_cost_model::check_non_negative;
+
 use crate::decompose::decompose;
 use crate::non_preemptive::non_preemptive;
 use crate::optimal::pieces_to_timetable;
@@ -30,7 +32,7 @@ pub struct ParetoPoint {
 ///
 /// # Errors
 ///
-/// [`ScheduleError::BadParameter`] for a negative or non-finite `alpha_s`; bandwidth errors.
+/// [`ScheduleError::Cost`] for a negative or non-finite `alpha_s`; bandwidth errors.
 ///
 /// # Complexity
 ///
@@ -72,7 +74,7 @@ pub fn with_latency(
             });
         }
         t.start_s = free[t.src].max(free[n + t.dst]);
-        t.end_s = t.start_s + alpha_s + t.bytes / bandwidth.rate(t.src, t.dst);
+        t.end_s = t.start_s + alpha_s + t.bytes / bandwidth.rate_at(t.src, t.dst);
         free[t.src] = t.end_s;
         free[n + t.dst] = t.end_s;
     }
@@ -205,12 +207,6 @@ fn pareto_front(mut points: Vec<ParetoPoint>) -> Vec<ParetoPoint> {
 }
 
 fn check_alpha(alpha_s: f64) -> Result<(), ScheduleError> {
-    if alpha_s.is_finite() && alpha_s >= 0.0 {
-        Ok(())
-    } else {
-        Err(ScheduleError::BadParameter {
-            what: "alpha (s)",
-            value: alpha_s,
-        })
-    }
+    check_non_negative("alpha (s)", alpha_s)?;
+    Ok(())
 }

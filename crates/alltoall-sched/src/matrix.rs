@@ -4,6 +4,7 @@ use ndarray::Array2;
 use serde::{Deserialize, Serialize};
 
 use crate::ScheduleError;
+use crate::error::check_traffic;
 
 /// Largest integer an `f64` holds exactly; integral inputs above it stay on the real path.
 const EXACT_F64_INT: f64 = 9_007_199_254_740_992.0;
@@ -62,8 +63,8 @@ impl TrafficMatrix {
     /// # Errors
     ///
     /// [`ScheduleError::Empty`], [`ScheduleError::NotSquare`], and
-    /// [`ScheduleError::NonFiniteTraffic`] / [`ScheduleError::NegativeTraffic`] naming the first
-    /// bad entry (the diagonal is checked too, then ignored).
+    /// [`ScheduleError::InvalidTraffic`] naming the first NaN, infinite or negative entry (the
+    /// diagonal is checked too, then ignored).
     pub fn from_rows(rows: &[Vec<f64>]) -> Result<Self, ScheduleError> {
         let n = check_shape(rows.iter().map(Vec::len), rows.len())?;
         Self::from_flat_f64(n, rows.iter().flatten().copied().collect())
@@ -98,13 +99,7 @@ impl TrafficMatrix {
 
     fn from_flat_f64(n: usize, mut flat: Vec<f64>) -> Result<Self, ScheduleError> {
         for (k, &value) in flat.iter().enumerate() {
-            let (src, dst) = (k / n, k % n);
-            if !value.is_finite() {
-                return Err(ScheduleError::NonFiniteTraffic { src, dst, value });
-            }
-            if value < 0.0 {
-                return Err(ScheduleError::NegativeTraffic { src, dst, value });
-            }
+            check_traffic(k / n, k % n, value)?;
         }
         zero_diagonal(&mut flat, n);
         let integral = flat.iter().all(|&v| v.fract() == 0.0 && v < EXACT_F64_INT);
@@ -128,11 +123,24 @@ impl TrafficMatrix {
         matches!(self.entries, Entries::Integer(_))
     }
 
-    /// Bytes GPU `src` sends to GPU `dst` (0 on the diagonal or out of range).
-    pub fn bytes(&self, src: usize, dst: usize) -> f64 {
-        if src >= self.n || dst >= self.n {
-            return 0.0;
-        }
+    /// Bytes GPU `src` sends to GPU `dst` (0 on the diagonal), `None` out of range.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use alltoall_sched::TrafficMatrix;
+    /// let d = TrafficMatrix::from_rows_u64(&[vec![9, 5], vec![3, 0]])?;
+    /// assert_eq!(d.bytes(0, 1), Some(5.0));
+    /// assert_eq!(d.bytes(0, 0), Some(0.0)); // local traffic never crosses the network
+    /// assert_eq!(d.bytes(2, 0), None);
+    /// # Ok::<(), alltoall_sched::ScheduleError>(())
+    /// ```
+    pub fn bytes(&self, src: usize, dst: usize) -> Option<f64> {
+        (src < self.n && dst < self.n).then(|| self.at(src, dst))
+    }
+
+    /// Bytes GPU `src` sends to GPU `dst`; the crate's callers pass `src, dst < n`.
+    pub(crate) fn at(&self, src: usize, dst: usize) -> f64 {
         match &self.entries {
             Entries::Integer(v) => v[src * self.n + dst] as f64,
             Entries::Real(v) => v[src * self.n + dst],
@@ -158,14 +166,14 @@ impl TrafficMatrix {
     /// Bytes each GPU sends to the others (row sums).
     pub fn send_totals(&self) -> Vec<f64> {
         (0..self.n)
-            .map(|i| (0..self.n).map(|j| self.bytes(i, j)).sum())
+            .map(|i| (0..self.n).map(|j| self.at(i, j)).sum())
             .collect()
     }
 
     /// Bytes each GPU receives from the others (column sums).
     pub fn receive_totals(&self) -> Vec<f64> {
         (0..self.n)
-            .map(|j| (0..self.n).map(|i| self.bytes(i, j)).sum())
+            .map(|j| (0..self.n).map(|i| self.at(i, j)).sum())
             .collect()
     }
 
@@ -178,7 +186,7 @@ impl TrafficMatrix {
     pub fn pairs(&self) -> impl Iterator<Item = (usize, usize, f64)> + '_ {
         let n = self.n;
         (0..n * n)
-            .map(move |k| (k / n, k % n, self.bytes(k / n, k % n)))
+            .map(move |k| (k / n, k % n, self.at(k / n, k % n)))
             .filter(|&(_, _, b)| b > 0.0)
     }
 
@@ -197,7 +205,7 @@ impl TrafficMatrix {
     /// use alltoall_sched::TrafficMatrix;
     /// let dispatch = TrafficMatrix::from_rows_u64(&[vec![0, 5], vec![3, 0]])?;
     /// let combine = dispatch.transposed();
-    /// assert_eq!((combine.bytes(0, 1), combine.bytes(1, 0)), (3.0, 5.0));
+    /// assert_eq!((combine.bytes(0, 1), combine.bytes(1, 0)), (Some(3.0), Some(5.0)));
     /// assert_eq!(combine.transposed(), dispatch);
     /// # Ok::<(), alltoall_sched::ScheduleError>(())
     /// ```
@@ -214,7 +222,7 @@ impl TrafficMatrix {
     /// The matrix as rows of `f64`.
     pub fn to_rows(&self) -> Vec<Vec<f64>> {
         (0..self.n)
-            .map(|i| (0..self.n).map(|j| self.bytes(i, j)).collect())
+            .map(|i| (0..self.n).map(|j| self.at(i, j)).collect())
             .collect()
     }
 }
@@ -254,6 +262,7 @@ fn zero_diagonal<T: Default>(flat: &mut [T], n: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use comm_cost_model::CostModelError;
 
     #[test]
     fn rejects_bad_shapes_and_values() {
@@ -268,15 +277,26 @@ mod tests {
         ));
         assert!(matches!(
             TrafficMatrix::from_rows(&[vec![0.0, f64::NAN], vec![1.0, 0.0]]),
-            Err(ScheduleError::NonFiniteTraffic { src: 0, dst: 1, .. })
+            Err(ScheduleError::InvalidTraffic {
+                src: 0,
+                dst: 1,
+                source: CostModelError::NonFinite { .. }
+            })
         ));
         assert!(matches!(
             TrafficMatrix::from_rows(&[vec![0.0, 1.0], vec![-1.0, 0.0]]),
-            Err(ScheduleError::NegativeTraffic { src: 1, dst: 0, .. })
+            Err(ScheduleError::InvalidTraffic {
+                src: 1,
+                dst: 0,
+                source: CostModelError::Negative { .. }
+            })
         ));
         assert!(matches!(
             TrafficMatrix::from_rows(&[vec![0.0, f64::INFINITY], vec![1.0, 0.0]]),
-            Err(ScheduleError::NonFiniteTraffic { .. })
+            Err(ScheduleError::InvalidTraffic {
+                source: CostModelError::NonFinite { .. },
+                ..
+            })
         ));
     }
 
@@ -284,7 +304,8 @@ mod tests {
     fn diagonal_is_ignored_and_integers_detected() {
         let d = TrafficMatrix::from_rows(&[vec![7.0, 1.5], vec![2.0, 9.0]]).unwrap();
         assert!(!d.is_integer());
-        assert_eq!(d.bytes(0, 0), 0.0);
+        assert_eq!(d.bytes(0, 0), Some(0.0));
+        assert_eq!(d.bytes(0, 2), None);
         assert_eq!(d.send_totals(), vec![1.5, 2.0]);
         let e = TrafficMatrix::from_rows_u64(&[vec![7, 1], vec![2, 9]]).unwrap();
         assert!(e.is_integer());
@@ -297,7 +318,10 @@ mod tests {
         let d = TrafficMatrix::from_rows(&[vec![0.0, 3.0], vec![2.0, 0.0]]).unwrap();
         let json = serde_json_like(&d);
         assert_eq!(json, vec![vec![0.0, 3.0], vec![2.0, 0.0]]);
-        assert!(TrafficMatrix::try_from(vec![vec![0.0, -1.0], vec![0.0, 0.0]]).is_err());
+        assert!(matches!(
+            TrafficMatrix::try_from(vec![vec![0.0, -1.0], vec![0.0, 0.0]]),
+            Err(ScheduleError::InvalidTraffic { src: 0, dst: 1, .. })
+        ));
     }
 
     fn serde_json_like(d: &TrafficMatrix) -> Vec<Vec<f64>> {
@@ -310,6 +334,9 @@ mod tests {
         let d = TrafficMatrix::from_array(&a).unwrap();
         assert_eq!(d.receive_totals(), vec![2.0, 1.0]);
         let b = ndarray::array![[0u64, 4], [5, 0]];
-        assert_eq!(TrafficMatrix::from_array_u64(&b).unwrap().bytes(1, 0), 5.0);
+        assert_eq!(
+            TrafficMatrix::from_array_u64(&b).unwrap().bytes(1, 0),
+            Some(5.0)
+        );
     }
 }

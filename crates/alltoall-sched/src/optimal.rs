@@ -25,7 +25,7 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 ///
 /// # Errors
 ///
-/// [`ScheduleError::BandwidthLength`] / [`ScheduleError::BadBandwidth`] for a bad bandwidth
+/// [`ScheduleError::SizeMismatch`] / [`ScheduleError::InvalidBandwidth`] for a bad bandwidth
 /// model; [`ScheduleError::Overflow`] if integer line sums exceed `u64`.
 ///
 /// # Complexity

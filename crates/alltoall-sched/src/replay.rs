@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::check_size;
 use crate::{Bandwidth, Flow, ScheduleError, Timetable, TrafficMatrix, lower_bound_s, simulate};
 
 /// What a plan's order costs on traffic it was not made for.
@@ -53,12 +54,7 @@ pub fn replay(
     bandwidth: &Bandwidth,
 ) -> Result<Replay, ScheduleError> {
     let n = actual.n();
-    if plan.n != n {
-        return Err(ScheduleError::SizeMismatch {
-            plan: plan.n,
-            matrix: n,
-        });
-    }
+    check_size("GPUs of the plan vs the matrix", n, plan.n)?;
     let mut planned = vec![0.0; n * n];
     for t in plan.transfers.iter().filter(|t| t.src < n && t.dst < n) {
         planned[t.src * n + t.dst] += t.bytes;
@@ -71,14 +67,14 @@ pub fn replay(
                 .filter(|t| t.dst < n && planned[t.src * n + t.dst] > 0.0)
                 .map(|t| {
                     let share = t.bytes / planned[t.src * n + t.dst];
-                    Flow::new(t.dst, actual.bytes(t.src, t.dst) * share)
+                    Flow::new(t.dst, actual.at(t.src, t.dst) * share)
                 })
                 .collect()
         })
         .collect();
     for (i, list) in orders.iter_mut().enumerate() {
-        let unplanned = (0..n).filter(|&j| planned[i * n + j] <= 0.0 && actual.bytes(i, j) > 0.0);
-        list.extend(unplanned.map(|j| Flow::new(j, actual.bytes(i, j))));
+        let unplanned = (0..n).filter(|&j| planned[i * n + j] <= 0.0 && actual.at(i, j) > 0.0);
+        list.extend(unplanned.map(|j| Flow::new(j, actual.at(i, j))));
     }
     let timetable = simulate(&orders, bandwidth)?;
     let makespan_s = timetable.makespan_s();

@@ -12,6 +12,8 @@ use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
+use comm_cost_model::check_non_negative;
+
 use crate::{Bandwidth, ScheduleError, Timetable, Transfer};
 
 /// Relative time within which a flow's end and another flow's release count as simultaneous.
@@ -87,7 +89,7 @@ pub fn timetable_flows(timetable: &Timetable, timed: bool) -> Vec<Vec<Flow>> {
 /// # Errors
 ///
 /// [`ScheduleError::Empty`] for no senders, [`ScheduleError::UnknownGpu`] for a destination
-/// out of range, [`ScheduleError::BadParameter`] for a negative or non-finite size or release
+/// out of range, [`ScheduleError::Cost`] for a negative or non-finite size or release
 /// time, and the bandwidth errors of [`Bandwidth::check`].
 ///
 /// # Complexity
@@ -133,14 +135,8 @@ fn check_flows(orders: &[Vec<Flow>]) -> Result<(), ScheduleError> {
             if f.dst >= n {
                 return Err(ScheduleError::UnknownGpu { src, dst: f.dst, n });
             }
-            for (what, value) in [
-                ("flow size (bytes)", f.bytes),
-                ("release time (s)", f.release_s),
-            ] {
-                if !(value.is_finite() && value >= 0.0) {
-                    return Err(ScheduleError::BadParameter { what, value });
-                }
-            }
+            check_non_negative("flow size (bytes)", f.bytes)?;
+            check_non_negative("release time (s)", f.release_s)?;
         }
     }
     Ok(())
@@ -312,14 +308,14 @@ impl<'a> Simulation<'a> {
             }
             // Water-filling: the flows with the smallest caps are settled first.
             ids.sort_by(|&a, &b| {
-                let cap = |k: usize| self.bandwidth.port(self.flows[k].src);
+                let cap = |k: usize| self.bandwidth.port_at(self.flows[k].src);
                 cap(a).total_cmp(&cap(b))
             });
-            let mut capacity = self.bandwidth.port(dst);
+            let mut capacity = self.bandwidth.port_at(dst);
             let mut left = ids.len();
             for &id in &ids {
                 let f = &mut self.flows[id];
-                let rate = self.bandwidth.port(f.src).min(capacity / left as f64);
+                let rate = self.bandwidth.port_at(f.src).min(capacity / left as f64);
                 capacity -= rate;
                 left -= 1;
                 f.rate = rate;
@@ -337,6 +333,7 @@ impl<'a> Simulation<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use comm_cost_model::CostModelError;
 
     #[test]
     fn aurora_fig4_three_units_reordered_to_two() {
@@ -397,7 +394,7 @@ mod tests {
         ));
         assert!(matches!(
             simulate(&[vec![Flow::new(0, f64::NAN)]], &b),
-            Err(ScheduleError::BadParameter { .. })
+            Err(ScheduleError::Cost(CostModelError::NonFinite { .. }))
         ));
         assert_eq!(simulate(&[], &b), Err(ScheduleError::Empty));
     }

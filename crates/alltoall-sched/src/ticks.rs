@@ -38,7 +38,7 @@ impl Ticks {
         bandwidth.check(matrix.n())?;
         let n = matrix.n();
         let bytes: Vec<f64> = (0..n)
-            .flat_map(|i| (0..n).map(move |j| matrix.bytes(i, j)))
+            .flat_map(|i| (0..n).map(move |j| matrix.at(i, j)))
             .collect();
         if let (Some(entries), Some(b)) = (matrix.integer_entries(), bandwidth.as_uniform()) {
             let line_ticks = max_line_sum_u64(entries, n)?;
@@ -52,7 +52,7 @@ impl Ticks {
                 tick_factor: b,
             });
         }
-        let rate = |i: usize, j: usize| bandwidth.rate(i, j);
+        let rate = |i: usize, j: usize| bandwidth.rate_at(i, j);
         let bound_s = lower_bound_s(matrix, bandwidth)?;
         let scale = if bound_s > 0.0 {
             SCALED_LINE_TICKS / bound_s
@@ -93,9 +93,12 @@ impl Ticks {
     /// then, since a pair starts at the latest when both its ports have done all their other
     /// work.
     pub fn check_greedy_fits(&self) -> Result<(), ScheduleError> {
-        if self.line_ticks > u64::MAX / 2 {
-            return Err(ScheduleError::Overflow {
-                what: "twice the largest line sum",
+        let limit = u64::MAX / 2;
+        if self.line_ticks > limit {
+            return Err(ScheduleError::TooLarge {
+                what: "the largest line sum in ticks (twice it must fit in 64 bits)",
+                limit,
+                value: self.line_ticks,
             });
         }
         Ok(())

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::error::check_size;
 use crate::{Bandwidth, ScheduleError, TrafficMatrix};
 
 /// Relative tolerance of the validator on times, rates and byte sums.
@@ -238,18 +239,12 @@ fn check_common(
 ) -> Result<(), TimetableViolation> {
     let n = matrix.n();
     bandwidth.check(n)?;
-    if timetable.n != n {
-        return Err(ScheduleError::SizeMismatch {
-            plan: timetable.n,
-            matrix: n,
-        }
-        .into());
-    }
+    check_size("GPUs of the timetable vs the matrix", n, timetable.n)?;
     let time_tol = time_tolerance(timetable);
     let mut delivered = vec![0.0; n * n];
     for (index, t) in timetable.transfers.iter().enumerate() {
         check_transfer(index, t, n)?;
-        let limit = bandwidth.rate(t.src, t.dst);
+        let limit = bandwidth.rate_at(t.src, t.dst);
         let min_time = t.bytes / limit;
         if t.end_s - t.start_s < min_time * (1.0 - VALIDATION_TOLERANCE) - time_tol {
             return Err(TimetableViolation::TooFast {
@@ -287,7 +282,7 @@ fn check_bytes(matrix: &TrafficMatrix, delivered: &[f64]) -> Result<(), Timetabl
     let n = matrix.n();
     for (k, &got) in delivered.iter().enumerate() {
         let (src, dst) = (k / n, k % n);
-        let expected = matrix.bytes(src, dst);
+        let expected = matrix.at(src, dst);
         if (got - expected).abs() > VALIDATION_TOLERANCE * expected.max(1.0) {
             return Err(TimetableViolation::BytesMismatch {
                 src,

@@ -9,6 +9,8 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 
+use comm_cost_model::check_non_negative;
+
 use crate::{ScheduleError, TrafficMatrix};
 
 /// A Zipf-skewed all-to-all: each GPU routes `tokens_per_gpu` tokens of `bytes_per_token` bytes.
@@ -19,7 +21,7 @@ use crate::{ScheduleError, TrafficMatrix};
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Empty`] for `n = 0`, [`ScheduleError::BadParameter`] for a negative or
+/// [`ScheduleError::Empty`] for `n = 0`, [`ScheduleError::Cost`] for a negative or
 /// non-finite exponent, [`ScheduleError::Overflow`] if an entry exceeds `u64`.
 ///
 /// # Complexity
@@ -98,12 +100,7 @@ fn check_zipf(n: usize, exponent: f64) -> Result<(), ScheduleError> {
     if n == 0 {
         return Err(ScheduleError::Empty);
     }
-    if !(exponent.is_finite() && exponent >= 0.0) {
-        return Err(ScheduleError::BadParameter {
-            what: "Zipf exponent",
-            value: exponent,
-        });
-    }
+    check_non_negative("Zipf exponent", exponent)?;
     Ok(())
 }
 
@@ -186,6 +183,7 @@ pub fn uniform_traffic(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use comm_cost_model::CostModelError;
 
     #[test]
     fn batch_with_the_layer_seed_is_the_layer() {
@@ -200,11 +198,11 @@ mod tests {
         assert_eq!(zipf_traffic(0, 1.0, 1, 1, 0), Err(ScheduleError::Empty));
         assert!(matches!(
             zipf_traffic(4, -1.0, 1, 1, 0),
-            Err(ScheduleError::BadParameter { .. })
+            Err(ScheduleError::Cost(CostModelError::Negative { .. }))
         ));
         assert!(matches!(
             zipf_batch(4, f64::NAN, 1, 1, 0, 1),
-            Err(ScheduleError::BadParameter { .. })
+            Err(ScheduleError::Cost(CostModelError::NonFinite { .. }))
         ));
         assert!(matches!(
             zipf_traffic(4, 0.0, u64::MAX, 4, 0),

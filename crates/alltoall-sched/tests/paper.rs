@@ -1,5 +1,7 @@
 //! Aurora's worked examples and the edge cases of the issue.
 
+use comm_cost_model::CostModelError;
+
 use alltoall_sched::{
     Algorithm, Bandwidth, ScheduleError, TrafficMatrix, lower_bound_s, lower_bounds, optimal,
     schedule, sjf,
@@ -57,18 +59,22 @@ fn bad_inputs_are_typed_errors() {
     let d = fig4();
     assert!(matches!(
         optimal(&d, &Bandwidth::PerGpu(vec![1.0, 1.0])),
-        Err(ScheduleError::BandwidthLength {
+        Err(ScheduleError::SizeMismatch {
             expected: 3,
-            got: 2
+            actual: 2,
+            ..
         })
     ));
     assert!(matches!(
         optimal(&d, &Bandwidth::Uniform(0.0)),
-        Err(ScheduleError::BadBandwidth { .. })
+        Err(ScheduleError::InvalidBandwidth {
+            gpu: 0,
+            source: CostModelError::NotPositive { .. }
+        })
     ));
     assert!(matches!(
         optimal(&d, &Bandwidth::PerGpu(vec![1.0, f64::NAN, 1.0])),
-        Err(ScheduleError::BadBandwidth { gpu: 1, .. })
+        Err(ScheduleError::InvalidBandwidth { gpu: 1, .. })
     ));
     assert!(matches!(
         TrafficMatrix::from_rows(&[vec![0.0, 1.0, 2.0]]),

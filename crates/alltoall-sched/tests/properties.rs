@@ -117,7 +117,7 @@ fn check_simulator_agrees(t: &Timetable, b: &Bandwidth) -> Result<(), TestCaseEr
         prop_assert!((a.start_s - s.start_s).abs() <= tol);
         // Every piece runs at its full link rate.
         prop_assert!(
-            (s.end_s - (s.start_s + a.bytes / b.rate(a.src, a.dst))).abs() <= tol,
+            (s.end_s - (s.start_s + a.bytes / b.rate(a.src, a.dst).unwrap())).abs() <= tol,
             "{:?} {:?}",
             a,
             s

@@ -52,7 +52,7 @@ impl GbpsSpec {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::BadBandwidth`] for a value that is not positive and finite.
+    /// [`ScheduleError::InvalidBandwidth`] for a value that is not positive and finite.
     pub fn to_bandwidth(&self) -> Result<Bandwidth, ScheduleError> {
         match self {
             Self::Uniform(g) => Bandwidth::uniform(units::gbps(*g)),
@@ -140,7 +140,7 @@ mod tests {
         };
         assert!(matches!(
             plan_schedule(&bad),
-            Err(ScheduleError::BandwidthLength { .. })
+            Err(ScheduleError::SizeMismatch { .. })
         ));
         let sjf = ScheduleSpec {
             bandwidth_gbps: GbpsSpec::PerGpu(vec![8.0, 16.0]),
