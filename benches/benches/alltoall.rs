@@ -10,9 +10,10 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+use alltoall_sched::baselines::sjf;
 use alltoall_sched::workload::{uniform_traffic, zipf_traffic};
 use alltoall_sched::{
-    Bandwidth, TrafficMatrix, aurora_greedy, lower_bound_s, non_preemptive, optimal, sjf,
+    Bandwidth, TrafficMatrix, aurora_greedy, lower_bound_s, non_preemptive, optimal,
 };
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 

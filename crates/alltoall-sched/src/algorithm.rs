@@ -5,9 +5,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::baselines::{random, shift, sjf};
 use crate::{
     Bandwidth, ScheduleError, Timetable, TrafficMatrix, aurora_greedy, lower_bound_s,
-    non_preemptive, optimal, random, shift, sjf,
+    non_preemptive, optimal,
 };
 
 /// The scheduling algorithms and baselines, by name.
@@ -20,11 +21,11 @@ pub enum Algorithm {
     AuroraGreedy,
     /// [`crate::non_preemptive`]: one piece per pair.
     NonPreemptive,
-    /// [`crate::sjf`]: shortest flow first per sender, simulated.
+    /// [`crate::baselines::sjf`]: shortest flow first per sender, simulated.
     Sjf,
-    /// [`crate::random`]: seeded random order per sender, simulated.
+    /// [`crate::baselines::random`]: seeded random order per sender, simulated.
     Random,
-    /// [`crate::shift`]: pairwise shift order, simulated.
+    /// [`crate::baselines::shift`]: pairwise shift order, simulated.
     Shift,
 }
 

@@ -23,7 +23,7 @@ use crate::error::{check_bandwidth, check_size};
 /// # Ok::<(), alltoall_sched::ScheduleError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum Bandwidth {
     /// Every GPU has the same port bandwidth (bytes/s).
     Uniform(f64),

@@ -1,4 +1,9 @@
-//! The orders real systems use, evaluated in the contention simulator.
+//! The orders real systems use, evaluated in the contention simulator (Aurora §8.1).
+//!
+//! Each baseline is an order per sender ([`sjf_order`], [`random_order`], [`shift_order`]) and
+//! its simulated timetable ([`sjf`], [`random`], [`shift`]). [`crate::schedule`] runs them by
+//! name through [`crate::Algorithm`] (`Sjf`, `Random`, `Shift`), next to the optimal
+//! schedulers.
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -15,7 +20,8 @@ use crate::{Bandwidth, Flow, ScheduleError, Timetable, TrafficMatrix, simulate};
 /// # Examples
 ///
 /// ```
-/// use alltoall_sched::{sjf_order, TrafficMatrix};
+/// use alltoall_sched::TrafficMatrix;
+/// use alltoall_sched::baselines::sjf_order;
 /// let d = TrafficMatrix::from_rows_u64(&[vec![0, 5, 2], vec![0, 0, 0], vec![0, 0, 0]])?;
 /// let dsts: Vec<usize> = sjf_order(&d)[0].iter().map(|f| f.dst).collect();
 /// assert_eq!(dsts, vec![2, 1]);
@@ -40,7 +46,8 @@ pub fn sjf_order(matrix: &TrafficMatrix) -> Vec<Vec<Flow>> {
 /// # Examples
 ///
 /// ```
-/// use alltoall_sched::{random_order, TrafficMatrix};
+/// use alltoall_sched::TrafficMatrix;
+/// use alltoall_sched::baselines::random_order;
 /// let d = TrafficMatrix::from_rows_u64(&[vec![0, 5, 2], vec![1, 0, 0], vec![0, 0, 0]])?;
 /// assert_eq!(random_order(&d, 3), random_order(&d, 3));
 /// # Ok::<(), alltoall_sched::ScheduleError>(())
@@ -67,7 +74,8 @@ pub fn random_order(matrix: &TrafficMatrix, seed: u64) -> Vec<Vec<Flow>> {
 /// # Examples
 ///
 /// ```
-/// use alltoall_sched::{shift_order, TrafficMatrix};
+/// use alltoall_sched::TrafficMatrix;
+/// use alltoall_sched::baselines::shift_order;
 /// let d = TrafficMatrix::from_rows_u64(&[vec![0, 1, 1], vec![1, 0, 1], vec![1, 1, 0]])?;
 /// let dsts: Vec<usize> = shift_order(&d)[2].iter().map(|f| f.dst).collect();
 /// assert_eq!(dsts, vec![0, 1]);
@@ -106,7 +114,8 @@ fn row_flows(matrix: &TrafficMatrix, i: usize) -> Vec<Flow> {
 /// # Examples
 ///
 /// ```
-/// use alltoall_sched::{sjf, Bandwidth, TrafficMatrix};
+/// use alltoall_sched::{Bandwidth, TrafficMatrix};
+/// use alltoall_sched::baselines::sjf;
 /// let d = TrafficMatrix::from_rows_u64(&[vec![0, 1, 1], vec![1, 0, 1], vec![0, 0, 0]])?;
 /// // GPU 1 sends 1->2 then 1->3, GPU 2 sends 2->1 then 2->3 (ties by index): Fig. 4(b).
 /// assert_eq!(sjf(&d, &Bandwidth::uniform(1.0)?)?.makespan_s(), 3.0);
@@ -129,7 +138,8 @@ pub fn sjf(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<Timetable, S
 /// # Examples
 ///
 /// ```
-/// use alltoall_sched::{random, Bandwidth, TrafficMatrix};
+/// use alltoall_sched::{Bandwidth, TrafficMatrix};
+/// use alltoall_sched::baselines::random;
 /// let d = TrafficMatrix::from_rows_u64(&[vec![0, 1, 1], vec![1, 0, 1], vec![0, 0, 0]])?;
 /// let t = random(&d, &Bandwidth::uniform(1.0)?, 1)?;
 /// assert!(t.makespan_s() >= 2.0 && t.makespan_s() <= 3.0);
@@ -156,7 +166,8 @@ pub fn random(
 /// # Examples
 ///
 /// ```
-/// use alltoall_sched::{shift, Bandwidth, TrafficMatrix};
+/// use alltoall_sched::{Bandwidth, TrafficMatrix};
+/// use alltoall_sched::baselines::shift;
 /// // Equal traffic: the shift pattern is a perfect schedule (n - 1 = 2 rounds).
 /// let d = TrafficMatrix::from_rows_u64(&[vec![0, 1, 1], vec![1, 0, 1], vec![1, 1, 0]])?;
 /// assert_eq!(shift(&d, &Bandwidth::uniform(1.0)?)?.makespan_s(), 2.0);

@@ -17,13 +17,14 @@
 //! | bounds | [`lower_bound_s`] (tight), [`lower_bounds`] (tight, port-capacity, Thm 5.2 as printed) |
 //! | schedules | [`optimal`], [`aurora_greedy`], [`non_preemptive`], [`latency_aware`] / [`latency_pareto`], [`schedule`] by [`Algorithm`] |
 //! | checking | [`Timetable`], [`validate`] (contention-free), [`validate_simulated`] (shared ingress) |
-//! | baselines | [`sjf`], [`random`], [`shift`] (orders: [`sjf_order`], [`random_order`], [`shift_order`]) |
+//! | baselines | [`baselines`]: [`baselines::sjf`], [`baselines::random`], [`baselines::shift`] (orders: [`baselines::sjf_order`], [`baselines::random_order`], [`baselines::shift_order`]); by name through [`Algorithm`] |
 //! | simulation | [`simulate`] (max-min fair contention), [`replay`] (a plan on other traffic) |
 //!
 //! # Examples
 //!
 //! ```
-//! use alltoall_sched::{optimal, sjf, lower_bound_s, Bandwidth, TrafficMatrix};
+//! use alltoall_sched::baselines::sjf;
+//! use alltoall_sched::{optimal, lower_bound_s, Bandwidth, TrafficMatrix};
 //!
 //! // Aurora Fig. 4 (GPUs numbered from 0): GPUs 0 and 1 each send one unit to both others.
 //! let d = TrafficMatrix::from_rows_u64(&[vec![0, 1, 1], vec![1, 0, 1], vec![0, 0, 0]])?;
@@ -44,7 +45,7 @@
 mod algorithm;
 mod aurora_greedy;
 mod bandwidth;
-mod baselines;
+pub mod baselines;
 mod bitset;
 mod bounds;
 mod decompose;
@@ -65,7 +66,6 @@ pub mod workload;
 pub use algorithm::{Algorithm, Plan, UnknownAlgorithm, schedule};
 pub use aurora_greedy::aurora_greedy;
 pub use bandwidth::Bandwidth;
-pub use baselines::{random, random_order, shift, shift_order, sjf, sjf_order};
 pub use bounds::{LowerBounds, lower_bound_s, lower_bounds};
 pub use error::ScheduleError;
 pub use latency::{ParetoPoint, latency_aware, latency_pareto, with_latency};

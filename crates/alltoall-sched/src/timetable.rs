@@ -39,7 +39,7 @@ pub struct Timetable {
 
 /// Which side of a GPU a port is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum PortSide {
     /// The egress (sending) port.
     Send,
@@ -210,12 +210,16 @@ pub fn validate(
 /// # Examples
 ///
 /// ```
-/// use alltoall_sched::{sjf, validate, validate_simulated, Bandwidth, TrafficMatrix};
+/// use alltoall_sched::baselines::sjf;
+/// use alltoall_sched::{validate, validate_simulated, Bandwidth, TimetableViolation, TrafficMatrix};
 /// let d = TrafficMatrix::from_rows_u64(&[vec![0, 1, 1], vec![1, 0, 1], vec![0, 0, 0]])?;
 /// let b = Bandwidth::uniform(1.0)?;
 /// let shared = sjf(&d, &b)?; // GPUs 0 and 1 share GPU 2's ingress during [1, 3)
 /// assert!(validate_simulated(&shared, &d, &b).is_ok());
-/// assert!(validate(&shared, &d, &b).is_err());
+/// assert!(matches!(
+///     validate(&shared, &d, &b),
+///     Err(TimetableViolation::PortConflict { gpu: 2, .. })
+/// ));
 /// # Ok::<(), alltoall_sched::ScheduleError>(())
 /// ```
 pub fn validate_simulated(

@@ -2,9 +2,10 @@
 
 use comm_cost_model::CostModelError;
 
+use alltoall_sched::baselines::sjf;
 use alltoall_sched::{
     Algorithm, Bandwidth, ScheduleError, TrafficMatrix, lower_bound_s, lower_bounds, optimal,
-    schedule, sjf,
+    schedule,
 };
 
 fn fig4() -> TrafficMatrix {
