@@ -4,7 +4,7 @@ use ndarray::Array2;
 use serde::{Deserialize, Serialize};
 
 use crate::ScheduleError;
-use crate::error::check_traffic;
+use crate::error::{check_size, check_traffic};
 
 /// Largest integer an `f64` holds exactly; integral inputs above it stay on the real path.
 const EXACT_F64_INT: f64 = 9_007_199_254_740_992.0;
@@ -219,6 +219,158 @@ impl TrafficMatrix {
         Self { n, entries }
     }
 
+    /// The traffic of experts moved onto GPUs through a placement: GPU `g` hosts the experts
+    /// `experts_of_gpu[g]`, and entry `(g, h)` of the result is all that `g`'s experts send to
+    /// `h`'s, `Σ d[e][f]` over `e` on `g` and `f` on `h` (`g != h`; traffic between two experts
+    /// on one GPU never leaves it).
+    ///
+    /// `self` is indexed by expert (entry `(e, f)`: what expert `e`'s tokens owe expert `f`).
+    /// With one expert per GPU this is a relabelling, `out[g][h] = d[e(g)][e(h)]`; several
+    /// experts per GPU add up. Integer matrices stay exact.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::Empty`] for no GPUs, [`ScheduleError::OutOfRange`] for an expert index
+    /// `>= n`, [`ScheduleError::NotAPartition`] for an expert placed on no GPU or on several,
+    /// [`ScheduleError::Overflow`] if a GPU pair's bytes overflow.
+    ///
+    /// # Complexity
+    ///
+    /// `O(n^2 + g^2)` for `n` experts on `g` GPUs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use alltoall_sched::TrafficMatrix;
+    /// // Expert traffic: 0 -> 1 is 5 bytes, 1 -> 2 is 7, 2 -> 0 is 1.
+    /// let d = TrafficMatrix::from_rows_u64(&[vec![0, 5, 0], vec![0, 0, 7], vec![1, 0, 0]])?;
+    /// // GPU 0 hosts expert 2, GPU 1 expert 0, GPU 2 expert 1.
+    /// let on_gpus = d.relabel(&[[2], [0], [1]])?;
+    /// assert_eq!(on_gpus.to_rows(), vec![vec![0.0, 1.0, 0.0], vec![0.0, 0.0, 5.0], vec![7.0, 0.0, 0.0]]);
+    /// // Experts 0 and 1 share GPU 0: their 5 bytes stay local.
+    /// let shared = d.relabel(&[vec![0, 1], vec![2]])?;
+    /// assert_eq!(shared.to_rows(), vec![vec![0.0, 7.0], vec![1.0, 0.0]]);
+    /// # Ok::<(), alltoall_sched::ScheduleError>(())
+    /// ```
+    pub fn relabel<E: AsRef<[usize]>>(&self, experts_of_gpu: &[E]) -> Result<Self, ScheduleError> {
+        let gpus = experts_of_gpu.len();
+        if gpus == 0 {
+            return Err(ScheduleError::Empty);
+        }
+        let gpu_of = self.gpu_of_expert(experts_of_gpu)?;
+        let n = self.n;
+        let cell = |k: usize| gpu_of[k / n] * gpus + gpu_of[k % n];
+        let overflow = ScheduleError::Overflow {
+            what: "the bytes between two GPUs",
+        };
+        match &self.entries {
+            Entries::Integer(v) => {
+                let mut out = vec![0u64; gpus * gpus];
+                for (k, &bytes) in v.iter().enumerate() {
+                    let c = cell(k);
+                    out[c] = out[c].checked_add(bytes).ok_or_else(|| overflow.clone())?;
+                }
+                zero_diagonal(&mut out, gpus);
+                Ok(Self {
+                    n: gpus,
+                    entries: Entries::Integer(out),
+                })
+            }
+            Entries::Real(v) => {
+                let mut out = vec![0.0; gpus * gpus];
+                for (k, &bytes) in v.iter().enumerate() {
+                    out[cell(k)] += bytes;
+                }
+                Self::from_real_sums(gpus, out, overflow)
+            }
+        }
+    }
+
+    /// The GPU of every expert, checking that `experts_of_gpu` places each exactly once.
+    fn gpu_of_expert<E: AsRef<[usize]>>(
+        &self,
+        experts_of_gpu: &[E],
+    ) -> Result<Vec<usize>, ScheduleError> {
+        let mut gpu_of = vec![0; self.n];
+        let mut placed = vec![0usize; self.n];
+        for (g, experts) in experts_of_gpu.iter().enumerate() {
+            for &e in experts.as_ref() {
+                let count = placed.get_mut(e).ok_or(ScheduleError::OutOfRange {
+                    what: "expert",
+                    index: e,
+                    limit: self.n,
+                })?;
+                *count += 1;
+                gpu_of[e] = g;
+            }
+        }
+        match placed.iter().position(|&c| c != 1) {
+            Some(expert) => Err(ScheduleError::NotAPartition {
+                expert,
+                gpus: placed[expert],
+            }),
+            None => Ok(gpu_of),
+        }
+    }
+
+    /// The entry-wise sum of two all-to-alls on the same GPUs (for example two colocated
+    /// models' dispatches sharing the ports, Aurora §6). Integer matrices stay exact.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::SizeMismatch`] for different GPU counts, [`ScheduleError::Overflow`]
+    /// if an entry overflows.
+    ///
+    /// # Complexity
+    ///
+    /// `O(n^2)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use alltoall_sched::TrafficMatrix;
+    /// let a = TrafficMatrix::from_rows_u64(&[vec![0, 5], vec![3, 0]])?;
+    /// let b = TrafficMatrix::from_rows_u64(&[vec![0, 1], vec![2, 0]])?;
+    /// assert_eq!(a.checked_add(&b)?.to_rows(), vec![vec![0.0, 6.0], vec![5.0, 0.0]]);
+    /// # Ok::<(), alltoall_sched::ScheduleError>(())
+    /// ```
+    pub fn checked_add(&self, other: &Self) -> Result<Self, ScheduleError> {
+        check_size("GPUs of the second matrix", self.n, other.n)?;
+        let n = self.n;
+        let overflow = ScheduleError::Overflow {
+            what: "the sum of two traffic matrices",
+        };
+        if let (Entries::Integer(a), Entries::Integer(b)) = (&self.entries, &other.entries) {
+            let sum = a
+                .iter()
+                .zip(b)
+                .map(|(x, y)| x.checked_add(*y))
+                .collect::<Option<Vec<u64>>>()
+                .ok_or(overflow)?;
+            return Ok(Self {
+                n,
+                entries: Entries::Integer(sum),
+            });
+        }
+        let sum = (0..n * n)
+            .map(|k| self.at(k / n, k % n) + other.at(k / n, k % n))
+            .collect();
+        Self::from_real_sums(n, sum, overflow)
+    }
+
+    /// A matrix from sums of valid `f64` entries: `overflow` if one became infinite; stored
+    /// exactly when every sum is integral, as [`TrafficMatrix::from_rows`] would.
+    fn from_real_sums(
+        n: usize,
+        sums: Vec<f64>,
+        overflow: ScheduleError,
+    ) -> Result<Self, ScheduleError> {
+        if sums.iter().any(|v| !v.is_finite()) {
+            return Err(overflow);
+        }
+        Self::from_flat_f64(n, sums)
+    }
+
     /// The matrix as rows of `f64`.
     pub fn to_rows(&self) -> Vec<Vec<f64>> {
         (0..self.n)
@@ -326,6 +478,99 @@ mod tests {
 
     fn serde_json_like(d: &TrafficMatrix) -> Vec<Vec<f64>> {
         d.clone().into()
+    }
+
+    #[test]
+    fn relabel_moves_and_sums_expert_traffic() {
+        let d = TrafficMatrix::from_rows(&[
+            vec![0.0, 1.5, 2.0, 4.0],
+            vec![1.0, 0.0, 3.0, 0.5],
+            vec![0.0, 2.5, 0.0, 1.0],
+            vec![2.0, 0.0, 1.0, 0.0],
+        ])
+        .unwrap();
+        // A permutation is a relabelling: out[g][h] = d[e(g)][e(h)].
+        let perm = [[3], [1], [0], [2]];
+        let p = d.relabel(&perm).unwrap();
+        for g in 0..4 {
+            for h in 0..4 {
+                let expected = if g == h {
+                    0.0
+                } else {
+                    d.at(perm[g][0], perm[h][0])
+                };
+                assert_eq!(p.bytes(g, h), Some(expected));
+            }
+        }
+        // Two experts per GPU: sums, and the traffic inside a GPU disappears.
+        let two = d.relabel(&[vec![0, 3], vec![1, 2]]).unwrap();
+        assert_eq!(
+            two.to_rows(),
+            vec![vec![0.0, 1.5 + 2.0 + 1.0], vec![1.0 + 0.5 + 1.0, 0.0]]
+        );
+        // Sums that become integral are stored exactly, as from_rows would.
+        assert!(!d.is_integer());
+        let halves =
+            TrafficMatrix::from_rows(&[vec![0.0, 0.5, 0.5], vec![0.0; 3], vec![0.0; 3]]).unwrap();
+        assert!(halves.relabel(&[vec![0], vec![1, 2]]).unwrap().is_integer());
+    }
+
+    #[test]
+    fn relabel_rejects_bad_placements() {
+        let d = TrafficMatrix::from_rows_u64(&[vec![0, 1], vec![1, 0]]).unwrap();
+        let none: [[usize; 1]; 0] = [];
+        assert_eq!(d.relabel(&none), Err(ScheduleError::Empty));
+        assert!(matches!(
+            d.relabel(&[[0], [2]]),
+            Err(ScheduleError::OutOfRange {
+                index: 2,
+                limit: 2,
+                ..
+            })
+        ));
+        assert!(matches!(
+            d.relabel(&[[0], [0]]),
+            Err(ScheduleError::NotAPartition { expert: 0, gpus: 2 })
+        ));
+        assert!(matches!(
+            d.relabel(&[vec![1], vec![]]),
+            Err(ScheduleError::NotAPartition { expert: 0, gpus: 0 })
+        ));
+        let big =
+            TrafficMatrix::from_rows_u64(&[vec![0, u64::MAX, 1], vec![0; 3], vec![0; 3]]).unwrap();
+        assert!(matches!(
+            big.relabel(&[vec![0], vec![1, 2]]),
+            Err(ScheduleError::Overflow { .. })
+        ));
+    }
+
+    #[test]
+    fn checked_add_is_exact_and_checks_sizes() {
+        let a = TrafficMatrix::from_rows_u64(&[vec![0, 5], vec![3, 0]]).unwrap();
+        let b = TrafficMatrix::from_rows(&[vec![0.0, 0.5], vec![0.5, 0.0]]).unwrap();
+        let sum = a.checked_add(&b).unwrap();
+        assert!(!sum.is_integer());
+        assert_eq!(sum.to_rows(), vec![vec![0.0, 5.5], vec![3.5, 0.0]]);
+        assert!(b.checked_add(&b).unwrap().is_integer());
+        let three = TrafficMatrix::from_rows_u64(&[vec![0; 3], vec![0; 3], vec![0; 3]]).unwrap();
+        assert!(matches!(
+            a.checked_add(&three),
+            Err(ScheduleError::SizeMismatch {
+                expected: 2,
+                actual: 3,
+                ..
+            })
+        ));
+        let max = TrafficMatrix::from_rows_u64(&[vec![0, u64::MAX], vec![0, 0]]).unwrap();
+        assert!(matches!(
+            max.checked_add(&a),
+            Err(ScheduleError::Overflow { .. })
+        ));
+        let huge = TrafficMatrix::from_rows(&[vec![0.0, f64::MAX], vec![0.5, 0.0]]).unwrap();
+        assert!(matches!(
+            huge.checked_add(&huge),
+            Err(ScheduleError::Overflow { .. })
+        ));
     }
 
     #[test]

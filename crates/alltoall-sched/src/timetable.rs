@@ -112,6 +112,35 @@ impl Timetable {
         self.transfers.len()
     }
 
+    /// When each GPU's port is done: the latest end of a transfer it sends or receives, per GPU
+    /// (`n` entries, 0 for a GPU that moves nothing; transfers naming a GPU `>= n` are ignored).
+    ///
+    /// This is the per-GPU all-to-all time `|N_i|` of Aurora Eq. 1.
+    ///
+    /// # Complexity
+    ///
+    /// `O(n + P)` for `P` transfers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use alltoall_sched::{Timetable, Transfer};
+    /// let t = |src, dst, end_s| Transfer { src, dst, bytes: 1.0, start_s: 0.0, end_s };
+    /// let plan = Timetable { n: 3, transfers: vec![t(0, 1, 2.0), t(1, 0, 1.0)] };
+    /// assert_eq!(plan.port_finish_times(), vec![2.0, 2.0, 0.0]);
+    /// ```
+    pub fn port_finish_times(&self) -> Vec<f64> {
+        let mut finish = vec![0.0_f64; self.n];
+        for t in &self.transfers {
+            for gpu in [t.src, t.dst] {
+                if let Some(f) = finish.get_mut(gpu) {
+                    *f = f.max(t.end_s);
+                }
+            }
+        }
+        finish
+    }
+
     /// Each GPU's transfers in the order it sends them (by start time).
     pub fn send_orders(&self) -> Vec<Vec<Transfer>> {
         let mut orders = vec![Vec::new(); self.n];

@@ -1,11 +1,12 @@
-//! The baselines Aurora §8.1 compares against: Lina, random colocation, random GPU assignment.
+//! The baselines Aurora §8.1 compares against: Lina, random colocation, random GPU assignment,
+//! and the two combined into a placement.
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 
 use crate::error::{MatchingError, check_weights};
-use crate::gpu_assignment::descending;
+use crate::gpu_assignment::{descending, experts_of_gpu};
 
 /// Lina's expert packing (Aurora §8.1, footnote 5): within one model, the most popular expert
 /// shares a GPU with the least popular, the second most with the second least, and so on.
@@ -85,6 +86,47 @@ pub fn random_colocation(n: usize, seed: u64) -> Vec<usize> {
 pub fn random_gpu_assignment(n: usize, seed: u64) -> Vec<usize> {
     // A different stream from REC so RGA + REC with one seed are independent.
     random_permutation(n, seed ^ 0x9e37_79b9_7f4a_7c15)
+}
+
+/// The baseline placement of Aurora §8.1 for `n` experts per model on `n` GPUs: random GPU
+/// assignment of model A's experts (RGA), and when `colocated`, random colocation of model B's
+/// experts with them (REC).
+///
+/// Returns `experts_of_gpu[g][m]`, the expert of model `m` on GPU `g` (one model, or A then B).
+/// The same `seed` gives the same placement, [`random_gpu_assignment`]'s and
+/// [`random_colocation`]'s for that seed.
+///
+/// # Complexity
+///
+/// `O(n)`.
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::{random_colocation, random_gpu_assignment, random_placement};
+///
+/// let placement = random_placement(4, true, 9);
+/// let (gpu_of_a, b_of_a) = (random_gpu_assignment(4, 9), random_colocation(4, 9));
+/// for (g, experts) in placement.iter().enumerate() {
+///     let a = experts[0];
+///     assert_eq!(gpu_of_a[a], g);
+///     assert_eq!(experts[1], b_of_a[a]);
+/// }
+/// assert_eq!(random_placement(4, false, 9)[0], vec![placement[0][0]]);
+/// ```
+pub fn random_placement(n: usize, colocated: bool, seed: u64) -> Vec<Vec<usize>> {
+    let gpu_of_a = random_gpu_assignment(n, seed);
+    let b_of_a = random_colocation(n, seed);
+    experts_of_gpu(&gpu_of_a, n)
+        .into_iter()
+        .map(|mut experts| {
+            if colocated {
+                let partners: Vec<usize> = experts.iter().map(|&a| b_of_a[a]).collect();
+                experts.extend(partners);
+            }
+            experts
+        })
+        .collect()
 }
 
 fn random_permutation(n: usize, seed: u64) -> Vec<usize> {

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bottleneck::{BottleneckOptions, bottleneck_matching};
 use crate::error::{MatchingError, check_positives, check_same_len, check_weight, check_weights};
+use crate::loads::ExpertLoads;
 use crate::matrix::SquareMatrix;
 
 /// One GPU of a heterogeneous cluster.
@@ -27,6 +28,41 @@ pub struct ExpertDemand {
 }
 
 impl ExpertDemand {
+    /// The demand of every expert of one all-to-all: its send and receive bytes, and FFN work
+    /// proportional to the tokens it receives (`flop = recv_bytes · flop_per_byte`, Aurora
+    /// §4.1).
+    ///
+    /// # Errors
+    ///
+    /// [`MatchingError::InvalidValue`] for a NaN, infinite or negative `flop_per_byte`.
+    ///
+    /// # Complexity
+    ///
+    /// `O(n)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use colocation_matching::{ExpertDemand, ExpertLoads};
+    /// let loads = ExpertLoads::new(vec![4.0, 1.0], vec![2.0, 3.0])?;
+    /// let d = ExpertDemand::from_loads(&loads, 10.0)?;
+    /// assert_eq!(d[1], ExpertDemand { send_bytes: 1.0, recv_bytes: 3.0, flop: 30.0 });
+    /// # Ok::<(), colocation_matching::MatchingError>(())
+    /// ```
+    pub fn from_loads(loads: &ExpertLoads, flop_per_byte: f64) -> Result<Vec<Self>, MatchingError> {
+        check_weight("FLOP per byte", 0, flop_per_byte)?;
+        Ok(loads
+            .send_bytes
+            .iter()
+            .zip(&loads.recv_bytes)
+            .map(|(&send_bytes, &recv_bytes)| Self {
+                send_bytes,
+                recv_bytes,
+                flop: recv_bytes * flop_per_byte,
+            })
+            .collect())
+    }
+
     pub(crate) fn check(&self, what: &'static str, index: usize) -> Result<(), MatchingError> {
         for value in [self.send_bytes, self.recv_bytes, self.flop] {
             check_weight(what, index, value)?;
@@ -100,6 +136,38 @@ pub struct GpuAssignment {
     pub expert_to_gpu: Vec<usize>,
     /// The largest `t[e][expert_to_gpu[e]]` in seconds.
     pub bottleneck_s: f64,
+}
+
+impl GpuAssignment {
+    /// The same assignment seen from the GPUs: `experts_of_gpu()[g]` lists the experts on GPU
+    /// `g` (one each for a square assignment).
+    ///
+    /// # Complexity
+    ///
+    /// `O(n)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use colocation_matching::GpuAssignment;
+    /// let a = GpuAssignment { expert_to_gpu: vec![2, 0, 1], bottleneck_s: 1.0 };
+    /// assert_eq!(a.experts_of_gpu(), vec![vec![1], vec![2], vec![0]]);
+    /// ```
+    pub fn experts_of_gpu(&self) -> Vec<Vec<usize>> {
+        experts_of_gpu(&self.expert_to_gpu, self.expert_to_gpu.len())
+    }
+}
+
+/// `gpu_of_expert` inverted: the experts of each of `gpus` GPUs, in expert order (a GPU index
+/// `>= gpus` is left out).
+pub(crate) fn experts_of_gpu(gpu_of_expert: &[usize], gpus: usize) -> Vec<Vec<usize>> {
+    let mut out = vec![Vec::new(); gpus];
+    for (expert, &gpu) in gpu_of_expert.iter().enumerate() {
+        if let Some(list) = out.get_mut(gpu) {
+            list.push(expert);
+        }
+    }
+    out
 }
 
 /// Aurora Theorem 5.1: the most popular expert goes to the best GPU, and so on down.

@@ -13,7 +13,7 @@
 //! |---|---|---|
 //! | min-max perfect matching | [`bottleneck_matching`] (on [`hopcroft_karp`]), [`min_cost_perfect_matching`] | — |
 //! | pair two models' experts (Aurora §6.2) | [`pair_sorted`] (Case I), [`pair_bottleneck`] (Case II) | [`random_colocation`] (REC), [`lina_pairs`] (Lina) |
-//! | experts → heterogeneous GPUs (§5.1) | [`assign_gpus_bottleneck`] | [`assign_by_popularity`] (Thm 5.1), [`random_gpu_assignment`] (RGA) |
+//! | experts → heterogeneous GPUs (§5.1) | [`assign_gpus_bottleneck`] | [`assign_by_popularity`] (Thm 5.1), [`random_gpu_assignment`] (RGA), [`random_placement`] (RGA + REC) |
 //! | colocating + heterogeneous (§7) | [`colocate_exact`], [`colocate_milp`] | [`colocate_decoupled`] (paper), [`colocate_local_search`] (ours) |
 //! | experts → workers with FLOPS and slots (Aristos) | [`lysi_assign_milp`] | [`lysi_assign`], bound [`assignment_lower_bound_s`] |
 //!
@@ -72,7 +72,7 @@ pub use pairing::{ExpertPairing, PairingOptions, pair_bottleneck, pair_sorted};
 mod baselines;
 mod lysi_assign;
 
-pub use baselines::{lina_pairs, random_colocation, random_gpu_assignment};
+pub use baselines::{lina_pairs, random_colocation, random_gpu_assignment, random_placement};
 pub use loads::placement_loads;
 pub use lysi_assign::{
     LYSI_MILP_MAX_VARIABLES, Worker, WorkerAssignment, assignment_lower_bound_s, lysi_assign,

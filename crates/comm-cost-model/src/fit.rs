@@ -50,6 +50,23 @@ impl AlphaBetaFit {
     pub fn alpha_beta(&self) -> Result<AlphaBeta, CostModelError> {
         AlphaBeta::new(self.alpha_s, self.beta_s_per_byte)
     }
+
+    /// The largest `|measured - fitted|` over the samples, in seconds (0 without residuals).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::fit::{least_squares, Sample};
+    /// let s = |bytes, seconds| Sample { bytes, seconds };
+    /// let fit = least_squares(&[s(0.0, 1.0), s(1.0, 3.0), s(2.0, 5.0)])?;
+    /// assert!(fit.max_abs_residual_s() < 1e-12); // t = 1 + 2 x exactly
+    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// ```
+    pub fn max_abs_residual_s(&self) -> Seconds {
+        self.residuals_s
+            .iter()
+            .fold(0.0, |m, r| f64::max(m, r.abs()))
+    }
 }
 
 /// Sums of a validated sample set, centred on the means for numerical stability.

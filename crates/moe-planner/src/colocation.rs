@@ -16,14 +16,15 @@
 //! assert_eq!(plan.pairs, vec![[0, 0], [1, 1]]);
 //! // GPU 0 sends 8 + 1 and receives 2 + 7; GPU 1 sends 2 + 7, receives 8 + 1.
 //! assert_eq!(plan.bottleneck_bytes, 9.0);
-//! # Ok::<(), colocation_matching::MatchingError>(())
+//! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
 use colocation_matching::{
-    ExpertLoads, ExpertPairing, MatchingError, PairingOptions, SquareMatrix, pair_bottleneck,
-    random_colocation,
+    ExpertLoads, ExpertPairing, PairingOptions, SquareMatrix, pair_bottleneck, random_colocation,
 };
 use serde::{Deserialize, Serialize};
+
+use crate::PlanError;
 
 /// What to colocate: each model's first all-to-all traffic matrix, expert `i` on GPU `i`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,9 +63,27 @@ pub struct ColocationPlan {
 ///
 /// # Errors
 ///
-/// [`MatchingError`] for empty, non-square, mismatched or invalid (NaN, infinite, negative)
-/// traffic matrices.
-pub fn plan_colocation(spec: &ColocationSpec) -> Result<ColocationPlan, MatchingError> {
+/// [`PlanError::Matching`] for empty, non-square, mismatched or invalid (NaN, infinite,
+/// negative) traffic matrices.
+///
+/// # Complexity
+///
+/// `O(n²)` to read the matrices, then that of [`pair_bottleneck`] for `n` experts.
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::colocation::{plan_colocation, ColocationSpec};
+/// use moe_planner::colocation_matching::MatchingError;
+/// use moe_planner::PlanError;
+/// let spec = ColocationSpec {
+///     model_a_traffic_bytes: vec![vec![0.0, 1.0], vec![1.0, 0.0]],
+///     model_b_traffic_bytes: vec![vec![0.0; 3]; 3],
+///     seed: 0,
+/// };
+/// assert!(matches!(plan_colocation(&spec), Err(PlanError::Matching(MatchingError::SizeMismatch { .. }))));
+/// ```
+pub fn plan_colocation(spec: &ColocationSpec) -> Result<ColocationPlan, PlanError> {
     let a = ExpertLoads::from_traffic(&SquareMatrix::from_rows(&spec.model_a_traffic_bytes)?);
     let b = ExpertLoads::from_traffic(&SquareMatrix::from_rows(&spec.model_b_traffic_bytes)?);
     let best = pair_bottleneck(&a, &b, &PairingOptions::default())?;

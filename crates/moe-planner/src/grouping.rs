@@ -32,10 +32,10 @@
 //!     let hosted: usize = group.iter().map(|&w| plan.assignment[w].len()).sum();
 //!     assert_eq!(hosted, 64);
 //! }
-//! # Ok::<(), moe_planner::grouping::GroupPlanError>(())
+//! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
-use colocation_matching::{MatchingError, lysi_assign};
+use colocation_matching::lysi_assign;
 use comm_cost_model::AlphaBeta;
 use comm_cost_model::units::{megabytes, millis, tflop_per_s};
 use serde::{Deserialize, Serialize};
@@ -43,6 +43,8 @@ use topology_partition::{
     AristosObjective, Cluster, NodeKind, Partition, TopologyError, TrainingConstants, Worker,
     lysi_group, one_group_per_node, smallest_fitting_groups, whole_world,
 };
+
+use crate::PlanError;
 
 /// One worker of an explicit cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -146,18 +148,6 @@ pub struct GroupSpec {
 
 fn two() -> f64 {
     2.0
-}
-
-/// Why a grouping could not be planned.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum GroupPlanError {
-    /// The cluster, objective or grouping was rejected.
-    #[error(transparent)]
-    Topology(#[from] TopologyError),
-    /// LysiAssign rejected a group (e.g. its slots cannot hold the experts).
-    #[error(transparent)]
-    Assignment(#[from] MatchingError),
 }
 
 /// A baseline grouping evaluated on the same objective.
@@ -268,13 +258,17 @@ impl GroupSpec {
 ///
 /// # Errors
 ///
-/// [`GroupPlanError::Topology`] for an invalid cluster or objective, or when the cluster cannot
-/// hold the experts at all; [`GroupPlanError::Assignment`] if LysiAssign rejects a group.
+/// [`PlanError::Topology`] for an invalid cluster or objective, or when the cluster cannot
+/// hold the experts at all; [`PlanError::Matching`] if LysiAssign rejects a group.
 ///
 /// # Complexity
 ///
 /// O(n² log n) for n workers (see [`lysi_group`]).
-pub fn plan_groups(spec: &GroupSpec) -> Result<GroupPlan, GroupPlanError> {
+///
+/// # Examples
+///
+/// See the [module documentation](self).
+pub fn plan_groups(spec: &GroupSpec) -> Result<GroupPlan, PlanError> {
     let cluster = spec.cluster.build()?;
     let objective = spec.objective();
     let partition = lysi_group(&cluster, &objective)?;
@@ -318,7 +312,7 @@ fn assign_experts(
     cluster: &Cluster,
     partition: &Partition,
     experts: &ExpertsSpec,
-) -> Result<Assigned, GroupPlanError> {
+) -> Result<Assigned, PlanError> {
     let costs = vec![experts.flop_per_expert; experts.count];
     let mut out = Assigned {
         experts_of_worker: vec![Vec::new(); cluster.len()],

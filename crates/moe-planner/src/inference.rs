@@ -46,21 +46,23 @@
 //!     assert!((layer.dispatch.makespan_s - layer.dispatch.lower_bound_s).abs() < 1e-12);
 //! }
 //! assert!(plan.inference_time_s <= plan.baseline.inference_time_s + 1e-12);
-//! # Ok::<(), moe_planner::inference::InferencePlanError>(())
+//! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
-use alltoall_sched::{Algorithm, Bandwidth, ScheduleError, Timetable, TrafficMatrix, schedule};
+use alltoall_sched::{Algorithm, Bandwidth, Plan, TrafficMatrix, schedule};
 use colocation_matching::{
-    ColocationCostModel, ExpertDemand, ExpertLoads, GpuSpec, LocalSearchOptions, MatchingError,
-    PairingOptions, SquareMatrix, assign_gpus_bottleneck, colocate_local_search,
-    exclusive_time_matrix, pair_bottleneck, random_colocation, random_gpu_assignment,
+    ColocationCostModel, ExpertDemand, ExpertLoads, GpuSpec, LocalSearchOptions, PairingOptions,
+    assign_gpus_bottleneck, colocate_local_search, exclusive_time_matrix, pair_bottleneck,
+    random_placement,
 };
 use comm_cost_model::timeline::{
-    ColocatedLayer, ExclusiveLayer, ModelLayerTimes, colocated_timeline, exclusive_time,
+    ColocatedLayer, ExclusiveLayer, ModelLayerTimes, colocated_gpu_utilization, colocated_timeline,
+    exclusive_time, ffn_times_s,
 };
-use comm_cost_model::{CostModelError, check_non_negative, check_positive, units};
+use comm_cost_model::{CostModelError, check_count, check_non_negative, check_positive, units};
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
+
+use crate::PlanError;
 
 /// One GPU, in vendor units (converted to SI on entry).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -166,24 +168,6 @@ pub struct InferencePlan {
     pub speedup_over_baseline: f64,
 }
 
-/// Everything that can make an inference spec unplannable.
-#[derive(Debug, Error)]
-#[non_exhaustive]
-pub enum InferencePlanError {
-    /// The spec's shape is wrong (model count, layer count, matrix size).
-    #[error("invalid inference spec: {0}")]
-    Invalid(String),
-    /// A traffic matrix or bandwidth was rejected by the scheduler.
-    #[error(transparent)]
-    Schedule(#[from] ScheduleError),
-    /// A placement problem was rejected by the matcher.
-    #[error(transparent)]
-    Matching(#[from] MatchingError),
-    /// A time or rate was invalid.
-    #[error(transparent)]
-    Cost(#[from] CostModelError),
-}
-
 /// Validated, SI-unit view of the cluster and models.
 struct Workload {
     gpus: Vec<GpuSpec>,
@@ -192,8 +176,10 @@ struct Workload {
 }
 
 struct ModelData {
-    layers: Vec<SquareMatrix>,
-    total: SquareMatrix,
+    /// Expert-indexed dispatch traffic of every layer.
+    layers: Vec<TrafficMatrix>,
+    /// Per-expert loads summed over layers (Aurora's historical statistics).
+    total: ExpertLoads,
     gate_s: f64,
     aggregation_s: f64,
     flop_per_byte: f64,
@@ -203,22 +189,22 @@ struct ModelData {
 ///
 /// # Errors
 ///
-/// [`InferencePlanError::Invalid`] for no GPUs, zero or more than two models, a model without
-/// layers, models with different layer counts, or a matrix that is not GPU-count square;
-/// [`InferencePlanError::Cost`] for a negative or non-finite time, rate or FLOP count;
-/// [`InferencePlanError::Schedule`] / [`InferencePlanError::Matching`] for traffic the algorithm
-/// crates reject (negative or non-finite bytes).
+/// [`PlanError::Cost`] for no GPUs, no models, a model without layers, or a negative or
+/// non-finite time, rate or FLOP count; [`PlanError::TooLarge`] for more than two models;
+/// [`PlanError::SizeMismatch`] for a layer matrix that does not have one row per GPU or models
+/// with different layer counts; [`PlanError::Schedule`] / [`PlanError::Matching`] for traffic
+/// the algorithm crates reject (ragged rows, negative or non-finite bytes).
 ///
 /// # Complexity
 ///
 /// Placement: one bottleneck matching (or local search) on `n` GPUs; then, for each of `L` layers
 /// and each model, two optimal all-to-all schedules and two simulated SJF baselines; dominated by
 /// the all-to-all decomposition, `O(L · n^2.5 · log n)` in practice.
-pub fn plan_inference(spec: &InferenceSpec) -> Result<InferencePlan, InferencePlanError> {
+pub fn plan_inference(spec: &InferenceSpec) -> Result<InferencePlan, PlanError> {
     let work = Workload::new(spec)?;
     let scenario = work.scenario();
     let placement = work.optimized_placement(scenario)?;
-    let baseline_placement = work.random_placement(spec.seed);
+    let baseline_placement = random_placement(work.gpus.len(), work.models.len() == 2, spec.seed);
     let planned = work.evaluate(&placement, Algorithm::Optimal, spec.seed)?;
     let baseline = work.evaluate(&baseline_placement, Algorithm::Sjf, spec.seed)?;
     let speedup = if planned.total_s > 0.0 {
@@ -251,18 +237,15 @@ fn baseline_description(models: usize) -> String {
 }
 
 impl Workload {
-    fn new(spec: &InferenceSpec) -> Result<Self, InferencePlanError> {
-        let n = spec.gpus.len();
-        if n == 0 {
-            return Err(InferencePlanError::Invalid(
-                "the cluster has no GPUs".into(),
-            ));
-        }
-        if spec.models.is_empty() || spec.models.len() > 2 {
-            return Err(InferencePlanError::Invalid(format!(
-                "one model (exclusive) or two (colocated) are supported, got {}",
-                spec.models.len()
-            )));
+    fn new(spec: &InferenceSpec) -> Result<Self, PlanError> {
+        let n = check_count("GPUs", spec.gpus.len(), 1)?;
+        check_count("models", spec.models.len(), 1)?;
+        if spec.models.len() > 2 {
+            return Err(PlanError::TooLarge {
+                what: "models (one exclusive, or two colocated)",
+                limit: 2,
+                value: spec.models.len(),
+            });
         }
         let gpus = spec
             .gpus
@@ -283,22 +266,20 @@ impl Workload {
             .iter()
             .map(|m| ModelData::new(m, n))
             .collect::<Result<Vec<_>, _>>()?;
-        if models.len() == 2 && models[0].layers.len() != models[1].layers.len() {
-            return Err(InferencePlanError::Invalid(format!(
-                "colocated models must have the same number of MoE layers, got {} and {}",
-                models[0].layers.len(),
-                models[1].layers.len()
-            )));
+        if let [a, b] = models.as_slice()
+            && a.layers.len() != b.layers.len()
+        {
+            return Err(PlanError::SizeMismatch {
+                what: "MoE layers of the second colocated model",
+                expected: a.layers.len(),
+                actual: b.layers.len(),
+            });
         }
         Ok(Self {
             gpus,
             bandwidth,
             models,
         })
-    }
-
-    fn n(&self) -> usize {
-        self.gpus.len()
     }
 
     fn scenario(&self) -> Scenario {
@@ -312,31 +293,23 @@ impl Workload {
     }
 
     /// `experts_of_gpu[g][m]` chosen by the scenario's optimizer.
-    fn optimized_placement(
-        &self,
-        scenario: Scenario,
-    ) -> Result<Vec<Vec<usize>>, InferencePlanError> {
-        let n = self.n();
+    fn optimized_placement(&self, scenario: Scenario) -> Result<Vec<Vec<usize>>, PlanError> {
+        let models = &self.models;
         Ok(match scenario {
-            Scenario::ExclusiveHomogeneous => (0..n).map(|g| vec![g]).collect(),
+            Scenario::ExclusiveHomogeneous => (0..self.gpus.len()).map(|g| vec![g]).collect(),
             Scenario::ExclusiveHeterogeneous => {
-                let times = exclusive_time_matrix(&self.models[0].demands(), &self.gpus)?;
-                let expert_to_gpu = assign_gpus_bottleneck(&times)?.expert_to_gpu;
-                invert(&expert_to_gpu)
-                    .into_iter()
-                    .map(|e| vec![e])
-                    .collect()
+                let times = exclusive_time_matrix(&models[0].demands()?, &self.gpus)?;
+                assign_gpus_bottleneck(&times)?.experts_of_gpu()
             }
             Scenario::ColocatingHomogeneous => {
-                let a = ExpertLoads::from_traffic(&self.models[0].total);
-                let b = ExpertLoads::from_traffic(&self.models[1].total);
-                let pairing = pair_bottleneck(&a, &b, &PairingOptions::default())?;
+                let options = PairingOptions::default();
+                let pairing = pair_bottleneck(&models[0].total, &models[1].total, &options)?;
                 pairing.pairs.iter().map(|p| p.to_vec()).collect()
             }
             Scenario::ColocatingHeterogeneous => {
                 let cost = ColocationCostModel::new(
-                    self.models[0].demands(),
-                    self.models[1].demands(),
+                    models[0].demands()?,
+                    models[1].demands()?,
                     self.gpus.clone(),
                 )?;
                 let placement = colocate_local_search(&cost, &LocalSearchOptions::default())?;
@@ -345,31 +318,13 @@ impl Workload {
         })
     }
 
-    /// RGA (and REC for the second model), seeded.
-    fn random_placement(&self, seed: u64) -> Vec<Vec<usize>> {
-        let n = self.n();
-        let gpu_of_a = random_gpu_assignment(n, seed);
-        let expert_on = invert(&gpu_of_a);
-        let partner = random_colocation(n, seed);
-        (0..n)
-            .map(|g| {
-                let a = expert_on[g];
-                if self.models.len() == 2 {
-                    vec![a, partner[a]]
-                } else {
-                    vec![a]
-                }
-            })
-            .collect()
-    }
-
     /// Times every layer of a placement with the given all-to-all algorithm.
     fn evaluate(
         &self,
         placement: &[Vec<usize>],
         algorithm: Algorithm,
         seed: u64,
-    ) -> Result<Evaluation, InferencePlanError> {
+    ) -> Result<Evaluation, PlanError> {
         let mut layers = Vec::new();
         let mut utilization = 0.0;
         for layer in 0..self.models[0].layers.len() {
@@ -389,70 +344,59 @@ impl Workload {
         })
     }
 
+    /// One exclusive layer: Aurora Eq. 1 with per-GPU all-to-all and FFN times.
     fn exclusive_layer(
         &self,
         placement: &[Vec<usize>],
         layer: usize,
         algorithm: Algorithm,
         seed: u64,
-    ) -> Result<(LayerPlan, f64), InferencePlanError> {
+    ) -> Result<(LayerPlan, f64), PlanError> {
         let model = &self.models[0];
-        let on_gpu = gpu_matrix(&model.layers[layer], placement, 0);
+        let on_gpu = model.layers[layer].relabel(&experts_of(placement, 0))?;
         let (dispatch, combine) = self.both_ways(&on_gpu, algorithm, seed)?;
-        let n = self.n();
-        let times = ExclusiveLayer {
+        let n = self.gpus.len();
+        let time = exclusive_time(&ExclusiveLayer {
             gate_s: vec![model.gate_s; n],
-            dispatch_s: port_finish_times(&dispatch.1, n),
-            ffn_s: self.ffn_times(model, &on_gpu),
-            combine_s: port_finish_times(&combine.1, n),
+            dispatch_s: dispatch.timetable.port_finish_times(),
+            ffn_s: self.ffn_times(model, &on_gpu)?,
+            combine_s: combine.timetable.port_finish_times(),
             aggregation_s: vec![model.aggregation_s; n],
-        };
-        let time = exclusive_time(&times)?;
+        })?;
         let plan = LayerPlan {
-            dispatch: dispatch.0,
-            combine: combine.0,
+            dispatch: summary(&dispatch),
+            combine: summary(&combine),
             inference_time_s: time.inference_time_s,
         };
         Ok((plan, time.gpu_utilization))
     }
 
+    /// One colocated layer: both models' all-to-alls share the ports (Table 2, Eq. 4).
     fn colocated_layer(
         &self,
         placement: &[Vec<usize>],
         layer: usize,
         algorithm: Algorithm,
         seed: u64,
-    ) -> Result<(LayerPlan, f64), InferencePlanError> {
-        let mats: Vec<Vec<Vec<f64>>> = (0..2)
-            .map(|m| gpu_matrix(&self.models[m].layers[layer], placement, m))
-            .collect();
-        let sum = add(&mats[0], &mats[1]);
-        let (dispatch, combine) = self.both_ways(&sum, algorithm, seed)?;
-        let (a, ffn_a) = self.model_times(0, &mats[0], algorithm, seed)?;
-        let (b, ffn_b) = self.model_times(1, &mats[1], algorithm, seed)?;
-        let timeline = colocated_timeline(&ColocatedLayer {
+    ) -> Result<(LayerPlan, f64), PlanError> {
+        let on_gpu = |m: usize| self.models[m].layers[layer].relabel(&experts_of(placement, m));
+        let (a_on_gpu, b_on_gpu) = (on_gpu(0)?, on_gpu(1)?);
+        let (dispatch, combine) =
+            self.both_ways(&a_on_gpu.checked_add(&b_on_gpu)?, algorithm, seed)?;
+        let (a, ffn_a) = self.model_times(0, &a_on_gpu, algorithm, seed)?;
+        let (b, ffn_b) = self.model_times(1, &b_on_gpu, algorithm, seed)?;
+        let shared = ColocatedLayer {
             a,
             b,
-            aggregated_dispatch_s: shared_port_s(dispatch.0.makespan_s, a.dispatch_s, b.dispatch_s),
-            aggregated_combine_s: shared_port_s(combine.0.makespan_s, a.combine_s, b.combine_s),
-        })?;
-        let t = timeline.inference_time_s;
-        // Utilization as in the exclusive case (Eq. 1's `gpu_utilization`): each GPU's own
-        // compute over the layer time, averaged over GPUs. The timeline's own figure uses the
-        // slowest GPU's FFN (Table 2 works with maxima), which would overstate it.
-        let fixed = a.gate_s + a.aggregation_s + b.gate_s + b.aggregation_s;
-        let utilization = if t > 0.0 {
-            let busy: f64 = ffn_a.iter().zip(&ffn_b).map(|(x, y)| fixed + x + y).sum();
-            busy / (t * ffn_a.len() as f64)
-        } else {
-            0.0
+            aggregated_dispatch_s: dispatch.makespan_s,
+            aggregated_combine_s: combine.makespan_s,
         };
         let plan = LayerPlan {
-            dispatch: dispatch.0,
-            combine: combine.0,
-            inference_time_s: t,
+            dispatch: summary(&dispatch),
+            combine: summary(&combine),
+            inference_time_s: colocated_timeline(&shared)?.inference_time_s,
         };
-        Ok((plan, utilization))
+        Ok((plan, colocated_gpu_utilization(&shared, &ffn_a, &ffn_b)?))
     }
 
     /// One model's component times (maxima over GPUs) on the shared cluster, and its per-GPU
@@ -460,65 +404,58 @@ impl Workload {
     fn model_times(
         &self,
         m: usize,
-        on_gpu: &[Vec<f64>],
+        on_gpu: &TrafficMatrix,
         algorithm: Algorithm,
         seed: u64,
-    ) -> Result<(ModelLayerTimes, Vec<f64>), InferencePlanError> {
+    ) -> Result<(ModelLayerTimes, Vec<f64>), PlanError> {
         let model = &self.models[m];
         let (dispatch, combine) = self.both_ways(on_gpu, algorithm, seed)?;
-        let ffn = self.ffn_times(model, on_gpu);
+        let ffn = self.ffn_times(model, on_gpu)?;
         let times = ModelLayerTimes {
             gate_s: model.gate_s,
-            dispatch_s: dispatch.0.makespan_s,
+            dispatch_s: dispatch.makespan_s,
             ffn_s: ffn.iter().copied().fold(0.0, f64::max),
-            combine_s: combine.0.makespan_s,
+            combine_s: combine.makespan_s,
             aggregation_s: model.aggregation_s,
         };
         Ok((times, ffn))
     }
 
-    /// FFN time of every GPU: bytes it receives times FLOP/byte over its FLOP/s.
-    fn ffn_times(&self, model: &ModelData, on_gpu: &[Vec<f64>]) -> Vec<f64> {
-        let n = self.n();
-        (0..n)
-            .map(|g| {
-                let received: f64 = (0..n).filter(|&s| s != g).map(|s| on_gpu[s][g]).sum();
-                received * model.flop_per_byte / self.gpus[g].flop_per_s
-            })
-            .collect()
+    /// Each GPU's FFN time for the tokens it receives in `on_gpu`.
+    fn ffn_times(&self, model: &ModelData, on_gpu: &TrafficMatrix) -> Result<Vec<f64>, PlanError> {
+        let flop_per_s: Vec<f64> = self.gpus.iter().map(|g| g.flop_per_s).collect();
+        Ok(ffn_times_s(
+            &on_gpu.receive_totals(),
+            model.flop_per_byte,
+            &flop_per_s,
+        )?)
     }
 
     /// Schedules a dispatch matrix and its combine (the transpose, Aurora §2.2).
     fn both_ways(
         &self,
-        dispatch: &[Vec<f64>],
+        dispatch: &TrafficMatrix,
         algorithm: Algorithm,
         seed: u64,
-    ) -> Result<(Scheduled, Scheduled), InferencePlanError> {
-        let matrix = TrafficMatrix::from_rows(dispatch)?;
-        let there = self.run(&matrix, algorithm, seed)?;
-        let back = self.run(&matrix.transposed(), algorithm, seed)?;
+    ) -> Result<(Plan, Plan), PlanError> {
+        let there = schedule(dispatch, &self.bandwidth, algorithm, seed)?;
+        let back = schedule(&dispatch.transposed(), &self.bandwidth, algorithm, seed)?;
         Ok((there, back))
-    }
-
-    fn run(
-        &self,
-        matrix: &TrafficMatrix,
-        algorithm: Algorithm,
-        seed: u64,
-    ) -> Result<Scheduled, InferencePlanError> {
-        let plan = schedule(matrix, &self.bandwidth, algorithm, seed)?;
-        let summary = AllToAllSummary {
-            lower_bound_s: plan.lower_bound_s,
-            makespan_s: plan.makespan_s,
-            pieces: plan.pieces,
-        };
-        Ok((summary, plan.timetable))
     }
 }
 
-/// A scheduled all-to-all: its summary and its timetable.
-type Scheduled = (AllToAllSummary, Timetable);
+/// Model `m`'s expert on every GPU of a placement, in the shape [`TrafficMatrix::relabel`] takes.
+fn experts_of(placement: &[Vec<usize>], m: usize) -> Vec<&[usize]> {
+    placement.iter().map(|experts| &experts[m..=m]).collect()
+}
+
+fn summary(plan: &Plan) -> AllToAllSummary {
+    AllToAllSummary {
+        lower_bound_s: plan.lower_bound_s,
+        makespan_s: plan.makespan_s,
+        pieces: plan.pieces,
+    }
+}
 
 struct Evaluation {
     layers: Vec<LayerPlan>,
@@ -527,27 +464,26 @@ struct Evaluation {
 }
 
 impl ModelData {
-    fn new(spec: &InferenceModelSpec, n: usize) -> Result<Self, InferencePlanError> {
-        if spec.layers.is_empty() {
-            return Err(InferencePlanError::Invalid(format!(
-                "model `{}` has no MoE layers",
-                spec.name
-            )));
-        }
+    fn new(spec: &InferenceModelSpec, n: usize) -> Result<Self, PlanError> {
+        check_count("MoE layers of a model", spec.layers.len(), 1)?;
         let mut layers = Vec::with_capacity(spec.layers.len());
-        for (l, rows) in spec.layers.iter().enumerate() {
-            if rows.len() != n || rows.iter().any(|r| r.len() != n) {
-                return Err(InferencePlanError::Invalid(format!(
-                    "model `{}` layer {l}: the traffic matrix must be {n}x{n} (one expert per GPU)",
-                    spec.name
-                )));
+        for rows in &spec.layers {
+            if rows.len() != n {
+                return Err(PlanError::SizeMismatch {
+                    what: "experts of a layer's traffic matrix (one per GPU)",
+                    expected: n,
+                    actual: rows.len(),
+                });
             }
-            layers.push(SquareMatrix::from_rows(rows)?);
+            layers.push(TrafficMatrix::from_rows(rows)?);
         }
-        let total = SquareMatrix::from_fn(n, |i, j| layers.iter().map(|m| m.get(i, j)).sum())?;
+        let mut total = layers[0].clone();
+        for layer in &layers[1..] {
+            total = total.checked_add(layer)?;
+        }
         Ok(Self {
+            total: ExpertLoads::new(total.send_totals(), total.receive_totals())?,
             layers,
-            total,
             gate_s: check_non_negative("gate time (s)", spec.gate_s)?,
             aggregation_s: check_non_negative("aggregation time (s)", spec.aggregation_s)?,
             flop_per_byte: check_non_negative("FFN FLOP per byte", spec.ffn_flop_per_byte)?,
@@ -555,76 +491,15 @@ impl ModelData {
     }
 
     /// Per-expert demand summed over layers, for the placement optimizers.
-    fn demands(&self) -> Vec<ExpertDemand> {
-        let loads = ExpertLoads::from_traffic(&self.total);
-        loads
-            .send_bytes
-            .iter()
-            .zip(&loads.recv_bytes)
-            .map(|(&send, &recv)| ExpertDemand {
-                send_bytes: send,
-                recv_bytes: recv,
-                flop: recv * self.flop_per_byte,
-            })
-            .collect()
+    fn demands(&self) -> Result<Vec<ExpertDemand>, PlanError> {
+        Ok(ExpertDemand::from_loads(&self.total, self.flop_per_byte)?)
     }
-}
-
-/// Time of both models' all-to-all on the shared ports, kept within `[max, sum]` of the solo
-/// times as the Table 2 timeline requires.
-///
-/// The optimal schedules satisfy this up to rounding (the aggregated bound is the busiest port of
-/// the summed matrix). Simulated baselines need not: contention can make the aggregated run
-/// slower than running the two models back to back, which any runtime could do instead, and a
-/// lucky interleaving can beat a model's own contended solo run. Clamping keeps the baseline
-/// conservative on the first count and consistent on the second.
-fn shared_port_s(aggregated: f64, a: f64, b: f64) -> f64 {
-    aggregated.clamp(a.max(b), a + b)
-}
-
-/// The inverse of a permutation.
-fn invert(perm: &[usize]) -> Vec<usize> {
-    let mut inv = vec![0; perm.len()];
-    for (i, &p) in perm.iter().enumerate() {
-        inv[p] = i;
-    }
-    inv
-}
-
-/// A model's expert-indexed matrix moved onto GPUs: `out[g][h] = d[e(g)][e(h)]`, where `e(g)`
-/// is the model's expert on GPU `g`.
-fn gpu_matrix(d: &SquareMatrix, placement: &[Vec<usize>], model: usize) -> Vec<Vec<f64>> {
-    placement
-        .iter()
-        .map(|src| {
-            placement
-                .iter()
-                .map(|dst| d.get(src[model], dst[model]))
-                .collect()
-        })
-        .collect()
-}
-
-fn add(a: &[Vec<f64>], b: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    a.iter()
-        .zip(b)
-        .map(|(ra, rb)| ra.iter().zip(rb).map(|(x, y)| x + y).collect())
-        .collect()
-}
-
-/// When each GPU's port is done: the last end of a transfer it sends or receives.
-fn port_finish_times(timetable: &Timetable, n: usize) -> Vec<f64> {
-    let mut finish = vec![0.0_f64; n];
-    for t in &timetable.transfers {
-        finish[t.src] = finish[t.src].max(t.end_s);
-        finish[t.dst] = finish[t.dst].max(t.end_s);
-    }
-    finish
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alltoall_sched::ScheduleError;
 
     fn model(name: &str, layers: Vec<Vec<Vec<f64>>>) -> InferenceModelSpec {
         InferenceModelSpec {
@@ -760,24 +635,77 @@ mod tests {
         let m = || model("a", vec![skewed(3, 1.0)]);
         assert!(matches!(
             plan_inference(&spec(vec![], vec![m()])),
-            Err(InferencePlanError::Invalid(_))
+            Err(PlanError::Cost(CostModelError::CountTooSmall {
+                what: "GPUs",
+                ..
+            }))
         ));
         assert!(matches!(
             plan_inference(&spec(uniform_gpus(4), vec![m()])),
-            Err(InferencePlanError::Invalid(_))
+            Err(PlanError::SizeMismatch {
+                expected: 4,
+                actual: 3,
+                ..
+            })
         ));
         assert!(matches!(
             plan_inference(&spec(uniform_gpus(3), vec![m(), m(), m()])),
-            Err(InferencePlanError::Invalid(_))
+            Err(PlanError::TooLarge {
+                limit: 2,
+                value: 3,
+                ..
+            })
+        ));
+        assert!(matches!(
+            plan_inference(&spec(uniform_gpus(3), vec![])),
+            Err(PlanError::Cost(CostModelError::CountTooSmall {
+                what: "models",
+                ..
+            }))
         ));
         let mut bad_gpu = uniform_gpus(3);
         bad_gpu[1].bandwidth_gbps = 0.0;
-        assert!(plan_inference(&spec(bad_gpu, vec![m()])).is_err());
+        assert!(matches!(
+            plan_inference(&spec(bad_gpu, vec![m()])),
+            Err(PlanError::Cost(CostModelError::NotPositive { .. }))
+        ));
         let mut nan = m();
         nan.layers[0][0][1] = f64::NAN;
-        assert!(plan_inference(&spec(uniform_gpus(3), vec![nan])).is_err());
+        assert!(matches!(
+            plan_inference(&spec(uniform_gpus(3), vec![nan])),
+            Err(PlanError::Schedule(ScheduleError::InvalidTraffic {
+                src: 0,
+                dst: 1,
+                ..
+            }))
+        ));
+        let mut ragged = m();
+        ragged.layers[0][2].pop();
+        assert!(matches!(
+            plan_inference(&spec(uniform_gpus(3), vec![ragged])),
+            Err(PlanError::Schedule(ScheduleError::NotSquare { row: 2, .. }))
+        ));
         let mut empty = m();
         empty.layers.clear();
-        assert!(plan_inference(&spec(uniform_gpus(3), vec![empty])).is_err());
+        assert!(matches!(
+            plan_inference(&spec(uniform_gpus(3), vec![empty])),
+            Err(PlanError::Cost(CostModelError::CountTooSmall { .. }))
+        ));
+        let mut two_layers = m();
+        two_layers.layers.push(skewed(3, 2.0));
+        assert!(matches!(
+            plan_inference(&spec(uniform_gpus(3), vec![m(), two_layers])),
+            Err(PlanError::SizeMismatch {
+                expected: 1,
+                actual: 2,
+                ..
+            })
+        ));
+        let mut negative = m();
+        negative.gate_s = -1.0;
+        assert!(matches!(
+            plan_inference(&spec(uniform_gpus(3), vec![negative])),
+            Err(PlanError::Cost(CostModelError::Negative { .. }))
+        ));
     }
 }

@@ -10,27 +10,31 @@
 //! | [`topology_partition`] | how a heterogeneous cluster is cut into expert-parallel groups |
 //! | [`rail_network`] | what fabric to build and what an LLM training iteration costs on it |
 //!
-//! The facade composes them into planners that take serde specs (vendor units such as Gbps and
-//! TFLOP/s allowed, converted on entry) and return serde plans; the algorithm crates are
+//! The facade composes them into planners. Every planner has the same shape,
+//! `plan_*(&Spec) -> Result<Plan, PlanError>`: a serde spec (vendor units such as Gbps and
+//! TFLOP/s allowed, converted to SI on entry), one call per algorithm crate, and a serde plan the
+//! facade owns (its JSON is the CLI's `--json` output; see `docs/ARCHITECTURE.md`). Every
+//! algorithm crate's error, and the spec's own, is a [`PlanError`]. The algorithm crates are
 //! re-exported so one dependency gives access to everything.
 //!
 //! | module | planner | papers |
 //! |---|---|---|
-//! | [`inference`] | placement + all-to-all order + inference time of one or two MoE models | Aurora §4–8 |
-//! | [`schedule`] | one all-to-all schedule from a traffic matrix | Aurora §4–5 |
-//! | [`colocation`] | pairing two models' experts on shared GPUs | Aurora §6 |
-//! | [`training`] | Parm's S1/S2 choice for an MoE layer; alpha-beta fits | Parm §IV–V |
-//! | [`grouping`] | expert-parallel groups and expert placement | Aristos Alg. 1–2 |
-//! | [`network`] | fabric cost, iteration time, parallelization search | rail-only §4–6, App. C |
+//! | [`inference`] | [`inference::plan_inference`]: placement + all-to-all order + inference time of one or two MoE models | Aurora §4–8 |
+//! | [`schedule`] | [`schedule::plan_schedule`]: one all-to-all schedule from a traffic matrix | Aurora §4–5 |
+//! | [`colocation`] | [`colocation::plan_colocation`]: pairing two models' experts on shared GPUs | Aurora §6 |
+//! | [`training`] | [`training::plan_training`]: Parm's S1/S2 choice for an MoE layer | Parm §IV–V |
+//! | [`fitting`] | [`fitting::plan_fit`]: alpha-beta fit of collective measurements | Parm §V-A |
+//! | [`grouping`] | [`grouping::plan_groups`]: expert-parallel groups and expert placement | Aristos Alg. 1–2 |
+//! | [`network`] | [`network::plan_fabrics`], [`network::plan_iteration`], [`network::plan_search`]: fabric cost, iteration time, parallelization search | rail-only §4–6, App. C |
 //!
 //! # Examples
 //!
 //! ```
-//! use moe_planner::network::{NetworkPlanner, NetworkSpec};
+//! use moe_planner::network::{plan_fabrics, FabricSpec};
 //! // Rail-only vs rail-optimized for 65,536 GPUs in HB domains of 256 (rail-only Table 2).
-//! let cmp = NetworkPlanner::default().compare_fabrics(&NetworkSpec::new(65536, 256, 64))?;
+//! let cmp = plan_fabrics(&FabricSpec::new(65536, 256, 64))?;
 //! assert!((cmp.cost_reduction - 0.375).abs() < 1e-12);
-//! # Ok::<(), moe_planner::network::NetworkPlanError>(())
+//! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -41,7 +45,12 @@ pub use comm_cost_model;
 pub use rail_network;
 pub use topology_partition;
 
+mod error;
+
+pub use error::PlanError;
+
 pub mod colocation;
+pub mod fitting;
 pub mod grouping;
 pub mod inference;
 pub mod network;

@@ -11,55 +11,46 @@
 //! # Examples
 //!
 //! ```
-//! use moe_planner::network::{IterationSpec, ModelRef, NetworkPlanner, NetworkSpec, ParallelSpec, SystemRef};
-//! let planner = NetworkPlanner::default();
-//! let fabrics = planner.compare_fabrics(&NetworkSpec::new(32768, 256, 128))?;
+//! use moe_planner::network::{plan_fabrics, plan_iteration, FabricSpec, IterationSpec};
+//! use moe_planner::network::{ModelRef, ParallelSpec, SystemRef};
+//! let fabrics = plan_fabrics(&FabricSpec::new(32768, 256, 128))?;
 //! assert_eq!(fabrics.rail_only.switches, 256);
 //!
 //! let spec = IterationSpec {
 //!     model: ModelRef::Preset("gpt-1t".into()),
 //!     system: SystemRef::Preset("dgx-a100".into()),
 //!     gpus: 512,
-//!     parallelization: ParallelSpec { tp: 8, pp: 64, dp: None, micro_batch: 1, global_batch: 512, interleave: 1 },
+//!     parallelization: ParallelSpec {
+//!         tp: 8, pp: 64, dp: None, micro_batch: 1, global_batch: Some(512), interleave: 1,
+//!     },
 //!     compute: None,
 //! };
-//! let plan = planner.iteration(&spec)?;
+//! let plan = plan_iteration(&spec)?;
 //! assert!(plan.iteration_time_s > 60.0 && plan.iteration_time_s < 80.0);
-//! # Ok::<(), moe_planner::network::NetworkPlanError>(())
+//! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
 
-use comm_cost_model::units;
+use comm_cost_model::{check_count, units};
 use rail_network::RailNetworkError;
 use rail_network::compute::ComputeModel;
-use rail_network::fabric::{FabricComparison, FabricParams, PriceModel, compare_fabrics};
+use rail_network::fabric::{FabricCounts, FabricParams, PriceModel, compare_fabrics};
 use rail_network::iteration::{IterationModel, IterationTerms};
-use rail_network::memory::{MemoryBreakdown, memory_per_gpu};
+use rail_network::memory::MemoryBreakdown;
 use rail_network::model::{GptModel, model_preset};
 use rail_network::parallel::Parallelization;
 use rail_network::search::{RankedConfig, SearchOptions, search_with_progress};
 use rail_network::system::{SystemSpec, system_preset};
 
+use crate::PlanError;
+
 pub use rail_network::model::MODEL_PRESET_NAMES;
 pub use rail_network::system::SYSTEM_PRESET_NAMES;
 
-/// What can go wrong while planning a network or an iteration.
-#[derive(Debug, Clone, PartialEq, Error)]
-#[non_exhaustive]
-pub enum NetworkPlanError {
-    /// The algorithm crate rejected the input (the message names the failed constraint).
-    #[error(transparent)]
-    Rail(#[from] RailNetworkError),
-    /// A spec field is out of range.
-    #[error("{0}")]
-    Invalid(String),
-}
-
 /// A cluster to build both fabrics for.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct NetworkSpec {
+pub struct FabricSpec {
     /// Total GPUs `N`.
     pub gpus: u64,
     /// GPUs per HB domain `K`.
@@ -82,7 +73,7 @@ fn default_switch_port_usd() -> f64 {
     PriceModel::default().switch_port_usd
 }
 
-impl NetworkSpec {
+impl FabricSpec {
     /// A spec with the paper's prices.
     pub fn new(gpus: u64, hb_domain: u64, radix: u64) -> Self {
         Self {
@@ -154,31 +145,46 @@ pub struct ParallelSpec {
     pub tp: u64,
     /// Pipeline parallel degree.
     pub pp: u64,
-    /// Data parallel degree (default `N / (tp pp)`).
+    /// Data parallel degree (default `N / (tp pp)`,
+    /// [`Parallelization::data_parallel_degree`]).
     #[serde(default)]
     pub dp: Option<u64>,
     /// Micro-batch size (default 1).
     #[serde(default = "one")]
     pub micro_batch: u64,
-    /// Global batch size.
-    pub global_batch: u64,
+    /// Global batch size (default `dp × micro_batch`: one micro-batch per data-parallel rank).
+    #[serde(default)]
+    pub global_batch: Option<u64>,
     /// Interleaved stages (default 1).
     #[serde(default = "one")]
     pub interleave: u64,
 }
 
-/// `N / (t p)`, or the Eq. 11 error when `t p` does not divide `N`.
-fn default_dp(gpus: u64, tp: u64, pp: u64) -> Result<u64, NetworkPlanError> {
-    let tp_pp = tp.checked_mul(pp).unwrap_or(0);
-    if tp_pp == 0 || gpus % tp_pp != 0 {
-        return Err(RailNetworkError::NotDivisible {
-            constraint: "t p must divide the GPU count N (p t d = N, Eq. 11)",
-            value: gpus,
-            divisor: tp_pp,
-        }
-        .into());
+impl ParallelSpec {
+    /// The configuration on `gpus` GPUs in HB domains of `hb_domain`, defaults filled in.
+    fn resolve(&self, gpus: u64, hb_domain: u64) -> Result<Parallelization, PlanError> {
+        let dp = match self.dp {
+            Some(dp) => dp,
+            None => Parallelization::data_parallel_degree(gpus, self.tp, self.pp)?,
+        };
+        let global_batch = match self.global_batch {
+            Some(batch) => batch,
+            None => dp
+                .checked_mul(self.micro_batch)
+                .ok_or(RailNetworkError::Overflow {
+                    what: "the default global batch d b",
+                })?,
+        };
+        Ok(Parallelization::with_default_mapping(
+            self.tp,
+            self.pp,
+            dp,
+            self.micro_batch,
+            global_batch,
+            self.interleave,
+            hb_domain,
+        )?)
     }
-    Ok(gpus / tp_pp)
 }
 
 fn one() -> u64 {
@@ -224,12 +230,25 @@ fn default_keep() -> usize {
     10
 }
 
+/// Both fabrics for one cluster and what rail-only saves (the rail-only paper's Table 2).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FabricPlan {
+    /// The cluster: `gpus`, `hb_domain`, `radix`.
+    pub params: FabricParams,
+    /// The rail-optimized (any-to-any Clos) fabric.
+    pub rail_optimized: FabricCounts,
+    /// The rail-only fabric (one Clos per rail, no spine).
+    pub rail_only: FabricCounts,
+    /// `1 - cost(rail-only) / cost(rail-optimized)`, a fraction.
+    pub cost_reduction: f64,
+}
+
 /// The predicted iteration of one configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct IterationPlan {
     /// The configuration, with its HB placement.
     pub parallelization: Parallelization,
-    /// Predicted iteration time (Eq. 2).
+    /// Predicted iteration time (Eq. 2), seconds.
     pub iteration_time_s: f64,
     /// Every term of Eq. 3–7.
     pub terms: IterationTerms,
@@ -237,6 +256,18 @@ pub struct IterationPlan {
     pub memory: MemoryBreakdown,
     /// Whether that memory fits the GPU (Eq. 19).
     pub fits_in_memory: bool,
+}
+
+impl IterationPlan {
+    fn new(config: &RankedConfig, system: &SystemSpec) -> Self {
+        Self {
+            parallelization: config.parallelization,
+            iteration_time_s: config.terms.iteration_time_s,
+            terms: config.terms,
+            memory: config.memory,
+            fits_in_memory: config.fits_in_memory(system),
+        }
+    }
 }
 
 /// The outcome of a search.
@@ -256,8 +287,16 @@ pub struct SearchPlan {
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::UnknownPreset`] listing the names.
-pub fn model_by_name(name: &str) -> Result<GptModel, NetworkPlanError> {
+/// [`PlanError::Rail`] (`UnknownPreset`, listing the names).
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::network::model_by_name;
+/// assert_eq!(model_by_name("gpt-1t")?.layers, 128);
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn model_by_name(name: &str) -> Result<GptModel, PlanError> {
     Ok(model_preset(name)?)
 }
 
@@ -265,130 +304,206 @@ pub fn model_by_name(name: &str) -> Result<GptModel, NetworkPlanError> {
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::UnknownPreset`] listing the names.
-pub fn system_by_name(name: &str) -> Result<SystemSpec, NetworkPlanError> {
+/// [`PlanError::Rail`] (`UnknownPreset`, listing the names).
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::network::system_by_name;
+/// assert_eq!(system_by_name("gh200")?.hb_domain, 256);
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn system_by_name(name: &str) -> Result<SystemSpec, PlanError> {
     Ok(system_preset(name)?)
 }
 
-fn resolve_model(m: &ModelRef) -> Result<GptModel, NetworkPlanError> {
-    match m {
-        ModelRef::Preset(name) => model_by_name(name),
-        ModelRef::Custom(model) => Ok(*model),
-    }
-}
-
-fn resolve_system(s: &SystemRef) -> Result<SystemSpec, NetworkPlanError> {
-    match s {
-        SystemRef::Preset(name) => system_by_name(name),
-        SystemRef::Custom(file) => Ok((*file).into()),
-    }
-}
-
-fn plan(ranked: &RankedConfig, capacity_bytes: f64) -> IterationPlan {
-    IterationPlan {
-        parallelization: ranked.parallelization,
-        iteration_time_s: ranked.terms.iteration_time_s,
-        terms: ranked.terms,
-        memory: ranked.memory,
-        fits_in_memory: ranked.memory.total_bytes <= capacity_bytes,
-    }
-}
-
-/// Plans fabrics and iterations; holds the default compute assumptions.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct NetworkPlanner {
-    /// Compute assumptions used when a spec gives none.
-    pub compute: ComputeModel,
-}
-
-impl NetworkPlanner {
-    /// Both fabrics and the cost reduction of rail-only (Table 2).
-    ///
-    /// # Errors
-    ///
-    /// The failed constraint: `K` not dividing `N`, a radix too small, a bad price.
-    pub fn compare_fabrics(
-        &self,
-        spec: &NetworkSpec,
-    ) -> Result<FabricComparison, NetworkPlanError> {
-        let params = FabricParams::new(spec.gpus, spec.hb_domain, spec.radix);
-        let prices = PriceModel {
-            transceiver_usd: spec.transceiver_usd,
-            switch_port_usd: spec.switch_port_usd,
-        };
-        Ok(compare_fabrics(&params, &prices)?)
-    }
-
-    /// The iteration time of one configuration with every term (Eq. 2–7) and its memory.
-    ///
-    /// # Errors
-    ///
-    /// An unknown preset, an invalid model or system, or the first violated constraint of
-    /// Eq. 11–18 (including `p t d != N`).
-    pub fn iteration(&self, spec: &IterationSpec) -> Result<IterationPlan, NetworkPlanError> {
-        let model = resolve_model(&spec.model)?;
-        let system = resolve_system(&spec.system)?;
-        let compute = spec.compute.unwrap_or(self.compute);
-        let im = IterationModel::new(model, system, compute)?;
-        let ps = &spec.parallelization;
-        let dp = match ps.dp {
-            Some(dp) => dp,
-            None => default_dp(spec.gpus, ps.tp, ps.pp)?,
-        };
-        let par = Parallelization::with_default_mapping(
-            ps.tp,
-            ps.pp,
-            dp,
-            ps.micro_batch,
-            ps.global_batch,
-            ps.interleave,
-            system.hb_domain,
-        )?;
-        par.validate(&model, spec.gpus, system.hb_domain)?;
-        let terms = im.evaluate(&par)?;
-        let memory = memory_per_gpu(&model, &par, compute.recompute, compute.bytes_per_param);
-        let ranked = RankedConfig {
-            parallelization: par,
-            terms,
-            memory,
-        };
-        Ok(plan(&ranked, system.memory_bytes))
-    }
-
-    /// The fastest configurations (Appendix C), reporting `progress(done, total)` as it goes.
-    ///
-    /// # Errors
-    ///
-    /// An unknown preset, an invalid model or system, `K` not dividing `N`, or no configuration
-    /// fitting in memory.
-    pub fn search(
-        &self,
-        spec: &SearchSpec,
-        progress: &(dyn Fn(u64, u64) + Sync),
-    ) -> Result<SearchPlan, NetworkPlanError> {
-        let model = resolve_model(&spec.model)?;
-        let system = resolve_system(&spec.system)?;
-        if spec.keep == 0 {
-            return Err(NetworkPlanError::Invalid("keep must be at least 1".into()));
+impl ModelRef {
+    fn resolve(&self) -> Result<GptModel, PlanError> {
+        match self {
+            ModelRef::Preset(name) => model_by_name(name),
+            ModelRef::Custom(model) => Ok(*model),
         }
-        let compute = spec.compute.unwrap_or(self.compute);
-        let im = IterationModel::new(model, system, compute)?;
-        let opts = SearchOptions {
-            keep: spec.keep,
-            ..SearchOptions::default()
-        };
-        let r = search_with_progress(&im, spec.gpus, spec.global_batch, &opts, progress)?;
-        Ok(SearchPlan {
-            best: plan(&r.best, system.memory_bytes),
-            ranked: r
-                .ranked
-                .iter()
-                .map(|c| plan(c, system.memory_bytes))
-                .collect(),
-            evaluated: r.evaluated,
-            shapes: r.shapes,
-        })
     }
+}
+
+impl SystemRef {
+    fn resolve(&self) -> Result<SystemSpec, PlanError> {
+        match self {
+            SystemRef::Preset(name) => system_by_name(name),
+            SystemRef::Custom(file) => Ok((*file).into()),
+        }
+    }
+}
+
+/// The iteration model of a model, a system and compute assumptions (the paper's by default).
+fn iteration_model(
+    model: &ModelRef,
+    system: &SystemRef,
+    compute: Option<ComputeModel>,
+) -> Result<IterationModel, PlanError> {
+    let compute = compute.unwrap_or_default();
+    Ok(IterationModel::new(
+        model.resolve()?,
+        system.resolve()?,
+        compute,
+    )?)
+}
+
+/// Both fabrics and the cost reduction of rail-only (the rail-only paper's §6.5, Table 2).
+///
+/// # Errors
+///
+/// [`PlanError::Rail`] naming the failed constraint: `K` not dividing `N`, a radix too small,
+/// a bad price.
+///
+/// # Complexity
+///
+/// O(tiers), see [`rail_network::fabric::compare_fabrics`].
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::network::{plan_fabrics, FabricSpec};
+/// // 65,536 GPUs in HB domains of 256 on radix-64 switches: rail-only saves 37.5%.
+/// let plan = plan_fabrics(&FabricSpec::new(65536, 256, 64))?;
+/// assert!((plan.cost_reduction - 0.375).abs() < 1e-12);
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn plan_fabrics(spec: &FabricSpec) -> Result<FabricPlan, PlanError> {
+    let params = FabricParams::new(spec.gpus, spec.hb_domain, spec.radix);
+    let prices = PriceModel {
+        transceiver_usd: spec.transceiver_usd,
+        switch_port_usd: spec.switch_port_usd,
+    };
+    let c = compare_fabrics(&params, &prices)?;
+    Ok(FabricPlan {
+        params: c.params,
+        rail_optimized: c.rail_optimized,
+        rail_only: c.rail_only,
+        cost_reduction: c.cost_reduction,
+    })
+}
+
+/// The iteration time of one configuration with every term (the rail-only paper's Eq. 2–7)
+/// and its memory per GPU.
+///
+/// # Errors
+///
+/// [`PlanError::Rail`]: an unknown preset, an invalid model or system, or the first violated
+/// constraint of Eq. 11–18 (including `p t d != N`).
+///
+/// # Complexity
+///
+/// O(1).
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::network::{plan_iteration, IterationSpec, ModelRef, ParallelSpec, SystemRef};
+/// // GPT-175B on 64 A100s, t = 8 and p = 8: d defaults to 64 / 64 = 1, B to d b = 1.
+/// let spec = IterationSpec {
+///     model: ModelRef::Preset("gpt-175b".into()),
+///     system: SystemRef::Preset("dgx-a100".into()),
+///     gpus: 64,
+///     parallelization: ParallelSpec {
+///         tp: 8, pp: 8, dp: None, micro_batch: 1, global_batch: None, interleave: 1,
+///     },
+///     compute: None,
+/// };
+/// let plan = plan_iteration(&spec)?;
+/// assert_eq!((plan.parallelization.dp, plan.parallelization.global_batch), (1, 1));
+/// assert!(plan.fits_in_memory);
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn plan_iteration(spec: &IterationSpec) -> Result<IterationPlan, PlanError> {
+    let im = iteration_model(&spec.model, &spec.system, spec.compute)?;
+    let hb_domain = im.system().hb_domain;
+    let parallelization = spec.parallelization.resolve(spec.gpus, hb_domain)?;
+    let config = RankedConfig::evaluate(&im, spec.gpus, parallelization)?;
+    Ok(IterationPlan::new(&config, im.system()))
+}
+
+/// The fastest configurations (the rail-only paper's Appendix C): [`plan_search_with_progress`]
+/// without progress reports.
+///
+/// # Errors
+///
+/// As [`plan_search_with_progress`].
+///
+/// # Complexity
+///
+/// As [`rail_network::search::search`].
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::network::{plan_search, ModelRef, SearchSpec, SystemRef};
+/// let spec = SearchSpec {
+///     model: ModelRef::Preset("gpt-22b".into()),
+///     system: SystemRef::Preset("dgx-a100".into()),
+///     gpus: 64,
+///     global_batch: 64,
+///     keep: 3,
+///     compute: None,
+/// };
+/// let plan = plan_search(&spec)?;
+/// assert_eq!(plan.ranked.len(), 3);
+/// assert!(plan.ranked.iter().all(|c| c.iteration_time_s >= plan.best.iteration_time_s));
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn plan_search(spec: &SearchSpec) -> Result<SearchPlan, PlanError> {
+    plan_search_with_progress(spec, &|_, _| {})
+}
+
+/// The fastest configurations (the rail-only paper's Appendix C), calling
+/// `progress(done, total)` after each `(p, t, d)` shape.
+///
+/// # Errors
+///
+/// [`PlanError::Cost`] for `keep = 0`; [`PlanError::Rail`]: an unknown preset, an invalid model
+/// or system, `K` not dividing `N`, or no configuration fitting in memory.
+///
+/// # Complexity
+///
+/// As [`rail_network::search::search_with_progress`].
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use moe_planner::network::{plan_search_with_progress, ModelRef, SearchSpec, SystemRef};
+/// let spec = SearchSpec {
+///     model: ModelRef::Preset("gpt-22b".into()),
+///     system: SystemRef::Preset("dgx-a100".into()),
+///     gpus: 64,
+///     global_batch: 64,
+///     keep: 1,
+///     compute: None,
+/// };
+/// let shapes = AtomicU64::new(0);
+/// let plan = plan_search_with_progress(&spec, &|_, _| {
+///     shapes.fetch_add(1, Ordering::Relaxed);
+/// })?;
+/// assert_eq!(shapes.into_inner(), plan.shapes);
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn plan_search_with_progress(
+    spec: &SearchSpec,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<SearchPlan, PlanError> {
+    let im = iteration_model(&spec.model, &spec.system, spec.compute)?;
+    let options = SearchOptions {
+        keep: check_count("configurations to keep", spec.keep, 1)?,
+        ..SearchOptions::default()
+    };
+    let r = search_with_progress(&im, spec.gpus, spec.global_batch, &options, progress)?;
+    let plan = |c: &RankedConfig| IterationPlan::new(c, im.system());
+    Ok(SearchPlan {
+        best: plan(&r.best),
+        ranked: r.ranked.iter().map(plan).collect(),
+        evaluated: r.evaluated,
+        shapes: r.shapes,
+    })
 }
 
 #[cfg(test)]
@@ -398,7 +513,7 @@ mod tests {
     #[test]
     fn spec_json_round_trip_and_presets() {
         let spec: IterationSpec = serde_json_like();
-        let plan = NetworkPlanner::default().iteration(&spec).unwrap();
+        let plan = plan_iteration(&spec).unwrap();
         assert_eq!(plan.parallelization.dp, 1);
         assert!(plan.fits_in_memory);
         for name in MODEL_PRESET_NAMES {
@@ -407,7 +522,10 @@ mod tests {
         for name in SYSTEM_PRESET_NAMES {
             system_by_name(name).unwrap();
         }
-        assert!(model_by_name("gpt-9000").is_err());
+        assert!(matches!(
+            model_by_name("gpt-9000"),
+            Err(PlanError::Rail(RailNetworkError::UnknownPreset { .. }))
+        ));
     }
 
     fn serde_json_like() -> IterationSpec {
@@ -427,7 +545,7 @@ mod tests {
                 pp: 8,
                 dp: None,
                 micro_batch: 1,
-                global_batch: 64,
+                global_batch: Some(64),
                 interleave: 3,
             },
             compute: None,
@@ -438,15 +556,13 @@ mod tests {
     fn wrong_gpu_count_names_eq_11() {
         let mut spec = serde_json_like();
         spec.parallelization.dp = Some(2);
-        let e = NetworkPlanner::default().iteration(&spec).unwrap_err();
+        let e = plan_iteration(&spec).unwrap_err();
         assert!(e.to_string().contains("Eq. 11"), "{e}");
     }
 
     #[test]
     fn search_finds_something_at_least_as_fast_as_the_published_config() {
-        let given = NetworkPlanner::default()
-            .iteration(&serde_json_like())
-            .unwrap();
+        let given = plan_iteration(&serde_json_like()).unwrap();
         let spec = SearchSpec {
             model: ModelRef::Preset("gpt-175b".into()),
             system: SystemRef::Preset("dgx-a100".into()),
@@ -455,7 +571,7 @@ mod tests {
             keep: 3,
             compute: None,
         };
-        let found = NetworkPlanner::default().search(&spec, &|_, _| {}).unwrap();
+        let found = plan_search(&spec).unwrap();
         assert!(found.best.iteration_time_s <= given.iteration_time_s);
         assert_eq!(found.ranked.len(), 3);
     }

@@ -23,12 +23,14 @@
 //! assert_eq!(plan.lower_bound_s, 2e-3);
 //! assert_eq!(plan.makespan_s, 2e-3);
 //! assert_eq!(plan.transfers.len(), plan.pieces);
-//! # Ok::<(), alltoall_sched::ScheduleError>(())
+//! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
 use alltoall_sched::{Algorithm, Bandwidth, ScheduleError, TrafficMatrix, Transfer, schedule};
 use comm_cost_model::units;
 use serde::{Deserialize, Serialize};
+
+use crate::PlanError;
 
 /// Port bandwidth in Gbps: one number for every GPU, or one per GPU.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,13 +100,35 @@ pub struct SchedulePlan {
     pub transfers: Vec<Transfer>,
 }
 
-/// Validates a spec and runs its algorithm.
+/// Validates a spec and runs its algorithm ([`alltoall_sched::schedule`]).
 ///
 /// # Errors
 ///
-/// [`ScheduleError`] for a bad matrix (empty, not square, NaN, infinite or negative entries),
-/// a bad bandwidth (wrong length, zero, negative, non-finite) or integer overflow.
-pub fn plan_schedule(spec: &ScheduleSpec) -> Result<SchedulePlan, ScheduleError> {
+/// [`PlanError::Schedule`] for a bad matrix (empty, not square, NaN, infinite or negative
+/// entries), a bad bandwidth (wrong length, zero, negative, non-finite) or integer overflow.
+///
+/// # Complexity
+///
+/// That of the algorithm run (see [`Algorithm`]).
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::alltoall_sched::{Algorithm, ScheduleError};
+/// use moe_planner::schedule::{plan_schedule, GbpsSpec, ScheduleSpec};
+/// use moe_planner::PlanError;
+/// let spec = ScheduleSpec {
+///     traffic: vec![vec![0.0, -1.0], vec![0.0, 0.0]],
+///     bandwidth_gbps: GbpsSpec::default(),
+///     algorithm: Algorithm::Sjf,
+///     seed: 0,
+/// };
+/// assert!(matches!(
+///     plan_schedule(&spec),
+///     Err(PlanError::Schedule(ScheduleError::InvalidTraffic { src: 0, dst: 1, .. }))
+/// ));
+/// ```
+pub fn plan_schedule(spec: &ScheduleSpec) -> Result<SchedulePlan, PlanError> {
     let matrix = TrafficMatrix::from_rows(&spec.traffic)?;
     let bandwidth = spec.bandwidth_gbps.to_bandwidth()?;
     let plan = schedule(&matrix, &bandwidth, spec.algorithm, spec.seed)?;
@@ -140,7 +164,11 @@ mod tests {
         };
         assert!(matches!(
             plan_schedule(&bad),
-            Err(ScheduleError::SizeMismatch { .. })
+            Err(PlanError::Schedule(ScheduleError::SizeMismatch {
+                expected: 2,
+                actual: 1,
+                ..
+            }))
         ));
         let sjf = ScheduleSpec {
             bandwidth_gbps: GbpsSpec::PerGpu(vec![8.0, 16.0]),

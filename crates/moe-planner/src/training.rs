@@ -1,32 +1,32 @@
-//! Training planner: which Parm schedule an MoE layer should run, and alpha-beta fits of
-//! collective measurements (Parm, Pan et al., §IV–V).
+//! Training planner: which Parm schedule an MoE layer should run (Parm, Pan et al., §IV–V,
+//! Algorithm 1).
 //!
 //! # Examples
 //!
 //! ```
 //! use moe_planner::comm_cost_model::AlphaBeta;
 //! use moe_planner::comm_cost_model::parm::{ParmCollectiveCosts, ParmLayer};
-//! use moe_planner::training::{plan_layer, ParmLayerSpec};
-//! let spec = ParmLayerSpec {
+//! use moe_planner::training::{plan_training, TrainingSpec};
+//! let spec = TrainingSpec {
 //!     layer: ParmLayer { p: 8, n_mp: 2, n_ep: 4, n_esp: 2, b: 4, l: 1024, m: 2048, h: 4096,
 //!         e: 4, k: 2, f: 1.2, bytes_per_element: 4.0 },
 //!     costs: ParmCollectiveCosts::uniform(AlphaBeta::new(1e-4, 1.0 / 10e9)?),
 //! };
-//! let plan = plan_layer(&spec)?;
+//! let plan = plan_training(&spec)?;
 //! assert!(plan.baseline_s >= plan.s2_s);
-//! # Ok::<(), moe_planner::comm_cost_model::CostModelError>(())
+//! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
-use comm_cost_model::CostModelError;
-use comm_cost_model::fit::{Sample, least_squares};
 use comm_cost_model::parm::{ParmCollectiveCosts, ParmLayer, ParmTimes, Schedule, parm_times};
 use comm_cost_model::units::Seconds;
 use serde::{Deserialize, Serialize};
 
+use crate::PlanError;
+
 /// A Parm MoE layer and the alpha-beta cost of each collective (per byte of the argument Parm
 /// writes for it; see `docs/cli.md` `## train`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ParmLayerSpec {
+pub struct TrainingSpec {
     /// The layer (`p`, `n_mp`, `n_ep`, `n_esp`, `b`, `l`, `m`, `h`, `e`, `k`, `f`,
     /// `bytes_per_element`), flattened into the spec's top level.
     #[serde(flatten)]
@@ -54,24 +54,18 @@ pub struct TrainingPlan {
 
 /// Plans one layer: baseline, S1 and S2 times and Algorithm 1's choice.
 ///
+/// The costs are [`comm_cost_model::AlphaBeta`]s, validated when they are built or
+/// deserialized; [`parm_times`] validates the layer.
+///
 /// # Errors
 ///
-/// [`CostModelError`] for an invalid layer or cost.
-pub fn plan_layer(spec: &ParmLayerSpec) -> Result<TrainingPlan, CostModelError> {
-    let costs = &spec.costs;
-    for ab in [
-        costs.ag_esp,
-        costs.ar_esp,
-        costs.a2a_ep,
-        costs.a2a_ep_esp,
-        costs.ag_mp,
-    ]
-    .iter()
-    .chain(costs.saa.iter())
-    {
-        comm_cost_model::AlphaBeta::new(ab.alpha_s, ab.beta_s_per_byte)?;
-    }
-    let t = parm_times(&spec.layer, costs)?;
+/// [`PlanError::Cost`] for an invalid layer (zero counts, `N_EP N_ESP != P`, ...).
+///
+/// # Complexity
+///
+/// O(1).
+pub fn plan_training(spec: &TrainingSpec) -> Result<TrainingPlan, PlanError> {
+    let t = parm_times(&spec.layer, &spec.costs)?;
     Ok(TrainingPlan {
         choice: t.choice,
         baseline_s: t.baseline.total_s,
@@ -83,42 +77,5 @@ pub fn plan_layer(spec: &ParmLayerSpec) -> Result<TrainingPlan, CostModelError> 
             1.0
         },
         details: t,
-    })
-}
-
-/// A least-squares alpha-beta fit of (bytes, seconds) measurements.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FitReport {
-    /// Start-up time, seconds.
-    pub alpha_s: Seconds,
-    /// Inverse bandwidth, seconds per byte.
-    pub beta_s_per_byte: f64,
-    /// Coefficient of determination.
-    pub r_squared: f64,
-    /// Bandwidth `1 / beta`, bytes per second (infinite when `beta = 0`, serialized as null).
-    pub bandwidth_bytes_per_s: f64,
-    /// Number of samples.
-    pub samples: usize,
-    /// Largest absolute residual, seconds.
-    pub max_abs_residual_s: Seconds,
-}
-
-/// Fits `t = alpha + beta * bytes` to measurements (Parm §V-A).
-///
-/// # Errors
-///
-/// As [`comm_cost_model::fit::least_squares`].
-pub fn fit_measurements(samples: &[Sample]) -> Result<FitReport, CostModelError> {
-    let fit = least_squares(samples)?;
-    Ok(FitReport {
-        alpha_s: fit.alpha_s,
-        beta_s_per_byte: fit.beta_s_per_byte,
-        r_squared: fit.r_squared,
-        bandwidth_bytes_per_s: 1.0 / fit.beta_s_per_byte,
-        samples: samples.len(),
-        max_abs_residual_s: fit
-            .residuals_s
-            .iter()
-            .fold(0.0, |m, r| f64::max(m, r.abs())),
     })
 }

@@ -83,6 +83,41 @@ impl Parallelization {
         })
     }
 
+    /// The data parallel degree Eq. 11 leaves for `gpus` GPUs: `d = N / (t p)`.
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Zero`] for a zero degree, [`RailNetworkError::Overflow`] if `t p`
+    /// overflows, [`RailNetworkError::NotDivisible`] (naming Eq. 11) unless `t p` divides `N`.
+    ///
+    /// # Complexity
+    ///
+    /// O(1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::{parallel::Parallelization, RailNetworkError};
+    /// assert_eq!(Parallelization::data_parallel_degree(512, 8, 16)?, 4);
+    /// assert!(matches!(
+    ///     Parallelization::data_parallel_degree(500, 8, 16),
+    ///     Err(RailNetworkError::NotDivisible { divisor: 128, .. })
+    /// ));
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn data_parallel_degree(gpus: u64, tp: u64, pp: u64) -> Result<u64, RailNetworkError> {
+        nonzero("tensor parallel degree t", tp)?;
+        nonzero("pipeline parallel degree p", pp)?;
+        let tp_pp = tp
+            .checked_mul(pp)
+            .ok_or(RailNetworkError::Overflow { what: "t p" })?;
+        divides(
+            "t p must divide the GPU count N (p t d = N, Eq. 11)",
+            gpus,
+            tp_pp,
+        )
+    }
+
     /// GPUs used, `p t d`.
     pub fn gpus(&self) -> u64 {
         self.tp.saturating_mul(self.pp).saturating_mul(self.dp)

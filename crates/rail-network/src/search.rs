@@ -16,6 +16,7 @@ use crate::error::{RailNetworkError, divides, nonzero};
 use crate::iteration::{IterationModel, IterationTerms};
 use crate::memory::{MemoryBreakdown, memory_per_gpu};
 use crate::parallel::Parallelization;
+use crate::system::SystemSpec;
 
 /// Limits of the search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +48,62 @@ pub struct RankedConfig {
     pub terms: IterationTerms,
     /// Its memory per GPU.
     pub memory: MemoryBreakdown,
+}
+
+impl RankedConfig {
+    /// Evaluates one configuration on `gpus` GPUs: checks Eq. 11–18, then its iteration time
+    /// with every term (Eq. 2–7) and its memory per GPU, as the search ranks it.
+    ///
+    /// # Errors
+    ///
+    /// The first constraint of Eq. 11–18 that `parallelization` violates for `gpus` GPUs (see
+    /// [`Parallelization::validate`]); memory (Eq. 19) is reported by
+    /// [`RankedConfig::fits_in_memory`], not checked.
+    ///
+    /// # Complexity
+    ///
+    /// O(1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::{compute::ComputeModel, iteration::IterationModel, model::model_preset};
+    /// use rail_network::{parallel::Parallelization, search::RankedConfig, system::system_preset};
+    /// use rail_network::RailNetworkError;
+    /// let im = IterationModel::new(model_preset("gpt-1t")?, system_preset("dgx-a100")?, ComputeModel::paper())?;
+    /// let par = Parallelization::with_default_mapping(8, 64, 1, 1, 512, 1, 8)?;
+    /// let c = RankedConfig::evaluate(&im, 512, par)?;
+    /// assert_eq!(c.terms, im.evaluate(&par)?);
+    /// assert!(c.fits_in_memory(im.system()));
+    /// assert!(matches!( // p t d != N (Eq. 11)
+    ///     RankedConfig::evaluate(&im, 1024, par),
+    ///     Err(RailNetworkError::ProductMismatch { product: 512, expected: 1024, .. })
+    /// ));
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn evaluate(
+        im: &IterationModel,
+        gpus: u64,
+        parallelization: Parallelization,
+    ) -> Result<Self, RailNetworkError> {
+        parallelization.validate(im.model(), gpus, im.system().hb_domain)?;
+        let compute = im.compute();
+        Ok(Self {
+            parallelization,
+            terms: im.evaluate_unchecked(&parallelization),
+            memory: memory_per_gpu(
+                im.model(),
+                &parallelization,
+                compute.recompute,
+                compute.bytes_per_param,
+            ),
+        })
+    }
+
+    /// Whether the configuration's fullest GPU fits the system's GPU memory (Eq. 19).
+    pub fn fits_in_memory(&self, system: &SystemSpec) -> bool {
+        self.memory.total_bytes <= system.memory_bytes
+    }
 }
 
 /// The outcome of a search.

@@ -49,6 +49,26 @@ impl ParmCollectiveCosts {
             saa: None,
         }
     }
+
+    /// Checks every cost (the fields are public, so a cost built without [`AlphaBeta::new`]
+    /// may be invalid).
+    ///
+    /// # Errors
+    ///
+    /// `NonFinite`/`Negative` for an alpha or beta that is NaN, infinite or negative.
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        let required = [
+            self.ag_esp,
+            self.ar_esp,
+            self.a2a_ep,
+            self.a2a_ep_esp,
+            self.ag_mp,
+        ];
+        for ab in required.iter().chain(&self.saa) {
+            AlphaBeta::new(ab.alpha_s, ab.beta_s_per_byte)?;
+        }
+        Ok(())
+    }
 }
 
 /// Which Parm schedule runs.
@@ -267,7 +287,7 @@ fn s2_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S
 ///
 /// # Errors
 ///
-/// As [`ParmLayer::validate`].
+/// As [`ParmLayer::validate`] and [`ParmCollectiveCosts::validate`].
 ///
 /// # Complexity
 ///
@@ -290,6 +310,7 @@ pub fn parm_times(
     layer: &ParmLayer,
     costs: &ParmCollectiveCosts,
 ) -> Result<ParmTimes, CostModelError> {
+    costs.validate()?;
     Ok(times_from(layer, &layer.volumes()?, costs))
 }
 
@@ -368,6 +389,29 @@ mod tests {
     use crate::collectives::*;
     use crate::parm::{Testbed, check_claims, table3_layers};
     use proptest::prelude::*;
+
+    #[test]
+    fn costs_built_without_the_constructor_are_checked() {
+        let ok = AlphaBeta::new(1e-4, 1e-10).unwrap();
+        let mut costs = ParmCollectiveCosts::uniform(ok);
+        costs.saa = Some(AlphaBeta {
+            alpha_s: -1.0,
+            beta_s_per_byte: 1e-10,
+        });
+        assert!(matches!(
+            parm_times(&layer(2, 2), &costs),
+            Err(CostModelError::Negative {
+                what: "alpha (s)",
+                ..
+            })
+        ));
+        costs.saa = None;
+        costs.ag_mp.beta_s_per_byte = f64::NAN;
+        assert!(matches!(
+            parm_times(&layer(2, 2), &costs),
+            Err(CostModelError::NonFinite { .. })
+        ));
+    }
 
     fn layer(n_mp: usize, n_esp: usize) -> ParmLayer {
         ParmLayer {

@@ -11,13 +11,19 @@
 //! * the combine phase starts at `S(C^a) = max(E(F^a), E(N^b))`, `E(C^a) = S(C^a) + |C^a|`;
 //! * `E(C^b) = max(S(C^a) + |C^a + C^b|, E(F^b) + |C^b|)`.
 //!
-//! Inference time is the end of `G^a` (Eq. 4); utilization is the compute time of both models
-//! over it (§8.1).
+//! The aggregated times are whatever the shared port took. A contention-free schedule of the
+//! summed traffic lies between the longer of the two alone and their sum (its busiest port is
+//! busy at least as long as either model's and at most as long as both); a schedule run under
+//! contention (a simulated baseline) can fall outside, slower than taking turns or faster than
+//! one model's contended solo run, and the timeline takes it as measured.
+//!
+//! Inference time is the end of `G^a` (Eq. 4); [`colocated_gpu_utilization`] is the compute time
+//! of both models over it, per GPU and averaged (§8.1).
 
 use serde::{Deserialize, Serialize};
 
 use crate::units::Seconds;
-use crate::{CostModelError, check_non_negative};
+use crate::{CostModelError, check_count, check_non_negative};
 
 /// Component times of one model's layer (maxima over GPUs, as in Table 2).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -41,7 +47,8 @@ pub struct ColocatedLayer {
     pub a: ModelLayerTimes,
     /// Model `b`.
     pub b: ModelLayerTimes,
-    /// `|N^a + N^b|`: both dispatches on the shared port (between `max` and the sum of the two).
+    /// `|N^a + N^b|`: both dispatches on the shared port (between the longer of the two and
+    /// their sum when the schedule is contention-free).
     pub aggregated_dispatch_s: Seconds,
     /// `|C^a + C^b|`: both combines on the shared port.
     pub aggregated_combine_s: Seconds,
@@ -91,16 +98,13 @@ pub struct Component {
     pub end_s: Seconds,
 }
 
-/// The colocated timeline: every component in Table 2's order, the inference time and the
-/// utilization.
+/// The colocated timeline: every component in Table 2's order and the inference time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ColocatedTimeline {
     /// `G^b, N^a, F^a, N^b, F^b, C^a, A^a, C^b, A^b, G^a`.
     pub components: Vec<Component>,
     /// Eq. 4: `E(A^b) + |G^a|`.
     pub inference_time_s: Seconds,
-    /// Compute time of both models over the inference time (§8.1).
-    pub gpu_utilization: f64,
 }
 
 fn check_model(m: &ModelLayerTimes) -> Result<(), CostModelError> {
@@ -116,24 +120,12 @@ fn check_model(m: &ModelLayerTimes) -> Result<(), CostModelError> {
     Ok(())
 }
 
-fn check_aggregated(what: &'static str, agg: f64, x: f64, y: f64) -> Result<(), CostModelError> {
-    check_non_negative(what, agg)?;
-    // Sharing a port can neither beat the longer transfer nor lose to running both in turn.
-    if agg < x.max(y) * (1.0 - 1e-12) || agg > (x + y) * (1.0 + 1e-12) {
-        return Err(CostModelError::Degenerate {
-            what: "aggregated all-to-all time must lie between max and sum of the two",
-        });
-    }
-    Ok(())
-}
-
 /// The colocated two-model timeline of Aurora Table 2 with every component's start and end,
 /// and the inference time of Eq. 4.
 ///
 /// # Errors
 ///
-/// `NonFinite`/`Negative` for a bad time; [`CostModelError::Degenerate`] when an aggregated
-/// time is below the longer or above the sum of the two all-to-alls.
+/// `NonFinite`/`Negative` for a bad time.
 ///
 /// # Complexity
 ///
@@ -151,25 +143,14 @@ fn check_aggregated(what: &'static str, agg: f64, x: f64, y: f64) -> Result<(), 
 /// // G^b [0,1], N^a [0,2], F^a [2,5], N^b ends max(3, 1+2) = 3, F^b [5,8],
 /// // C^a [5,7], A^a [8,9], C^b ends max(5+3, 8+2) = 10, A^b [10,11], G^a [11,12].
 /// assert_eq!(t.inference_time_s, 12.0);
-/// assert!((t.gpu_utilization - 10.0 / 12.0).abs() < 1e-12);
 /// # Ok::<(), comm_cost_model::CostModelError>(())
 /// ```
 pub fn colocated_timeline(layer: &ColocatedLayer) -> Result<ColocatedTimeline, CostModelError> {
     let (a, b) = (&layer.a, &layer.b);
     check_model(a)?;
     check_model(b)?;
-    check_aggregated(
-        "aggregated dispatch time (s)",
-        layer.aggregated_dispatch_s,
-        a.dispatch_s,
-        b.dispatch_s,
-    )?;
-    check_aggregated(
-        "aggregated combine time (s)",
-        layer.aggregated_combine_s,
-        a.combine_s,
-        b.combine_s,
-    )?;
+    check_non_negative("aggregated dispatch time (s)", layer.aggregated_dispatch_s)?;
+    check_non_negative("aggregated combine time (s)", layer.aggregated_combine_s)?;
     let c = |model, kind, start_s: f64, end_s: f64| Component {
         model,
         kind,
@@ -195,13 +176,89 @@ pub fn colocated_timeline(layer: &ColocatedLayer) -> Result<ColocatedTimeline, C
     let s_ab = aa.end_s.max(cb.end_s);
     let ab = c(B, Aggregation, s_ab, s_ab + b.aggregation_s);
     let ga = c(A, Gate, ab.end_s, ab.end_s + a.gate_s);
-    let t = ga.end_s;
-    let compute = a.gate_s + a.ffn_s + a.aggregation_s + b.gate_s + b.ffn_s + b.aggregation_s;
     Ok(ColocatedTimeline {
         components: vec![gb, na, fa, nb, fb, ca, aa, cb, ab, ga],
-        inference_time_s: t,
-        gpu_utilization: if t > 0.0 { compute / t } else { 0.0 },
+        inference_time_s: ga.end_s,
     })
+}
+
+/// GPU utilization of a colocated layer (Aurora §8.1), defined as for an exclusive layer
+/// ([`crate::timeline::ExclusiveTime::gpu_utilization`]): each GPU's own compute time over the
+/// layer's inference time, averaged over GPUs.
+///
+/// GPU `g` computes both models' gate and aggregation and its own FFN of each,
+/// `ffn_a_s[g]` and `ffn_b_s[g]`; the inference time is [`colocated_timeline`]'s. Table 2 works
+/// with maxima over GPUs, so charging every GPU the slowest FFN would overstate the figure.
+///
+/// # Errors
+///
+/// As [`colocated_timeline`]; [`CostModelError::CountTooSmall`] for no GPUs,
+/// [`CostModelError::ShapeMismatch`] for vectors of different lengths, `NonFinite`/`Negative`
+/// for a bad FFN time, [`CostModelError::Degenerate`] when a GPU's FFN time exceeds its model's
+/// `|F|` (the maximum over GPUs).
+///
+/// # Complexity
+///
+/// O(n) for n GPUs.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::timeline::{colocated_gpu_utilization, ColocatedLayer, ModelLayerTimes};
+/// let m = ModelLayerTimes { gate_s: 1.0, dispatch_s: 2.0, ffn_s: 3.0, combine_s: 2.0,
+///     aggregation_s: 1.0 };
+/// let layer = ColocatedLayer { a: m, b: m, aggregated_dispatch_s: 3.0,
+///     aggregated_combine_s: 3.0 };
+/// // The layer takes 12 s (see colocated_timeline). GPU 0 runs both FFNs for 3 s: it computes
+/// // 4 + 3 + 3 = 10 s; GPU 1's FFNs take 1 s each: 6 s. Mean (10/12 + 6/12) / 2 = 2/3.
+/// let u = colocated_gpu_utilization(&layer, &[3.0, 1.0], &[3.0, 1.0])?;
+/// assert!((u - 2.0 / 3.0).abs() < 1e-12);
+/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// ```
+pub fn colocated_gpu_utilization(
+    layer: &ColocatedLayer,
+    ffn_a_s: &[Seconds],
+    ffn_b_s: &[Seconds],
+) -> Result<f64, CostModelError> {
+    let t = colocated_timeline(layer)?.inference_time_s;
+    let n = check_count("GPUs", ffn_a_s.len(), 1)?;
+    check_same_len("per-GPU FFN times of model b", n, ffn_b_s.len())?;
+    for (ffn, max) in [(ffn_a_s, layer.a.ffn_s), (ffn_b_s, layer.b.ffn_s)] {
+        for &f in ffn {
+            if check_non_negative("FFN time (s)", f)? > max {
+                return Err(CostModelError::Degenerate {
+                    what: "a GPU's FFN time exceeds its model's |F| (the maximum over GPUs)",
+                });
+            }
+        }
+    }
+    let (a, b) = (&layer.a, &layer.b);
+    let fixed = a.gate_s + a.aggregation_s + b.gate_s + b.aggregation_s;
+    if t <= 0.0 {
+        return Ok(0.0);
+    }
+    let busy: f64 = ffn_a_s
+        .iter()
+        .zip(ffn_b_s)
+        .map(|(x, y)| fixed + x + y)
+        .sum();
+    Ok(busy / (t * n as f64))
+}
+
+fn check_same_len(
+    what: &'static str,
+    expected: usize,
+    actual: usize,
+) -> Result<(), CostModelError> {
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(CostModelError::ShapeMismatch {
+            what,
+            expected: expected as u64,
+            actual: actual as u64,
+        })
+    }
 }
 
 /// A multi-layer colocated model: the layers' periods run back to back.
@@ -285,29 +342,80 @@ mod tests {
         assert!((t.inference_time_s - 10.2).abs() < 1e-12);
     }
 
-    #[test]
-    fn rejects_impossible_aggregates() {
-        let m = ModelLayerTimes {
+    fn unit_model() -> ModelLayerTimes {
+        ModelLayerTimes {
             gate_s: 1.0,
             dispatch_s: 2.0,
             ffn_s: 1.0,
             combine_s: 2.0,
             aggregation_s: 1.0,
+        }
+    }
+
+    #[test]
+    fn contended_aggregates_are_taken_as_measured() {
+        let m = unit_model();
+        let layer = |aggregated_dispatch_s| ColocatedLayer {
+            a: m,
+            b: m,
+            aggregated_dispatch_s,
+            aggregated_combine_s: 3.0,
         };
+        // A shared dispatch slower than taking turns (5 > 2 + 2) delays N^b to 5: F^b [5, 6],
+        // C^b ends at max(S(C^a) + 3, 6 + 2) = max(5 + 3, 8) = 8, A^b [8, 9], G^a [9, 10].
+        assert_eq!(
+            colocated_timeline(&layer(5.0)).unwrap().inference_time_s,
+            10.0
+        );
+        // One faster than a solo run (1 < 2) cannot end N^b before G^b + |N^b| = 3.
+        let fast = colocated_timeline(&layer(1.0)).unwrap();
+        let nb = fast.components[3];
+        assert_eq!(
+            (nb.model, nb.kind, nb.end_s),
+            (ModelId::B, ComponentKind::Dispatch, 3.0)
+        );
+        assert!(matches!(
+            colocated_timeline(&layer(-1.0)),
+            Err(CostModelError::Negative { .. })
+        ));
+        assert!(matches!(
+            colocated_timeline(&layer(f64::NAN)),
+            Err(CostModelError::NonFinite { .. })
+        ));
+    }
+
+    #[test]
+    fn utilization_is_per_gpu_and_checks_its_input() {
+        let m = unit_model();
         let layer = ColocatedLayer {
             a: m,
             b: m,
-            aggregated_dispatch_s: 1.0,
+            aggregated_dispatch_s: 3.0,
             aggregated_combine_s: 3.0,
         };
-        assert!(colocated_timeline(&layer).is_err());
-        let layer = ColocatedLayer {
-            a: m,
-            b: m,
-            aggregated_dispatch_s: 5.0,
-            aggregated_combine_s: 3.0,
-        };
-        assert!(colocated_timeline(&layer).is_err());
+        let t = colocated_timeline(&layer).unwrap().inference_time_s;
+        // Both GPUs at the maximum FFN: every GPU computes 2 + 1 + 2 + 1 = 6 s.
+        let full = colocated_gpu_utilization(&layer, &[1.0, 1.0], &[1.0, 1.0]).unwrap();
+        assert!((full - 6.0 / t).abs() < 1e-12);
+        // GPU 1 has no FFN work: it computes 4 s.
+        let half = colocated_gpu_utilization(&layer, &[1.0, 0.0], &[1.0, 0.0]).unwrap();
+        assert!((half - (6.0 + 4.0) / 2.0 / t).abs() < 1e-12);
+        assert!(matches!(
+            colocated_gpu_utilization(&layer, &[], &[]),
+            Err(CostModelError::CountTooSmall { .. })
+        ));
+        assert!(matches!(
+            colocated_gpu_utilization(&layer, &[1.0], &[1.0, 1.0]),
+            Err(CostModelError::ShapeMismatch { .. })
+        ));
+        assert!(matches!(
+            colocated_gpu_utilization(&layer, &[2.0], &[1.0]),
+            Err(CostModelError::Degenerate { .. })
+        ));
+        assert!(matches!(
+            colocated_gpu_utilization(&layer, &[f64::NAN], &[1.0]),
+            Err(CostModelError::NonFinite { .. })
+        ));
     }
 
     fn times() -> impl Strategy<Value = ModelLayerTimes> {
@@ -335,11 +443,12 @@ mod tests {
         /// Compute components never overlap; the dispatch phase ends before the combine phase
         /// starts on the port; each model's components follow its data dependencies.
         #[test]
-        fn no_overlap_and_causal(a in times(), b in times(), wd in 0.0f64..1.0, wc in 0.0f64..1.0) {
+        fn no_overlap_and_causal(a in times(), b in times(), wd in 0.0f64..2.0, wc in 0.0f64..2.0) {
+            // Aggregates from 0 to twice the sum: contention-free ones and contended ones alike.
             let layer = ColocatedLayer {
                 a, b,
-                aggregated_dispatch_s: a.dispatch_s.max(b.dispatch_s) + wd * a.dispatch_s.min(b.dispatch_s),
-                aggregated_combine_s: a.combine_s.max(b.combine_s) + wc * a.combine_s.min(b.combine_s),
+                aggregated_dispatch_s: wd * (a.dispatch_s + b.dispatch_s),
+                aggregated_combine_s: wc * (a.combine_s + b.combine_s),
             };
             let t = colocated_timeline(&layer).unwrap();
             let eps = 1e-9;
@@ -362,7 +471,8 @@ mod tests {
                     prop_assert!(c.start_s >= -eps && c.end_s >= c.start_s - eps);
                 }
             }
-            prop_assert!(t.gpu_utilization <= 1.0 + eps);
+            let u = colocated_gpu_utilization(&layer, &[a.ffn_s], &[b.ffn_s]).unwrap();
+            prop_assert!((0.0..=1.0 + eps).contains(&u));
         }
     }
 }

@@ -3,7 +3,9 @@
 //! * [`exclusive_time`]: one model per GPU, Eq. 1 (and its reduction [`exclusive_time_eq3`]),
 //!   with GPU utilization; [`model_exclusive_time`] for a sequence of layers.
 //! * [`colocated_timeline`]: two models sharing every GPU, Table 2 with every component's
-//!   start and end and the inference time of Eq. 4; [`model_colocated_time_s`] for a sequence.
+//!   start and end and the inference time of Eq. 4; [`model_colocated_time_s`] for a sequence;
+//!   [`colocated_gpu_utilization`], per GPU as for exclusive layers.
+//! * [`ffn_times_s`]: each GPU's FFN time `|F_i|` from the tokens it receives.
 //!
 //! # Examples
 //!
@@ -16,11 +18,13 @@
 
 mod colocated;
 mod exclusive;
+mod ffn;
 
 pub use colocated::{
     ColocatedLayer, ColocatedTimeline, Component, ComponentKind, ModelId, ModelLayerTimes,
-    colocated_timeline, model_colocated_time_s,
+    colocated_gpu_utilization, colocated_timeline, model_colocated_time_s,
 };
 pub use exclusive::{
     ExclusiveLayer, ExclusiveTime, exclusive_time, exclusive_time_eq3, model_exclusive_time,
 };
+pub use ffn::ffn_times_s;

@@ -9,9 +9,10 @@ use std::path::PathBuf;
 
 use moe_planner::grouping::{GroupPlan, GroupSpec, plan_groups};
 use moe_planner::inference::{InferencePlan, InferenceSpec, plan_inference};
-use moe_planner::network::{NetworkPlanner, NetworkSpec, SearchPlan, SearchSpec};
-use moe_planner::rail_network::fabric::FabricComparison;
-use moe_planner::training::{ParmLayerSpec, TrainingPlan, plan_layer};
+use moe_planner::network::{
+    FabricPlan, FabricSpec, SearchPlan, SearchSpec, plan_fabrics, plan_search,
+};
+use moe_planner::training::{TrainingPlan, TrainingSpec, plan_training};
 use serde::{Deserialize, Serialize};
 
 use crate::error::CliError;
@@ -34,14 +35,14 @@ pub struct Args {
 struct Workload {
     description: String,
     inference: InferenceSpec,
-    training: ParmLayerSpec,
+    training: TrainingSpec,
     grouping: GroupSpec,
     network: NetworkWorkload,
 }
 
 #[derive(Debug, Deserialize)]
 struct NetworkWorkload {
-    fabric: NetworkSpec,
+    fabric: FabricSpec,
     search: SearchSpec,
 }
 
@@ -53,7 +54,7 @@ struct DemoReport {
     colocated_inference: InferencePlan,
     training: TrainingPlan,
     grouping: GroupPlan,
-    fabric: FabricComparison,
+    fabric: FabricPlan,
     parallelization: SearchPlan,
 }
 
@@ -76,15 +77,14 @@ fn plan_all(workload: Workload) -> Result<DemoReport, CliError> {
     // The first model alone shows the exclusive scenario; both together the colocated one.
     let mut exclusive = workload.inference.clone();
     exclusive.models.truncate(1);
-    let network = NetworkPlanner::default();
     Ok(DemoReport {
         description: workload.description,
         exclusive_inference: plan_inference(&exclusive)?,
         colocated_inference: plan_inference(&workload.inference)?,
-        training: plan_layer(&workload.training)?,
+        training: plan_training(&workload.training)?,
         grouping: plan_groups(&workload.grouping)?,
-        fabric: network.compare_fabrics(&workload.network.fabric)?,
-        parallelization: network.search(&workload.network.search, &|_, _| {})?,
+        fabric: plan_fabrics(&workload.network.fabric)?,
+        parallelization: plan_search(&workload.network.search)?,
     })
 }
 

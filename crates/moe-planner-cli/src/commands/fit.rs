@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use moe_planner::comm_cost_model::fit::Sample;
-use moe_planner::training::fit_measurements;
+use moe_planner::fitting::{FitSpec, plan_fit};
 
 use crate::error::CliError;
 use crate::input::read_text;
@@ -43,7 +43,7 @@ fn read_samples(path: &Path) -> Result<Vec<Sample>, CliError> {
 /// Fits `t = alpha + beta * bytes` and prints it.
 pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let samples = read_samples(&args.measurements)?;
-    let report = fit_measurements(&samples)?;
+    let report = plan_fit(&FitSpec { samples })?;
     if ctx.json {
         return print_json(&report);
     }

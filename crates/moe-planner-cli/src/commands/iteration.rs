@@ -6,8 +6,8 @@ use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use moe_planner::network::{
-    IterationPlan, IterationSpec, ModelRef, NetworkPlanner, ParallelSpec, SearchSpec, SystemRef,
-    model_by_name, system_by_name,
+    IterationPlan, IterationSpec, ModelRef, ParallelSpec, SearchSpec, SystemRef, model_by_name,
+    plan_iteration, plan_search_with_progress, system_by_name,
 };
 
 use crate::error::CliError;
@@ -40,7 +40,7 @@ pub struct Args {
     /// Micro-batch size.
     #[arg(long, default_value_t = 1)]
     pub microbatch: u64,
-    /// Global batch size (default: the data parallel degree, or N with --search).
+    /// Global batch size (default: d × micro-batch, or N with --search).
     #[arg(long)]
     pub global_batch: Option<u64>,
     /// Interleaved pipeline stages per GPU.
@@ -134,7 +134,7 @@ fn run_search(
     } else {
         ProgressBar::hidden()
     };
-    let result = NetworkPlanner::default().search(&spec, &|done, total| {
+    let result = plan_search_with_progress(&spec, &|done, total| {
         bar.set_length(total);
         bar.set_position(done);
     });
@@ -178,11 +178,6 @@ pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let (Some(tp), Some(pp)) = (args.tp, args.pp) else {
         return Err(CliError::input("give --tp and --pp, or --search"));
     };
-    // The facade reports N not divisible by t p; this default only sizes the batch.
-    let dp = args
-        .dp
-        .unwrap_or(args.gpus / tp.saturating_mul(pp).max(1))
-        .max(1);
     let spec = IterationSpec {
         model,
         system,
@@ -192,12 +187,12 @@ pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
             pp,
             dp: args.dp,
             micro_batch: args.microbatch,
-            global_batch: args.global_batch.unwrap_or(dp * args.microbatch),
+            global_batch: args.global_batch,
             interleave: args.interleave,
         },
         compute: None,
     };
-    let plan = NetworkPlanner::default().iteration(&spec)?;
+    let plan = plan_iteration(&spec)?;
     if ctx.json {
         return print_json(&plan);
     }

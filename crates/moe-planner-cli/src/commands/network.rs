@@ -1,7 +1,7 @@
 //! `moe-planner network`: switches, transceivers and cost of rail-optimized vs rail-only fabrics
 //! (rail-only paper §6.5, Table 2).
 
-use moe_planner::network::{NetworkPlanner, NetworkSpec};
+use moe_planner::network::{FabricSpec, plan_fabrics};
 use moe_planner::rail_network::fabric::FabricCounts;
 
 use crate::error::CliError;
@@ -36,12 +36,12 @@ fn row(name: &str, f: &FabricCounts) {
 
 /// Counts both fabrics and prints them.
 pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
-    let spec = NetworkSpec {
+    let spec = FabricSpec {
         transceiver_usd: args.transceiver_usd,
         switch_port_usd: args.switch_port_usd,
-        ..NetworkSpec::new(args.gpus, args.hb_domain, args.radix)
+        ..FabricSpec::new(args.gpus, args.hb_domain, args.radix)
     };
-    let cmp = NetworkPlanner::default().compare_fabrics(&spec)?;
+    let cmp = plan_fabrics(&spec)?;
     if ctx.json {
         return print_json(&cmp);
     }

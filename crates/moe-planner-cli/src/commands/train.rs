@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use moe_planner::training::{ParmLayerSpec, plan_layer};
+use moe_planner::training::{TrainingSpec, plan_training};
 
 use crate::error::CliError;
 use crate::input::read_json;
@@ -18,8 +18,8 @@ pub struct Args {
 
 /// Plans the layer and prints the choice and the three schedule times.
 pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
-    let spec: ParmLayerSpec = read_json(&args.spec)?;
-    let plan = plan_layer(&spec)?;
+    let spec: TrainingSpec = read_json(&args.spec)?;
+    let plan = plan_training(&spec)?;
     if ctx.json {
         return print_json(&plan);
     }

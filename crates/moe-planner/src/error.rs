@@ -1,0 +1,70 @@
+//! The one error type of the facade: every algorithm crate's error, and the spec's own.
+
+use alltoall_sched::ScheduleError;
+use colocation_matching::MatchingError;
+use comm_cost_model::CostModelError;
+use rail_network::RailNetworkError;
+use thiserror::Error;
+use topology_partition::TopologyError;
+
+/// Why a spec could not be planned: an algorithm crate rejected what the facade passed it, or the
+/// spec itself is malformed.
+///
+/// Algorithm-crate errors arrive unchanged (`#[error(transparent)]`), so their messages name the
+/// failed constraint; value checks on spec fields (a negative time, a zero count) use
+/// comm-cost-model's helpers and arrive as [`PlanError::Cost`]. The shapes of
+/// [`PlanError::SizeMismatch`] and [`PlanError::TooLarge`] are the workspace's.
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::PlanError;
+/// use moe_planner::comm_cost_model::CostModelError;
+/// use moe_planner::inference::{plan_inference, InferenceSpec};
+/// let spec = InferenceSpec { gpus: vec![], models: vec![], seed: 0 };
+/// assert!(matches!(
+///     plan_inference(&spec),
+///     Err(PlanError::Cost(CostModelError::CountTooSmall { what: "GPUs", .. }))
+/// ));
+/// ```
+#[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// A spec value (time, rate, count) failed a comm-cost-model check, or a cost model
+    /// rejected its input.
+    #[error(transparent)]
+    Cost(#[from] CostModelError),
+    /// The all-to-all scheduler rejected a traffic matrix, a bandwidth or a placement.
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    /// A placement problem (GPU assignment, colocation, LysiAssign) was rejected.
+    #[error(transparent)]
+    Matching(#[from] MatchingError),
+    /// A cluster, objective or grouping was rejected.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// A fabric, model, system or parallelization was rejected (the message names the failed
+    /// constraint).
+    #[error(transparent)]
+    Rail(#[from] RailNetworkError),
+    /// Two parts of a spec that must agree in size do not.
+    #[error("{what}: expected {expected}, got {actual}")]
+    SizeMismatch {
+        /// What was compared.
+        what: &'static str,
+        /// The size required.
+        expected: usize,
+        /// The size received.
+        actual: usize,
+    },
+    /// A spec asks for more than the planner supports.
+    #[error("{what} = {value} exceeds the limit {limit}")]
+    TooLarge {
+        /// What is too large.
+        what: &'static str,
+        /// The largest value supported.
+        limit: usize,
+        /// The value received.
+        value: usize,
+    },
+}
