@@ -91,7 +91,7 @@ fn one() -> usize {
 
 /// How the cluster is described.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum ClusterSpec {
     /// Explicit workers and `n x n` matrices (sender by row).
     Matrix {
@@ -150,11 +150,60 @@ fn two() -> f64 {
     2.0
 }
 
+/// The naive groupings LysiGroup is compared with (Aristos §3), by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupingBaseline {
+    /// One group per node ([`one_group_per_node`]).
+    SingleNode,
+    /// The whole cluster as one group ([`whole_world`]).
+    WholeWorld,
+    /// The smallest groups that hold every expert ([`smallest_fitting_groups`]).
+    SmallestFitting,
+}
+
+impl GroupingBaseline {
+    /// Every baseline, in report order.
+    pub const ALL: [Self; 3] = [Self::SingleNode, Self::WholeWorld, Self::SmallestFitting];
+
+    /// The kebab-case name (`single-node`, `whole-world`, `smallest-fitting`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SingleNode => "single-node",
+            Self::WholeWorld => "whole-world",
+            Self::SmallestFitting => "smallest-fitting",
+        }
+    }
+
+    /// The baseline's partition of `cluster` on `objective`.
+    ///
+    /// # Errors
+    ///
+    /// As the baseline run ([`TopologyError`]).
+    pub fn partition(
+        self,
+        cluster: &Cluster,
+        objective: &AristosObjective,
+    ) -> Result<Partition, TopologyError> {
+        match self {
+            Self::SingleNode => one_group_per_node(cluster, objective),
+            Self::WholeWorld => whole_world(cluster, objective),
+            Self::SmallestFitting => smallest_fitting_groups(cluster, objective),
+        }
+    }
+}
+
+impl std::fmt::Display for GroupingBaseline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
 /// A baseline grouping evaluated on the same objective.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BaselinePlan {
-    /// `single_node`, `whole_world` or `smallest_fitting`.
-    pub name: String,
+    /// Which baseline.
+    pub name: GroupingBaseline,
     /// Its groups and their `T(g)`.
     #[serde(flatten)]
     pub partition: Partition,
@@ -274,17 +323,11 @@ pub fn plan_groups(spec: &GroupSpec) -> Result<GroupPlan, PlanError> {
     let partition = lysi_group(&cluster, &objective)?;
     let best = partition.max_objective_s();
     let mut baselines = Vec::new();
-    for (name, p) in [
-        ("single_node", one_group_per_node(&cluster, &objective)?),
-        ("whole_world", whole_world(&cluster, &objective)?),
-        (
-            "smallest_fitting",
-            smallest_fitting_groups(&cluster, &objective)?,
-        ),
-    ] {
+    for name in GroupingBaseline::ALL {
+        let p = name.partition(&cluster, &objective)?;
         let ratio = p.max_objective_s() / best;
         baselines.push(BaselinePlan {
-            name: name.to_string(),
+            name,
             ratio_to_lysigroup: ratio.is_finite().then_some(ratio),
             partition: p,
         });
