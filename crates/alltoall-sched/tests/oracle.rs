@@ -131,6 +131,9 @@ fn three_gpus_never_need_preemption_for_small_counts() {
             greedy_optimal += 1;
         }
     }
-    println!("non_preemptive reaches the bound on {greedy_optimal} of 4096");
+    // Regression value, not a paper number: the count this implementation measured when the
+    // test was written (3758 of 4096, 91.7%). A change to `non_preemptive`'s tie-breaking may
+    // move it; re-measure and record why. The property is the 90% floor.
+    assert_eq!(greedy_optimal, 3758, "regression value moved");
     assert!(greedy_optimal >= 4096 * 9 / 10);
 }

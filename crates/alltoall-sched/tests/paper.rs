@@ -102,5 +102,12 @@ fn serde_round_trip_of_a_plan() {
     assert_eq!(back, plan);
     let m: TrafficMatrix = serde_json::from_str("[[0, 2], [1.5, 0]]").unwrap();
     assert!(!m.is_integer());
-    assert!(serde_json::from_str::<TrafficMatrix>("[[0, -2], [1, 0]]").is_err());
+    // Deserialization validates like from_rows: the error names the entry.
+    let err = serde_json::from_str::<TrafficMatrix>("[[0, -2], [1, 0]]").unwrap_err();
+    let expected = TrafficMatrix::from_rows(&[vec![0.0, -2.0], vec![1.0, 0.0]]).unwrap_err();
+    assert!(matches!(
+        expected,
+        ScheduleError::InvalidTraffic { src: 0, dst: 1, .. }
+    ));
+    assert!(err.to_string().contains(&expected.to_string()), "{err}");
 }

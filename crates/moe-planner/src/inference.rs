@@ -564,6 +564,48 @@ mod tests {
     }
 
     #[test]
+    fn three_gpus_match_eq_1_by_hand() {
+        // 3 identical GPUs at 8 Gbps = 1e9 bytes/s and 1 TFLOP/s; one layer, in MB:
+        //     d = [[0, 4, 1], [1, 0, 1], [1, 3, 0]]
+        // Row sums 5, 2, 4; column sums 2, 7, 2. GPU 1 receives 7 MB: its port is the
+        // bottleneck of the dispatch (7 ms) and, sending those 7 MB back, of the combine (7 ms),
+        // so the optimal orders keep it busy until 7 ms both times: N_1 = C_1 = 7 ms.
+        // FFN at 1000 FLOP/byte: F = (2, 7, 2) ms. Gate 1 ms, aggregation 0.5 ms. Eq. 1:
+        //     t = max_i(G + N_i) + max_j(F_j + C_j) + max_k A_k = (1 + 7) + (7 + 7) + 0.5 = 22.5 ms
+        // (GPUs 0 and 2 give at most 2 + 7 < 14 in the middle term).
+        let mb = |rows: [[f64; 3]; 3]| rows.map(|r| r.map(|x| x * 1e6).to_vec()).to_vec();
+        let spec = InferenceSpec {
+            gpus: vec![
+                GpuInput {
+                    tflops: 1.0,
+                    bandwidth_gbps: 8.0
+                };
+                3
+            ],
+            models: vec![InferenceModelSpec {
+                name: "hand".into(),
+                layers: vec![mb([[0.0, 4.0, 1.0], [1.0, 0.0, 1.0], [1.0, 3.0, 0.0]])],
+                gate_s: 1e-3,
+                aggregation_s: 0.5e-3,
+                ffn_flop_per_byte: 1e3,
+            }],
+            seed: 0,
+        };
+        let plan = plan_inference(&spec).unwrap();
+        assert_eq!(plan.scenario, Scenario::ExclusiveHomogeneous);
+        assert_eq!(plan.experts_of_gpu, vec![vec![0], vec![1], vec![2]]);
+        let close = |x: f64, y: f64| (x - y).abs() <= 1e-12 * y;
+        let layer = &plan.layers[0];
+        for a2a in [layer.dispatch, layer.combine] {
+            assert!(close(a2a.lower_bound_s, 7e-3) && close(a2a.makespan_s, 7e-3));
+        }
+        assert!(close(layer.inference_time_s, 22.5e-3), "{layer:?}");
+        assert!(close(plan.inference_time_s, 22.5e-3));
+        // Utilization (§8.1): each GPU computes G + F_i + A = 3.5, 8.5, 3.5 ms of 22.5 ms.
+        assert!(close(plan.gpu_utilization, (3.5 + 8.5 + 3.5) / 3.0 / 22.5));
+    }
+
+    #[test]
     fn colocating_homogeneous_pairs_every_expert_once() {
         let models = vec![
             model("a", vec![skewed(4, 1.0)]),

@@ -509,6 +509,7 @@ pub fn plan_search_with_progress(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use comm_cost_model::CostModelError;
 
     #[test]
     fn spec_json_round_trip_and_presets() {
@@ -557,7 +558,39 @@ mod tests {
         let mut spec = serde_json_like();
         spec.parallelization.dp = Some(2);
         let e = plan_iteration(&spec).unwrap_err();
+        assert!(matches!(
+            e,
+            PlanError::Rail(RailNetworkError::ProductMismatch {
+                product: 128,
+                expected: 64,
+                ..
+            })
+        ));
         assert!(e.to_string().contains("Eq. 11"), "{e}");
+        // Without dp, t p must divide N (the default d = N / (t p), Eq. 11).
+        spec.parallelization.dp = None;
+        spec.gpus = 96;
+        assert!(matches!(
+            plan_iteration(&spec),
+            Err(PlanError::Rail(RailNetworkError::NotDivisible {
+                value: 96,
+                divisor: 64,
+                ..
+            }))
+        ));
+        // keep = 0 is a count error.
+        let search = SearchSpec {
+            model: ModelRef::Preset("gpt-175b".into()),
+            system: SystemRef::Preset("dgx-a100".into()),
+            gpus: 64,
+            global_batch: 64,
+            keep: 0,
+            compute: None,
+        };
+        assert!(matches!(
+            plan_search(&search),
+            Err(PlanError::Cost(CostModelError::CountTooSmall { .. }))
+        ));
     }
 
     #[test]

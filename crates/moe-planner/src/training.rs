@@ -79,3 +79,51 @@ pub fn plan_training(spec: &TrainingSpec) -> Result<TrainingPlan, PlanError> {
         details: t,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use comm_cost_model::{AlphaBeta, CostModelError};
+
+    fn spec(cost: AlphaBeta) -> TrainingSpec {
+        TrainingSpec {
+            layer: ParmLayer {
+                p: 8,
+                n_mp: 2,
+                n_ep: 4,
+                n_esp: 2,
+                b: 4,
+                l: 1024,
+                m: 2048,
+                h: 4096,
+                e: 4,
+                k: 2,
+                f: 1.2,
+                bytes_per_element: 4.0,
+            },
+            costs: ParmCollectiveCosts::uniform(cost),
+        }
+    }
+
+    #[test]
+    fn bad_layers_and_costs_are_cost_errors() {
+        let ok = AlphaBeta::new(1e-4, 1e-10).unwrap();
+        let plan = plan_training(&spec(ok)).unwrap();
+        assert!(plan.speedup >= 1.0);
+        // A cost written as a literal (or read from JSON) is checked by comm-cost-model.
+        let negative = AlphaBeta {
+            alpha_s: -1e-4,
+            beta_s_per_byte: 1e-10,
+        };
+        assert!(matches!(
+            plan_training(&spec(negative)),
+            Err(PlanError::Cost(CostModelError::Negative { .. }))
+        ));
+        let mut bad_layer = spec(ok);
+        bad_layer.layer.n_ep = 3; // N_EP N_ESP != P
+        assert!(matches!(
+            plan_training(&bad_layer),
+            Err(PlanError::Cost(CostModelError::ShapeMismatch { .. }))
+        ));
+    }
+}
