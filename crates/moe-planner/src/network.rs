@@ -553,6 +553,17 @@ mod tests {
         }
     }
 
+    fn search_spec(keep: usize) -> SearchSpec {
+        SearchSpec {
+            model: ModelRef::Preset("gpt-175b".into()),
+            system: SystemRef::Preset("dgx-a100".into()),
+            gpus: 64,
+            global_batch: 64,
+            keep,
+            compute: None,
+        }
+    }
+
     #[test]
     fn wrong_gpu_count_names_eq_11() {
         let mut spec = serde_json_like();
@@ -579,16 +590,8 @@ mod tests {
             }))
         ));
         // keep = 0 is a count error.
-        let search = SearchSpec {
-            model: ModelRef::Preset("gpt-175b".into()),
-            system: SystemRef::Preset("dgx-a100".into()),
-            gpus: 64,
-            global_batch: 64,
-            keep: 0,
-            compute: None,
-        };
         assert!(matches!(
-            plan_search(&search),
+            plan_search(&search_spec(0)),
             Err(PlanError::Cost(CostModelError::CountTooSmall { .. }))
         ));
     }
@@ -596,15 +599,7 @@ mod tests {
     #[test]
     fn search_finds_something_at_least_as_fast_as_the_published_config() {
         let given = plan_iteration(&serde_json_like()).unwrap();
-        let spec = SearchSpec {
-            model: ModelRef::Preset("gpt-175b".into()),
-            system: SystemRef::Preset("dgx-a100".into()),
-            gpus: 64,
-            global_batch: 64,
-            keep: 3,
-            compute: None,
-        };
-        let found = plan_search(&spec).unwrap();
+        let found = plan_search(&search_spec(3)).unwrap();
         assert!(found.best.iteration_time_s <= given.iteration_time_s);
         assert_eq!(found.ranked.len(), 3);
     }

@@ -22,6 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::exclusive::check_all;
 use crate::units::Seconds;
 use crate::{CostModelError, check_count, check_non_negative};
 
@@ -222,14 +223,12 @@ pub fn colocated_gpu_utilization(
 ) -> Result<f64, CostModelError> {
     let t = colocated_timeline(layer)?.inference_time_s;
     let n = check_count("GPUs", ffn_a_s.len(), 1)?;
-    check_same_len("per-GPU FFN times of model b", n, ffn_b_s.len())?;
     for (ffn, max) in [(ffn_a_s, layer.a.ffn_s), (ffn_b_s, layer.b.ffn_s)] {
-        for &f in ffn {
-            if check_non_negative("FFN time (s)", f)? > max {
-                return Err(CostModelError::Degenerate {
-                    what: "a GPU's FFN time exceeds its model's |F| (the maximum over GPUs)",
-                });
-            }
+        check_all("FFN time (s)", ffn, n)?;
+        if ffn.iter().any(|&f| f > max) {
+            return Err(CostModelError::Degenerate {
+                what: "a GPU's FFN time exceeds its model's |F| (the maximum over GPUs)",
+            });
         }
     }
     let (a, b) = (&layer.a, &layer.b);
@@ -243,22 +242,6 @@ pub fn colocated_gpu_utilization(
         .map(|(x, y)| fixed + x + y)
         .sum();
     Ok(busy / (t * n as f64))
-}
-
-fn check_same_len(
-    what: &'static str,
-    expected: usize,
-    actual: usize,
-) -> Result<(), CostModelError> {
-    if expected == actual {
-        Ok(())
-    } else {
-        Err(CostModelError::ShapeMismatch {
-            what,
-            expected: expected as u64,
-            actual: actual as u64,
-        })
-    }
 }
 
 /// A multi-layer colocated model: the layers' periods run back to back.

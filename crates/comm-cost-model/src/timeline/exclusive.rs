@@ -36,7 +36,8 @@ pub struct ExclusiveTime {
     pub gpu_utilization: f64,
 }
 
-fn check_all(what: &'static str, xs: &[f64], n: usize) -> Result<(), CostModelError> {
+/// Checks that `xs` has `n` entries, each a finite non-negative time.
+pub(super) fn check_all(what: &'static str, xs: &[f64], n: usize) -> Result<(), CostModelError> {
     if xs.len() != n {
         return Err(CostModelError::ShapeMismatch {
             what,
