@@ -48,7 +48,7 @@ mod matching;
 mod matrix;
 
 pub use bottleneck::{BottleneckOptions, ThresholdSearch, TieBreak, bottleneck_matching};
-pub use error::MatchingError;
+pub use error::{MatchingError, SolverFailure};
 pub use hopcroft_karp::{BipartiteGraph, BipartiteMatching, hopcroft_karp};
 pub use hungarian::min_cost_perfect_matching;
 pub use matching::WeightedMatching;
