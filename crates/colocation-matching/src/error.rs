@@ -105,6 +105,42 @@ pub enum MatchingError {
         /// Why it failed.
         failure: SolverFailure,
     },
+    /// A count that must be a multiple of another is not (EPLB's shape rules, expert groups).
+    #[error("{what}: {value} is not a multiple of {divisor}")]
+    NotDivisible {
+        /// What was divided.
+        what: &'static str,
+        /// The count.
+        value: usize,
+        /// What it must be a multiple of.
+        divisor: usize,
+    },
+    /// A GPU has more slots than there are distinct experts, so it cannot be filled without two
+    /// replicas of one expert.
+    #[error("GPU {gpu} has {slots} slots but there are only {experts} experts")]
+    SlotsExceedExperts {
+        /// The GPU.
+        gpu: usize,
+        /// Its slot count.
+        slots: usize,
+        /// Number of logical experts.
+        experts: usize,
+    },
+    /// A placement leaves a logical expert without any replica.
+    #[error("{what}: expert {expert} has no replica")]
+    MissingExpert {
+        /// Which placement.
+        what: &'static str,
+        /// The expert.
+        expert: usize,
+    },
+    /// An algorithm needs a uniform shape the input does not have (EPLB: equal slot counts,
+    /// equal contiguous nodes).
+    #[error("{what} must be uniform")]
+    NotUniform {
+        /// What must be uniform, and for which algorithm.
+        what: &'static str,
+    },
     /// A scalar input failed one of comm-cost-model's value checks.
     #[error(transparent)]
     Cost(#[from] CostModelError),
@@ -123,6 +159,9 @@ pub enum SolverFailure {
     /// Any other failure reported by the backend (numerical trouble, iteration limits).
     #[error("internal solver error")]
     Internal,
+    /// A branch and bound explored its node budget without proving optimality.
+    #[error("node budget exhausted before optimality was proved")]
+    BudgetExhausted,
 }
 
 impl MatchingError {
@@ -195,5 +234,22 @@ pub(crate) fn check_at_most(
         Ok(())
     } else {
         Err(MatchingError::TooLarge { what, limit, value })
+    }
+}
+
+/// Checks that `divisor` is positive and divides `value`.
+pub(crate) fn check_divides(
+    what: &'static str,
+    value: usize,
+    divisor: usize,
+) -> Result<(), MatchingError> {
+    if divisor > 0 && value % divisor == 0 {
+        Ok(())
+    } else {
+        Err(MatchingError::NotDivisible {
+            what,
+            value,
+            divisor,
+        })
     }
 }

@@ -7,7 +7,10 @@
 //! Theorems 5.1, 6.1 and 6.2), gives exact and heuristic solvers for the NP-hard colocating plus
 //! heterogeneous case (Aurora §7), implements the baselines Aurora compares against (Lina, random
 //! colocation, random GPU assignment), and assigns experts to heterogeneous workers with
-//! FLOPS-proportional budgets (LysiAssign, Aristos Algorithm 2).
+//! FLOPS-proportional budgets (LysiAssign, Aristos Algorithm 2). It also does the job production
+//! engines give DeepSeek's EPLB: how many replicas each expert of a layer gets and which GPU slot
+//! holds each, minimizing the busiest GPU's load with a certified lower bound, never two
+//! replicas of one expert on a GPU, and rebalancing with the fewest weight transfers.
 //!
 //! | problem | exact | heuristic / baseline |
 //! |---|---|---|
@@ -16,6 +19,7 @@
 //! | experts → heterogeneous GPUs (§5.1) | [`assign_gpus_bottleneck`] | [`assign_by_popularity`] (Thm 5.1), [`random_gpu_assignment`] (RGA) |
 //! | colocating + heterogeneous (§7) | [`colocate_exact`], [`colocate_milp`] | [`colocate_decoupled`] (paper), [`colocate_local_search`] (ours) |
 //! | experts → workers with FLOPS and slots (Aristos) | [`lysi_assign_milp`] | [`lysi_assign`], bound [`assignment_lower_bound_s`] |
+//! | expert replication and placement (EPLB's job) | [`place`] with [`PlacementAlgorithm`] (`Optimal`, `OptimalNodeAware`, `Exact`), bound [`placement_lower_bound`] | [`eplb`], [`rebalance_experts`] (DeepSeek's EPLB) |
 //!
 //! # Example
 //!
@@ -77,4 +81,11 @@ pub use loads::placement_loads;
 pub use lysi_assign::{
     LYSI_MILP_MAX_VARIABLES, Worker, WorkerAssignment, assignment_lower_bound_s, lysi_assign,
     lysi_assign_milp,
+};
+mod placement;
+
+pub use placement::{
+    EplbPolicy, EplbTables, LayerLoads, MAX_PLACEMENT_SLOTS, PLACEMENT_EXACT_MAX_EXPERTS,
+    PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET, Placement, PlacementAlgorithm,
+    PlacementCluster, eplb, place, place_layers, placement_lower_bound, rebalance_experts,
 };
