@@ -19,7 +19,9 @@
 //! | experts → heterogeneous GPUs (§5.1) | [`assign_gpus_bottleneck`] | [`assign_by_popularity`] (Thm 5.1), [`random_gpu_assignment`] (RGA) |
 //! | colocating + heterogeneous (§7) | [`colocate_exact`], [`colocate_milp`] | [`colocate_decoupled`] (paper), [`colocate_local_search`] (ours) |
 //! | experts → workers with FLOPS and slots (Aristos) | [`lysi_assign_milp`] | [`lysi_assign`], bound [`assignment_lower_bound_s`] |
-//! | expert replication and placement (EPLB's job) | [`place`] with [`PlacementAlgorithm`] (`Optimal`, `OptimalNodeAware`, `Exact`), bound [`placement_lower_bound`] | [`eplb`], [`rebalance_experts`] (DeepSeek's EPLB) |
+//! | expert replication and placement (EPLB's job) | [`place`] / [`place_layers`] with [`PlacementAlgorithm`] (`Optimal`, `OptimalNodeAware`, `Exact`), bound [`placement_lower_bound`] | [`eplb`], [`rebalance_experts`] (DeepSeek's EPLB) |
+//! | rebalancing with fewest moves | [`rebalance`] (trade-off, [`plan_transfers`], [`count_moves`], [`transfer_counts`]) | EPLB's fresh plan |
+//! | several load windows / one batch | [`place_robust`], [`split_tokens`] (max-flow token split) | newest window alone / even split |
 //!
 //! # Example
 //!
@@ -85,7 +87,9 @@ pub use lysi_assign::{
 mod placement;
 
 pub use placement::{
-    EplbPolicy, EplbTables, LayerLoads, MAX_PLACEMENT_SLOTS, PLACEMENT_EXACT_MAX_EXPERTS,
-    PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET, Placement, PlacementAlgorithm,
-    PlacementCluster, eplb, place, place_layers, placement_lower_bound, rebalance_experts,
+    EplbPolicy, EplbTables, ExpertTransfer, LayerLoads, MAX_PLACEMENT_SLOTS, MAX_SPLIT_TOKENS,
+    PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET, Placement,
+    PlacementAlgorithm, PlacementCluster, Rebalance, RobustObjective, RobustPlacement, TokenSplit,
+    TradeoffPoint, count_moves, eplb, place, place_layers, place_robust, placement_lower_bound,
+    plan_transfers, rebalance, rebalance_experts, split_tokens, transfer_counts,
 };

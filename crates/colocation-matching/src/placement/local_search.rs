@@ -1,5 +1,5 @@
-//! Best-improvement local search on the busiest GPU: swaps of two replicas and, optionally,
-//! replica moves that change two experts' replica counts.
+//! Best-improvement local search on the busiest GPU: swaps of two replicas and replica moves
+//! that change two experts' replica counts, optionally counting weight transfers.
 
 use super::state::{Move, SlotState};
 
@@ -19,22 +19,89 @@ pub(crate) const REL_EPS: f64 = 1e-12;
 /// How many of each window's busiest GPUs are cached to find the busiest untouched one.
 const TOP: usize = 4;
 
+/// Which experts each GPU held before a rebalance: a replica placed elsewhere is a move.
+#[derive(Debug, Clone)]
+pub(crate) struct Origin {
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl Origin {
+    /// The (GPU, expert) pairs of a map.
+    pub(crate) fn new(gpu_of_slot: &[usize], map: &[usize], gpus: usize, experts: usize) -> Self {
+        let words = experts.div_ceil(64);
+        let mut bits = vec![0; gpus * words];
+        for (&g, &e) in gpu_of_slot.iter().zip(map) {
+            bits[g * words + e / 64] |= 1 << (e % 64);
+        }
+        Self { words, bits }
+    }
+
+    /// Whether GPU `g` held expert `e`.
+    #[inline]
+    pub(crate) fn holds(&self, g: usize, e: usize) -> bool {
+        self.bits[g * self.words + e / 64] & (1 << (e % 64)) != 0
+    }
+
+    /// 1 when expert `e` in a slot of GPU `g` is a transfer.
+    #[inline]
+    fn cost(&self, g: usize, e: usize) -> i64 {
+        i64::from(!self.holds(g, e))
+    }
+
+    /// Change in the number of transfers if `mv` is applied to `s`.
+    pub(crate) fn delta(&self, s: &SlotState, mv: Move) -> i64 {
+        match mv {
+            Move::Swap(i, j) => {
+                let (a, b) = (s.expert_of_slot[i], s.expert_of_slot[j]);
+                let (g, h) = (s.gpu_of_slot[i], s.gpu_of_slot[j]);
+                self.cost(g, b) + self.cost(h, a) - self.cost(g, a) - self.cost(h, b)
+            }
+            Move::Replace(i, b) => {
+                let (a, g) = (s.expert_of_slot[i], s.gpu_of_slot[i]);
+                self.cost(g, b) - self.cost(g, a)
+            }
+        }
+    }
+
+    /// Number of transfers of a map (`gpu_of_slot` from [`PlacementCluster::gpu_of_each_slot`]).
+    ///
+    /// [`PlacementCluster::gpu_of_each_slot`]: super::model::PlacementCluster::gpu_of_each_slot
+    pub(crate) fn count(&self, gpu_of_slot: &[usize], map: &[usize]) -> usize {
+        gpu_of_slot
+            .iter()
+            .zip(map)
+            .filter(|&(&g, &e)| !self.holds(g, e))
+            .count()
+    }
+
+    /// Number of transfers of the whole state.
+    pub(crate) fn moves(&self, s: &SlotState) -> usize {
+        self.count(&s.gpu_of_slot, &s.expert_of_slot)
+    }
+}
+
 /// Options of [`improve`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct SearchOptions {
+pub(crate) struct SearchOptions<'o> {
     pub(crate) aggregate: Aggregate,
-    /// Also try [`Move::Replace`] (changes replica counts), after swaps fail.
+    /// Also try [`Move::Replace`] (changes replica counts): after swaps fail, or always when
+    /// transfers are counted (a replacement is one transfer, a swap two).
     pub(crate) count_changes: bool,
-    /// Stop as soon as the objective is at most this (a lower bound: nothing better exists).
+    /// Stop as soon as the objective is at most this.
     pub(crate) target: f64,
     /// Stop after this many moves.
     pub(crate) max_moves: usize,
+    /// Count transfers against this placement: among moves reaching the same objective, the one
+    /// adding the fewest transfers wins.
+    pub(crate) origin: Option<&'o Origin>,
 }
 
-/// The objective and its secondary measure (sum of squared loads) after a candidate move.
+/// The objective, transfers added, and the change in the sum of squared loads of a move.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Score {
     objective: f64,
+    transfers: i64,
     ssq_change: f64,
 }
 
@@ -82,6 +149,15 @@ impl Tops {
                 .fold(0.0, f64::max),
         }
     }
+
+    fn objective(&self, aggregate: Aggregate) -> f64 {
+        combine(aggregate, self.max.iter().copied(), self.max.len())
+    }
+}
+
+/// The objective of a state.
+pub(crate) fn objective(s: &SlotState, aggregate: Aggregate) -> f64 {
+    Tops::new(s).objective(aggregate)
 }
 
 fn combine(aggregate: Aggregate, maxima: impl Iterator<Item = f64>, windows: usize) -> f64 {
@@ -92,28 +168,39 @@ fn combine(aggregate: Aggregate, maxima: impl Iterator<Item = f64>, windows: usi
 }
 
 /// Improves `s` by best-improvement moves on the busiest GPUs until no move lowers the objective
-/// (or, at equal objective, the sum of squared loads). Returns the number of moves made.
+/// (or, at equal objective, the sum of squared loads), calling `after_move` with the state, the
+/// move and the objective after each accepted move. Returns the number of moves made.
 ///
 /// Each accepted move lowers the pair (objective, sum of squares) lexicographically by more than
 /// a relative [`REL_EPS`], so the search ends; `max_moves` bounds its time.
-pub(crate) fn improve(s: &mut SlotState, options: SearchOptions) -> usize {
+pub(crate) fn improve(
+    s: &mut SlotState,
+    options: SearchOptions,
+    mut after_move: impl FnMut(&SlotState, Move, f64),
+) -> usize {
     let mut tops = Tops::new(s);
-    let mut buffers = (Vec::new(), Vec::new());
+    let mut search = Candidates {
+        options,
+        buffers: (Vec::new(), Vec::new()),
+        best: None,
+    };
     let mut moves = 0;
     while moves < options.max_moves {
-        let current = combine(options.aggregate, tops.max.iter().copied(), s.windows);
+        let current = tops.objective(options.aggregate);
         if current <= options.target * (1.0 + REL_EPS) {
             break;
         }
         let hot = hot_gpus(&tops, options.aggregate, current);
-        let mut best = best_swap(s, &tops, &hot, options.aggregate, current, &mut buffers);
-        if best.is_none() && options.count_changes {
-            best = best_replace(s, &tops, &hot, options.aggregate, current, &mut buffers);
+        search.best = None;
+        search.swaps(s, &tops, &hot, current);
+        if options.count_changes && (search.best.is_none() || options.origin.is_some()) {
+            search.replacements(s, &tops, &hot, current);
         }
-        let Some((mv, _)) = best else { break };
+        let Some((mv, _)) = search.best else { break };
         s.apply(mv);
         tops.refresh(s);
         moves += 1;
+        after_move(s, mv, tops.objective(options.aggregate));
     }
     moves
 }
@@ -129,165 +216,133 @@ fn hot_gpus(tops: &Tops, aggregate: Aggregate, current: f64) -> Vec<usize> {
     hot
 }
 
-/// Whether `candidate` improves on `current` and beats `best`.
-fn better(candidate: Score, current: f64, best: Option<Score>) -> bool {
-    let eps = current * REL_EPS;
-    let improves = candidate.objective < current - eps
-        || (candidate.objective <= current + eps
-            && candidate.ssq_change < -eps * current.max(f64::MIN_POSITIVE));
-    improves
-        && best.is_none_or(|b| {
-            candidate.objective < b.objective - eps
-                || (candidate.objective <= b.objective + eps && candidate.ssq_change < b.ssq_change)
-        })
+/// The candidate moves of one iteration and the best found so far.
+struct Candidates<'o> {
+    options: SearchOptions<'o>,
+    buffers: (Vec<usize>, Vec<f64>),
+    best: Option<(Move, Score)>,
 }
 
-/// Scores any move through [`SlotState::effect`].
-fn score(
-    s: &SlotState,
-    tops: &Tops,
-    aggregate: Aggregate,
-    mv: Move,
-    (touched, new_load): &mut (Vec<usize>, Vec<f64>),
-) -> Score {
-    s.effect(mv, touched, new_load);
-    let kk = s.windows;
-    let (mut ssq_change, mut worst, mut sum) = (0.0, 0.0f64, 0.0);
-    for k in 0..kk {
-        let mut m = tops.untouched_max(s, k, touched);
-        for (t, &g) in touched.iter().enumerate() {
-            let (old, new) = (s.gpu_load(k, g), new_load[t * kk + k]);
-            m = m.max(new);
-            ssq_change += new * new - old * old;
+impl Candidates<'_> {
+    /// Keeps `mv` if it improves on `current` and beats the best so far.
+    fn offer(&mut self, mv: Move, sc: Score, current: f64) {
+        let eps = current * REL_EPS;
+        let improves = sc.objective < current - eps
+            || (sc.objective <= current + eps
+                && sc.ssq_change < -eps * current.max(f64::MIN_POSITIVE));
+        let beats = |b: &Score| {
+            if sc.objective < b.objective - eps {
+                true
+            } else if sc.objective > b.objective + eps {
+                false
+            } else {
+                (sc.transfers, sc.ssq_change) < (b.transfers, b.ssq_change)
+            }
+        };
+        if improves && self.best.as_ref().is_none_or(|b| beats(&b.1)) {
+            self.best = Some((mv, sc));
         }
-        worst = worst.max(m);
-        sum += m;
     }
-    let objective = match aggregate {
-        Aggregate::Worst => worst,
-        Aggregate::Mean => sum / kk as f64,
-    };
-    Score {
-        objective,
-        ssq_change,
-    }
-}
 
-/// The best swap of a replica on a hot GPU with a replica elsewhere.
-fn best_swap(
-    s: &SlotState,
-    tops: &Tops,
-    hot: &[usize],
-    aggregate: Aggregate,
-    current: f64,
-    buffers: &mut (Vec<usize>, Vec<f64>),
-) -> Option<(Move, Score)> {
-    if s.windows == 1 {
-        return best_swap_one_window(s, tops, hot[0], current);
+    /// Transfers `mv` adds (0 when none are counted).
+    fn transfers(&self, s: &SlotState, mv: Move) -> i64 {
+        self.options.origin.map_or(0, |o| o.delta(s, mv))
     }
-    let mut best: Option<(Move, Score)> = None;
-    let slots = s.expert_of_slot.len();
-    for &g in hot {
+
+    /// Scores any move through [`SlotState::effect`].
+    fn score(&mut self, s: &SlotState, tops: &Tops, mv: Move) -> Score {
+        let (touched, new_load) = &mut self.buffers;
+        s.effect(mv, touched, new_load);
+        let kk = s.windows;
+        let (mut ssq_change, mut worst, mut sum) = (0.0, 0.0f64, 0.0);
+        for k in 0..kk {
+            let mut m = tops.untouched_max(s, k, touched);
+            for (t, &g) in touched.iter().enumerate() {
+                let (old, new) = (s.gpu_load(k, g), new_load[t * kk + k]);
+                m = m.max(new);
+                ssq_change += new * new - old * old;
+            }
+            worst = worst.max(m);
+            sum += m;
+        }
+        let objective = match self.options.aggregate {
+            Aggregate::Worst => worst,
+            Aggregate::Mean => sum / kk as f64,
+        };
+        Score {
+            objective,
+            transfers: self.transfers(s, mv),
+            ssq_change,
+        }
+    }
+
+    /// Swaps of a replica on a hot GPU with a replica elsewhere.
+    fn swaps(&mut self, s: &SlotState, tops: &Tops, hot: &[usize], current: f64) {
+        if s.windows == 1 {
+            self.swaps_one_window(s, tops, hot[0], current);
+            return;
+        }
+        for &g in hot {
+            s.moves_touching(g, false, |mv| {
+                let sc = self.score(s, tops, mv);
+                self.offer(mv, sc, current);
+            });
+        }
+    }
+
+    /// [`Candidates::swaps`] for a single window, inlined: the busiest GPU `g` gives a replica
+    /// of share `sa` and takes one of share `sb < sa` from a GPU that stays below the maximum.
+    fn swaps_one_window(&mut self, s: &SlotState, tops: &Tops, g: usize, current: f64) {
+        let limit = current * (1.0 - REL_EPS);
+        let share: Vec<f64> = s
+            .expert_of_slot
+            .iter()
+            .map(|&e| s.share(0, e, s.count[e]))
+            .collect();
+        let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         for i in s.cluster.slot_range(g) {
-            for j in 0..slots {
-                let mv = Move::Swap(i, j);
-                if !s.is_valid(mv) {
-                    continue;
-                }
-                let sc = score(s, tops, aggregate, mv, buffers);
-                if better(sc, current, best.map(|b| b.1)) {
-                    best = Some((mv, sc));
-                }
-            }
-        }
-    }
-    best
-}
-
-/// [`best_swap`] for a single window, inlined: the busiest GPU `g` gives a replica of share
-/// `sa` and takes one of share `sb < sa` from a GPU that stays below the current maximum.
-fn best_swap_one_window(
-    s: &SlotState,
-    tops: &Tops,
-    g: usize,
-    current: f64,
-) -> Option<(Move, Score)> {
-    let limit = current * (1.0 - REL_EPS);
-    let share: Vec<f64> = s
-        .expert_of_slot
-        .iter()
-        .map(|&e| s.share(0, e, s.count[e]))
-        .collect();
-    let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
-    let mut best: Option<(Move, Score)> = None;
-    for i in s.cluster.slot_range(g) {
-        let a = s.expert_of_slot[i];
-        for h in 0..s.gpus() {
-            let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
-            if h == g || lh >= limit || s.has(h, a) {
-                continue;
-            }
-            for j in s.cluster.slot_range(h) {
-                let d = share[i] - share[j];
-                let (new_g, new_h) = (lg - d * ig, lh + d * ih);
-                if d <= 0.0 || new_g >= limit || new_h >= limit || s.has(g, s.expert_of_slot[j]) {
+            let a = s.expert_of_slot[i];
+            for h in 0..s.gpus() {
+                let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
+                if h == g || lh >= limit || s.has(h, a) {
                     continue;
                 }
                 let others = tops.top[0]
                     .iter()
                     .find(|&&x| x != g && x != h)
                     .map_or(0.0, |&x| s.gpu_load(0, x));
-                let sc = Score {
-                    objective: others.max(new_g).max(new_h),
-                    ssq_change: new_g * new_g + new_h * new_h - lg * lg - lh * lh,
-                };
-                if better(sc, current, best.map(|b| b.1)) {
-                    best = Some((Move::Swap(i, j), sc));
-                }
-            }
-        }
-    }
-    best
-}
-
-/// The best replica move involving a hot GPU: one of its replicas becomes another expert, or
-/// one of its experts gains a replica elsewhere.
-fn best_replace(
-    s: &SlotState,
-    tops: &Tops,
-    hot: &[usize],
-    aggregate: Aggregate,
-    current: f64,
-    buffers: &mut (Vec<usize>, Vec<f64>),
-) -> Option<(Move, Score)> {
-    let mut best: Option<(Move, Score)> = None;
-    let slots = s.expert_of_slot.len();
-    let mut consider = |mv: Move, best: &mut Option<(Move, Score)>| {
-        if s.is_valid(mv) {
-            let sc = score(s, tops, aggregate, mv, buffers);
-            if better(sc, current, best.map(|b| b.1)) {
-                *best = Some((mv, sc));
-            }
-        }
-    };
-    for &g in hot {
-        for i in s.cluster.slot_range(g) {
-            let a = s.expert_of_slot[i];
-            if s.count[a] >= 2 {
-                for b in 0..s.experts {
-                    if replaced_slot_stays_below(s, i, b, current) {
-                        consider(Move::Replace(i, b), &mut best);
+                for j in s.cluster.slot_range(h) {
+                    let d = share[i] - share[j];
+                    let (new_g, new_h) = (lg - d * ig, lh + d * ih);
+                    if d <= 0.0 || new_g >= limit || new_h >= limit || s.has(g, s.expert_of_slot[j])
+                    {
+                        continue;
                     }
-                }
-            }
-            for j in 0..slots {
-                if replaced_slot_stays_below(s, j, a, current) {
-                    consider(Move::Replace(j, a), &mut best);
+                    let mv = Move::Swap(i, j);
+                    let sc = Score {
+                        objective: others.max(new_g).max(new_h),
+                        transfers: self.transfers(s, mv),
+                        ssq_change: new_g * new_g + new_h * new_h - lg * lg - lh * lh,
+                    };
+                    self.offer(mv, sc, current);
                 }
             }
         }
     }
-    best
+
+    /// Replica moves involving a hot GPU: one of its replicas becomes another expert, or one of
+    /// its experts gains a replica elsewhere.
+    fn replacements(&mut self, s: &SlotState, tops: &Tops, hot: &[usize], current: f64) {
+        for &g in hot {
+            s.moves_touching(g, true, |mv| {
+                let Move::Replace(slot, b) = mv else { return };
+                if replaced_slot_stays_below(s, slot, b, current) {
+                    let sc = self.score(s, tops, mv);
+                    self.offer(mv, sc, current);
+                }
+            });
+        }
+    }
 }
 
 /// Cheap necessary condition with one window: after `slot` takes expert `b`, its GPU stays

@@ -3,17 +3,24 @@
 //! fewest-move rebalancing.
 
 mod algorithm;
+mod align;
 mod bound;
 mod eplb;
 mod exact;
+mod excess;
+mod flow;
 mod local_search;
 mod model;
 mod node_aware;
 mod optimal;
 mod pack;
 mod plan;
+mod rebalance;
 mod replicate;
+mod robust;
 mod state;
+mod token_split;
+mod transfers;
 
 pub use algorithm::{PlacementAlgorithm, place, place_layers};
 pub use bound::placement_lower_bound;
@@ -23,3 +30,7 @@ pub use exact::{
 };
 pub use model::{LayerLoads, MAX_PLACEMENT_SLOTS, PlacementCluster};
 pub use plan::Placement;
+pub use rebalance::{Rebalance, TradeoffPoint, rebalance};
+pub use robust::{RobustObjective, RobustPlacement, place_robust};
+pub use token_split::{MAX_SPLIT_TOKENS, TokenSplit, split_tokens};
+pub use transfers::{ExpertTransfer, count_moves, plan_transfers, transfer_counts};

@@ -36,10 +36,17 @@ pub(crate) fn heuristic(w: &[f64], cluster: &PlacementCluster, lower_bound: f64)
             aggregate: Aggregate::Worst,
             count_changes: true,
             target: lower_bound,
-            max_moves: 4 * cluster.total_slots() + 64,
+            max_moves: move_budget(cluster),
+            origin: None,
         },
+        |_, _, _| {},
     );
     state.map().to_vec()
+}
+
+/// Moves a local search may make: enough to touch every slot a few times.
+pub(crate) fn move_budget(cluster: &PlacementCluster) -> usize {
+    4 * cluster.total_slots() + 64
 }
 
 /// Maximum GPU load of a map.

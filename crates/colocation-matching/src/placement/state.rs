@@ -113,6 +113,33 @@ impl<'a> SlotState<'a> {
         }
     }
 
+    /// Calls `f` with every valid move that changes GPU `g`'s replicas: swaps of one of them with
+    /// a replica elsewhere, and (with `replacements`) a replica of `g` becoming another expert or
+    /// an expert of `g` gaining a replica in another GPU's slot.
+    pub(crate) fn moves_touching(&self, g: usize, replacements: bool, mut f: impl FnMut(Move)) {
+        let slots = self.expert_of_slot.len();
+        for i in self.cluster.slot_range(g) {
+            for j in 0..slots {
+                let mv = Move::Swap(i, j);
+                if self.is_valid(mv) {
+                    f(mv);
+                }
+            }
+            if !replacements {
+                continue;
+            }
+            let a = self.expert_of_slot[i];
+            for mv in (0..self.experts)
+                .map(|b| Move::Replace(i, b))
+                .chain((0..slots).map(|j| Move::Replace(j, a)))
+            {
+                if self.is_valid(mv) {
+                    f(mv);
+                }
+            }
+        }
+    }
+
     /// Writes the GPUs `mv` changes into `touched` and their new loads (`windows` values each,
     /// GPU-major) into `new_load`.
     pub(crate) fn effect(&self, mv: Move, touched: &mut Vec<usize>, new_load: &mut Vec<f64>) {
