@@ -1,5 +1,11 @@
 //! The one error type of the crate.
+//!
+//! Shapes shared with the rest of the workspace (`SizeMismatch { what, expected, actual }`,
+//! `TooLarge { what, limit, value }`) mean what `comm_cost_model::CostModelError`'s
+//! `ShapeMismatch` and `TooLarge` mean; scalar value checks use comm-cost-model's helpers and
+//! arrive wrapped in [`MatchingError::Cost`].
 
+use comm_cost_model::{CostModelError, check_non_negative, check_positive};
 use thiserror::Error;
 
 /// Everything that can go wrong in `colocation-matching`.
@@ -24,15 +30,15 @@ pub enum MatchingError {
         /// The number of rows.
         expected: usize,
     },
-    /// Two inputs that must have the same length do not.
-    #[error("{what}: sizes differ ({left} vs {right})")]
+    /// Two inputs that must have the same length (or agree) do not.
+    #[error("{what}: expected {expected}, got {actual}")]
     SizeMismatch {
         /// What was compared.
         what: &'static str,
-        /// The first size.
-        left: usize,
-        /// The second size.
-        right: usize,
+        /// The expected length or value.
+        expected: usize,
+        /// The length or value received.
+        actual: usize,
     },
     /// A value is NaN, infinite or negative.
     #[error("{what}[{index}] = {value} is not a finite non-negative number")]
@@ -81,32 +87,103 @@ pub enum MatchingError {
         /// Number of experts.
         experts: usize,
     },
-    /// The instance is too large for an exact (exponential or MILP) solver.
-    #[error("{what} supports at most {max} (got {got})")]
+    /// The instance is larger than a solver (or the arithmetic) supports.
+    #[error("{what} = {value} exceeds the limit {limit}")]
     TooLarge {
-        /// Which solver.
+        /// What is too large.
         what: &'static str,
-        /// Its limit.
-        max: usize,
+        /// The limit.
+        limit: usize,
         /// The size asked for.
-        got: usize,
+        value: usize,
     },
-    /// The MILP solver failed.
-    #[error("MILP solver failed: {0}")]
-    Solver(String),
+    /// An external solver (the `good_lp` MILP backend) did not return a solution.
+    #[error("{what}: the solver failed ({failure})")]
+    Solver {
+        /// Which model was being solved.
+        what: &'static str,
+        /// Why it failed.
+        failure: SolverFailure,
+    },
+    /// A count that must be a multiple of another is not (EPLB's shape rules, expert groups).
+    #[error("{what}: {value} is not a multiple of {divisor}")]
+    NotDivisible {
+        /// What was divided.
+        what: &'static str,
+        /// The count.
+        value: usize,
+        /// What it must be a multiple of.
+        divisor: usize,
+    },
+    /// A GPU has more slots than there are distinct experts, so it cannot be filled without two
+    /// replicas of one expert.
+    #[error("GPU {gpu} has {slots} slots but there are only {experts} experts")]
+    SlotsExceedExperts {
+        /// The GPU.
+        gpu: usize,
+        /// Its slot count.
+        slots: usize,
+        /// Number of logical experts.
+        experts: usize,
+    },
+    /// A placement leaves a logical expert without any replica.
+    #[error("{what}: expert {expert} has no replica")]
+    MissingExpert {
+        /// Which placement.
+        what: &'static str,
+        /// The expert.
+        expert: usize,
+    },
+    /// An algorithm needs a uniform shape the input does not have (EPLB: equal slot counts,
+    /// equal contiguous nodes).
+    #[error("{what} must be uniform")]
+    NotUniform {
+        /// What must be uniform, and for which algorithm.
+        what: &'static str,
+    },
+    /// A scalar input failed one of comm-cost-model's value checks.
+    #[error(transparent)]
+    Cost(#[from] CostModelError),
 }
 
-/// Checks that `value` is finite and non-negative.
+/// Why an external solver returned no solution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum SolverFailure {
+    /// The model has no feasible point (a bug in the model for the crate's own formulations).
+    #[error("infeasible")]
+    Infeasible,
+    /// The objective is unbounded.
+    #[error("unbounded")]
+    Unbounded,
+    /// Any other failure reported by the backend (numerical trouble, iteration limits).
+    #[error("internal solver error")]
+    Internal,
+    /// A branch and bound explored its node budget without proving optimality.
+    #[error("node budget exhausted before optimality was proved")]
+    BudgetExhausted,
+}
+
+impl MatchingError {
+    /// Maps a `good_lp` resolution error of the model `what`.
+    pub(crate) fn solver(what: &'static str, error: &good_lp::ResolutionError) -> Self {
+        let failure = match error {
+            good_lp::ResolutionError::Infeasible => SolverFailure::Infeasible,
+            good_lp::ResolutionError::Unbounded => SolverFailure::Unbounded,
+            _ => SolverFailure::Internal,
+        };
+        Self::Solver { what, failure }
+    }
+}
+
+/// Checks that entry `index` of the input `what` is finite and non-negative (comm-cost-model's
+/// [`check_non_negative`], reported with the entry's index).
 pub(crate) fn check_weight(
     what: &'static str,
     index: usize,
     value: f64,
 ) -> Result<f64, MatchingError> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(value)
-    } else {
-        Err(MatchingError::InvalidValue { what, index, value })
-    }
+    check_non_negative(what, value).map_err(|_| MatchingError::InvalidValue { what, index, value })
 }
 
 /// Checks that every entry of `values` is finite and non-negative.
@@ -121,35 +198,58 @@ pub(crate) fn check_weights(what: &'static str, values: &[f64]) -> Result<(), Ma
 pub(crate) fn check_positives(what: &'static str, values: &[f64]) -> Result<(), MatchingError> {
     for (index, &value) in values.iter().enumerate() {
         check_weight(what, index, value)?;
-        if value <= 0.0 {
-            return Err(MatchingError::NotPositive { what, index, value });
-        }
+        check_positive(what, value).map_err(|_| MatchingError::NotPositive {
+            what,
+            index,
+            value,
+        })?;
     }
     Ok(())
 }
 
-/// Checks that `left == right`.
+/// Checks that a length `actual` equals the `expected` one.
 pub(crate) fn check_same_len(
     what: &'static str,
-    left: usize,
-    right: usize,
+    actual: usize,
+    expected: usize,
 ) -> Result<(), MatchingError> {
-    if left == right {
+    if actual == expected {
         Ok(())
     } else {
-        Err(MatchingError::SizeMismatch { what, left, right })
+        Err(MatchingError::SizeMismatch {
+            what,
+            expected,
+            actual,
+        })
     }
 }
 
-/// Checks that `got <= max` for a size-limited solver.
+/// Checks that `value <= limit` for a size-limited solver.
 pub(crate) fn check_at_most(
     what: &'static str,
-    max: usize,
-    got: usize,
+    limit: usize,
+    value: usize,
 ) -> Result<(), MatchingError> {
-    if got <= max {
+    if value <= limit {
         Ok(())
     } else {
-        Err(MatchingError::TooLarge { what, max, got })
+        Err(MatchingError::TooLarge { what, limit, value })
+    }
+}
+
+/// Checks that `divisor` is positive and divides `value`.
+pub(crate) fn check_divides(
+    what: &'static str,
+    value: usize,
+    divisor: usize,
+) -> Result<(), MatchingError> {
+    if divisor > 0 && value % divisor == 0 {
+        Ok(())
+    } else {
+        Err(MatchingError::NotDivisible {
+            what,
+            value,
+            divisor,
+        })
     }
 }

@@ -7,7 +7,10 @@
 //! Theorems 5.1, 6.1 and 6.2), gives exact and heuristic solvers for the NP-hard colocating plus
 //! heterogeneous case (Aurora §7), implements the baselines Aurora compares against (Lina, random
 //! colocation, random GPU assignment), and assigns experts to heterogeneous workers with
-//! FLOPS-proportional budgets (LysiAssign, Aristos Algorithm 2).
+//! FLOPS-proportional budgets (LysiAssign, Aristos Algorithm 2). It also does the job production
+//! engines give DeepSeek's EPLB: how many replicas each expert of a layer gets and which GPU slot
+//! holds each, minimizing the busiest GPU's load with a certified lower bound, never two
+//! replicas of one expert on a GPU, and rebalancing with the fewest weight transfers.
 //!
 //! | problem | exact | heuristic / baseline |
 //! |---|---|---|
@@ -16,6 +19,9 @@
 //! | experts → heterogeneous GPUs (§5.1) | [`assign_gpus_bottleneck`] | [`assign_by_popularity`] (Thm 5.1), [`random_gpu_assignment`] (RGA), [`random_placement`] (RGA + REC) |
 //! | colocating + heterogeneous (§7) | [`colocate_exact`], [`colocate_milp`] | [`colocate_decoupled`] (paper), [`colocate_local_search`] (ours) |
 //! | experts → workers with FLOPS and slots (Aristos) | [`lysi_assign_milp`] | [`lysi_assign`], bound [`assignment_lower_bound_s`] |
+//! | expert replication and placement (EPLB's job) | [`place`] / [`place_layers`] with [`PlacementAlgorithm`] (`Optimal`, `OptimalNodeAware`, `Exact`), bound [`placement_lower_bound`] | [`eplb`], [`rebalance_experts`] (DeepSeek's EPLB) |
+//! | rebalancing with fewest moves | [`rebalance`] (trade-off, [`plan_transfers`], [`count_moves`], [`transfer_counts`]) | EPLB's fresh plan |
+//! | several load windows / one batch | [`place_robust`], [`split_tokens`] (max-flow token split) | newest window alone / even split |
 //!
 //! # Example
 //!
@@ -48,7 +54,7 @@ mod matching;
 mod matrix;
 
 pub use bottleneck::{BottleneckOptions, ThresholdSearch, TieBreak, bottleneck_matching};
-pub use error::MatchingError;
+pub use error::{MatchingError, SolverFailure};
 pub use hopcroft_karp::{BipartiteGraph, BipartiteMatching, hopcroft_karp};
 pub use hungarian::min_cost_perfect_matching;
 pub use matching::WeightedMatching;
@@ -77,4 +83,13 @@ pub use loads::placement_loads;
 pub use lysi_assign::{
     LYSI_MILP_MAX_VARIABLES, Worker, WorkerAssignment, assignment_lower_bound_s, lysi_assign,
     lysi_assign_milp,
+};
+mod placement;
+
+pub use placement::{
+    EplbPolicy, EplbTables, ExpertTransfer, LayerLoads, MAX_PLACEMENT_SLOTS, MAX_SPLIT_TOKENS,
+    PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET, Placement,
+    PlacementAlgorithm, PlacementCluster, Rebalance, RobustObjective, RobustPlacement, TokenSplit,
+    TradeoffPoint, count_moves, eplb, place, place_layers, place_robust, placement_lower_bound,
+    plan_transfers, rebalance, rebalance_experts, split_tokens, transfer_counts,
 };

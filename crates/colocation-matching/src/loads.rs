@@ -101,8 +101,8 @@ impl ExpertLoads {
         if n < self.len() {
             return Err(MatchingError::SizeMismatch {
                 what: "padding below the number of experts",
-                left: n,
-                right: self.len(),
+                expected: self.len(),
+                actual: n,
             });
         }
         let mut padded = self.clone();

@@ -273,7 +273,7 @@ pub fn lysi_assign_milp(
     }
     let solution = model
         .solve()
-        .map_err(|e| MatchingError::Solver(e.to_string()))?;
+        .map_err(|e| MatchingError::solver("LysiAssign MILP", &e))?;
     let worker_of_expert = (0..nx)
         .map(|x| {
             (0..nw)

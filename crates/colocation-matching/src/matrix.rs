@@ -85,8 +85,8 @@ impl SquareMatrix {
         if data.len() != len {
             return Err(MatchingError::SizeMismatch {
                 what: "matrix entries vs n²",
-                left: data.len(),
-                right: len,
+                expected: len,
+                actual: data.len(),
             });
         }
         for (index, &value) in data.iter().enumerate() {
@@ -143,8 +143,8 @@ fn checked_square(n: usize) -> Result<usize, MatchingError> {
         .filter(|&len| len <= isize::MAX as usize / 8)
         .ok_or(MatchingError::TooLarge {
             what: "matrix side",
-            max: 1 << 30,
-            got: n,
+            limit: 1 << 30,
+            value: n,
         })
 }
 

@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::bottleneck::{BottleneckOptions, TieBreak, bottleneck_matching};
 use crate::dominance::Dominance;
-use crate::error::{MatchingError, check_same_len, check_weight};
+use comm_cost_model::check_non_negative;
+
+use crate::error::{MatchingError, check_same_len};
 use crate::loads::ExpertLoads;
 use crate::matrix::SquareMatrix;
 
@@ -168,8 +170,8 @@ pub struct PairingOptions {
 ///
 /// # Errors
 ///
-/// [`MatchingError::SizeMismatch`] for different expert counts, [`MatchingError::InvalidValue`]
-/// for a NaN, infinite or negative gate.
+/// [`MatchingError::SizeMismatch`] for different expert counts, [`MatchingError::Cost`] for a NaN,
+/// infinite or negative gate.
 ///
 /// # Complexity
 ///
@@ -197,7 +199,7 @@ pub fn pair_bottleneck(
     options: &PairingOptions,
 ) -> Result<ExpertPairing, MatchingError> {
     check_same_len("experts of model A vs model B", a.len(), b.len())?;
-    let gate = check_weight("gate_b_bytes", 0, options.gate_b_bytes)?;
+    let gate = check_non_negative("gate_b_bytes", options.gate_b_bytes)?;
     let b_of_a = match options.tie_break {
         TieBreak::Any => {
             let gated = |v: &[f64]| v.iter().map(|&x| x.max(gate)).collect::<Vec<f64>>();

@@ -10,6 +10,7 @@ use colocation_matching::{
     lysi_assign_milp, pair_bottleneck, pair_sorted, placement_loads, random_colocation,
     random_gpu_assignment,
 };
+use comm_cost_model::CostModelError;
 use common::{is_permutation, permutations};
 use proptest::prelude::*;
 
@@ -339,7 +340,10 @@ fn pairing_errors() {
     };
     assert!(matches!(
         pair_bottleneck(&a, &a, &bad_gate),
-        Err(MatchingError::InvalidValue { .. })
+        Err(MatchingError::Cost(CostModelError::Negative {
+            what: "gate_b_bytes",
+            ..
+        }))
     ));
 }
 

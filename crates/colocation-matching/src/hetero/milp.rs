@@ -66,7 +66,7 @@ pub fn colocate_milp(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, Match
     }
     let solution = model
         .solve()
-        .map_err(|e| MatchingError::Solver(e.to_string()))?;
+        .map_err(|e| MatchingError::solver("colocating + heterogeneous MILP", &e))?;
     let mut gpu_experts = vec![[0, 0]; n];
     for a in 0..n {
         for b in 0..n {

@@ -1,0 +1,184 @@
+//! One entry point for every placement algorithm.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::eplb::{EplbPolicy, eplb};
+use super::exact::{
+    PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET,
+};
+use super::model::{LayerLoads, PlacementCluster};
+use super::node_aware::solve_node_aware;
+use super::optimal::solve;
+use super::plan::Placement;
+use crate::error::{MatchingError, SolverFailure, check_at_most};
+
+/// The expert placement algorithms, by name.
+///
+/// Serialized in kebab case: `"optimal"`, `{"optimal-node-aware": {"groups": 8}}`, `"exact"`,
+/// `{"eplb": {"hierarchical": {"groups": 8}}}`, `{"eplb": "global"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlacementAlgorithm {
+    /// Replica counts and packing that minimize the maximum GPU load: greedy replication,
+    /// conflict-free packing and local search, then branch and bound on small instances (up to
+    /// [`PLACEMENT_EXACT_MAX_EXPERTS`] experts and [`PLACEMENT_EXACT_MAX_GPUS`] GPUs, within a node budget), which
+    /// proves the result optimal (`lower_bound == max_gpu_load`) when it finishes.
+    Optimal,
+    /// [`PlacementAlgorithm::Optimal`] with every replica of each of `groups` contiguous expert
+    /// groups inside one node. The plan reports the unconstrained optimum beside it
+    /// ([`Placement::unconstrained_max_gpu_load`]).
+    OptimalNodeAware {
+        /// Number of expert groups.
+        groups: usize,
+    },
+    /// Branch and bound to proven optimality; an error rather than an unproved plan.
+    Exact,
+    /// DeepSeek's EPLB, the baseline ([`eplb`]).
+    Eplb(EplbPolicy),
+}
+
+impl PlacementAlgorithm {
+    /// The kebab-case name (`optimal`, `optimal-node-aware`, `exact`, `eplb-hierarchical`,
+    /// `eplb-global`).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Optimal => "optimal",
+            Self::OptimalNodeAware { .. } => "optimal-node-aware",
+            Self::Exact => "exact",
+            Self::Eplb(EplbPolicy::Hierarchical { .. }) => "eplb-hierarchical",
+            Self::Eplb(EplbPolicy::Global) => "eplb-global",
+        }
+    }
+}
+
+impl fmt::Display for PlacementAlgorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Places one layer's experts on the cluster's slots with `algorithm`.
+///
+/// Model: a replica of expert `e` carries `w_e / c_e` (the even split engines use by default), a
+/// GPU's load is the sum of its replicas' loads over its speed; every expert has at least one
+/// replica, every GPU holds exactly its slots, and (except for the EPLB baseline) no GPU holds two
+/// replicas of one expert. The objective is the maximum GPU load; every plan carries a certified
+/// lower bound ([`crate::placement_lower_bound`] or a proved optimum).
+///
+/// # Errors
+///
+/// [`MatchingError::InsufficientCapacity`] for fewer slots than experts,
+/// [`MatchingError::SlotsExceedExperts`] for a GPU with more slots than experts; the shape errors
+/// of [`eplb`] and, node-aware, [`MatchingError::NotDivisible`] when `groups` does not divide
+/// the expert count, [`MatchingError::Empty`] for zero groups and
+/// [`MatchingError::InsufficientCapacity`] when groups cannot be spread over the nodes;
+/// [`MatchingError::TooLarge`] for [`PlacementAlgorithm::Exact`] above [`PLACEMENT_EXACT_MAX_EXPERTS`]
+/// experts or [`PLACEMENT_EXACT_MAX_GPUS`] GPUs, and [`MatchingError::Solver`] with
+/// [`SolverFailure::BudgetExhausted`] when it cannot prove optimality within
+/// [`PLACEMENT_EXACT_NODE_BUDGET`] nodes.
+///
+/// # Complexity
+///
+/// [`PlacementAlgorithm::Optimal`]: `O(R · G)` for the packing plus local search moves of
+/// `O(S_max · (R + E · c_max))` each, at most `4R + 64` of them; in practice well under a
+/// millisecond for 256 experts on 288 slots. [`PlacementAlgorithm::Exact`]: exponential,
+/// bounded by the node budget. EPLB: `O(R log R)`.
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::{EplbPolicy, LayerLoads, PlacementAlgorithm, PlacementCluster, place};
+///
+/// // vLLM PR 37656: 8 GPUs with 2 slots each.
+/// let c = PlacementCluster::uniform(8, 2, 1)?;
+/// let w = LayerLoads::new(vec![600.0, 560.0, 120.0, 120.0, 20.0, 10.0, 10.0, 10.0])?;
+/// let best = place(&w, &c, PlacementAlgorithm::Optimal)?;
+/// assert!((best.max_gpu_load - 590.0 / 3.0).abs() < 1e-9);
+/// assert_eq!(best.gap(), 0.0); // proved optimal
+/// let base = place(&w, &c, PlacementAlgorithm::Eplb(EplbPolicy::Global))?;
+/// assert_eq!(base.max_gpu_load, 232.0);
+/// # Ok::<(), colocation_matching::MatchingError>(())
+/// ```
+pub fn place(
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+    algorithm: PlacementAlgorithm,
+) -> Result<Placement, MatchingError> {
+    let w = loads.as_slice();
+    if !matches!(algorithm, PlacementAlgorithm::Eplb(_)) {
+        cluster.check_experts(w.len())?;
+    }
+    match algorithm {
+        PlacementAlgorithm::Eplb(policy) => eplb(loads, cluster, policy),
+        PlacementAlgorithm::Optimal => {
+            let s = solve(loads, cluster, None);
+            Ok(Placement::scored(w, cluster, s.map, s.lower_bound))
+        }
+        PlacementAlgorithm::Exact => {
+            check_at_most(
+                "experts (exact placement)",
+                PLACEMENT_EXACT_MAX_EXPERTS,
+                w.len(),
+            )?;
+            check_at_most(
+                "GPUs (exact placement)",
+                PLACEMENT_EXACT_MAX_GPUS,
+                cluster.gpus(),
+            )?;
+            let s = solve(loads, cluster, Some(PLACEMENT_EXACT_NODE_BUDGET));
+            if !s.proven {
+                return Err(MatchingError::Solver {
+                    what: "exact placement (branch and bound)",
+                    failure: SolverFailure::BudgetExhausted,
+                });
+            }
+            Ok(Placement::scored(w, cluster, s.map, s.lower_bound))
+        }
+        PlacementAlgorithm::OptimalNodeAware { groups } => {
+            let (map, _, bound) = solve_node_aware(loads, cluster, groups)?;
+            let free = solve(loads, cluster, None);
+            let mut p = Placement::scored(w, cluster, map, bound.max(free.lower_bound));
+            p.unconstrained_max_gpu_load = Some(free.value);
+            Ok(p)
+        }
+    }
+}
+
+/// [`place`] for every layer (each layer independently).
+///
+/// # Errors
+///
+/// Those of [`place`], for the first failing layer.
+///
+/// # Complexity
+///
+/// The sum over layers of [`place`]'s.
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::{LayerLoads, PlacementAlgorithm, PlacementCluster, place_layers};
+///
+/// let layers = LayerLoads::layers(vec![
+///     vec![90.0, 132.0, 40.0, 61.0, 104.0, 165.0, 39.0, 4.0, 73.0, 56.0, 183.0, 86.0],
+///     vec![20.0, 107.0, 104.0, 64.0, 19.0, 197.0, 187.0, 157.0, 172.0, 86.0, 16.0, 27.0],
+/// ])?;
+/// let c = PlacementCluster::uniform(8, 2, 2)?;
+/// let plans = place_layers(&layers, &c, PlacementAlgorithm::Optimal)?;
+/// let maxima: Vec<f64> = plans.iter().map(|p| p.max_gpu_load).collect();
+/// assert_eq!(maxima, vec![136.0, 172.0]); // EPLB: 138.5 / 172 global, 156 / 179.5 hierarchical
+/// # Ok::<(), colocation_matching::MatchingError>(())
+/// ```
+pub fn place_layers(
+    layers: &[LayerLoads],
+    cluster: &PlacementCluster,
+    algorithm: PlacementAlgorithm,
+) -> Result<Vec<Placement>, MatchingError> {
+    layers
+        .iter()
+        .map(|l| place(l, cluster, algorithm))
+        .collect()
+}

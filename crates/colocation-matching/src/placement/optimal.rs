@@ -1,0 +1,97 @@
+//! The optimal planner: greedy replication, conflict-free packing, local search, and branch and
+//! bound on small instances.
+
+use super::bound::placement_lower_bound;
+use super::exact::{PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, branch_and_bound};
+use super::local_search::{Aggregate, SearchOptions, improve};
+use super::model::{LayerLoads, PlacementCluster};
+use super::pack::{pack, round_robin};
+use super::replicate::replicate;
+use super::state::SlotState;
+
+/// Search nodes the branch and bound of [`solve`] may spend on a small instance.
+const OPTIMAL_NODE_BUDGET: usize = 200_000;
+
+/// A solved layer: the map, its maximum load and a lower bound (the proved optimum when the
+/// branch and bound finished).
+#[derive(Debug, Clone)]
+pub(crate) struct Solved {
+    pub(crate) map: Vec<usize>,
+    pub(crate) value: f64,
+    pub(crate) lower_bound: f64,
+    pub(crate) proven: bool,
+}
+
+/// The heuristic placement: replicas by the greedy that minimizes the largest per-replica load,
+/// packed largest first, then improved by local search with swaps and replica moves.
+pub(crate) fn heuristic(w: &[f64], cluster: &PlacementCluster, lower_bound: f64) -> Vec<usize> {
+    let experts = w.len();
+    let extra = cluster.total_slots() - experts;
+    let (count, _) = replicate(experts, extra, cluster.gpus(), |e, c| w[e] / c as f64);
+    let map = pack(w, &count, cluster).unwrap_or_else(|| round_robin(experts, cluster));
+    let mut state = SlotState::new(cluster, &[w], map);
+    improve(
+        &mut state,
+        SearchOptions {
+            aggregate: Aggregate::Worst,
+            count_changes: true,
+            target: lower_bound,
+            max_moves: move_budget(cluster),
+            origin: None,
+        },
+        |_, _, _| {},
+    );
+    state.map().to_vec()
+}
+
+/// Moves a local search may make: enough to touch every slot a few times.
+pub(crate) fn move_budget(cluster: &PlacementCluster) -> usize {
+    4 * cluster.total_slots() + 64
+}
+
+/// Maximum GPU load of a map.
+pub(crate) fn max_load(w: &[f64], cluster: &PlacementCluster, map: &[usize]) -> f64 {
+    let count = super::plan::counts(map, w.len());
+    super::plan::gpu_loads(w, &count, cluster, map)
+        .into_iter()
+        .fold(0.0, f64::max)
+}
+
+/// The heuristic, then (when the instance is small and the heuristic is not already at the
+/// bound) branch and bound with `budget` nodes (`None`: [`OPTIMAL_NODE_BUDGET`]).
+pub(crate) fn solve(
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+    budget: Option<usize>,
+) -> Solved {
+    let w = loads.as_slice();
+    let bound = placement_lower_bound(loads, cluster);
+    let map = heuristic(w, cluster, bound);
+    let value = max_load(w, cluster, &map);
+    let mut solved = Solved {
+        map,
+        value,
+        lower_bound: bound,
+        proven: value <= bound * (1.0 + super::local_search::REL_EPS),
+    };
+    let small =
+        w.len() <= PLACEMENT_EXACT_MAX_EXPERTS && cluster.gpus() <= PLACEMENT_EXACT_MAX_GPUS;
+    if solved.proven || !small {
+        return solved;
+    }
+    let outcome = branch_and_bound(
+        w,
+        cluster,
+        solved.value,
+        budget.unwrap_or(OPTIMAL_NODE_BUDGET),
+    );
+    if let Some(map) = outcome.map {
+        solved.value = max_load(w, cluster, &map);
+        solved.map = map;
+    }
+    if outcome.proven {
+        solved.proven = true;
+        solved.lower_bound = solved.value;
+    }
+    solved
+}
