@@ -34,6 +34,8 @@ enum Command {
     Demo(commands::demo::Args),
     /// Contention-free all-to-all schedule for a traffic matrix (Aurora §4-5).
     Schedule(commands::schedule::Args),
+    /// Replicate and place experts on GPUs (EPLB's job), with fewest-move rebalancing.
+    Place(commands::place::Args),
     /// Pair the experts of two models on shared GPUs (Aurora §6).
     Colocate(commands::colocate::Args),
     /// Plan an MoE inference deployment: colocation, GPU assignment and all-to-all order.
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Demo(args) => commands::demo::run(args, &ctx),
         Command::Schedule(args) => commands::schedule::run(args, &ctx),
+        Command::Place(args) => commands::place::run(args, &ctx),
         Command::Colocate(args) => commands::colocate::run(args, &ctx),
         Command::Infer(args) => commands::infer::run(args, &ctx),
         Command::Train(args) => commands::train::run(args, &ctx),

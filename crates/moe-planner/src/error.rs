@@ -67,4 +67,32 @@ pub enum PlanError {
         /// The value received.
         value: usize,
     },
+    /// One layer of a multi-layer spec was rejected by its planner.
+    #[error("layer {layer}: {source}")]
+    Layer {
+        /// Index of the layer.
+        layer: usize,
+        /// The planner's error.
+        source: MatchingError,
+    },
+    /// A field the chosen option needs is absent.
+    #[error("{needed_by} needs `{field}`")]
+    MissingField {
+        /// The absent field.
+        field: &'static str,
+        /// The option that needs it.
+        needed_by: &'static str,
+    },
+    /// An id that must be a non-negative index is negative.
+    #[error("{what}: row {row}, entry {index}: id {value} is negative")]
+    NegativeId {
+        /// Which input.
+        what: &'static str,
+        /// Row (for example the layer).
+        row: usize,
+        /// Position in the row.
+        index: usize,
+        /// The id.
+        value: i64,
+    },
 }

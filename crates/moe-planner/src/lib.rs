@@ -25,6 +25,7 @@
 //! | [`training`] | [`training::plan_training`]: Parm's S1/S2 choice for an MoE layer | Parm §IV–V |
 //! | [`fitting`] | [`fitting::plan_fit`]: alpha-beta fit of collective measurements | Parm §V-A |
 //! | [`grouping`] | [`grouping::plan_groups`]: expert-parallel groups and expert placement | Aristos Alg. 1–2 |
+//! | [`placement`] | [`placement::plan_placement`]: expert replication and placement with fewest-move rebalancing, EPLB beside it | EPLB (DeepSeek), ours |
 //! | [`network`] | [`network::plan_fabrics`], [`network::plan_iteration`], [`network::plan_search`]: fabric cost, iteration time, parallelization search | rail-only §4–6, App. C |
 //!
 //! # Examples
@@ -54,5 +55,6 @@ pub mod fitting;
 pub mod grouping;
 pub mod inference;
 pub mod network;
+pub mod placement;
 pub mod schedule;
 pub mod training;

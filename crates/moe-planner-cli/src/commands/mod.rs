@@ -7,5 +7,6 @@ pub mod group;
 pub mod infer;
 pub mod iteration;
 pub mod network;
+pub mod place;
 pub mod schedule;
 pub mod train;

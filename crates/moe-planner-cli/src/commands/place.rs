@@ -1,0 +1,216 @@
+//! `moe-planner place`: expert replication and placement (EPLB's job), with EPLB beside it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use moe_planner::placement::formats::{CurrentPlacementFile, EngineFile, LogicalCountFile};
+use moe_planner::placement::{
+    PlacementPlan, PlacementPolicy, PlacementSpec, RobustObjective, plan_placement,
+};
+
+use crate::error::CliError;
+use crate::input::{parse_csv_rows, read_json, read_text};
+use crate::output::{Context, print_json};
+
+/// Arguments of `moe-planner place`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Per-expert loads: CSV with one layer per row, or JSON `{"logical_count": [[...]]}`
+    /// (SGLang's expert-distribution dump; a 3-D `[windows][layers][experts]` count is summed
+    /// over windows, as SGLang does).
+    #[arg(long)]
+    pub loads: PathBuf,
+    /// Number of GPUs.
+    #[arg(long)]
+    pub gpus: usize,
+    /// Physical expert slots per GPU (GPUs x slots >= experts).
+    #[arg(long)]
+    pub slots_per_gpu: usize,
+    /// Number of nodes (GPUs numbered node by node; need not divide the GPU count).
+    #[arg(long, default_value_t = 1)]
+    pub nodes: usize,
+    /// Number of expert groups (for EPLB's hierarchical policy and `optimal-node-aware`).
+    #[arg(long)]
+    pub groups: Option<usize>,
+    /// Planner.
+    #[arg(long, value_enum, default_value_t = Policy::Optimal)]
+    pub policy: Policy,
+    /// The placement serving now, JSON `{"physical_to_logical_map": [[...]]}`: plan the
+    /// rebalance with the fewest expert transfers.
+    #[arg(long)]
+    pub current: Option<PathBuf>,
+    /// Allowed relative excess of the maximum GPU load over the best found, traded for fewer
+    /// moves.
+    #[arg(long, default_value_t = 0.0)]
+    pub tolerance: f64,
+    /// Bytes of one expert's weights (gives transfer sizes and times).
+    #[arg(long)]
+    pub expert_bytes: Option<f64>,
+    /// Per-GPU bandwidth for weight transfers, Gbps.
+    #[arg(long, default_value_t = 400.0)]
+    pub bandwidth_gbps: f64,
+    /// An older load window (same formats as --loads); repeat for several. Every layer is then
+    /// planned against all windows and --loads at once.
+    #[arg(long = "window")]
+    pub windows: Vec<PathBuf>,
+    /// How windows combine.
+    #[arg(long, value_enum, default_value_t = Objective::Worst)]
+    pub robust_objective: Objective,
+    /// Write the placement for the serving engine (SGLang's `--init-expert-location` file:
+    /// `{"physical_to_logical_map": [[...]]}`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// The planners of `place`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Policy {
+    /// Minimum maximum GPU load, no duplicate replicas on a GPU.
+    Optimal,
+    /// Optimal with each expert group's replicas inside one node (needs --groups).
+    OptimalNodeAware,
+    /// Branch and bound to proven optimality (small instances).
+    Exact,
+    /// DeepSeek's EPLB as published.
+    Eplb,
+}
+
+/// How load windows combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Objective {
+    /// The worst window's maximum GPU load.
+    Worst,
+    /// The mean over windows.
+    Mean,
+}
+
+/// Plans the placement, prints the report and writes the engine file.
+pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+    let spec = spec(args)?;
+    let plan = plan_placement(&spec)?;
+    if let Some(path) = &args.out {
+        write_engine_file(path, &plan)?;
+    }
+    if ctx.json {
+        return print_json(&plan);
+    }
+    print_report(&plan);
+    Ok(())
+}
+
+fn spec(args: &Args) -> Result<PlacementSpec, CliError> {
+    let mut spec = PlacementSpec::new(read_loads(&args.loads)?, args.gpus, args.slots_per_gpu);
+    spec.nodes = args.nodes;
+    spec.groups = args.groups;
+    spec.policy = match args.policy {
+        Policy::Optimal => PlacementPolicy::Optimal,
+        Policy::OptimalNodeAware => PlacementPolicy::OptimalNodeAware,
+        Policy::Exact => PlacementPolicy::Exact,
+        Policy::Eplb => PlacementPolicy::Eplb,
+    };
+    spec.robust_objective = match args.robust_objective {
+        Objective::Worst => RobustObjective::Worst,
+        Objective::Mean => RobustObjective::Mean,
+    };
+    if let Some(path) = &args.current {
+        let file: CurrentPlacementFile = read_json(path)?;
+        spec.current = Some(file.physical_to_logical_map);
+    }
+    spec.tolerance = args.tolerance;
+    spec.expert_bytes = args.expert_bytes;
+    spec.bandwidth_gbps = args.bandwidth_gbps;
+    spec.windows = args
+        .windows
+        .iter()
+        .map(|p| read_loads(p))
+        .collect::<Result<_, _>>()?;
+    Ok(spec)
+}
+
+/// Reads loads from CSV (one layer per row) or SGLang's `logical_count` JSON.
+pub fn read_loads(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
+    let text = read_text(path)?;
+    let is_json = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        || text.trim_start().starts_with('{');
+    if !is_json {
+        return parse_csv_rows(&text, path);
+    }
+    let file: LogicalCountFile = serde_json::from_str(&text)
+        .map_err(|e| CliError::input(format!("invalid JSON in {}: {e}", path.display())))?;
+    Ok(file.logical_count.summed()?)
+}
+
+fn write_engine_file(path: &Path, plan: &PlacementPlan) -> Result<(), CliError> {
+    let map = plan
+        .layers
+        .iter()
+        .map(|l| {
+            l.physical_to_logical_map
+                .iter()
+                .map(|&e| i64::try_from(e).map_err(|_| CliError::input("expert id too large")))
+                .collect::<Result<Vec<i64>, CliError>>()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let text = serde_json::to_string(&EngineFile {
+        physical_to_logical_map: map,
+    })?;
+    fs::write(path, text + "\n")
+        .map_err(|e| CliError::input(format!("cannot write {}: {e}", path.display())))
+}
+
+fn print_report(plan: &PlacementPlan) {
+    println!(
+        "{} experts on {} GPUs x {} slots in {} node(s); planner {}, baseline {}",
+        plan.experts, plan.gpus, plan.slots_per_gpu, plan.nodes, plan.policy, plan.baseline_policy
+    );
+    let rebalance = plan.layers.iter().any(|l| l.moves.is_some());
+    print!("layer   max/mean   bound/mean      gap   EPLB max/mean");
+    if rebalance {
+        print!("   moves   EPLB moves");
+    }
+    println!();
+    for (i, l) in plan.layers.iter().enumerate() {
+        let mean = if l.mean_gpu_load > 0.0 {
+            l.mean_gpu_load
+        } else {
+            1.0
+        };
+        print!(
+            "{i:>5}   {:>8.4}   {:>10.4}   {:>5.2}%   {:>13.4}",
+            l.max_gpu_load / mean,
+            l.lower_bound / mean,
+            100.0 * l.gap,
+            l.baseline_max_gpu_load / mean
+        );
+        if let (Some(m), Some(b)) = (l.moves, l.baseline_moves) {
+            print!("   {m:>5}   {b:>10}");
+        }
+        println!();
+    }
+    let t = &plan.totals;
+    println!(
+        "mean max/mean {:.4} (EPLB {:.4}); worst gap to bound {:.2}%; better than EPLB on {} of {} layers, worse on {}",
+        t.mean_imbalance,
+        t.baseline_mean_imbalance,
+        100.0 * t.max_gap,
+        t.layers_better_than_baseline,
+        t.layers,
+        t.layers_worse_than_baseline
+    );
+    println!(
+        "duplicate replicas on one GPU: {} (EPLB {})",
+        t.duplicates_on_gpu, t.baseline_duplicates_on_gpu
+    );
+    if let (Some(m), Some(b)) = (t.moves, t.baseline_moves) {
+        println!("expert copies to transfer: {m} (EPLB's fresh plan: {b})");
+    }
+    if let (Some(bytes), Some(time)) = (t.transfer_bytes, t.transfer_time_s) {
+        println!(
+            "weights moved: {:.3} GB in {:.3} ms (contention-free, layer after layer)",
+            bytes / 1e9,
+            time * 1e3
+        );
+    }
+}

@@ -1,0 +1,136 @@
+//! Serving-engine file formats for expert loads and placements, read and written at the edge.
+//!
+//! * Loads: SGLang's expert-distribution dump and `--init-expert-location` input,
+//!   `{"logical_count": [[...]]}`, either `[layers][experts]` or `[windows][layers][experts]`
+//!   (SGLang sums a 3-D count over its first axis before balancing; we can also plan against every
+//!   window, see [`LogicalCount::windows`]).
+//! * Placements: `{"physical_to_logical_map": [[...]]}`, `[layers][physical slots]`, slot `s`
+//!   on GPU `s / slots_per_gpu`, the file SGLang's `--init-expert-location` accepts.
+//!
+//! SGLang passes every key of a placement file to `init_by_mapping` as a keyword argument, and
+//! that function takes only `physical_to_logical_map`, so [`EngineFile`] holds that key alone; the
+//! two other EPLB-shaped maps (`logical_to_physical_map`, `replica_count`) travel in the plan.
+
+use serde::{Deserialize, Serialize};
+
+use comm_cost_model::CostModelError;
+
+use crate::PlanError;
+
+/// Token counts per logical expert, as SGLang dumps them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogicalCountFile {
+    /// `[layers][experts]` or `[windows][layers][experts]` token counts.
+    pub logical_count: LogicalCount,
+}
+
+/// A 2-D (one window) or 3-D (several windows, oldest first) load array.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum LogicalCount {
+    /// `[layers][experts]`.
+    Layers(Vec<Vec<f64>>),
+    /// `[windows][layers][experts]`, oldest window first.
+    Windows(Vec<Vec<Vec<f64>>>),
+}
+
+impl LogicalCount {
+    /// Every window as `[layers][experts]`, oldest first (one window for a 2-D count).
+    #[must_use]
+    pub fn windows(&self) -> Vec<Vec<Vec<f64>>> {
+        match self {
+            Self::Layers(layers) => vec![layers.clone()],
+            Self::Windows(windows) => windows.clone(),
+        }
+    }
+
+    /// The element-wise sum over windows, what SGLang balances on.
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::SizeMismatch`] when the windows do not all have the same shape.
+    pub fn summed(&self) -> Result<Vec<Vec<f64>>, PlanError> {
+        let windows = self.windows();
+        let Some(first) = windows.first() else {
+            return Err(PlanError::Cost(CostModelError::CountTooSmall {
+                what: "logical_count windows",
+                min: 1,
+                value: 0,
+            }));
+        };
+        let mut sum = first.clone();
+        for window in &windows[1..] {
+            check_same_shape(&sum, window)?;
+            for (acc, layer) in sum.iter_mut().zip(window) {
+                for (a, &b) in acc.iter_mut().zip(layer) {
+                    *a += b;
+                }
+            }
+        }
+        Ok(sum)
+    }
+}
+
+fn check_same_shape(a: &[Vec<f64>], b: &[Vec<f64>]) -> Result<(), PlanError> {
+    if a.len() != b.len() {
+        return Err(PlanError::SizeMismatch {
+            what: "logical_count windows (layers)",
+            expected: a.len(),
+            actual: b.len(),
+        });
+    }
+    for (x, y) in a.iter().zip(b) {
+        if x.len() != y.len() {
+            return Err(PlanError::SizeMismatch {
+                what: "logical_count windows (experts)",
+                expected: x.len(),
+                actual: y.len(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A placement in SGLang's `--init-expert-location` format: the whole file, nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineFile {
+    /// `[layers][physical slots]`: the logical expert in each slot; slot `s` is on GPU
+    /// `s / slots_per_gpu`.
+    pub physical_to_logical_map: Vec<Vec<i64>>,
+}
+
+/// Reads a current placement: `{"physical_to_logical_map": ...}`; extra keys (for example a
+/// plan's `logical_to_physical_map`) are ignored so a plan document can be fed back.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CurrentPlacementFile {
+    /// `[layers][physical slots]` logical expert ids.
+    pub physical_to_logical_map: Vec<Vec<i64>>,
+}
+
+/// EPLB's `logical_to_physical_map` for one layer: the slots of each expert, padded with -1 to
+/// `width` entries.
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::placement::formats::logical_to_physical;
+/// assert_eq!(logical_to_physical(&[1, 0, 1], 2, 2), vec![vec![1, -1], vec![0, 2]]);
+/// ```
+#[must_use]
+pub fn logical_to_physical(
+    physical_to_logical: &[usize],
+    experts: usize,
+    width: usize,
+) -> Vec<Vec<i64>> {
+    let mut map = vec![Vec::with_capacity(width); experts];
+    for (slot, &expert) in physical_to_logical.iter().enumerate() {
+        if let Some(slots) = map.get_mut(expert) {
+            slots.push(i64::try_from(slot).unwrap_or(i64::MAX));
+        }
+    }
+    for slots in &mut map {
+        slots.resize(width.max(slots.len()), -1);
+    }
+    map
+}

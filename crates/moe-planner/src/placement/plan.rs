@@ -1,0 +1,474 @@
+//! The placement plan: per layer, our plan and EPLB's on the same input, and totals.
+
+use alltoall_sched::{Algorithm, Bandwidth, TrafficMatrix, schedule};
+use colocation_matching::{
+    ExpertTransfer, LayerLoads, Placement, PlacementAlgorithm, PlacementCluster, count_moves,
+    place, place_robust, plan_transfers, rebalance, transfer_counts,
+};
+use comm_cost_model::{CostModelError, check_non_negative, check_positive, units};
+use serde::{Deserialize, Serialize};
+
+use super::formats::logical_to_physical;
+use super::spec::{PlacementSpec, in_layer, plan_error_in_layer};
+use crate::PlanError;
+
+/// One weight copy of a rebalance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WeightTransfer {
+    /// Logical expert whose weights move.
+    pub expert: usize,
+    /// GPU that holds the expert now and sends it.
+    pub src_gpu: usize,
+    /// GPU that receives it.
+    pub dst_gpu: usize,
+    /// Bytes moved (`expert_bytes`), when the spec gives the expert size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<f64>,
+}
+
+/// The weight transfers of a rebalance scheduled as one contention-free all-to-all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransferPlan {
+    /// Busiest port's bytes over its bandwidth: no schedule finishes sooner, seconds.
+    pub lower_bound_s: f64,
+    /// Completion time of the contention-free schedule, seconds.
+    pub makespan_s: f64,
+}
+
+/// A layer's maximum GPU load under one load window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WindowFigure {
+    /// Index of the window (oldest first; the last is the spec's `loads`).
+    pub window: usize,
+    /// Our plan's maximum GPU load under this window's loads.
+    pub max_gpu_load: f64,
+    /// The maximum GPU load of a plan made on the newest window alone, under this window.
+    pub newest_only_max_gpu_load: f64,
+}
+
+/// One layer's plan next to the EPLB baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayerPlacement {
+    /// `[R]`: logical expert of each physical slot; slot `s` is on GPU `s / slots_per_gpu`.
+    pub physical_to_logical_map: Vec<usize>,
+    /// `[E][max replicas]`: the slots of each expert, -1 padded (EPLB's `log2phy`).
+    pub logical_to_physical_map: Vec<Vec<i64>>,
+    /// `[E]`: replicas of each expert (EPLB's `logcnt`).
+    pub replica_count: Vec<usize>,
+    /// Load of each GPU (sum of its replicas' shares over its speed).
+    pub gpu_loads: Vec<f64>,
+    /// The largest GPU load, the objective.
+    pub max_gpu_load: f64,
+    /// Mean GPU load (total load over total speed, spread evenly).
+    pub mean_gpu_load: f64,
+    /// Certified lower bound on the maximum GPU load of any valid placement.
+    pub lower_bound: f64,
+    /// `max_gpu_load / lower_bound - 1` (0 when proved optimal).
+    pub gap: f64,
+    /// Replicas sharing a GPU with another replica of the same expert (0 for our planners).
+    pub duplicates_on_gpu: usize,
+    /// Under `optimal-node-aware`, the unconstrained optimum's maximum load (the constraint's
+    /// cost is the difference).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unconstrained_max_gpu_load: Option<f64>,
+    /// EPLB's maximum GPU load on the same input.
+    pub baseline_max_gpu_load: f64,
+    /// Duplicates in EPLB's plan.
+    pub baseline_duplicates_on_gpu: usize,
+    /// With a current placement: the current placement's maximum GPU load under the new loads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_max_gpu_load: Option<f64>,
+    /// With a current placement: expert copies to transfer (a replica on a GPU that did not
+    /// hold that expert).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moves: Option<usize>,
+    /// With a current placement: what EPLB's fresh plan would transfer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_moves: Option<usize>,
+    /// With a current placement: `(moves, max_gpu_load)` pairs from zero moves up, each the
+    /// lowest load found with at most that many moves.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub tradeoff: Vec<(usize, f64)>,
+    /// With a current placement: every weight copy.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub transfers: Vec<WeightTransfer>,
+    /// With a current placement and `expert_bytes`: the transfers as a contention-free
+    /// all-to-all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer_schedule: Option<TransferPlan>,
+    /// With `windows`: the figure under each window.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub windows: Vec<WindowFigure>,
+}
+
+/// Sums over layers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlacementTotals {
+    /// Layers planned.
+    pub layers: usize,
+    /// Mean over layers of `max_gpu_load / mean_gpu_load`.
+    pub mean_imbalance: f64,
+    /// The same for EPLB.
+    pub baseline_mean_imbalance: f64,
+    /// Largest `gap` over layers.
+    pub max_gap: f64,
+    /// Layers where our maximum GPU load is below EPLB's.
+    pub layers_better_than_baseline: usize,
+    /// Layers where it is above EPLB's (0 for `optimal`).
+    pub layers_worse_than_baseline: usize,
+    /// Duplicates over all layers, ours.
+    pub duplicates_on_gpu: usize,
+    /// Duplicates over all layers, EPLB's.
+    pub baseline_duplicates_on_gpu: usize,
+    /// Moves over all layers (with a current placement).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moves: Option<usize>,
+    /// EPLB's moves over all layers (with a current placement).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_moves: Option<usize>,
+    /// Bytes moved over all layers (with a current placement and `expert_bytes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer_bytes: Option<f64>,
+    /// Sum of the per-layer transfer makespans, seconds (layers rebalanced one after another).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer_time_s: Option<f64>,
+}
+
+/// The plan of every layer and the totals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlacementPlan {
+    /// The planner used (`optimal`, `optimal-node-aware`, `exact`, `eplb-hierarchical`,
+    /// `eplb-global`).
+    pub policy: String,
+    /// The EPLB policy of the baseline (`eplb-hierarchical` or `eplb-global`).
+    pub baseline_policy: String,
+    /// GPUs, slots per GPU and nodes of the cluster.
+    pub gpus: usize,
+    /// Slots per GPU.
+    pub slots_per_gpu: usize,
+    /// Nodes.
+    pub nodes: usize,
+    /// Logical experts per layer.
+    pub experts: usize,
+    /// One entry per layer.
+    pub layers: Vec<LayerPlacement>,
+    /// Sums over layers.
+    pub totals: PlacementTotals,
+}
+
+impl PlacementPlan {
+    /// `[layers][R]`: the engine map of every layer (SGLang's `physical_to_logical_map`).
+    #[must_use]
+    pub fn physical_to_logical_map(&self) -> Vec<Vec<usize>> {
+        self.layers
+            .iter()
+            .map(|l| l.physical_to_logical_map.clone())
+            .collect()
+    }
+}
+
+/// Places every layer of `spec` and runs EPLB beside it.
+///
+/// # Errors
+///
+/// [`PlanError::SizeMismatch`], [`PlanError::Cost`] for an empty or ragged load array or a malformed field,
+/// [`PlanError::Matching`] for a bad cluster (no GPU, zero slots, bad speeds),
+/// [`PlanError::Layer`] for a layer that cannot be placed (NaN or negative loads, fewer slots
+/// than experts, more slots on a GPU than experts, groups that do not divide) or whose current
+/// placement is malformed, [`PlanError::Schedule`] if the transfer schedule fails.
+///
+/// # Complexity
+///
+/// Per layer, that of [`colocation_matching::place`] for the policy and for EPLB; see
+/// `docs/performance.md` (58 layers of 256 experts on 32 GPUs take a few milliseconds).
+pub fn plan_placement(spec: &PlacementSpec) -> Result<PlacementPlan, PlanError> {
+    let layers = validated_loads(&spec.loads)?;
+    let windows = validated_windows(&spec.windows, &layers)?;
+    let current = current_maps(spec.current.as_deref(), layers.len())?;
+    let transfer = TransferCost::new(spec)?;
+    let cluster = spec.cluster()?;
+    let algorithm = spec.algorithm()?;
+    let baseline = PlacementAlgorithm::Eplb(spec.eplb_policy());
+    let mut planned = Vec::with_capacity(layers.len());
+    for (i, loads) in layers.iter().enumerate() {
+        let ctx = LayerInput {
+            loads,
+            older: windows.iter().map(|w| &w[i]).collect(),
+            current: current.as_ref().map(|c| c[i].as_slice()),
+            cluster: &cluster,
+        };
+        planned.push(
+            plan_layer(&ctx, spec, algorithm, baseline, &transfer)
+                .map_err(plan_error_in_layer(i))?,
+        );
+    }
+    let totals = totals(&planned, transfer.expert_bytes);
+    Ok(PlacementPlan {
+        policy: algorithm.name().to_string(),
+        baseline_policy: baseline.name().to_string(),
+        gpus: spec.gpus,
+        slots_per_gpu: spec.slots_per_gpu,
+        nodes: spec.nodes,
+        experts: layers.first().map_or(0, LayerLoads::len),
+        layers: planned,
+        totals,
+    })
+}
+
+/// One layer's inputs.
+struct LayerInput<'a> {
+    loads: &'a LayerLoads,
+    older: Vec<&'a LayerLoads>,
+    current: Option<&'a [usize]>,
+    cluster: &'a PlacementCluster,
+}
+
+/// Bytes per expert and the bandwidth the transfers run at.
+struct TransferCost {
+    expert_bytes: Option<f64>,
+    bandwidth: Bandwidth,
+}
+
+impl TransferCost {
+    fn new(spec: &PlacementSpec) -> Result<Self, PlanError> {
+        check_non_negative("tolerance", spec.tolerance)?;
+        let expert_bytes = spec
+            .expert_bytes
+            .map(|b| check_positive("expert_bytes", b))
+            .transpose()?;
+        let bytes_per_s = check_positive("bandwidth_gbps", spec.bandwidth_gbps)?;
+        Ok(Self {
+            expert_bytes,
+            bandwidth: Bandwidth::uniform(units::gbps(bytes_per_s))?,
+        })
+    }
+
+    /// The transfers as a contention-free all-to-all, when the expert size is known.
+    fn schedule(
+        &self,
+        transfers: &[ExpertTransfer],
+        gpus: usize,
+    ) -> Result<Option<TransferPlan>, PlanError> {
+        let Some(bytes) = self.expert_bytes else {
+            return Ok(None);
+        };
+        let counts = transfer_counts(transfers, gpus)?;
+        let rows: Vec<Vec<f64>> = counts
+            .iter()
+            .map(|row| row.iter().map(|&c| c as f64 * bytes).collect())
+            .collect();
+        let matrix = TrafficMatrix::from_rows(&rows)?;
+        let plan = schedule(&matrix, &self.bandwidth, Algorithm::Optimal, 0)?;
+        Ok(Some(TransferPlan {
+            lower_bound_s: plan.lower_bound_s,
+            makespan_s: plan.makespan_s,
+        }))
+    }
+}
+
+/// Our plan of one layer (fresh, robust or rebalanced) next to EPLB's.
+fn plan_layer(
+    input: &LayerInput<'_>,
+    spec: &PlacementSpec,
+    algorithm: PlacementAlgorithm,
+    baseline: PlacementAlgorithm,
+    transfer: &TransferCost,
+) -> Result<LayerPlacement, PlanError> {
+    let (loads, cluster) = (input.loads, input.cluster);
+    let experts = loads.len();
+    let theirs = place(loads, cluster, baseline)?;
+    let mut tradeoff = Vec::new();
+    let mut window_figures = Vec::new();
+    let ours = if !input.older.is_empty() {
+        let mut all: Vec<LayerLoads> = input.older.iter().map(|w| (*w).clone()).collect();
+        all.push(loads.clone());
+        let robust = place_robust(&all, cluster, spec.robust_objective)?;
+        window_figures = (0..all.len())
+            .map(|w| WindowFigure {
+                window: w,
+                max_gpu_load: robust.window_max_gpu_loads[w],
+                newest_only_max_gpu_load: robust.newest_only_max_gpu_loads[w],
+            })
+            .collect();
+        Placement::evaluate(loads, cluster, robust.physical_to_logical)?
+    } else if let (Some(current), PlacementAlgorithm::Optimal) = (input.current, algorithm) {
+        let r = rebalance(current, loads, cluster, spec.tolerance)?;
+        tradeoff = r
+            .tradeoff
+            .iter()
+            .map(|p| (p.moves, p.max_gpu_load))
+            .collect();
+        r.placement
+    } else {
+        place(loads, cluster, algorithm)?
+    };
+    let mut plan = layer_plan(&ours, &theirs);
+    plan.tradeoff = tradeoff;
+    plan.windows = window_figures;
+    if let Some(current) = input.current {
+        let now = Placement::evaluate(loads, cluster, current.to_vec())?;
+        let transfers = plan_transfers(current, &ours.physical_to_logical, cluster, experts)?;
+        plan.current_max_gpu_load = Some(now.max_gpu_load);
+        plan.moves = Some(transfers.len());
+        plan.baseline_moves = Some(count_moves(
+            current,
+            &theirs.physical_to_logical,
+            cluster,
+            experts,
+        )?);
+        plan.transfer_schedule = transfer.schedule(&transfers, cluster.gpus())?;
+        plan.transfers = transfers
+            .iter()
+            .map(|t| WeightTransfer {
+                expert: t.expert,
+                src_gpu: t.source_gpu,
+                dst_gpu: t.destination_gpu,
+                bytes: transfer.expert_bytes,
+            })
+            .collect();
+    }
+    Ok(plan)
+}
+
+/// Every older window validated against the newest's shape.
+fn validated_windows(
+    windows: &[Vec<Vec<f64>>],
+    newest: &[LayerLoads],
+) -> Result<Vec<Vec<LayerLoads>>, PlanError> {
+    windows
+        .iter()
+        .map(|w| {
+            if w.len() != newest.len() {
+                return Err(PlanError::SizeMismatch {
+                    what: "windows: layers per window",
+                    expected: newest.len(),
+                    actual: w.len(),
+                });
+            }
+            validated_loads(w)
+        })
+        .collect()
+}
+
+/// The current placement as expert ids, one map per layer.
+fn current_maps(
+    current: Option<&[Vec<i64>]>,
+    layers: usize,
+) -> Result<Option<Vec<Vec<usize>>>, PlanError> {
+    let Some(current) = current else {
+        return Ok(None);
+    };
+    if current.len() != layers {
+        return Err(PlanError::SizeMismatch {
+            what: "current placement: layers",
+            expected: layers,
+            actual: current.len(),
+        });
+    }
+    let mut maps = Vec::with_capacity(layers);
+    for (layer, row) in current.iter().enumerate() {
+        let map = row
+            .iter()
+            .enumerate()
+            .map(|(slot, &id)| {
+                usize::try_from(id).map_err(|_| PlanError::NegativeId {
+                    what: "current placement",
+                    row: layer,
+                    index: slot,
+                    value: id,
+                })
+            })
+            .collect::<Result<Vec<usize>, _>>()?;
+        maps.push(map);
+    }
+    Ok(Some(maps))
+}
+
+/// Every layer validated, all with the same expert count.
+fn validated_loads(rows: &[Vec<f64>]) -> Result<Vec<LayerLoads>, PlanError> {
+    let first = rows.first().ok_or(CostModelError::CountTooSmall {
+        what: "layers of loads",
+        min: 1,
+        value: 0,
+    })?;
+    let mut layers = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        if row.len() != first.len() {
+            return Err(PlanError::SizeMismatch {
+                what: "loads: experts per layer",
+                expected: first.len(),
+                actual: row.len(),
+            });
+        }
+        layers.push(LayerLoads::new(row.clone()).map_err(in_layer(i))?);
+    }
+    Ok(layers)
+}
+
+fn layer_plan(ours: &Placement, theirs: &Placement) -> LayerPlacement {
+    let width = ours.replica_count.iter().copied().max().unwrap_or(1);
+    LayerPlacement {
+        logical_to_physical_map: logical_to_physical(
+            &ours.physical_to_logical,
+            ours.replica_count.len(),
+            width,
+        ),
+        physical_to_logical_map: ours.physical_to_logical.clone(),
+        replica_count: ours.replica_count.clone(),
+        gpu_loads: ours.gpu_loads.clone(),
+        max_gpu_load: ours.max_gpu_load,
+        mean_gpu_load: ours.mean_gpu_load(),
+        lower_bound: ours.lower_bound,
+        gap: ours.gap(),
+        duplicates_on_gpu: ours.duplicates_on_gpu,
+        unconstrained_max_gpu_load: ours.unconstrained_max_gpu_load,
+        baseline_max_gpu_load: theirs.max_gpu_load,
+        baseline_duplicates_on_gpu: theirs.duplicates_on_gpu,
+        current_max_gpu_load: None,
+        moves: None,
+        baseline_moves: None,
+        tradeoff: Vec::new(),
+        transfers: Vec::new(),
+        transfer_schedule: None,
+        windows: Vec::new(),
+    }
+}
+
+fn totals(layers: &[LayerPlacement], expert_bytes: Option<f64>) -> PlacementTotals {
+    let n = layers.len().max(1) as f64;
+    let ratio = |max: f64, mean: f64| if mean > 0.0 { max / mean } else { 1.0 };
+    let sum_opt =
+        |f: fn(&LayerPlacement) -> Option<usize>| -> Option<usize> { layers.iter().map(f).sum() };
+    let moves = sum_opt(|l| l.moves);
+    PlacementTotals {
+        layers: layers.len(),
+        mean_imbalance: layers
+            .iter()
+            .map(|l| ratio(l.max_gpu_load, l.mean_gpu_load))
+            .sum::<f64>()
+            / n,
+        baseline_mean_imbalance: layers
+            .iter()
+            .map(|l| ratio(l.baseline_max_gpu_load, l.mean_gpu_load))
+            .sum::<f64>()
+            / n,
+        max_gap: layers.iter().map(|l| l.gap).fold(0.0, f64::max),
+        layers_better_than_baseline: layers
+            .iter()
+            .filter(|l| l.max_gpu_load < l.baseline_max_gpu_load)
+            .count(),
+        layers_worse_than_baseline: layers
+            .iter()
+            .filter(|l| l.max_gpu_load > l.baseline_max_gpu_load)
+            .count(),
+        duplicates_on_gpu: layers.iter().map(|l| l.duplicates_on_gpu).sum(),
+        baseline_duplicates_on_gpu: layers.iter().map(|l| l.baseline_duplicates_on_gpu).sum(),
+        moves,
+        baseline_moves: sum_opt(|l| l.baseline_moves),
+        transfer_bytes: moves.zip(expert_bytes).map(|(m, bytes)| m as f64 * bytes),
+        transfer_time_s: layers
+            .iter()
+            .map(|l| l.transfer_schedule.as_ref().map(|t| t.makespan_s))
+            .sum(),
+    }
+}
