@@ -13,6 +13,8 @@
 //!   (Eq. 8–9) on small grids.
 //! * [`parm`]: Parm's baseline, S1 and S2 schedules, Algorithm 1, the SAA phase schedule, and
 //!   the two testbeds with a check of the paper's claims over Table III.
+//! * [`seeded_rng`]: the portable seeded generator (ChaCha8) every randomized routine of the
+//!   workspace draws from, so published seeded numbers stay reproducible.
 //! * [`timeline`]: Aurora's exclusive (Eq. 1–3) and colocated (Table 2, Eq. 4) MoE-layer
 //!   timelines and GPU utilization (§8.1).
 //!
@@ -39,10 +41,12 @@ pub mod collectives;
 mod error;
 pub mod fit;
 pub mod parm;
+mod rng;
 pub mod timeline;
 pub mod units;
 mod validate;
 
 pub use alpha_beta::AlphaBeta;
 pub use error::CostModelError;
+pub use rng::{SeededRng, seeded_rng};
 pub use validate::{check_count, check_non_negative, check_positive};

@@ -1,10 +1,10 @@
 //! Seeded random heterogeneous clusters, for studies, property tests and benchmarks.
 
 use comm_cost_model::AlphaBeta;
+use comm_cost_model::seeded_rng;
 use comm_cost_model::units::{gb_per_s, tflop_per_s};
 use ndarray::Array2;
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 
 use crate::{Cluster, NodeKind, TopologyError};
 use comm_cost_model::check_count;
@@ -37,7 +37,7 @@ use comm_cost_model::check_count;
 pub fn random_cluster(nodes: usize, jitter: f64, seed: u64) -> Result<Cluster, TopologyError> {
     check_count("nodes", nodes, 1)?;
     let jitter = comm_cost_model::check_non_negative("jitter", jitter)?;
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rng = seeded_rng(seed, 0);
     // (TFLOP/s, expert slots, NVLink GB/s per direction, NVLink latency s)
     const GPUS: [(f64, usize, f64, f64); 4] = [
         (125.0, 8, 150.0, 12e-6),
