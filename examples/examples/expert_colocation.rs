@@ -215,7 +215,7 @@ fn exclusive_bottleneck(times: &SquareMatrix, gpu_of: &[usize]) -> f64 {
     gpu_of
         .iter()
         .enumerate()
-        .map(|(e, &g)| times.get(e, g))
+        .filter_map(|(e, &g)| times.get(e, g))
         .fold(0.0, f64::max)
 }
 

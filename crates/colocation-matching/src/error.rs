@@ -1,5 +1,6 @@
 //! The one error type of the crate.
 
+use comm_cost_model::CostModelError;
 use thiserror::Error;
 
 /// Everything that can go wrong in `colocation-matching`.
@@ -94,6 +95,10 @@ pub enum MatchingError {
     /// The MILP solver failed.
     #[error("MILP solver failed: {0}")]
     Solver(String),
+    /// A value or shape check of the shared vocabulary failed (for example a matrix entry that
+    /// is NaN, or a ragged matrix).
+    #[error(transparent)]
+    Value(#[from] CostModelError),
 }
 
 /// Checks that `value` is finite and non-negative.

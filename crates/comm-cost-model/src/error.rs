@@ -75,4 +75,22 @@ pub enum CostModelError {
         /// The value received.
         value: u64,
     },
+    /// A matrix entry was NaN, infinite or negative.
+    #[error("{what}[{row}][{col}] must be finite and non-negative, got {value}")]
+    BadEntry {
+        /// Which matrix.
+        what: &'static str,
+        /// Row of the entry.
+        row: usize,
+        /// Column of the entry.
+        col: usize,
+        /// The value received.
+        value: f64,
+    },
+    /// An integer computation on counts would overflow 64 bits.
+    #[error("{what} overflows a 64-bit count")]
+    Overflow {
+        /// What overflowed.
+        what: &'static str,
+    },
 }

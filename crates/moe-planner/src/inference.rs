@@ -544,7 +544,8 @@ impl ModelData {
             }
             layers.push(SquareMatrix::from_rows(rows)?);
         }
-        let total = SquareMatrix::from_fn(n, |i, j| layers.iter().map(|m| m.get(i, j)).sum())?;
+        let total =
+            SquareMatrix::from_fn(n, |i, j| layers.iter().filter_map(|m| m.get(i, j)).sum())?;
         Ok(Self {
             layers,
             total,
@@ -599,7 +600,7 @@ fn gpu_matrix(d: &SquareMatrix, placement: &[Vec<usize>], model: usize) -> Vec<V
         .map(|src| {
             placement
                 .iter()
-                .map(|dst| d.get(src[model], dst[model]))
+                .map(|dst| d.get(src[model], dst[model]).unwrap_or(0.0))
                 .collect()
         })
         .collect()

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{RailNetworkError, divides, nonzero};
 use crate::model::GptModel;
+use comm_cost_model::{checked_product, gcd};
 
 /// How a training job is split: tensor `t`, pipeline `p` and data `d` parallelism, each split
 /// into an HB-domain part (`_hb`) and a network part (the quotient), plus the batch schedule.
@@ -27,13 +28,6 @@ pub struct Parallelization {
     pub global_batch: u64,
     /// Interleaved stages per GPU `v` (1 = plain 1F1B).
     pub interleave: u64,
-}
-
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 impl Parallelization {
@@ -185,15 +179,75 @@ impl Parallelization {
     }
 }
 
+/// Expert parallelism of the MoE layers (Parm §II, §IV-B): EP groups are `ep` consecutive
+/// data-parallel ranks; ESP groups shard each expert over `esp` consecutive tensor-parallel
+/// ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ExpertParallelism {
+    /// Expert-parallel degree `N_EP` (divides the data-parallel degree `d`).
+    pub ep: u64,
+    /// Expert-sharding degree `N_ESP` (divides the tensor-parallel degree `t`).
+    pub esp: u64,
+    /// Every `moe_every`-th transformer layer is an MoE layer (divides the layers per stage).
+    pub moe_every: u64,
+    /// Experts each token is routed to (`k` of top-k).
+    pub top_k: u64,
+}
+
+impl ExpertParallelism {
+    /// Checks the EP/ESP rules against a parallelization of `model`: `ep | d`, `esp | t`,
+    /// `moe_every | l / p`, all counts positive.
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Zero`] or [`RailNetworkError::NotDivisible`] naming the rule.
+    ///
+    /// # Complexity
+    ///
+    /// O(1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::{model::model_preset, parallel::{ExpertParallelism, Parallelization}};
+    /// let m = model_preset("gpt-1t")?;
+    /// let par = Parallelization::with_default_mapping(8, 8, 8, 1, 64, 1, 8)?;
+    /// let ep = ExpertParallelism { ep: 8, esp: 2, moe_every: 2, top_k: 2 };
+    /// ep.validate(&par, &m)?;
+    /// assert!(ExpertParallelism { ep: 3, ..ep }.validate(&par, &m).is_err()); // 3 does not divide d = 8
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn validate(
+        &self,
+        par: &Parallelization,
+        model: &GptModel,
+    ) -> Result<(), RailNetworkError> {
+        nonzero("EP degree", self.ep)?;
+        nonzero("ESP degree", self.esp)?;
+        nonzero("MoE layer frequency", self.moe_every)?;
+        nonzero("top-k", self.top_k)?;
+        divides("EP must divide the data-parallel degree d", par.dp, self.ep)?;
+        divides(
+            "ESP must divide the tensor-parallel degree t",
+            par.tp,
+            self.esp,
+        )?;
+        let per_stage = divides("p must divide the layers l (Eq. 18)", model.layers, par.pp)?;
+        divides(
+            "the MoE frequency must divide the layers per stage l/p",
+            per_stage,
+            self.moe_every,
+        )?;
+        Ok(())
+    }
+}
+
 fn product(
     constraint: &'static str,
     factors: &[u64],
     expected: u64,
 ) -> Result<(), RailNetworkError> {
-    let product = factors
-        .iter()
-        .try_fold(1u64, |acc, &f| acc.checked_mul(f))
-        .ok_or(RailNetworkError::Overflow { what: constraint })?;
+    let product = checked_product(constraint, factors)?;
     if product == expected {
         Ok(())
     } else {

@@ -16,6 +16,7 @@ use crate::error::{RailNetworkError, divides, nonzero};
 use crate::iteration::{IterationModel, IterationTerms};
 use crate::memory::{MemoryBreakdown, memory_per_gpu};
 use crate::parallel::Parallelization;
+use comm_cost_model::gcd;
 
 /// Limits of the search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,13 +112,6 @@ fn divisors(n: u64, cap: u64) -> Vec<u64> {
     out.retain(|&x| cap == 0 || x <= cap);
     out.sort_unstable();
     out
-}
-
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 /// Finds the fastest parallelization of the prepared model on `gpus` GPUs for `global_batch`.

@@ -17,18 +17,10 @@ pub use milp::{LYSI_MILP_MAX_VARIABLES, lysi_assign_milp};
 pub use paper::lysi_assign;
 pub use refined::{REFINED_EXACT_MAX_EXPERTS, lysi_assign_refined};
 
+pub use comm_cost_model::Worker;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MatchingError, check_positives, check_weights};
-
-/// A worker (GPU) that hosts experts.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Worker {
-    /// Sustained compute throughput in FLOP/s (Aristos `F_j`).
-    pub flop_per_s: f64,
-    /// How many experts fit in its memory (Aristos `m_j`, one unit = one expert's parameters).
-    pub expert_slots: usize,
-}
 
 /// An expert-to-worker assignment with its quality.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
