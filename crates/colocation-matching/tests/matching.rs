@@ -152,7 +152,7 @@ fn bad_matrices_are_typed_errors() {
     use comm_cost_model::CostModelError;
     assert!(matches!(
         SquareMatrix::from_rows(&[vec![1.0, 2.0], vec![3.0]]),
-        Err(CostModelError::ShapeMismatch { .. })
+        Err(CostModelError::SizeMismatch { .. })
     ));
     assert!(matches!(
         SquareMatrix::from_rows(&[vec![1.0, f64::NAN], vec![3.0, 4.0]]),

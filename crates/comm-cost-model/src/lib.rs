@@ -57,5 +57,7 @@ pub use count::{checked_product, gcd};
 pub use error::CostModelError;
 pub use matrix::SquareMatrix;
 pub use rng::{SeededRng, seeded_rng};
-pub use validate::{check_count, check_non_negative, check_positive};
+pub use validate::{
+    check_count, check_count_u64, check_divides, check_non_negative, check_positive,
+};
 pub use worker::Worker;

@@ -40,7 +40,7 @@ impl SquareMatrix {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] for no rows, [`CostModelError::ShapeMismatch`] when a
+    /// [`CostModelError::CountTooSmall`] for no rows, [`CostModelError::SizeMismatch`] when a
     /// row's length is not the number of rows, [`CostModelError::BadEntry`] for a NaN, infinite
     /// or negative entry, [`CostModelError::TooLarge`] beyond 2²⁸ rows.
     ///
@@ -52,7 +52,7 @@ impl SquareMatrix {
         let mut data = Vec::with_capacity(checked_square(n)?);
         for row in rows {
             if row.len() != n {
-                return Err(CostModelError::ShapeMismatch {
+                return Err(CostModelError::SizeMismatch {
                     what: "matrix row length",
                     expected: n as u64,
                     actual: row.len() as u64,
@@ -89,7 +89,7 @@ impl SquareMatrix {
     ///
     /// # Errors
     ///
-    /// As [`SquareMatrix::from_rows`]; [`CostModelError::ShapeMismatch`] when `data.len() != n²`.
+    /// As [`SquareMatrix::from_rows`]; [`CostModelError::SizeMismatch`] when `data.len() != n²`.
     ///
     /// # Complexity
     ///
@@ -97,7 +97,7 @@ impl SquareMatrix {
     pub fn from_flat(n: usize, data: Vec<f64>) -> Result<Self, CostModelError> {
         let len = checked_square(n)?;
         if data.len() != len {
-            return Err(CostModelError::ShapeMismatch {
+            return Err(CostModelError::SizeMismatch {
                 what: "matrix entries (n²)",
                 expected: len as u64,
                 actual: data.len() as u64,
@@ -199,7 +199,7 @@ mod tests {
         ));
         assert!(matches!(
             SquareMatrix::from_rows(&[vec![1.0, 2.0], vec![3.0]]),
-            Err(CostModelError::ShapeMismatch {
+            Err(CostModelError::SizeMismatch {
                 expected: 2,
                 actual: 1,
                 ..
@@ -213,7 +213,7 @@ mod tests {
         }
         assert!(matches!(
             SquareMatrix::from_flat(2, vec![1.0; 3]),
-            Err(CostModelError::ShapeMismatch { .. })
+            Err(CostModelError::SizeMismatch { .. })
         ));
         assert!(matches!(
             SquareMatrix::from_fn(MAX_SIDE + 1, |_, _| 0.0),

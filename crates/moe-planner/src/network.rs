@@ -170,15 +170,13 @@ pub struct ParallelSpec {
 /// `N / (t p)`, or the Eq. 11 error when `t p` does not divide `N`.
 fn default_dp(gpus: u64, tp: u64, pp: u64) -> Result<u64, NetworkPlanError> {
     let tp_pp = tp.checked_mul(pp).unwrap_or(0);
-    if tp_pp == 0 || gpus % tp_pp != 0 {
-        return Err(RailNetworkError::NotDivisible {
-            constraint: "t p must divide the GPU count N (p t d = N, Eq. 11)",
-            value: gpus,
-            divisor: tp_pp,
-        }
-        .into());
-    }
-    Ok(gpus / tp_pp)
+    let dp = comm_cost_model::check_divides(
+        "t p must divide the GPU count N (p t d = N, Eq. 11)",
+        gpus,
+        tp_pp,
+    )
+    .map_err(RailNetworkError::from)?;
+    Ok(dp)
 }
 
 fn one() -> u64 {

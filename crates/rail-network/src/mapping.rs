@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::RailNetworkError;
 use crate::model::GptModel;
 use crate::parallel::{ExpertParallelism, Parallelization};
+use comm_cost_model::CostModelError;
 
 /// Largest GPU count [`RankMapping::new`] accepts: its groups list every GPU.
 pub const MAX_MAPPED_GPUS: u64 = 1 << 22;
@@ -74,7 +75,7 @@ impl RankMapping {
     /// # Errors
     ///
     /// The first violated constraint of [`Parallelization::validate`];
-    /// [`RailNetworkError::GraphTooLarge`] above [`MAX_MAPPED_GPUS`].
+    /// `TooLarge` ([`RailNetworkError::Value`]) above [`MAX_MAPPED_GPUS`].
     ///
     /// # Complexity
     ///
@@ -99,10 +100,12 @@ impl RankMapping {
     ) -> Result<Self, RailNetworkError> {
         parallelization.validate(model, gpus, hb_domain)?;
         if gpus > MAX_MAPPED_GPUS {
-            return Err(RailNetworkError::GraphTooLarge {
-                gpus,
+            return Err(CostModelError::TooLarge {
+                what: "GPUs of a rank mapping",
                 limit: MAX_MAPPED_GPUS,
-            });
+                value: gpus,
+            }
+            .into());
         }
         Ok(Self {
             model: *model,

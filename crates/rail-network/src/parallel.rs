@@ -2,8 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{RailNetworkError, divides, nonzero};
+use crate::error::RailNetworkError;
 use crate::model::GptModel;
+use comm_cost_model::CostModelError;
+use comm_cost_model::{check_count_u64, check_divides};
 use comm_cost_model::{checked_product, gcd};
 
 /// How a training job is split: tensor `t`, pipeline `p` and data `d` parallelism, each split
@@ -36,7 +38,7 @@ impl Parallelization {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Zero`] for a zero degree.
+    /// [`RailNetworkError::Value`] (`CountTooSmall`) for a zero degree.
     ///
     /// # Examples
     ///
@@ -57,10 +59,10 @@ impl Parallelization {
         interleave: u64,
         hb_domain: u64,
     ) -> Result<Self, RailNetworkError> {
-        nonzero("tensor parallel degree t", tp)?;
-        nonzero("pipeline parallel degree p", pp)?;
-        nonzero("data parallel degree d", dp)?;
-        nonzero("HB-domain size K", hb_domain)?;
+        check_count_u64("tensor parallel degree t", tp, 1)?;
+        check_count_u64("pipeline parallel degree p", pp, 1)?;
+        check_count_u64("data parallel degree d", dp, 1)?;
+        check_count_u64("HB-domain size K", hb_domain, 1)?;
         let tp_hb = gcd(tp, hb_domain);
         let dp_hb = gcd(dp, hb_domain / tp_hb);
         let pp_hb = gcd(pp, hb_domain / (tp_hb * dp_hb));
@@ -100,9 +102,9 @@ impl Parallelization {
     ///
     /// # Errors
     ///
-    /// The first violated constraint, named: [`RailNetworkError::Zero`] (Eq. 17),
-    /// [`RailNetworkError::ProductMismatch`] (Eq. 11, 12),
-    /// [`RailNetworkError::NotDivisible`] (Eq. 13–16, 18, and `K | N`).
+    /// The first violated constraint, named, as [`RailNetworkError::Value`]: `CountTooSmall`
+    /// (Eq. 17), `SizeMismatch` (Eq. 11, 12: the product found against the count it must
+    /// equal), `NotDivisible` (Eq. 13–16, 18, and `K | N`).
     ///
     /// # Complexity
     ///
@@ -139,9 +141,9 @@ impl Parallelization {
             ("GPU count N", gpus),
             ("HB-domain size K", hb_domain),
         ] {
-            nonzero(what, v)?;
+            check_count_u64(what, v, 1)?;
         }
-        divides(
+        check_divides(
             "HB-domain size K must divide the GPU count N",
             gpus,
             hb_domain,
@@ -149,32 +151,33 @@ impl Parallelization {
         product("p t d = N (Eq. 11)", &[self.pp, self.tp, self.dp], gpus)?;
         let hb = [self.dp_hb, self.tp_hb, self.pp_hb];
         product("d_h t_h p_h = K (Eq. 12)", &hb, hb_domain)?;
-        divides("t_h must divide t (Eq. 15)", self.tp, self.tp_hb)?;
-        divides("p_h must divide p (Eq. 16)", self.pp, self.pp_hb)?;
-        divides("d_h must divide d (Eq. 14)", self.dp, self.dp_hb)?;
-        let local = divides(
+        check_divides("t_h must divide t (Eq. 15)", self.tp, self.tp_hb)?;
+        check_divides("p_h must divide p (Eq. 16)", self.pp, self.pp_hb)?;
+        check_divides("d_h must divide d (Eq. 14)", self.dp, self.dp_hb)?;
+        let local = check_divides(
             "d must divide the global batch B (Eq. 18)",
             self.global_batch,
             self.dp,
         )?;
-        divides(
+        check_divides(
             "b must divide the local batch B/d (Eq. 13)",
             local,
             self.micro_batch,
         )?;
-        let per_stage = divides("p must divide the layers l (Eq. 18)", model.layers, self.pp)?;
-        divides("v must divide l/p (Eq. 18)", per_stage, self.interleave)?;
-        divides(
+        let per_stage =
+            check_divides("p must divide the layers l (Eq. 18)", model.layers, self.pp)?;
+        check_divides("v must divide l/p (Eq. 18)", per_stage, self.interleave)?;
+        check_divides(
             "t must divide the hidden size h (Eq. 18)",
             model.hidden,
             self.tp,
         )?;
-        divides(
+        check_divides(
             "t must divide the sequence length s (Eq. 18)",
             model.seq_len,
             self.tp,
         )?;
-        divides("t must divide the attention heads", model.heads, self.tp)?;
+        check_divides("t must divide the attention heads", model.heads, self.tp)?;
         Ok(())
     }
 }
@@ -200,7 +203,7 @@ impl ExpertParallelism {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Zero`] or [`RailNetworkError::NotDivisible`] naming the rule.
+    /// [`RailNetworkError::Value`] (`CountTooSmall` or `NotDivisible`) naming the rule.
     ///
     /// # Complexity
     ///
@@ -222,18 +225,18 @@ impl ExpertParallelism {
         par: &Parallelization,
         model: &GptModel,
     ) -> Result<(), RailNetworkError> {
-        nonzero("EP degree", self.ep)?;
-        nonzero("ESP degree", self.esp)?;
-        nonzero("MoE layer frequency", self.moe_every)?;
-        nonzero("top-k", self.top_k)?;
-        divides("EP must divide the data-parallel degree d", par.dp, self.ep)?;
-        divides(
+        check_count_u64("EP degree", self.ep, 1)?;
+        check_count_u64("ESP degree", self.esp, 1)?;
+        check_count_u64("MoE layer frequency", self.moe_every, 1)?;
+        check_count_u64("top-k", self.top_k, 1)?;
+        check_divides("EP must divide the data-parallel degree d", par.dp, self.ep)?;
+        check_divides(
             "ESP must divide the tensor-parallel degree t",
             par.tp,
             self.esp,
         )?;
-        let per_stage = divides("p must divide the layers l (Eq. 18)", model.layers, par.pp)?;
-        divides(
+        let per_stage = check_divides("p must divide the layers l (Eq. 18)", model.layers, par.pp)?;
+        check_divides(
             "the MoE frequency must divide the layers per stage l/p",
             per_stage,
             self.moe_every,
@@ -251,11 +254,12 @@ fn product(
     if product == expected {
         Ok(())
     } else {
-        Err(RailNetworkError::ProductMismatch {
-            constraint,
-            product,
+        Err(CostModelError::SizeMismatch {
+            what: constraint,
             expected,
-        })
+            actual: product,
+        }
+        .into())
     }
 }
 

@@ -12,11 +12,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{RailNetworkError, divides, nonzero};
+use crate::error::RailNetworkError;
 use crate::iteration::{IterationModel, IterationTerms};
 use crate::memory::{MemoryBreakdown, memory_per_gpu};
 use crate::parallel::Parallelization;
 use comm_cost_model::gcd;
+use comm_cost_model::{check_count_u64, check_divides};
 
 /// Limits of the search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,7 +119,7 @@ fn divisors(n: u64, cap: u64) -> Vec<u64> {
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::Zero`] / [`RailNetworkError::NotDivisible`] for a bad cluster or batch,
+/// [`RailNetworkError::Value`] (`CountTooSmall`, `NotDivisible`) for a bad cluster or batch,
 /// [`RailNetworkError::NoFeasibleConfiguration`] when no configuration satisfies Eq. 11–19 (it
 /// reports how many passed Eq. 11–18 and the smallest memory any needed).
 ///
@@ -180,10 +181,10 @@ pub fn search_with_progress(
     options: &SearchOptions,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<SearchResult, RailNetworkError> {
-    nonzero("GPU count N", gpus)?;
-    nonzero("global batch size B", global_batch)?;
+    check_count_u64("GPU count N", gpus, 1)?;
+    check_count_u64("global batch size B", global_batch, 1)?;
     let k = im.system().hb_domain;
-    divides("HB-domain size K must divide the GPU count N", gpus, k)?;
+    check_divides("HB-domain size K must divide the GPU count N", gpus, k)?;
     let shapes = shapes(im, gpus, global_batch);
     let total = shapes.len() as u64;
     let done = AtomicU64::new(0);

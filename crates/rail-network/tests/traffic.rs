@@ -1,5 +1,6 @@
 //! Rank mapping and job traffic: small grids worked by hand and the rail-only §3 claims.
 
+use comm_cost_model::CostModelError;
 use proptest::prelude::*;
 use rail_network::RailNetworkError;
 use rail_network::mapping::RankMapping;
@@ -155,28 +156,32 @@ fn configurations_that_do_not_tile_are_rejected() {
     // t_h d_h p_h = 2 != K = 4.
     assert!(matches!(
         RankMapping::new(&model, &c, 4, 4),
-        Err(RailNetworkError::ProductMismatch { .. })
+        Err(RailNetworkError::Value(CostModelError::SizeMismatch { .. }))
     ));
     // K does not divide N.
     assert!(matches!(
         RankMapping::new(&model, &c, 6, 4),
-        Err(RailNetworkError::NotDivisible { .. })
+        Err(RailNetworkError::Value(CostModelError::NotDivisible { .. }))
     ));
     assert!(matches!(
         RankMapping::new(&model, &c, 0, 4),
-        Err(RailNetworkError::Zero { .. })
+        Err(RailNetworkError::Value(
+            CostModelError::CountTooSmall { .. }
+        ))
     ));
     // t = 3 does not divide h = 64.
     let c3 = config((3, 1), (1, 1), (1, 1));
     assert!(matches!(
         RankMapping::new(&model, &c3, 3, 3),
-        Err(RailNetworkError::NotDivisible { .. })
+        Err(RailNetworkError::Value(CostModelError::NotDivisible { .. }))
     ));
     // A zero split part.
     let c0 = config((0, 1), (1, 1), (1, 1));
     assert!(matches!(
         RankMapping::new(&model, &c0, 1, 1),
-        Err(RailNetworkError::Zero { .. })
+        Err(RailNetworkError::Value(
+            CostModelError::CountTooSmall { .. }
+        ))
     ));
     // ep must divide d.
     let expert = ExpertParallelism {
@@ -188,7 +193,7 @@ fn configurations_that_do_not_tile_are_rejected() {
     let ok = RankMapping::new(&model, &config((2, 1), (1, 1), (1, 2)), 4, 2).unwrap();
     assert!(matches!(
         ok.with_experts(expert),
-        Err(RailNetworkError::NotDivisible { .. })
+        Err(RailNetworkError::Value(CostModelError::NotDivisible { .. }))
     ));
 }
 

@@ -1,7 +1,7 @@
 //! Cluster builders: nodes of GPUs with intra- and inter-node alpha-beta, presets, mixes.
 
 use comm_cost_model::units::{FlopPerSecond, megabytes, millis, tflop_per_s};
-use comm_cost_model::{AlphaBeta, SquareMatrix, Worker, check_positive};
+use comm_cost_model::{AlphaBeta, CostModelError, SquareMatrix, Worker, check_positive};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::check_gpus_per_node;
@@ -75,7 +75,7 @@ impl Cluster {
     ///
     /// [`TopologyError::Empty`] for no nodes; [`TopologyError::Value`] (`CountTooSmall`) for a node of
     /// zero GPUs; [`TopologyError::Value`] for non-positive FLOP/s or bad link costs;
-    /// [`TopologyError::Overflow`] if the worker count overflows.
+    /// [`TopologyError::Value`] (`Overflow`) if the worker count overflows.
     ///
     /// # Complexity
     ///
@@ -103,10 +103,10 @@ impl Cluster {
         let n = kinds
             .iter()
             .try_fold(0usize, |acc, k| acc.checked_add(k.gpus))
-            .ok_or(TopologyError::Overflow {
+            .ok_or(CostModelError::Overflow {
                 what: "worker count",
             })?;
-        n.checked_mul(n).ok_or(TopologyError::Overflow {
+        n.checked_mul(n).ok_or(CostModelError::Overflow {
             what: "alpha-beta matrix size",
         })?;
         let (mut workers, mut nodes) = (Vec::with_capacity(n), Vec::with_capacity(n));

@@ -65,7 +65,7 @@ impl Cluster {
     /// # Errors
     ///
     /// [`TopologyError::Empty`] for no workers; [`TopologyError::Value`] with
-    /// `ShapeMismatch` if `node_of_worker` or a matrix does not have `n` entries (rows), or
+    /// `SizeMismatch` if `node_of_worker` or a matrix does not have `n` entries (rows), or
     /// `NotPositive`/`NonFinite` for a worker with bad FLOP/s.
     ///
     /// # Complexity
@@ -338,7 +338,7 @@ fn check_len(what: &'static str, actual: usize, workers: usize) -> Result<(), To
     if actual == workers {
         Ok(())
     } else {
-        Err(comm_cost_model::CostModelError::ShapeMismatch {
+        Err(comm_cost_model::CostModelError::SizeMismatch {
             what,
             expected: workers as u64,
             actual: actual as u64,

@@ -4,7 +4,7 @@ use std::io::Read;
 
 use comm_cost_model::{SquareMatrix, Worker};
 
-use crate::{Cluster, TopologyError};
+use crate::{Cluster, CsvProblem, TopologyError};
 
 impl Cluster {
     /// Builds a cluster from `workers`, their node labels and CSV text of measured link costs.
@@ -48,9 +48,11 @@ impl Cluster {
         if n == 0 {
             return Err(TopologyError::Empty { what: "cluster" });
         }
-        let cells = n.checked_mul(n).ok_or(TopologyError::Overflow {
-            what: "alpha-beta matrix size",
-        })?;
+        let cells = n
+            .checked_mul(n)
+            .ok_or(comm_cost_model::CostModelError::Overflow {
+                what: "alpha-beta matrix size",
+            })?;
         let mut alpha = vec![f64::NAN; cells];
         let mut beta = vec![f64::NAN; cells];
         let mut listed = vec![false; cells];
@@ -68,10 +70,7 @@ impl Cluster {
             let (src, dst, a, b) = parse_line(line, index + 1, n)?;
             let cell = src * n + dst;
             if listed[cell] {
-                return Err(csv_error(
-                    index + 1,
-                    format!("pair ({src}, {dst}) listed twice"),
-                ));
+                return Err(csv_error(index + 1, CsvProblem::Duplicate { src, dst }));
             }
             listed[cell] = true;
             alpha[cell] = a;
@@ -110,15 +109,20 @@ impl Cluster {
         mut reader: R,
     ) -> Result<Self, TopologyError> {
         let mut text = String::new();
-        reader
-            .read_to_string(&mut text)
-            .map_err(|e| csv_error(0, e.to_string()))?;
+        reader.read_to_string(&mut text).map_err(|e| {
+            csv_error(
+                0,
+                CsvProblem::Read {
+                    message: e.to_string(),
+                },
+            )
+        })?;
         Self::from_csv_str(workers, node_of_worker, &text)
     }
 }
 
-fn csv_error(line: usize, message: String) -> TopologyError {
-    TopologyError::Csv { line, message }
+fn csv_error(line: usize, problem: CsvProblem) -> TopologyError {
+    TopologyError::Csv { line, problem }
 }
 
 fn starts_with_number(line: &str) -> bool {
@@ -134,38 +138,33 @@ fn parse_line(
 ) -> Result<(usize, usize, f64, f64), TopologyError> {
     let fields: Vec<&str> = line.split(',').map(str::trim).collect();
     if fields.len() != 4 {
-        return Err(csv_error(
-            number,
-            format!(
-                "expected 4 fields (src,dst,alpha_s,beta_s_per_byte), got {}",
-                fields.len()
-            ),
-        ));
+        let fields = fields.len();
+        return Err(csv_error(number, CsvProblem::FieldCount { fields }));
     }
     let id = |f: &str| -> Result<usize, TopologyError> {
         let id: usize = f
             .parse()
-            .map_err(|_| csv_error(number, format!("`{f}` is not a worker id")))?;
+            .map_err(|_| csv_error(number, CsvProblem::NotAnId { field: f.into() }))?;
         if id >= n {
-            return Err(csv_error(
-                number,
-                format!("worker {id} out of range (n = {n})"),
-            ));
+            let problem = CsvProblem::WorkerOutOfRange {
+                worker: id,
+                workers: n,
+            };
+            return Err(csv_error(number, problem));
         }
         Ok(id)
     };
     let value = |f: &str| -> Result<f64, TopologyError> {
         f.parse()
-            .map_err(|_| csv_error(number, format!("`{f}` is not a number")))
+            .map_err(|_| csv_error(number, CsvProblem::NotANumber { field: f.into() }))
     };
     let (src, dst) = (id(fields[0])?, id(fields[1])?);
     if src == dst {
-        return Err(csv_error(number, format!("self-pair ({src}, {dst})")));
+        return Err(csv_error(number, CsvProblem::SelfPair { worker: src }));
     }
     Ok((src, dst, value(fields[2])?, value(fields[3])?))
 }
 
-/// Mirrors pairs listed in one direction only; errors if a pair is listed in neither.
 /// Mirrors each pair listed in one direction only; zeros the diagonal (`n x n`, row-major).
 fn fill_missing_directions(
     n: usize,
@@ -181,10 +180,7 @@ fn fill_missing_directions(
                 continue;
             }
             if !listed[j * n + i] {
-                return Err(csv_error(
-                    0,
-                    format!("pair ({i}, {j}) missing in both directions"),
-                ));
+                return Err(csv_error(0, CsvProblem::Missing { src: i, dst: j }));
             }
             alpha[i * n + j] = alpha[j * n + i];
             beta[i * n + j] = beta[j * n + i];

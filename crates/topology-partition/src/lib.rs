@@ -48,7 +48,7 @@ pub use baselines::{one_group_per_node, smallest_fitting_groups, whole_world};
 pub use builders::{NodeKind, perlmutter_inter, perlmutter_intra};
 pub use cluster::Cluster;
 pub use comm_cost_model::Worker;
-pub use error::TopologyError;
+pub use error::{CsvProblem, TopologyError};
 pub use exhaustive::{EXHAUSTIVE_MAX_WORKERS, exhaustive_partition};
 pub use lysigroup::lysi_group;
 pub use objective::{AristosObjective, GroupCost, TrainingConstants};

@@ -3,8 +3,9 @@
 use comm_cost_model::{CostModelError, SquareMatrix};
 use proptest::prelude::*;
 use topology_partition::{
-    AristosObjective, Cluster, TopologyError, TrainingConstants, Worker, exhaustive_partition,
-    lysi_group, one_group_per_node, random_cluster, smallest_fitting_groups, whole_world,
+    AristosObjective, Cluster, CsvProblem, TopologyError, TrainingConstants, Worker,
+    exhaustive_partition, lysi_group, one_group_per_node, random_cluster, smallest_fitting_groups,
+    whole_world,
 };
 
 /// gamma = (2 + 0) · 2 · 4 / (2 · 4 · 2) = 1 on a 4-worker cluster.
@@ -143,11 +144,11 @@ fn bad_inputs_are_typed_errors() {
     ));
     assert!(matches!(
         Cluster::new(vec![w; 2], vec![0, 0], zeros(3), zeros(2)),
-        Err(TopologyError::Value(CostModelError::ShapeMismatch { .. }))
+        Err(TopologyError::Value(CostModelError::SizeMismatch { .. }))
     ));
     assert!(matches!(
         Cluster::new(vec![w; 2], vec![0], zeros(2), zeros(2)),
-        Err(TopologyError::Value(CostModelError::ShapeMismatch { .. }))
+        Err(TopologyError::Value(CostModelError::SizeMismatch { .. }))
     ));
     let rows = |v: f64| vec![vec![0.0, v], vec![0.0, 0.0]];
     assert!(matches!(
@@ -201,20 +202,39 @@ fn csv_builder_validates() {
     let c = Cluster::from_csv_str(vec![w; 2], vec![0, 1], good).unwrap();
     assert_eq!(c.link(1, 0).map(|l| l.alpha_s), Some(2e-5));
     assert!(c.check_symmetric(1e-9).is_err());
-    for bad in [
-        "0,1,1e-5\n",         // three fields
-        "0,2,1e-5,1e-9\n",    // out of range
-        "0,0,1e-5,1e-9\n",    // self-pair
-        "0,1,x,1e-9\n",       // not a number
-        "0,1,-1,1e-9\n",      // negative
-        "0,1,1,1\n0,1,1,1\n", // duplicate
-        "",                   // missing pair
-    ] {
-        assert!(
-            Cluster::from_csv_str(vec![w; 2], vec![0, 1], bad).is_err(),
-            "{bad:?}"
-        );
-    }
+    let parse = |text: &str| Cluster::from_csv_str(vec![w; 2], vec![0, 1], text);
+    let problem = |text: &str| match parse(text) {
+        Err(TopologyError::Csv { problem, .. }) => Some(problem),
+        _ => None,
+    };
+    assert_eq!(
+        problem("0,1,1e-5\n"),
+        Some(CsvProblem::FieldCount { fields: 3 })
+    );
+    assert_eq!(
+        problem("0,2,1e-5,1e-9\n"),
+        Some(CsvProblem::WorkerOutOfRange {
+            worker: 2,
+            workers: 2
+        })
+    );
+    assert_eq!(
+        problem("0,0,1e-5,1e-9\n"),
+        Some(CsvProblem::SelfPair { worker: 0 })
+    );
+    assert_eq!(
+        problem("0,1,x,1e-9\n"),
+        Some(CsvProblem::NotANumber { field: "x".into() })
+    );
+    assert_eq!(
+        problem("0,1,1,1\n0,1,1,1\n"),
+        Some(CsvProblem::Duplicate { src: 0, dst: 1 })
+    );
+    assert_eq!(problem(""), Some(CsvProblem::Missing { src: 0, dst: 1 }));
+    assert!(matches!(
+        parse("0,1,-1,1e-9\n"),
+        Err(TopologyError::Value(CostModelError::BadEntry { .. }))
+    ));
 }
 
 fn study_objective(experts: usize) -> AristosObjective {

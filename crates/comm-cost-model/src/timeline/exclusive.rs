@@ -38,7 +38,7 @@ pub struct ExclusiveTime {
 
 fn check_all(what: &'static str, xs: &[f64], n: usize) -> Result<(), CostModelError> {
     if xs.len() != n {
-        return Err(CostModelError::ShapeMismatch {
+        return Err(CostModelError::SizeMismatch {
             what,
             expected: n as u64,
             actual: xs.len() as u64,
@@ -57,7 +57,7 @@ fn max_sum(a: &[f64], b: &[f64]) -> f64 {
 ///
 /// # Errors
 ///
-/// [`CostModelError::CountTooSmall`] for zero GPUs; [`CostModelError::ShapeMismatch`] when the
+/// [`CostModelError::CountTooSmall`] for zero GPUs; [`CostModelError::SizeMismatch`] when the
 /// vectors differ in length; `NonFinite`/`Negative` for a bad time.
 ///
 /// # Complexity
