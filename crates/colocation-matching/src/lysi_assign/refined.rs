@@ -370,21 +370,32 @@ mod tests {
         best
     }
 
+    fn instance(costs: Vec<u16>, raw: Vec<(u8, usize)>) -> (Vec<f64>, Vec<Worker>) {
+        let workers = raw
+            .into_iter()
+            .map(|(f, m)| Worker {
+                flop_per_s: f64::from(f),
+                expert_slots: m,
+            })
+            .collect();
+        (costs.into_iter().map(f64::from).collect(), workers)
+    }
+
+    fn fits(cost: &[f64], workers: &[Worker]) -> bool {
+        workers.iter().map(|w| w.expert_slots).sum::<usize>() >= cost.len()
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
         /// Exact on small instances (brute force), never worse than Algorithm 2, slots kept.
         #[test]
         fn refined_is_optimal_on_small_instances(
-            costs in prop::collection::vec(0u8..12, 1..7),
+            costs in prop::collection::vec(0u16..12, 1..7),
             raw in prop::collection::vec((1u8..5, 1usize..5), 1..4),
         ) {
-            let cost: Vec<f64> = costs.into_iter().map(f64::from).collect();
-            let workers: Vec<Worker> = raw
-                .into_iter()
-                .map(|(f, m)| Worker { flop_per_s: f64::from(f), expert_slots: m })
-                .collect();
-            prop_assume!(workers.iter().map(|w| w.expert_slots).sum::<usize>() >= cost.len());
+            let (cost, workers) = instance(costs, raw);
+            prop_assume!(fits(&cost, &workers));
             let refined = lysi_assign_refined(&cost, &workers).unwrap();
             let paper = lysi_assign(&cost, &workers).unwrap();
             prop_assert_eq!(refined.makespan_s, brute_force(&cost, &workers));
@@ -400,12 +411,8 @@ mod tests {
             costs in prop::collection::vec(1u16..1000, 13..60),
             raw in prop::collection::vec((1u8..9, 4usize..30), 2..8),
         ) {
-            let cost: Vec<f64> = costs.into_iter().map(f64::from).collect();
-            let workers: Vec<Worker> = raw
-                .into_iter()
-                .map(|(f, m)| Worker { flop_per_s: f64::from(f), expert_slots: m })
-                .collect();
-            prop_assume!(workers.iter().map(|w| w.expert_slots).sum::<usize>() >= cost.len());
+            let (cost, workers) = instance(costs, raw);
+            prop_assume!(fits(&cost, &workers));
             let refined = lysi_assign_refined(&cost, &workers).unwrap();
             let paper = lysi_assign(&cost, &workers).unwrap();
             prop_assert!(refined.makespan_s <= paper.makespan_s);
