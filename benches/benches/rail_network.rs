@@ -1,6 +1,7 @@
 //! Criterion benches of `rail-network`: one iteration-time evaluation (target >= 10^6 per second
 //! per core), the full parallelization search for GPT-1T from 4096 to 262144 GPUs (target
-//! <= 1 s at 65536 on 2 cores), fabric counting and graph building, and the calibration.
+//! <= 1 s at 65536 on 2 cores), fabric counting and graph building, the calibration, and the
+//! per-pair traffic of a 4096-GPU GPT-1T job.
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
 
@@ -13,10 +14,12 @@ use rail_network::compute::ComputeModel;
 use rail_network::fabric::{FabricKind, FabricParams, PriceModel, compare_fabrics};
 use rail_network::fabric_graph::FabricGraph;
 use rail_network::iteration::IterationModel;
+use rail_network::mapping::RankMapping;
 use rail_network::model::model_preset;
 use rail_network::parallel::Parallelization;
 use rail_network::search::{SearchOptions, search};
 use rail_network::system::system_preset;
+use rail_network::traffic::{CollectiveAlgorithm, job_traffic};
 
 fn model(name: &str, system: &str) -> IterationModel {
     IterationModel::new(
@@ -96,5 +99,27 @@ fn calibration(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, evaluation, full_search, fabrics, calibration);
+/// Rail-only §3: per-pair traffic of GPT-1T on 16 GH200 (4096 GPUs), hierarchical collectives.
+fn gpt_1t_traffic(c: &mut Criterion) {
+    let model = model_preset("gpt-1t").unwrap();
+    let par = Parallelization::with_default_mapping(8, 8, 64, 1, 4096, 1, 256).unwrap();
+    let map = RankMapping::new(&model, &par, 4096, 256).unwrap();
+    let mut group = c.benchmark_group("job_traffic");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    group.bench_function("gpt_1t_4096_gh200", |b| {
+        b.iter(|| job_traffic(black_box(&map), CollectiveAlgorithm::Hierarchical).summary())
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    evaluation,
+    full_search,
+    fabrics,
+    calibration,
+    gpt_1t_traffic
+);
 criterion_main!(benches);

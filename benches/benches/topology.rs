@@ -1,4 +1,4 @@
-//! LysiGroup on dense alpha-beta clusters and the traffic of a 4096-GPU GPT-1T job.
+//! LysiGroup on dense alpha-beta clusters.
 
 // criterion's macros generate undocumented items.
 #![allow(missing_docs)]
@@ -7,10 +7,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use topology_partition::{
-    AristosObjective, CollectiveAlgorithm, GptDims, ParallelConfig, RankMapping, Split,
-    TrainingConstants, job_traffic, lysi_group, random_cluster,
-};
+use topology_partition::{AristosObjective, TrainingConstants, lysi_group, random_cluster};
 
 fn objective() -> AristosObjective {
     let training = TrainingConstants {
@@ -42,31 +39,5 @@ fn lysigroup(c: &mut Criterion) {
     group.finish();
 }
 
-fn gpt_1t_traffic(c: &mut Criterion) {
-    let model = GptDims::gpt_1t();
-    let config = ParallelConfig {
-        tensor: Split::new(8, 1),
-        pipeline: Split::new(1, 8),
-        data: Split::new(32, 2),
-        micro_batch: 1,
-        micro_batches: 64,
-        interleave: 1,
-        expert: None,
-    };
-    let map = RankMapping::new(4096, 256, &config, &model).unwrap();
-    let mut group = c.benchmark_group("job_traffic");
-    group
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(5));
-    group.bench_function("gpt_1t_4096_gh200", |b| {
-        b.iter(|| {
-            job_traffic(black_box(&map), &model, CollectiveAlgorithm::Hierarchical)
-                .unwrap()
-                .summary()
-        })
-    });
-    group.finish();
-}
-
-criterion_group!(benches, lysigroup, gpt_1t_traffic);
+criterion_group!(benches, lysigroup);
 criterion_main!(benches);

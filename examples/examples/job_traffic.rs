@@ -3,10 +3,11 @@
 //!
 //! Run with `cargo run --release -p moe-planner-examples --example job_traffic`.
 
-use topology_partition::{
-    CollectiveAlgorithm, GptDims, ParallelConfig, RankMapping, Split, TopologyError,
-    TrafficSummary, job_traffic,
-};
+use rail_network::RailNetworkError;
+use rail_network::mapping::RankMapping;
+use rail_network::model::model_preset;
+use rail_network::parallel::Parallelization;
+use rail_network::traffic::{CollectiveAlgorithm, TrafficSummary, job_traffic};
 
 fn print(title: &str, s: &TrafficSummary) {
     println!("{title}");
@@ -35,28 +36,19 @@ fn print(title: &str, s: &TrafficSummary) {
 
 fn run(
     title: &str,
-    gpus: usize,
-    k: usize,
-    config: ParallelConfig,
+    gpus: u64,
+    k: u64,
+    par: Parallelization,
     algorithm: CollectiveAlgorithm,
-) -> Result<(), TopologyError> {
-    let model = GptDims::gpt_1t();
-    let map = RankMapping::new(gpus, k, &config, &model)?;
-    print(title, &job_traffic(&map, &model, algorithm)?.summary());
+) -> Result<(), RailNetworkError> {
+    let map = RankMapping::new(&model_preset("gpt-1t")?, &par, gpus, k)?;
+    print(title, &job_traffic(&map, algorithm).summary());
     Ok(())
 }
 
-fn main() -> Result<(), TopologyError> {
+fn main() -> Result<(), RailNetworkError> {
     // MegatronLM Table 1: GPT-1T on 3072 A100 (DGX, K = 8), t = 8, p = 64, batch 3072.
-    let dgx = ParallelConfig {
-        tensor: Split::new(8, 1),
-        pipeline: Split::new(1, 64),
-        data: Split::new(1, 6),
-        micro_batch: 1,
-        micro_batches: 3072 / 6,
-        interleave: 1,
-        expert: None,
-    };
+    let dgx = Parallelization::with_default_mapping(8, 64, 6, 1, 3072, 1, 8)?;
     run(
         "GPT-1T, 3072 GPUs in DGX A100 (K = 8), ring collectives (rail-only Fig. 3-4)",
         3072,
@@ -65,15 +57,7 @@ fn main() -> Result<(), TopologyError> {
         CollectiveAlgorithm::Ring,
     )?;
     // Rail-only §3.2: 16 GH200 (K = 256), batch 4096, d = 64 = 32 in-domain x 2 domains.
-    let gh200 = ParallelConfig {
-        tensor: Split::new(8, 1),
-        pipeline: Split::new(1, 8),
-        data: Split::new(32, 2),
-        micro_batch: 1,
-        micro_batches: 4096 / 64,
-        interleave: 1,
-        expert: None,
-    };
+    let gh200 = Parallelization::with_default_mapping(8, 8, 64, 1, 4096, 1, 256)?;
     for (name, algorithm) in [
         ("hierarchical", CollectiveAlgorithm::Hierarchical),
         ("flat ring", CollectiveAlgorithm::Ring),

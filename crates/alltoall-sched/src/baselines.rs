@@ -5,8 +5,7 @@
 //! name through [`crate::Algorithm`] (`Sjf`, `Random`, `Shift`), next to the optimal
 //! schedulers.
 
-use rand::SeedableRng;
-use rand::rngs::StdRng;
+use comm_cost_model::seeded_rng;
 use rand::seq::SliceRandom;
 
 use crate::{Bandwidth, Flow, ScheduleError, Timetable, TrafficMatrix, simulate};
@@ -53,7 +52,7 @@ pub fn sjf_order(matrix: &TrafficMatrix) -> Vec<Vec<Flow>> {
 /// # Ok::<(), alltoall_sched::ScheduleError>(())
 /// ```
 pub fn random_order(matrix: &TrafficMatrix, seed: u64) -> Vec<Vec<Flow>> {
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rng = seeded_rng(seed, 0);
     (0..matrix.n())
         .map(|i| {
             let mut row = row_flows(matrix, i);

@@ -5,9 +5,9 @@
 //! and per-pair noise, so the hot receivers set the bound. [`uniform_traffic`] draws every entry
 //! uniformly, the balanced case where every port is close to the bound.
 
-use rand::rngs::StdRng;
+use comm_cost_model::{SeededRng, seeded_rng};
+use rand::RngExt;
 use rand::seq::SliceRandom;
-use rand::{RngExt, SeedableRng};
 
 use comm_cost_model::check_non_negative;
 
@@ -45,9 +45,13 @@ pub fn zipf_traffic(
     seed: u64,
 ) -> Result<TrafficMatrix, ScheduleError> {
     check_zipf(n, exponent)?;
-    let mut rng = StdRng::seed_from_u64(seed);
-    let weights = zipf_weights(n, exponent, &mut rng);
-    zipf_rows(&weights, tokens_per_gpu, bytes_per_token, &mut rng)
+    let weights = zipf_weights(n, exponent, &mut seeded_rng(seed, POPULARITY_STREAM));
+    zipf_rows(
+        &weights,
+        tokens_per_gpu,
+        bytes_per_token,
+        &mut seeded_rng(seed, NOISE_STREAM),
+    )
 }
 
 /// Another batch of the same Zipf layer: the expert ranks of
@@ -88,13 +92,17 @@ pub fn zipf_batch(
     batch_seed: u64,
 ) -> Result<TrafficMatrix, ScheduleError> {
     check_zipf(n, exponent)?;
-    let weights = zipf_weights(n, exponent, &mut StdRng::seed_from_u64(layer_seed));
-    let mut noise = StdRng::seed_from_u64(batch_seed);
-    // Draw the permutation's worth of numbers first so batch_seed == layer_seed gives
+    // Popularity and noise come from separate streams, so batch_seed == layer_seed gives
     // exactly `zipf_traffic`.
-    let _ = zipf_weights(n, exponent, &mut noise);
+    let weights = zipf_weights(n, exponent, &mut seeded_rng(layer_seed, POPULARITY_STREAM));
+    let mut noise = seeded_rng(batch_seed, NOISE_STREAM);
     zipf_rows(&weights, tokens_per_gpu, bytes_per_token, &mut noise)
 }
+
+/// Stream of [`seeded_rng`] that permutes the experts' popularity ranks.
+const POPULARITY_STREAM: u64 = 0;
+/// Stream of [`seeded_rng`] that draws the per-pair noise.
+const NOISE_STREAM: u64 = 1;
 
 fn check_zipf(n: usize, exponent: f64) -> Result<(), ScheduleError> {
     if n == 0 {
@@ -105,7 +113,7 @@ fn check_zipf(n: usize, exponent: f64) -> Result<(), ScheduleError> {
 }
 
 /// Popularity of each GPU's expert: rank `r` (a shuffle of `1..=n`) gets `r^-exponent`.
-fn zipf_weights(n: usize, exponent: f64, rng: &mut StdRng) -> Vec<f64> {
+fn zipf_weights(n: usize, exponent: f64, rng: &mut SeededRng) -> Vec<f64> {
     let mut ranks: Vec<usize> = (1..=n).collect();
     ranks.shuffle(rng);
     let weights: Vec<f64> = ranks.iter().map(|&r| (r as f64).powf(-exponent)).collect();
@@ -117,7 +125,7 @@ fn zipf_rows(
     weights: &[f64],
     tokens_per_gpu: u64,
     bytes_per_token: u64,
-    rng: &mut StdRng,
+    rng: &mut SeededRng,
 ) -> Result<TrafficMatrix, ScheduleError> {
     let n = weights.len();
     let mut rows = vec![vec![0u64; n]; n];
@@ -163,7 +171,7 @@ pub fn uniform_traffic(
     if n == 0 {
         return Err(ScheduleError::Empty);
     }
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rng = seeded_rng(seed, 0);
     let rows: Vec<Vec<u64>> = (0..n)
         .map(|i| {
             (0..n)

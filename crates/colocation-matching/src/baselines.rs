@@ -1,8 +1,7 @@
 //! The baselines Aurora §8.1 compares against: Lina, random colocation, random GPU assignment,
 //! and the two combined into a placement.
 
-use rand::SeedableRng;
-use rand::rngs::StdRng;
+use comm_cost_model::seeded_rng;
 use rand::seq::SliceRandom;
 
 use crate::error::{MatchingError, check_weights};
@@ -66,7 +65,7 @@ pub fn lina_pairs(expert_load: &[f64]) -> Result<Vec<Vec<usize>>, MatchingError>
 /// assert_eq!(sorted, vec![0, 1, 2, 3, 4]);
 /// ```
 pub fn random_colocation(n: usize, seed: u64) -> Vec<usize> {
-    random_permutation(n, seed)
+    random_permutation(n, seed, 0)
 }
 
 /// Random GPU assignment (RGA, Aurora §8.1): expert `e` goes to GPU `gpu_of[e]`, a uniformly
@@ -85,7 +84,7 @@ pub fn random_colocation(n: usize, seed: u64) -> Vec<usize> {
 /// ```
 pub fn random_gpu_assignment(n: usize, seed: u64) -> Vec<usize> {
     // A different stream from REC so RGA + REC with one seed are independent.
-    random_permutation(n, seed ^ 0x9e37_79b9_7f4a_7c15)
+    random_permutation(n, seed, 1)
 }
 
 /// The baseline placement of Aurora §8.1 for `n` experts per model on `n` GPUs: random GPU
@@ -129,8 +128,8 @@ pub fn random_placement(n: usize, colocated: bool, seed: u64) -> Vec<Vec<usize>>
         .collect()
 }
 
-fn random_permutation(n: usize, seed: u64) -> Vec<usize> {
+fn random_permutation(n: usize, seed: u64, stream: u64) -> Vec<usize> {
     let mut perm: Vec<usize> = (0..n).collect();
-    perm.shuffle(&mut StdRng::seed_from_u64(seed));
+    perm.shuffle(&mut seeded_rng(seed, stream));
     perm
 }

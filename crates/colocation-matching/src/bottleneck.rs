@@ -106,7 +106,7 @@ pub fn bottleneck_matching(
         TieBreak::MinTotalWeight => {
             let b = optimal.bottleneck;
             let assignment = hungarian(n, |i, j| {
-                let w = weights.get(i, j);
+                let w = weights.get(i, j)?;
                 (allowed.allows(i, j) && w <= b).then_some(w)
             })?;
             Ok(WeightedMatching::new(weights, assignment))
@@ -122,7 +122,7 @@ fn lower_bound(weights: &SquareMatrix, allowed: &Allowed) -> Result<f64, Matchin
     let mut bound = 0.0f64;
     for i in 0..n {
         let mut row_min = f64::INFINITY;
-        for (j, &w) in weights.row(i).iter().enumerate() {
+        for (j, &w) in weights.row(i).unwrap_or_default().iter().enumerate() {
             if allowed.allows(i, j) {
                 row_min = row_min.min(w);
                 col_min[j] = col_min[j].min(w);
@@ -143,8 +143,11 @@ fn threshold_graph(weights: &SquareMatrix, allowed: &Allowed, threshold: f64) ->
     let n = weights.n();
     let mut graph = BipartiteGraph::with_capacity(n, n, 4 * n);
     for i in 0..n {
-        let row = weights.row(i);
-        graph.push_row((0..n).filter(|&j| row[j] <= threshold && allowed.allows(i, j)));
+        let row = weights.row(i).unwrap_or_default().iter().enumerate();
+        graph.push_row(
+            row.filter(|&(j, &w)| w <= threshold && allowed.allows(i, j))
+                .map(|(j, _)| j),
+        );
     }
     graph
 }
@@ -191,7 +194,7 @@ fn minimax_augment(
     let mut parent = vec![NIL; n];
     let mut done = vec![false; n];
     let relax = |row: usize, reach: f64, label: &mut [f64], parent: &mut [usize], done: &[bool]| {
-        for (j, &w) in weights.row(row).iter().enumerate() {
+        for (j, &w) in weights.row(row).unwrap_or_default().iter().enumerate() {
             let value = reach.max(w);
             if !done[j] && value < label[j] && allowed.allows(row, j) {
                 label[j] = value;
@@ -249,14 +252,10 @@ fn binary_search(
     if state.size() == n {
         return Ok(state.left);
     }
-    let mut candidates: Vec<f64> = (0..n)
-        .flat_map(|i| {
-            weights
-                .row(i)
-                .iter()
-                .enumerate()
-                .map(move |(j, &w)| (i, j, w))
-        })
+    let mut candidates: Vec<f64> = weights
+        .rows()
+        .enumerate()
+        .flat_map(|(i, row)| row.iter().enumerate().map(move |(j, &w)| (i, j, w)))
         .filter(|&(i, j, w)| w > infeasible && allowed.allows(i, j))
         .map(|(_, _, w)| w)
         .collect();

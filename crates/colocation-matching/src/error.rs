@@ -2,7 +2,7 @@
 //!
 //! Shapes shared with the rest of the workspace (`SizeMismatch { what, expected, actual }`,
 //! `TooLarge { what, limit, value }`) mean what `comm_cost_model::CostModelError`'s
-//! `ShapeMismatch` and `TooLarge` mean; scalar value checks use comm-cost-model's helpers and
+//! `SizeMismatch` and `TooLarge` mean; scalar value checks use comm-cost-model's helpers and
 //! arrive wrapped in [`MatchingError::Cost`].
 
 use comm_cost_model::{CostModelError, check_non_negative, check_positive};

@@ -111,7 +111,7 @@ pub(crate) fn layer_time_s(gpu: &GpuSpec, send: f64, recv: f64, flop: f64) -> f6
 /// let e = [ExpertDemand { send_bytes: 4.0, recv_bytes: 6.0, flop: 10.0 }];
 /// let g = [GpuSpec { flop_per_s: 5.0, bandwidth_bytes_per_s: 2.0 }];
 /// let t = exclusive_time_matrix(&e, &g)?;
-/// assert_eq!(t.get(0, 0), 2.0 * 6.0 / 2.0 + 10.0 / 5.0);
+/// assert_eq!(t.get(0, 0), Some(2.0 * 6.0 / 2.0 + 10.0 / 5.0));
 /// # Ok::<(), colocation_matching::MatchingError>(())
 /// ```
 pub fn exclusive_time_matrix(
@@ -123,10 +123,10 @@ pub fn exclusive_time_matrix(
     for (i, e) in experts.iter().enumerate() {
         e.check("expert demand", i)?;
     }
-    SquareMatrix::from_fn(experts.len(), |e, g| {
+    Ok(SquareMatrix::from_fn(experts.len(), |e, g| {
         let x = &experts[e];
         layer_time_s(&gpus[g], x.send_bytes, x.recv_bytes, x.flop)
-    })
+    })?)
 }
 
 /// An expert-to-GPU assignment with its slowest GPU's time.

@@ -38,7 +38,7 @@ pub fn min_cost_perfect_matching(
 ) -> Result<WeightedMatching, MatchingError> {
     let allowed = Allowed::new(weights.n(), forbidden)?;
     let assignment = hungarian(weights.n(), |i, j| {
-        allowed.allows(i, j).then(|| weights.get(i, j))
+        weights.get(i, j).filter(|_| allowed.allows(i, j))
     })?;
     Ok(WeightedMatching::new(weights, assignment))
 }

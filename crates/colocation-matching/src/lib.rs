@@ -18,7 +18,7 @@
 //! | pair two models' experts (Aurora §6.2) | [`pair_sorted`] (Case I), [`pair_bottleneck`] (Case II) | [`random_colocation`] (REC), [`lina_pairs`] (Lina) |
 //! | experts → heterogeneous GPUs (§5.1) | [`assign_gpus_bottleneck`] | [`assign_by_popularity`] (Thm 5.1), [`random_gpu_assignment`] (RGA), [`random_placement`] (RGA + REC) |
 //! | colocating + heterogeneous (§7) | [`colocate_exact`], [`colocate_milp`] | [`colocate_decoupled`] (paper), [`colocate_local_search`] (ours) |
-//! | experts → workers with FLOPS and slots (Aristos) | [`lysi_assign_milp`] | [`lysi_assign`], bound [`assignment_lower_bound_s`] |
+//! | experts → workers with FLOPS and slots (Aristos) | [`lysi_assign_milp`], [`lysi_assign_refined`] (≤ 12 experts) | [`lysi_assign`] (Algorithm 2), [`lysi_assign_refined`] (ours); [`lysi_assign_with`] picks by [`LysiAlgorithm`]; bound [`assignment_lower_bound_s`] |
 //! | expert replication and placement (EPLB's job) | [`place`] / [`place_layers`] with [`PlacementAlgorithm`] (`Optimal`, `OptimalNodeAware`, `Exact`), bound [`placement_lower_bound`] | [`eplb`], [`rebalance_experts`] (DeepSeek's EPLB) |
 //! | rebalancing with fewest moves | [`rebalance`] (trade-off, [`plan_transfers`], [`count_moves`], [`transfer_counts`]) | EPLB's fresh plan |
 //! | several load windows / one batch | [`place_robust`], [`split_tokens`] (max-flow token split) | newest window alone / even split |
@@ -81,8 +81,8 @@ mod lysi_assign;
 pub use baselines::{lina_pairs, random_colocation, random_gpu_assignment, random_placement};
 pub use loads::placement_loads;
 pub use lysi_assign::{
-    LYSI_MILP_MAX_VARIABLES, Worker, WorkerAssignment, assignment_lower_bound_s, lysi_assign,
-    lysi_assign_milp,
+    LYSI_MILP_MAX_VARIABLES, LysiAlgorithm, REFINED_EXACT_MAX_EXPERTS, Worker, WorkerAssignment,
+    assignment_lower_bound_s, lysi_assign, lysi_assign_milp, lysi_assign_refined, lysi_assign_with,
 };
 mod placement;
 

@@ -66,8 +66,8 @@ impl ExpertLoads {
         let n = traffic.n();
         let mut send_bytes = vec![0.0; n];
         let mut recv_bytes = vec![0.0; n];
-        for (i, send) in send_bytes.iter_mut().enumerate() {
-            for (j, &d) in traffic.row(i).iter().enumerate() {
+        for (i, (send, row)) in send_bytes.iter_mut().zip(traffic.rows()).enumerate() {
+            for (j, &d) in row.iter().enumerate() {
                 if i != j {
                     *send += d;
                     recv_bytes[j] += d;
@@ -156,8 +156,8 @@ pub fn placement_loads(
     }
     let mut send_bytes = vec![0.0; n_gpus];
     let mut recv_bytes = vec![0.0; n_gpus];
-    for (i, &gi) in gpu_of_expert.iter().enumerate() {
-        for (j, &d) in traffic.row(i).iter().enumerate() {
+    for (&gi, row) in gpu_of_expert.iter().zip(traffic.rows()) {
+        for (j, &d) in row.iter().enumerate() {
             let gj = gpu_of_expert[j];
             if gi != gj {
                 send_bytes[gi] += d;

@@ -19,9 +19,20 @@ impl WeightedMatching {
     /// Scores `assignment` on `weights`.
     pub(crate) fn new(weights: &SquareMatrix, assignment: Vec<usize>) -> Self {
         Self {
-            bottleneck: weights.bottleneck(&assignment),
-            total_weight: weights.total(&assignment),
+            bottleneck: chosen(weights, &assignment).fold(0.0, f64::max),
+            total_weight: chosen(weights, &assignment).sum(),
             assignment,
         }
     }
+}
+
+/// The entries `(i, assignment[i])` (an entry out of range counts as absent).
+fn chosen<'a>(
+    weights: &'a SquareMatrix,
+    assignment: &'a [usize],
+) -> impl Iterator<Item = f64> + 'a {
+    assignment
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &j)| weights.get(i, j))
 }

@@ -229,9 +229,9 @@ pub(crate) fn pair_weights(
     b: &ExpertLoads,
     gate: f64,
 ) -> Result<SquareMatrix, MatchingError> {
-    SquareMatrix::from_fn(a.len(), |i, j| {
+    Ok(SquareMatrix::from_fn(a.len(), |i, j| {
         let send = a.send_bytes[i] + b.send_bytes[j].max(gate);
         let recv = a.recv_bytes[i] + b.recv_bytes[j].max(gate);
         send.max(recv)
-    })
+    })?)
 }

@@ -40,9 +40,10 @@ pub enum CostModelError {
         /// The value received.
         value: u64,
     },
-    /// Two inputs that must have the same length (or agree) did not.
+    /// Two inputs that must have the same length (or agree) did not: the shared shape of every
+    /// size mismatch in the workspace.
     #[error("{what}: expected {expected}, got {actual}")]
-    ShapeMismatch {
+    SizeMismatch {
         /// What disagreed.
         what: &'static str,
         /// The expected length or value.
@@ -65,8 +66,9 @@ pub enum CostModelError {
         /// The fitted value.
         value: f64,
     },
-    /// An exhaustive computation was asked for an instance too large to enumerate.
-    #[error("{what} = {value} exceeds the limit {limit} of the exact enumeration")]
+    /// An instance is larger than a computation accepts (an exhaustive enumeration, an explicit
+    /// graph, a matrix): the shared shape of every size limit in the workspace.
+    #[error("{what} = {value} exceeds the limit {limit}")]
     TooLarge {
         /// What is too large.
         what: &'static str,
@@ -74,5 +76,33 @@ pub enum CostModelError {
         limit: u64,
         /// The value received.
         value: u64,
+    },
+    /// A matrix entry was NaN, infinite or negative.
+    #[error("{what}[{row}][{col}] must be finite and non-negative, got {value}")]
+    BadEntry {
+        /// Which matrix.
+        what: &'static str,
+        /// Row of the entry.
+        row: usize,
+        /// Column of the entry.
+        col: usize,
+        /// The value received.
+        value: f64,
+    },
+    /// `divisor` does not divide `value` although a constraint requires it.
+    #[error("{what}: {divisor} does not divide {value}")]
+    NotDivisible {
+        /// The constraint, in words (for example "HB-domain size K must divide the GPU count N").
+        what: &'static str,
+        /// The value that should be a multiple.
+        value: u64,
+        /// The value that should divide it.
+        divisor: u64,
+    },
+    /// An integer computation on counts would overflow 64 bits.
+    #[error("{what} overflows a 64-bit count")]
+    Overflow {
+        /// What overflowed.
+        what: &'static str,
     },
 }

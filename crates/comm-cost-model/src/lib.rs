@@ -13,6 +13,11 @@
 //!   (Eq. 8–9) on small grids.
 //! * [`parm`]: Parm's baseline, S1 and S2 schedules, Algorithm 1, the SAA phase schedule, and
 //!   the two testbeds with a check of the paper's claims over Table III.
+//! * [`Worker`] (a GPU's FLOP/s and expert slots) and [`SquareMatrix`] (validated, serialized as
+//!   rows): shared by the placement and grouping crates. [`gcd`] and [`checked_product`] for
+//!   parallel degrees.
+//! * [`seeded_rng`]: the portable seeded generator (ChaCha8) every randomized routine of the
+//!   workspace draws from, so published seeded numbers stay reproducible.
 //! * [`timeline`]: Aurora's exclusive (Eq. 1–3) and colocated (Table 2, Eq. 4) MoE-layer
 //!   timelines and GPU utilization (§8.1).
 //!
@@ -36,13 +41,23 @@
 pub mod allgather_bound;
 mod alpha_beta;
 pub mod collectives;
+mod count;
 mod error;
 pub mod fit;
+mod matrix;
 pub mod parm;
+mod rng;
 pub mod timeline;
 pub mod units;
 mod validate;
+mod worker;
 
 pub use alpha_beta::AlphaBeta;
+pub use count::{checked_product, gcd};
 pub use error::CostModelError;
-pub use validate::{check_count, check_non_negative, check_positive};
+pub use matrix::SquareMatrix;
+pub use rng::{SeededRng, seeded_rng};
+pub use validate::{
+    check_count, check_count_u64, check_divides, check_non_negative, check_positive,
+};
+pub use worker::Worker;

@@ -73,3 +73,49 @@ pub fn check_count(what: &'static str, value: usize, min: usize) -> Result<usize
     }
     Ok(value)
 }
+
+/// As [`check_count`] for `u64` counts (GPUs, parallel degrees, batch sizes).
+///
+/// # Errors
+///
+/// [`CostModelError::CountTooSmall`] if `value < min`.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::check_count_u64;
+/// assert_eq!(check_count_u64("GPUs", 4096, 1), Ok(4096));
+/// assert!(check_count_u64("GPUs", 0, 1).is_err());
+/// ```
+pub fn check_count_u64(what: &'static str, value: u64, min: u64) -> Result<u64, CostModelError> {
+    if value < min {
+        return Err(CostModelError::CountTooSmall { what, min, value });
+    }
+    Ok(value)
+}
+
+/// Checks that `divisor` divides `value` and returns the quotient; `what` names the constraint.
+///
+/// # Errors
+///
+/// [`CostModelError::NotDivisible`] if `divisor` is 0 or leaves a remainder.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::check_divides;
+/// assert_eq!(check_divides("K must divide N", 4096, 256), Ok(16));
+/// assert!(check_divides("K must divide N", 4096, 384).is_err());
+/// assert!(check_divides("K must divide N", 4096, 0).is_err());
+/// ```
+pub fn check_divides(what: &'static str, value: u64, divisor: u64) -> Result<u64, CostModelError> {
+    if divisor == 0 || value % divisor != 0 {
+        Err(CostModelError::NotDivisible {
+            what,
+            value,
+            divisor,
+        })
+    } else {
+        Ok(value / divisor)
+    }
+}

@@ -36,12 +36,12 @@
 //! ```
 
 use colocation_matching::lysi_assign;
-use comm_cost_model::AlphaBeta;
 use comm_cost_model::units::{megabytes, millis, tflop_per_s};
+use comm_cost_model::{AlphaBeta, Worker};
 use serde::{Deserialize, Serialize};
 use topology_partition::{
-    AristosObjective, Cluster, NodeKind, Partition, TopologyError, TrainingConstants, Worker,
-    lysi_group, one_group_per_node, smallest_fitting_groups, whole_world,
+    AristosObjective, Cluster, NodeKind, Partition, TopologyError, TrainingConstants, lysi_group,
+    one_group_per_node, smallest_fitting_groups, whole_world,
 };
 
 use crate::PlanError;
@@ -258,13 +258,14 @@ impl ClusterSpec {
                 alpha_ms,
                 beta_ms_per_mb,
             } => {
+                let nodes = workers.iter().map(|w| w.node).collect();
                 let workers = workers
                     .iter()
-                    .map(|w| Worker::new(tflop_per_s(w.tflops), w.expert_slots, w.node))
+                    .map(|w| Worker::new(tflop_per_s(w.tflops), w.expert_slots))
                     .collect::<Result<Vec<_>, _>>()?;
                 let alpha = scaled(alpha_ms, millis(1.0));
                 let beta = scaled(beta_ms_per_mb, millis(1.0) / megabytes(1.0));
-                Cluster::from_rows(workers, &alpha, &beta)
+                Cluster::from_rows(workers, nodes, &alpha, &beta)
             }
             ClusterSpec::Nodes { nodes } => {
                 let mut kinds = Vec::new();
@@ -363,16 +364,7 @@ fn assign_experts(
         lower_bound_s: Vec::with_capacity(partition.groups.len()),
     };
     for group in &partition.groups {
-        let workers: Vec<colocation_matching::Worker> = group
-            .iter()
-            .map(|&w| {
-                let worker = &cluster.workers()[w];
-                colocation_matching::Worker {
-                    flop_per_s: worker.flop_per_s,
-                    expert_slots: worker.expert_slots,
-                }
-            })
-            .collect();
+        let workers: Vec<Worker> = group.iter().map(|&w| cluster.workers()[w]).collect();
         let a = lysi_assign(&costs, &workers)?;
         for (expert, &local) in a.worker_of_expert.iter().enumerate() {
             out.experts_of_worker[group[local]].push(expert);

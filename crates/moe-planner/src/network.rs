@@ -32,8 +32,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use comm_cost_model::{check_count, units};
-use rail_network::RailNetworkError;
+use comm_cost_model::{CostModelError, check_count, units};
 use rail_network::compute::ComputeModel;
 use rail_network::fabric::{FabricCounts, FabricParams, PriceModel, compare_fabrics};
 use rail_network::iteration::{IterationModel, IterationTerms};
@@ -171,7 +170,7 @@ impl ParallelSpec {
             Some(batch) => batch,
             None => dp
                 .checked_mul(self.micro_batch)
-                .ok_or(RailNetworkError::Overflow {
+                .ok_or(CostModelError::Overflow {
                     what: "the default global batch d b",
                 })?,
         };
@@ -510,6 +509,7 @@ pub fn plan_search_with_progress(
 mod tests {
     use super::*;
     use comm_cost_model::CostModelError;
+    use rail_network::RailNetworkError;
 
     #[test]
     fn spec_json_round_trip_and_presets() {
@@ -571,11 +571,11 @@ mod tests {
         let e = plan_iteration(&spec).unwrap_err();
         assert!(matches!(
             e,
-            PlanError::Rail(RailNetworkError::ProductMismatch {
-                product: 128,
+            PlanError::Rail(RailNetworkError::Value(CostModelError::SizeMismatch {
+                actual: 128,
                 expected: 64,
                 ..
-            })
+            }))
         ));
         assert!(e.to_string().contains("Eq. 11"), "{e}");
         // Without dp, t p must divide N (the default d = N / (t p), Eq. 11).
@@ -583,11 +583,13 @@ mod tests {
         spec.gpus = 96;
         assert!(matches!(
             plan_iteration(&spec),
-            Err(PlanError::Rail(RailNetworkError::NotDivisible {
-                value: 96,
-                divisor: 64,
-                ..
-            }))
+            Err(PlanError::Rail(RailNetworkError::Value(
+                CostModelError::NotDivisible {
+                    value: 96,
+                    divisor: 64,
+                    ..
+                }
+            )))
         ));
         // keep = 0 is a count error.
         assert!(matches!(

@@ -123,7 +123,7 @@ mod tests {
         bad_layer.layer.n_ep = 3; // N_EP N_ESP != P
         assert!(matches!(
             plan_training(&bad_layer),
-            Err(PlanError::Cost(CostModelError::ShapeMismatch { .. }))
+            Err(PlanError::Cost(CostModelError::SizeMismatch { .. }))
         ));
     }
 }

@@ -26,6 +26,7 @@ use crate::iteration::IterationModel;
 use crate::model::{GptModel, Recompute, hardware_flops, model_preset};
 use crate::parallel::Parallelization;
 use crate::system::SystemSpec;
+use comm_cost_model::CostModelError;
 use comm_cost_model::units::Seconds;
 
 /// Where a measurement was published.
@@ -312,7 +313,7 @@ fn loss(runs: &[PublishedRun], system: &SystemSpec, c: &ComputeModel) -> f64 {
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::TooFewRuns`] for fewer than 3 runs; as [`predict`] otherwise.
+/// [`RailNetworkError::Value`] (`CountTooSmall`) for fewer than 3 runs; as [`predict`] otherwise.
 ///
 /// # Complexity
 ///
@@ -336,11 +337,12 @@ pub fn calibrate(
     base: &ComputeModel,
 ) -> Result<ComputeModel, RailNetworkError> {
     if runs.len() < 3 {
-        return Err(RailNetworkError::TooFewRuns {
-            what: "calibration of three efficiency parameters",
+        return Err(CostModelError::CountTooSmall {
+            what: "runs for the calibration of three efficiency parameters",
             min: 3,
-            got: runs.len(),
-        });
+            value: runs.len() as u64,
+        }
+        .into());
     }
     base.validate()?;
     system.validate()?;
@@ -396,7 +398,7 @@ pub struct LeaveOneOutRow {
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::TooFewRuns`] for fewer than 4 runs; as [`calibrate`] otherwise.
+/// [`RailNetworkError::Value`] (`CountTooSmall`) for fewer than 4 runs; as [`calibrate`] otherwise.
 ///
 /// # Complexity
 ///
@@ -418,11 +420,12 @@ pub fn leave_one_out(
     base: &ComputeModel,
 ) -> Result<Vec<LeaveOneOutRow>, RailNetworkError> {
     if runs.len() < 4 {
-        return Err(RailNetworkError::TooFewRuns {
-            what: "leave-one-out validation",
+        return Err(CostModelError::CountTooSmall {
+            what: "runs for leave-one-out validation",
             min: 4,
-            got: runs.len(),
-        });
+            value: runs.len() as u64,
+        }
+        .into());
     }
     (0..runs.len())
         .map(|i| {
@@ -484,7 +487,9 @@ mod tests {
         let runs = table4_runs().unwrap();
         assert!(matches!(
             calibrate(&runs[..2], &sys, &ComputeModel::paper()),
-            Err(RailNetworkError::TooFewRuns { .. })
+            Err(RailNetworkError::Value(
+                CostModelError::CountTooSmall { .. }
+            ))
         ));
     }
 }

@@ -10,32 +10,6 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum RailNetworkError {
-    /// A count (GPUs, radix, heads, layers, batch, ...) was zero.
-    #[error("{what} must be at least 1, got 0")]
-    Zero {
-        /// Name of the count.
-        what: &'static str,
-    },
-    /// `divisor` does not divide `value` although the constraint requires it.
-    #[error("{constraint}: {divisor} does not divide {value}")]
-    NotDivisible {
-        /// The constraint, in words (for example "HB-domain size K must divide the GPU count N").
-        constraint: &'static str,
-        /// The value that should be a multiple.
-        value: u64,
-        /// The value that should divide it.
-        divisor: u64,
-    },
-    /// Two quantities whose product must equal a third do not.
-    #[error("{constraint}: product is {product}, expected {expected}")]
-    ProductMismatch {
-        /// The constraint, in words (for example "p * t * d = N (Eq. 11)").
-        constraint: &'static str,
-        /// The product found.
-        product: u64,
-        /// The value it must equal.
-        expected: u64,
-    },
     /// The switch radix cannot build any folded Clos for this many endpoints.
     #[error(
         "switch radix {radix} cannot connect {endpoints} endpoints in at most {max_tiers} tiers (radix must be even and at least 2)"
@@ -57,20 +31,6 @@ pub enum RailNetworkError {
         index: u64,
         /// The number of valid indices.
         limit: u64,
-    },
-    /// A fabric too large to build as an explicit graph.
-    #[error("fabric with {gpus} GPUs is too large to build as a graph (limit {limit})")]
-    GraphTooLarge {
-        /// GPUs requested.
-        gpus: u64,
-        /// The largest GPU count accepted.
-        limit: u64,
-    },
-    /// An intermediate count overflowed `u64`.
-    #[error("{what} overflows a 64-bit count")]
-    Overflow {
-        /// The quantity that overflowed.
-        what: &'static str,
     },
     /// A parallel configuration does not fit in GPU memory (Appendix C, Eq. 19).
     #[error(
@@ -104,43 +64,11 @@ pub enum RailNetworkError {
         /// The valid names, comma separated.
         known: String,
     },
-    /// Too few data points for a fit.
-    #[error("{what}: need at least {min} runs, got {got}")]
-    TooFewRuns {
-        /// The fit.
-        what: &'static str,
-        /// Runs needed.
-        min: usize,
-        /// Runs given.
-        got: usize,
-    },
-    /// A real-valued input was NaN, infinite, negative or zero where it must be positive.
+    /// A value or count check of the shared vocabulary failed: NaN, infinite, negative or zero
+    /// where it must be positive (`NonFinite`, `Negative`, `NotPositive`), a count that is zero
+    /// or too small (`CountTooSmall`), a divisibility rule (`NotDivisible`, e.g. Eq. 13–18), a
+    /// product that must equal a count (`SizeMismatch`, Eq. 11–12), an instance above a size
+    /// limit (`TooLarge`) or an overflowing count (`Overflow`).
     #[error(transparent)]
     Value(#[from] CostModelError),
-}
-
-/// Checks that a count is positive.
-pub(crate) fn nonzero(what: &'static str, value: u64) -> Result<u64, RailNetworkError> {
-    if value == 0 {
-        Err(RailNetworkError::Zero { what })
-    } else {
-        Ok(value)
-    }
-}
-
-/// Checks that `divisor` divides `value` (both positive).
-pub(crate) fn divides(
-    constraint: &'static str,
-    value: u64,
-    divisor: u64,
-) -> Result<u64, RailNetworkError> {
-    if divisor == 0 || value % divisor != 0 {
-        Err(RailNetworkError::NotDivisible {
-            constraint,
-            value,
-            divisor,
-        })
-    } else {
-        Ok(value / divisor)
-    }
 }

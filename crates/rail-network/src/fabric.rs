@@ -17,8 +17,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{RailNetworkError, divides, nonzero};
+use crate::error::RailNetworkError;
+use comm_cost_model::CostModelError;
 use comm_cost_model::check_non_negative;
+use comm_cost_model::{check_count_u64, check_divides};
 
 /// The most Clos tiers considered before a radix is declared too small.
 pub const MAX_TIERS: u32 = 8;
@@ -79,12 +81,12 @@ impl FabricParams {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Zero`] or [`RailNetworkError::NotDivisible`].
+    /// [`RailNetworkError::Value`] (`CountTooSmall` or `NotDivisible`).
     pub fn validate(&self) -> Result<(), RailNetworkError> {
-        nonzero("GPU count N", self.gpus)?;
-        nonzero("HB-domain size K", self.hb_domain)?;
-        nonzero("switch radix k", self.radix)?;
-        divides(
+        check_count_u64("GPU count N", self.gpus, 1)?;
+        check_count_u64("HB-domain size K", self.hb_domain, 1)?;
+        check_count_u64("switch radix k", self.radix, 1)?;
+        check_divides(
             "HB-domain size K must divide the GPU count N",
             self.gpus,
             self.hb_domain,
@@ -208,7 +210,7 @@ fn count(
     prices: &PriceModel,
 ) -> Result<FabricCounts, RailNetworkError> {
     let tiers = clos_tiers(endpoints, radix)?;
-    let overflow = |what| RailNetworkError::Overflow { what };
+    let overflow = |what| RailNetworkError::Value(CostModelError::Overflow { what });
     let gpus = clos_count
         .checked_mul(endpoints)
         .ok_or(overflow("GPU count"))?;
@@ -399,7 +401,7 @@ mod tests {
         let bad = FabricParams::new(100, 8, 64);
         assert!(matches!(
             rail_only_fabric(&bad, &PriceModel::default()),
-            Err(RailNetworkError::NotDivisible { .. })
+            Err(RailNetworkError::Value(CostModelError::NotDivisible { .. }))
         ));
     }
 

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RailNetworkError;
 use crate::fabric::{FabricKind, FabricParams, clos_tiers};
+use comm_cost_model::CostModelError;
 
 /// The largest GPU count [`FabricGraph::build`] accepts.
 pub const MAX_GRAPH_GPUS: u64 = 1 << 16;
@@ -91,10 +92,12 @@ impl FabricGraph {
     pub fn build(kind: FabricKind, params: FabricParams) -> Result<Self, RailNetworkError> {
         params.validate()?;
         if params.gpus > MAX_GRAPH_GPUS {
-            return Err(RailNetworkError::GraphTooLarge {
-                gpus: params.gpus,
+            return Err(CostModelError::TooLarge {
+                what: "GPUs of a fabric built as a graph",
                 limit: MAX_GRAPH_GPUS,
-            });
+                value: params.gpus,
+            }
+            .into());
         }
         let mut graph = UnGraph::new_undirected();
         let (k_dom, domains) = (params.hb_domain, params.domains());
@@ -383,7 +386,7 @@ mod tests {
         let big = FabricParams::new(1 << 20, 8, 64);
         assert!(matches!(
             FabricGraph::build(FabricKind::RailOnly, big),
-            Err(RailNetworkError::GraphTooLarge { .. })
+            Err(RailNetworkError::Value(CostModelError::TooLarge { .. }))
         ));
     }
 }

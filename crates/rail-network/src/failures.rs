@@ -16,8 +16,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{RailNetworkError, nonzero};
+use crate::error::RailNetworkError;
 use crate::fabric::{FabricKind, FabricParams, clos_tiers};
+use comm_cost_model::check_count_u64;
 
 /// A component failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -117,7 +118,7 @@ pub fn failure_impact(
     ctx: &FailureContext,
 ) -> Result<FailureImpact, RailNetworkError> {
     params.validate()?;
-    nonzero("GPUs per server", ctx.gpus_per_server)?;
+    check_count_u64("GPUs per server", ctx.gpus_per_server, 1)?;
     let endpoints = match kind {
         FabricKind::RailOptimized => params.gpus,
         FabricKind::RailOnly => params.domains(),

@@ -5,7 +5,8 @@
 //! every high-bandwidth domain) and drops the spine, forwarding the rare cross-rail message through
 //! the NVLink-class HB domain. This crate counts switches, transceivers and cost of both fabrics
 //! (Table 2), analyses failures (§4.1), models GPT FLOPs and memory, predicts the iteration time
-//! of a PTD-P training job (Eq. 2–7), searches all valid parallelizations (Appendix C) and sweeps
+//! of a PTD-P training job (Eq. 2–7), maps its ranks onto HB domains and rails and computes its
+//! per-GPU-pair traffic (§3), searches all valid parallelizations (Appendix C) and sweeps
 //! HB-domain size, bandwidth and batch size (Fig. 9–11).
 //!
 //! | module | paper | what |
@@ -13,7 +14,8 @@
 //! | [`fabric`], [`fabric_graph`] | §2.1, §4, §6.5, Table 2 | tiers, switches, transceivers, cost; petgraph wiring and routes |
 //! | [`failures`] | §4.1 | GPUs cut off, recovery and spare GPUs per failure |
 //! | [`model`], [`compute`], [`memory`] | App. B; Korthikanti et al.; Narayanan et al. | GPT presets, FLOPs, `t(b)`, memory per GPU |
-//! | [`parallel`], [`iteration`] | §5, Eq. 2–7; App. C Eq. 11–18 | a PTD-P configuration and its iteration time, term by term |
+//! | [`parallel`], [`iteration`] | §5, Eq. 2–7; App. C Eq. 11–18 | a PTD-P configuration (+ EP/ESP) and its iteration time, term by term |
+//! | [`mapping`], [`traffic`] | §2.1, §3, Fig. 3–5; Parm §IV-B | ranks on HB domains and rails, per-GPU-pair traffic of one iteration |
 //! | [`search`], [`sweeps`] | App. C, §6.2–6.4, App. D | exhaustive parallel search (rayon), Fig. 9–11 sweeps |
 //! | [`accuracy`] | §6.1, Table 4 | published measurements, calibration, leave-one-out |
 //!
@@ -48,11 +50,13 @@ pub mod fabric;
 pub mod fabric_graph;
 pub mod failures;
 pub mod iteration;
+pub mod mapping;
 pub mod memory;
 pub mod model;
 pub mod parallel;
 pub mod search;
 pub mod sweeps;
 pub mod system;
+pub mod traffic;
 
 pub use error::RailNetworkError;

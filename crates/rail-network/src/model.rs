@@ -16,8 +16,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{RailNetworkError, divides, nonzero};
+use crate::error::RailNetworkError;
 use comm_cost_model::units::Flop;
+use comm_cost_model::{check_count_u64, check_divides};
 
 /// A GPT-style decoder: the hyperparameters every formula needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -132,14 +133,14 @@ impl GptModel {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Zero`] or [`RailNetworkError::NotDivisible`].
+    /// [`RailNetworkError::Value`] (`CountTooSmall` or `NotDivisible`).
     pub fn validate(&self) -> Result<(), RailNetworkError> {
-        nonzero("attention heads", self.heads)?;
-        nonzero("hidden size", self.hidden)?;
-        nonzero("layers", self.layers)?;
-        nonzero("sequence length", self.seq_len)?;
-        nonzero("vocabulary size", self.vocab)?;
-        divides(
+        check_count_u64("attention heads", self.heads, 1)?;
+        check_count_u64("hidden size", self.hidden, 1)?;
+        check_count_u64("layers", self.layers, 1)?;
+        check_count_u64("sequence length", self.seq_len, 1)?;
+        check_count_u64("vocabulary size", self.vocab, 1)?;
+        check_divides(
             "attention heads must divide the hidden size",
             self.hidden,
             self.heads,
@@ -292,6 +293,7 @@ pub fn flop_split(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use comm_cost_model::CostModelError;
 
     #[test]
     fn presets_have_the_published_sizes() {
@@ -343,10 +345,15 @@ mod tests {
         m.heads = 7;
         assert!(matches!(
             m.validate(),
-            Err(RailNetworkError::NotDivisible { .. })
+            Err(RailNetworkError::Value(CostModelError::NotDivisible { .. }))
         ));
         m.heads = 0;
-        assert!(matches!(m.validate(), Err(RailNetworkError::Zero { .. })));
+        assert!(matches!(
+            m.validate(),
+            Err(RailNetworkError::Value(
+                CostModelError::CountTooSmall { .. }
+            ))
+        ));
         assert!(model_flops(&model_preset("gpt-22b").unwrap(), f64::NAN).is_err());
     }
 }

@@ -2,8 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{RailNetworkError, divides, nonzero};
+use crate::error::RailNetworkError;
 use crate::model::GptModel;
+use comm_cost_model::CostModelError;
+use comm_cost_model::{check_count_u64, check_divides};
+use comm_cost_model::{checked_product, gcd};
 
 /// How a training job is split: tensor `t`, pipeline `p` and data `d` parallelism, each split
 /// into an HB-domain part (`_hb`) and a network part (the quotient), plus the batch schedule.
@@ -29,20 +32,13 @@ pub struct Parallelization {
     pub interleave: u64,
 }
 
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
-}
-
 impl Parallelization {
     /// A parallelization with the usual placement: tensor parallelism fills the HB domain
     /// first, then data, then pipeline parallelism (each taking the largest common factor).
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Zero`] for a zero degree.
+    /// [`RailNetworkError::Value`] (`CountTooSmall`) for a zero degree.
     ///
     /// # Examples
     ///
@@ -63,10 +59,10 @@ impl Parallelization {
         interleave: u64,
         hb_domain: u64,
     ) -> Result<Self, RailNetworkError> {
-        nonzero("tensor parallel degree t", tp)?;
-        nonzero("pipeline parallel degree p", pp)?;
-        nonzero("data parallel degree d", dp)?;
-        nonzero("HB-domain size K", hb_domain)?;
+        check_count_u64("tensor parallel degree t", tp, 1)?;
+        check_count_u64("pipeline parallel degree p", pp, 1)?;
+        check_count_u64("data parallel degree d", dp, 1)?;
+        check_count_u64("HB-domain size K", hb_domain, 1)?;
         let tp_hb = gcd(tp, hb_domain);
         let dp_hb = gcd(dp, hb_domain / tp_hb);
         let pp_hb = gcd(pp, hb_domain / (tp_hb * dp_hb));
@@ -87,8 +83,9 @@ impl Parallelization {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Zero`] for a zero degree, [`RailNetworkError::Overflow`] if `t p`
-    /// overflows, [`RailNetworkError::NotDivisible`] (naming Eq. 11) unless `t p` divides `N`.
+    /// [`RailNetworkError::Value`] wrapping [`CostModelError::CountTooSmall`] for a zero degree,
+    /// [`CostModelError::Overflow`] if `t p` overflows, and [`CostModelError::NotDivisible`]
+    /// (naming Eq. 11) unless `t p` divides `N`.
     ///
     /// # Complexity
     ///
@@ -97,25 +94,26 @@ impl Parallelization {
     /// # Examples
     ///
     /// ```
+    /// use comm_cost_model::CostModelError;
     /// use rail_network::{parallel::Parallelization, RailNetworkError};
     /// assert_eq!(Parallelization::data_parallel_degree(512, 8, 16)?, 4);
     /// assert!(matches!(
     ///     Parallelization::data_parallel_degree(500, 8, 16),
-    ///     Err(RailNetworkError::NotDivisible { divisor: 128, .. })
+    ///     Err(RailNetworkError::Value(CostModelError::NotDivisible { divisor: 128, .. }))
     /// ));
     /// # Ok::<(), rail_network::RailNetworkError>(())
     /// ```
     pub fn data_parallel_degree(gpus: u64, tp: u64, pp: u64) -> Result<u64, RailNetworkError> {
-        nonzero("tensor parallel degree t", tp)?;
-        nonzero("pipeline parallel degree p", pp)?;
+        check_count_u64("tensor parallel degree t", tp, 1)?;
+        check_count_u64("pipeline parallel degree p", pp, 1)?;
         let tp_pp = tp
             .checked_mul(pp)
-            .ok_or(RailNetworkError::Overflow { what: "t p" })?;
-        divides(
+            .ok_or(CostModelError::Overflow { what: "t p" })?;
+        Ok(check_divides(
             "t p must divide the GPU count N (p t d = N, Eq. 11)",
             gpus,
             tp_pp,
-        )
+        )?)
     }
 
     /// GPUs used, `p t d`.
@@ -141,9 +139,9 @@ impl Parallelization {
     ///
     /// # Errors
     ///
-    /// The first violated constraint, named: [`RailNetworkError::Zero`] (Eq. 17),
-    /// [`RailNetworkError::ProductMismatch`] (Eq. 11, 12),
-    /// [`RailNetworkError::NotDivisible`] (Eq. 13–16, 18, and `K | N`).
+    /// The first violated constraint, named, as [`RailNetworkError::Value`]: `CountTooSmall`
+    /// (Eq. 17), `SizeMismatch` (Eq. 11, 12: the product found against the count it must
+    /// equal), `NotDivisible` (Eq. 13–16, 18, and `K | N`).
     ///
     /// # Complexity
     ///
@@ -180,9 +178,9 @@ impl Parallelization {
             ("GPU count N", gpus),
             ("HB-domain size K", hb_domain),
         ] {
-            nonzero(what, v)?;
+            check_count_u64(what, v, 1)?;
         }
-        divides(
+        check_divides(
             "HB-domain size K must divide the GPU count N",
             gpus,
             hb_domain,
@@ -190,32 +188,96 @@ impl Parallelization {
         product("p t d = N (Eq. 11)", &[self.pp, self.tp, self.dp], gpus)?;
         let hb = [self.dp_hb, self.tp_hb, self.pp_hb];
         product("d_h t_h p_h = K (Eq. 12)", &hb, hb_domain)?;
-        divides("t_h must divide t (Eq. 15)", self.tp, self.tp_hb)?;
-        divides("p_h must divide p (Eq. 16)", self.pp, self.pp_hb)?;
-        divides("d_h must divide d (Eq. 14)", self.dp, self.dp_hb)?;
-        let local = divides(
+        check_divides("t_h must divide t (Eq. 15)", self.tp, self.tp_hb)?;
+        check_divides("p_h must divide p (Eq. 16)", self.pp, self.pp_hb)?;
+        check_divides("d_h must divide d (Eq. 14)", self.dp, self.dp_hb)?;
+        let local = check_divides(
             "d must divide the global batch B (Eq. 18)",
             self.global_batch,
             self.dp,
         )?;
-        divides(
+        check_divides(
             "b must divide the local batch B/d (Eq. 13)",
             local,
             self.micro_batch,
         )?;
-        let per_stage = divides("p must divide the layers l (Eq. 18)", model.layers, self.pp)?;
-        divides("v must divide l/p (Eq. 18)", per_stage, self.interleave)?;
-        divides(
+        let per_stage =
+            check_divides("p must divide the layers l (Eq. 18)", model.layers, self.pp)?;
+        check_divides("v must divide l/p (Eq. 18)", per_stage, self.interleave)?;
+        check_divides(
             "t must divide the hidden size h (Eq. 18)",
             model.hidden,
             self.tp,
         )?;
-        divides(
+        check_divides(
             "t must divide the sequence length s (Eq. 18)",
             model.seq_len,
             self.tp,
         )?;
-        divides("t must divide the attention heads", model.heads, self.tp)?;
+        check_divides("t must divide the attention heads", model.heads, self.tp)?;
+        Ok(())
+    }
+}
+
+/// Expert parallelism of the MoE layers (Parm §II, §IV-B): EP groups are `ep` consecutive
+/// data-parallel ranks; ESP groups shard each expert over `esp` consecutive tensor-parallel
+/// ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ExpertParallelism {
+    /// Expert-parallel degree `N_EP` (divides the data-parallel degree `d`).
+    pub ep: u64,
+    /// Expert-sharding degree `N_ESP` (divides the tensor-parallel degree `t`).
+    pub esp: u64,
+    /// Every `moe_every`-th transformer layer is an MoE layer (divides the layers per stage).
+    pub moe_every: u64,
+    /// Experts each token is routed to (`k` of top-k).
+    pub top_k: u64,
+}
+
+impl ExpertParallelism {
+    /// Checks the EP/ESP rules against a parallelization of `model`: `ep | d`, `esp | t`,
+    /// `moe_every | l / p`, all counts positive.
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Value`] (`CountTooSmall` or `NotDivisible`) naming the rule.
+    ///
+    /// # Complexity
+    ///
+    /// O(1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::{model::model_preset, parallel::{ExpertParallelism, Parallelization}};
+    /// let m = model_preset("gpt-1t")?;
+    /// let par = Parallelization::with_default_mapping(8, 8, 8, 1, 64, 1, 8)?;
+    /// let ep = ExpertParallelism { ep: 8, esp: 2, moe_every: 2, top_k: 2 };
+    /// ep.validate(&par, &m)?;
+    /// assert!(ExpertParallelism { ep: 3, ..ep }.validate(&par, &m).is_err()); // 3 does not divide d = 8
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn validate(
+        &self,
+        par: &Parallelization,
+        model: &GptModel,
+    ) -> Result<(), RailNetworkError> {
+        check_count_u64("EP degree", self.ep, 1)?;
+        check_count_u64("ESP degree", self.esp, 1)?;
+        check_count_u64("MoE layer frequency", self.moe_every, 1)?;
+        check_count_u64("top-k", self.top_k, 1)?;
+        check_divides("EP must divide the data-parallel degree d", par.dp, self.ep)?;
+        check_divides(
+            "ESP must divide the tensor-parallel degree t",
+            par.tp,
+            self.esp,
+        )?;
+        let per_stage = check_divides("p must divide the layers l (Eq. 18)", model.layers, par.pp)?;
+        check_divides(
+            "the MoE frequency must divide the layers per stage l/p",
+            per_stage,
+            self.moe_every,
+        )?;
         Ok(())
     }
 }
@@ -225,18 +287,16 @@ fn product(
     factors: &[u64],
     expected: u64,
 ) -> Result<(), RailNetworkError> {
-    let product = factors
-        .iter()
-        .try_fold(1u64, |acc, &f| acc.checked_mul(f))
-        .ok_or(RailNetworkError::Overflow { what: constraint })?;
+    let product = checked_product(constraint, factors)?;
     if product == expected {
         Ok(())
     } else {
-        Err(RailNetworkError::ProductMismatch {
-            constraint,
-            product,
+        Err(CostModelError::SizeMismatch {
+            what: constraint,
             expected,
-        })
+            actual: product,
+        }
+        .into())
     }
 }
 

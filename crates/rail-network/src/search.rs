@@ -12,11 +12,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{RailNetworkError, divides, nonzero};
+use crate::error::RailNetworkError;
 use crate::iteration::{IterationModel, IterationTerms};
 use crate::memory::{MemoryBreakdown, memory_per_gpu};
 use crate::parallel::Parallelization;
 use crate::system::SystemSpec;
+use comm_cost_model::gcd;
+use comm_cost_model::{check_count_u64, check_divides};
 
 /// Limits of the search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,6 +72,7 @@ impl RankedConfig {
     /// use rail_network::{compute::ComputeModel, iteration::IterationModel, model::model_preset};
     /// use rail_network::{parallel::Parallelization, search::RankedConfig, system::system_preset};
     /// use rail_network::RailNetworkError;
+    /// use comm_cost_model::CostModelError;
     /// let im = IterationModel::new(model_preset("gpt-1t")?, system_preset("dgx-a100")?, ComputeModel::paper())?;
     /// let par = Parallelization::with_default_mapping(8, 64, 1, 1, 512, 1, 8)?;
     /// let c = RankedConfig::evaluate(&im, 512, par)?;
@@ -77,7 +80,7 @@ impl RankedConfig {
     /// assert!(c.fits_in_memory(im.system()));
     /// assert!(matches!( // p t d != N (Eq. 11)
     ///     RankedConfig::evaluate(&im, 1024, par),
-    ///     Err(RailNetworkError::ProductMismatch { product: 512, expected: 1024, .. })
+    ///     Err(RailNetworkError::Value(CostModelError::SizeMismatch { actual: 512, expected: 1024, .. }))
     /// ));
     /// # Ok::<(), rail_network::RailNetworkError>(())
     /// ```
@@ -170,18 +173,11 @@ fn divisors(n: u64, cap: u64) -> Vec<u64> {
     out
 }
 
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
-}
-
 /// Finds the fastest parallelization of the prepared model on `gpus` GPUs for `global_batch`.
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::Zero`] / [`RailNetworkError::NotDivisible`] for a bad cluster or batch,
+/// [`RailNetworkError::Value`] (`CountTooSmall`, `NotDivisible`) for a bad cluster or batch,
 /// [`RailNetworkError::NoFeasibleConfiguration`] when no configuration satisfies Eq. 11–19 (it
 /// reports how many passed Eq. 11–18 and the smallest memory any needed).
 ///
@@ -243,10 +239,10 @@ pub fn search_with_progress(
     options: &SearchOptions,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<SearchResult, RailNetworkError> {
-    nonzero("GPU count N", gpus)?;
-    nonzero("global batch size B", global_batch)?;
+    check_count_u64("GPU count N", gpus, 1)?;
+    check_count_u64("global batch size B", global_batch, 1)?;
     let k = im.system().hb_domain;
-    divides("HB-domain size K must divide the GPU count N", gpus, k)?;
+    check_divides("HB-domain size K must divide the GPU count N", gpus, k)?;
     let shapes = shapes(im, gpus, global_batch);
     let total = shapes.len() as u64;
     let done = AtomicU64::new(0);

@@ -12,7 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{RailNetworkError, nonzero};
+use crate::error::RailNetworkError;
+use comm_cost_model::check_count_u64;
 use comm_cost_model::units::{self, Bytes, BytesPerSecond, FlopPerSecond, Seconds};
 use comm_cost_model::{check_non_negative, check_positive};
 
@@ -77,9 +78,9 @@ impl SystemSpec {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Zero`] or [`RailNetworkError::Value`] naming the field.
+    /// [`RailNetworkError::Value`] naming the field.
     pub fn validate(&self) -> Result<(), RailNetworkError> {
-        nonzero("HB-domain size K", self.hb_domain)?;
+        check_count_u64("HB-domain size K", self.hb_domain, 1)?;
         check_positive("peak FLOP/s", self.peak_flop_per_s)?;
         check_positive("HB-domain bandwidth C_F (bytes/s)", self.hb_bytes_per_s)?;
         check_positive("network bandwidth C_S (bytes/s)", self.network_bytes_per_s)?;

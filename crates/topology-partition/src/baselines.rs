@@ -6,7 +6,7 @@ use crate::{AristosObjective, Cluster, Partition, TopologyError};
 
 /// One group per node (Narayanan et al.'s single-node communication groups; Aristos §3).
 ///
-/// Nodes come from [`Worker::node`](crate::Worker::node). A node too small for the experts
+/// Nodes come from [`Cluster::node_of_worker`]. A node too small for the experts
 /// keeps `T = inf`: the baseline is reported as it is, not repaired.
 ///
 /// # Errors

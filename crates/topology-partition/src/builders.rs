@@ -1,12 +1,11 @@
 //! Cluster builders: nodes of GPUs with intra- and inter-node alpha-beta, presets, mixes.
 
 use comm_cost_model::units::{FlopPerSecond, megabytes, millis, tflop_per_s};
-use comm_cost_model::{AlphaBeta, check_positive};
-use ndarray::Array2;
+use comm_cost_model::{AlphaBeta, CostModelError, SquareMatrix, Worker, check_positive};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::check_gpus_per_node;
-use crate::{Cluster, TopologyError, Worker};
+use crate::{Cluster, TopologyError};
 
 /// One kind of node in a (possibly heterogeneous) cluster.
 ///
@@ -76,7 +75,7 @@ impl Cluster {
     ///
     /// [`TopologyError::Empty`] for no nodes; [`TopologyError::Value`] (`CountTooSmall`) for a node of
     /// zero GPUs; [`TopologyError::Value`] for non-positive FLOP/s or bad link costs;
-    /// [`TopologyError::Overflow`] if the worker count overflows.
+    /// [`TopologyError::Value`] (`Overflow`) if the worker count overflows.
     ///
     /// # Complexity
     ///
@@ -104,21 +103,22 @@ impl Cluster {
         let n = kinds
             .iter()
             .try_fold(0usize, |acc, k| acc.checked_add(k.gpus))
-            .ok_or(TopologyError::Overflow {
+            .ok_or(CostModelError::Overflow {
                 what: "worker count",
             })?;
-        n.checked_mul(n).ok_or(TopologyError::Overflow {
+        n.checked_mul(n).ok_or(CostModelError::Overflow {
             what: "alpha-beta matrix size",
         })?;
-        let mut workers = Vec::with_capacity(n);
+        let (mut workers, mut nodes) = (Vec::with_capacity(n), Vec::with_capacity(n));
         for (label, kind) in kinds.iter().enumerate() {
             for _ in 0..kind.gpus {
-                workers.push(Worker::new(kind.flop_per_s, kind.expert_slots, label)?);
+                workers.push(Worker::new(kind.flop_per_s, kind.expert_slots)?);
+                nodes.push(label);
             }
         }
         let link = |i: usize, j: usize| -> AlphaBeta {
-            let (a, b) = (&kinds[workers[i].node], &kinds[workers[j].node]);
-            if workers[i].node == workers[j].node {
+            let (a, b) = (&kinds[nodes[i]], &kinds[nodes[j]]);
+            if nodes[i] == nodes[j] {
                 a.intra
             } else {
                 AlphaBeta {
@@ -127,9 +127,9 @@ impl Cluster {
                 }
             }
         };
-        let alpha = Array2::from_shape_fn((n, n), |(i, j)| link(i, j).alpha_s);
-        let beta = Array2::from_shape_fn((n, n), |(i, j)| link(i, j).beta_s_per_byte);
-        Cluster::new(workers, alpha, beta)
+        let alpha = SquareMatrix::from_fn(n, |i, j| link(i, j).alpha_s)?;
+        let beta = SquareMatrix::from_fn(n, |i, j| link(i, j).beta_s_per_byte)?;
+        Cluster::new(workers, nodes, alpha, beta)
     }
 
     /// `nodes` identical nodes of `kind`.

@@ -2,12 +2,12 @@
 
 use std::io::Read;
 
-use ndarray::Array2;
+use comm_cost_model::{SquareMatrix, Worker};
 
-use crate::{Cluster, TopologyError, Worker};
+use crate::{Cluster, CsvProblem, TopologyError};
 
 impl Cluster {
-    /// Builds a cluster from `workers` and CSV text of measured link costs.
+    /// Builds a cluster from `workers`, their node labels and CSV text of measured link costs.
     ///
     /// Each data line is `src,dst,alpha_s,beta_s_per_byte`: worker ids (0-based), the start-up
     /// latency in seconds and the inverse bandwidth in seconds per byte of messages from `src` to
@@ -18,8 +18,8 @@ impl Cluster {
     /// # Errors
     ///
     /// [`TopologyError::Csv`] for a malformed line, an id out of range, a self-pair, a pair
-    /// listed twice or a pair missing in both directions; [`TopologyError::BadEntry`] for a
-    /// negative or non-finite cost; as [`Cluster::new`] otherwise.
+    /// listed twice or a pair missing in both directions; [`TopologyError::Value`] (`BadEntry`)
+    /// for a negative or non-finite cost; as [`Cluster::new`] otherwise.
     ///
     /// # Complexity
     ///
@@ -28,24 +28,34 @@ impl Cluster {
     /// # Examples
     ///
     /// ```
-    /// use topology_partition::{Cluster, Worker};
-    /// let workers = vec![Worker::new(1e14, 8, 0)?, Worker::new(1e14, 8, 0)?, Worker::new(5e13, 4, 1)?];
+    /// use comm_cost_model::Worker;
+    /// use topology_partition::Cluster;
+    /// let workers = vec![Worker::new(1e14, 8)?, Worker::new(1e14, 8)?, Worker::new(5e13, 4)?];
     /// let text = "src,dst,alpha_s,beta_s_per_byte\n\
     ///             0,1,9e-6,1.4e-11\n\
     ///             0,2,3e-5,5.4e-11\n\
     ///             1,2,3e-5,5.4e-11\n";
-    /// let cluster = Cluster::from_csv_str(workers, text)?;
-    /// assert_eq!(cluster.link(2, 0).alpha_s, 3e-5); // mirrored
-    /// # Ok::<(), topology_partition::TopologyError>(())
+    /// let cluster = Cluster::from_csv_str(workers, vec![0, 0, 1], text)?;
+    /// assert_eq!(cluster.link(2, 0).map(|l| l.alpha_s), Some(3e-5)); // mirrored
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn from_csv_str(workers: Vec<Worker>, text: &str) -> Result<Self, TopologyError> {
+    pub fn from_csv_str(
+        workers: Vec<Worker>,
+        node_of_worker: Vec<usize>,
+        text: &str,
+    ) -> Result<Self, TopologyError> {
         let n = workers.len();
         if n == 0 {
             return Err(TopologyError::Empty { what: "cluster" });
         }
-        let mut alpha = Array2::from_elem((n, n), f64::NAN);
-        let mut beta = Array2::from_elem((n, n), f64::NAN);
-        let mut listed = Array2::from_elem((n, n), false);
+        let cells = n
+            .checked_mul(n)
+            .ok_or(comm_cost_model::CostModelError::Overflow {
+                what: "alpha-beta matrix size",
+            })?;
+        let mut alpha = vec![f64::NAN; cells];
+        let mut beta = vec![f64::NAN; cells];
+        let mut listed = vec![false; cells];
         let mut first_data_line = true;
         for (index, raw) in text.lines().enumerate() {
             let line = raw.trim();
@@ -58,18 +68,18 @@ impl Cluster {
                 continue;
             }
             let (src, dst, a, b) = parse_line(line, index + 1, n)?;
-            if listed[[src, dst]] {
-                return Err(csv_error(
-                    index + 1,
-                    format!("pair ({src}, {dst}) listed twice"),
-                ));
+            let cell = src * n + dst;
+            if listed[cell] {
+                return Err(csv_error(index + 1, CsvProblem::Duplicate { src, dst }));
             }
-            listed[[src, dst]] = true;
-            alpha[[src, dst]] = a;
-            beta[[src, dst]] = b;
+            listed[cell] = true;
+            alpha[cell] = a;
+            beta[cell] = b;
         }
-        fill_missing_directions(&mut alpha, &mut beta, &listed)?;
-        Cluster::new(workers, alpha, beta)
+        fill_missing_directions(n, &mut alpha, &mut beta, &listed)?;
+        let alpha = SquareMatrix::from_flat(n, alpha)?;
+        let beta = SquareMatrix::from_flat(n, beta)?;
+        Cluster::new(workers, node_of_worker, alpha, beta)
     }
 
     /// As [`Cluster::from_csv_str`], reading the text from `reader`.
@@ -86,26 +96,33 @@ impl Cluster {
     /// # Examples
     ///
     /// ```
-    /// use topology_partition::{Cluster, Worker};
-    /// let workers = vec![Worker::new(1e14, 8, 0)?; 2];
-    /// let cluster = Cluster::from_csv_reader(workers, "0,1,1e-5,1e-11\n".as_bytes())?;
+    /// use comm_cost_model::Worker;
+    /// use topology_partition::Cluster;
+    /// let workers = vec![Worker::new(1e14, 8)?; 2];
+    /// let cluster = Cluster::from_csv_reader(workers, vec![0, 0], "0,1,1e-5,1e-11\n".as_bytes())?;
     /// assert_eq!(cluster.len(), 2);
-    /// # Ok::<(), topology_partition::TopologyError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_csv_reader<R: Read>(
         workers: Vec<Worker>,
+        node_of_worker: Vec<usize>,
         mut reader: R,
     ) -> Result<Self, TopologyError> {
         let mut text = String::new();
-        reader
-            .read_to_string(&mut text)
-            .map_err(|e| csv_error(0, e.to_string()))?;
-        Self::from_csv_str(workers, &text)
+        reader.read_to_string(&mut text).map_err(|e| {
+            csv_error(
+                0,
+                CsvProblem::Read {
+                    message: e.to_string(),
+                },
+            )
+        })?;
+        Self::from_csv_str(workers, node_of_worker, &text)
     }
 }
 
-fn csv_error(line: usize, message: String) -> TopologyError {
-    TopologyError::Csv { line, message }
+fn csv_error(line: usize, problem: CsvProblem) -> TopologyError {
+    TopologyError::Csv { line, problem }
 }
 
 fn starts_with_number(line: &str) -> bool {
@@ -121,59 +138,52 @@ fn parse_line(
 ) -> Result<(usize, usize, f64, f64), TopologyError> {
     let fields: Vec<&str> = line.split(',').map(str::trim).collect();
     if fields.len() != 4 {
-        return Err(csv_error(
-            number,
-            format!(
-                "expected 4 fields (src,dst,alpha_s,beta_s_per_byte), got {}",
-                fields.len()
-            ),
-        ));
+        let fields = fields.len();
+        return Err(csv_error(number, CsvProblem::FieldCount { fields }));
     }
     let id = |f: &str| -> Result<usize, TopologyError> {
         let id: usize = f
             .parse()
-            .map_err(|_| csv_error(number, format!("`{f}` is not a worker id")))?;
+            .map_err(|_| csv_error(number, CsvProblem::NotAnId { field: f.into() }))?;
         if id >= n {
-            return Err(csv_error(
-                number,
-                format!("worker {id} out of range (n = {n})"),
-            ));
+            let problem = CsvProblem::WorkerOutOfRange {
+                worker: id,
+                workers: n,
+            };
+            return Err(csv_error(number, problem));
         }
         Ok(id)
     };
     let value = |f: &str| -> Result<f64, TopologyError> {
         f.parse()
-            .map_err(|_| csv_error(number, format!("`{f}` is not a number")))
+            .map_err(|_| csv_error(number, CsvProblem::NotANumber { field: f.into() }))
     };
     let (src, dst) = (id(fields[0])?, id(fields[1])?);
     if src == dst {
-        return Err(csv_error(number, format!("self-pair ({src}, {dst})")));
+        return Err(csv_error(number, CsvProblem::SelfPair { worker: src }));
     }
     Ok((src, dst, value(fields[2])?, value(fields[3])?))
 }
 
-/// Mirrors pairs listed in one direction only; errors if a pair is listed in neither.
+/// Mirrors each pair listed in one direction only; zeros the diagonal (`n x n`, row-major).
 fn fill_missing_directions(
-    alpha: &mut Array2<f64>,
-    beta: &mut Array2<f64>,
-    listed: &Array2<bool>,
+    n: usize,
+    alpha: &mut [f64],
+    beta: &mut [f64],
+    listed: &[bool],
 ) -> Result<(), TopologyError> {
-    let n = listed.nrows();
     for i in 0..n {
-        alpha[[i, i]] = 0.0;
-        beta[[i, i]] = 0.0;
+        alpha[i * n + i] = 0.0;
+        beta[i * n + i] = 0.0;
         for j in 0..n {
-            if i == j || listed[[i, j]] {
+            if i == j || listed[i * n + j] {
                 continue;
             }
-            if !listed[[j, i]] {
-                return Err(csv_error(
-                    0,
-                    format!("pair ({i}, {j}) missing in both directions"),
-                ));
+            if !listed[j * n + i] {
+                return Err(csv_error(0, CsvProblem::Missing { src: i, dst: j }));
             }
-            alpha[[i, j]] = alpha[[j, i]];
-            beta[[i, j]] = beta[[j, i]];
+            alpha[i * n + j] = alpha[j * n + i];
+            beta[i * n + j] = beta[j * n + i];
         }
     }
     Ok(())

@@ -9,8 +9,9 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum TopologyError {
-    /// A scalar failed a finiteness or sign check, or a count was zero (wraps the cost-model
-    /// check, e.g. [`CostModelError::CountTooSmall`]).
+    /// A check of the shared vocabulary failed: a scalar's finiteness or sign, a count that is
+    /// zero, a matrix entry (`BadEntry`), a list or matrix of the wrong size (`SizeMismatch`), an
+    /// instance above a size limit (`TooLarge`) or an overflowing size (`Overflow`).
     #[error(transparent)]
     Value(#[from] CostModelError),
     /// A collection that must not be empty was empty.
@@ -18,28 +19,6 @@ pub enum TopologyError {
     Empty {
         /// What was empty.
         what: &'static str,
-    },
-    /// A matrix or vector had the wrong shape.
-    #[error("{what} has shape {got}, expected {expected}")]
-    Shape {
-        /// What had the wrong shape.
-        what: &'static str,
-        /// The expected shape, e.g. `4x4`.
-        expected: String,
-        /// The shape received.
-        got: String,
-    },
-    /// An alpha-beta matrix entry was NaN, infinite or negative.
-    #[error("{what}[{row}][{col}] must be finite and non-negative, got {value}")]
-    BadEntry {
-        /// Which matrix (`alpha (s)` or `beta (s/byte)`).
-        what: &'static str,
-        /// Row (sender) of the entry.
-        row: usize,
-        /// Column (receiver) of the entry.
-        col: usize,
-        /// The value received.
-        value: f64,
     },
     /// An operation that needs a symmetric alpha-beta matrix got an asymmetric one.
     #[error("{what} is asymmetric at ({row}, {col}): {forward} vs {backward}")]
@@ -63,13 +42,13 @@ pub enum TopologyError {
         /// What is wrong with it (`out of range`, `listed twice`, `missing`).
         problem: &'static str,
     },
-    /// A line of a CSV text could not be parsed.
-    #[error("CSV line {line}: {message}")]
+    /// A line of a CSV text of link costs could not be used.
+    #[error("CSV line {line}: {problem}")]
     Csv {
-        /// 1-based line number.
+        /// 1-based line number (0 for the text as a whole).
         line: usize,
         /// What was wrong.
-        message: String,
+        problem: CsvProblem,
     },
     /// No group of workers can hold all experts: the cluster's total expert slots are too few.
     #[error("no feasible group: the cluster has {slots} expert slots for {experts} experts")]
@@ -79,13 +58,64 @@ pub enum TopologyError {
         /// Experts to place.
         experts: u64,
     },
-    /// A parallel configuration does not tile the cluster or violates a divisibility rule.
-    #[error("invalid parallel configuration: {0}")]
-    Config(String),
-    /// A size computation would overflow.
-    #[error("{what} overflows")]
-    Overflow {
-        /// What overflowed.
-        what: &'static str,
+}
+
+/// What is wrong with a line of link-cost CSV text ([`TopologyError::Csv`]).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum CsvProblem {
+    /// The line does not have the four fields `src,dst,alpha_s,beta_s_per_byte`.
+    #[error("expected 4 fields (src,dst,alpha_s,beta_s_per_byte), got {fields}")]
+    FieldCount {
+        /// Fields found.
+        fields: usize,
+    },
+    /// A worker id field is not a non-negative integer.
+    #[error("`{field}` is not a worker id")]
+    NotAnId {
+        /// The field as written.
+        field: String,
+    },
+    /// A cost field is not a number.
+    #[error("`{field}` is not a number")]
+    NotANumber {
+        /// The field as written.
+        field: String,
+    },
+    /// A worker id is not below the number of workers.
+    #[error("worker {worker} out of range (n = {workers})")]
+    WorkerOutOfRange {
+        /// The id.
+        worker: usize,
+        /// Number of workers.
+        workers: usize,
+    },
+    /// A line joins a worker to itself.
+    #[error("self-pair ({worker}, {worker})")]
+    SelfPair {
+        /// The worker.
+        worker: usize,
+    },
+    /// The same ordered pair appears twice.
+    #[error("pair ({src}, {dst}) listed twice")]
+    Duplicate {
+        /// Sender.
+        src: usize,
+        /// Receiver.
+        dst: usize,
+    },
+    /// A pair appears in neither direction.
+    #[error("pair ({src}, {dst}) missing in both directions")]
+    Missing {
+        /// Sender.
+        src: usize,
+        /// Receiver.
+        dst: usize,
+    },
+    /// The reader failed.
+    #[error("read failed: {message}")]
+    Read {
+        /// The I/O error's message.
+        message: String,
     },
 }

@@ -15,7 +15,7 @@ pub const EXHAUSTIVE_MAX_WORKERS: usize = 10;
 ///
 /// # Errors
 ///
-/// [`TopologyError::Config`] if the cluster has more than [`EXHAUSTIVE_MAX_WORKERS`] workers; [`TopologyError::NoFeasibleGroup`] if nothing fits; as
+/// [`TopologyError::Value`] (`TooLarge`) if the cluster has more than [`EXHAUSTIVE_MAX_WORKERS`] workers; [`TopologyError::NoFeasibleGroup`] if nothing fits; as
 /// [`AristosObjective::evaluate`] otherwise.
 ///
 /// # Complexity
@@ -40,9 +40,12 @@ pub fn exhaustive_partition(
 ) -> Result<Partition, TopologyError> {
     let n = cluster.len();
     if n > EXHAUSTIVE_MAX_WORKERS {
-        return Err(TopologyError::Config(format!(
-            "exhaustive search takes at most {EXHAUSTIVE_MAX_WORKERS} workers, got {n}"
-        )));
+        return Err(comm_cost_model::CostModelError::TooLarge {
+            what: "workers of the exhaustive search",
+            limit: EXHAUSTIVE_MAX_WORKERS as u64,
+            value: n as u64,
+        }
+        .into());
     }
     let r = resolve_feasible(cluster, objective)?;
     // Restricted-growth strings: label[i] <= 1 + max(label[..i]).

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use ndarray::Array2;
 use petgraph::unionfind::UnionFind;
 
 use crate::objective::{Resolved, evaluate_resolved};
@@ -40,7 +39,7 @@ use crate::{AristosObjective, Cluster, Partition, TopologyError};
 /// # Errors
 ///
 /// [`TopologyError::NoFeasibleGroup`] if the whole cluster cannot hold the experts; the errors of
-/// [`AristosObjective::evaluate`] for a bad objective; [`TopologyError::Overflow`] if the
+/// [`AristosObjective::evaluate`] for a bad objective; [`TopologyError::Value`] (`Overflow`) if the
 /// cluster has more than `u32::MAX` workers.
 ///
 /// # Complexity
@@ -69,7 +68,7 @@ pub fn lysi_group(
 ) -> Result<Partition, TopologyError> {
     let r = resolve_feasible(cluster, objective)?;
     let n = cluster.len();
-    u32::try_from(n).map_err(|_| TopologyError::Overflow {
+    u32::try_from(n).map_err(|_| comm_cost_model::CostModelError::Overflow {
         what: "worker count",
     })?;
     let mut state = Groups::new(cluster, &r);
@@ -103,13 +102,17 @@ pub(crate) fn resolve_feasible(
 /// key `(weight bits, u, v)` sorts by weight with ties broken by ids.
 fn sorted_edges(cluster: &Cluster, d: f64) -> Vec<(u32, u32)> {
     let n = cluster.len();
-    let (alpha, beta) = (cluster.alpha_s(), cluster.beta_s_per_byte());
+    let (alpha, beta) = (
+        cluster.alpha_s().as_slice(),
+        cluster.beta_s_per_byte().as_slice(),
+    );
     let half = d / 2.0;
     let mut keys: Vec<u128> = Vec::with_capacity(n * n.saturating_sub(1) / 2);
     for u in 0..n {
         for v in u + 1..n {
-            let forward = alpha[[u, v]] + beta[[u, v]] * half;
-            let backward = alpha[[v, u]] + beta[[v, u]] * half;
+            let (uv, vu) = (u * n + v, v * n + u);
+            let forward = alpha[uv] + beta[uv] * half;
+            let backward = alpha[vu] + beta[vu] * half;
             // + 0.0 turns a possible -0.0 into +0.0 so the bit order matches.
             let weight = forward.max(backward) + 0.0;
             keys.push(((weight.to_bits() as u128) << 64) | ((u as u128) << 32) | v as u128);
@@ -126,11 +129,11 @@ struct Groups<'a> {
     r: &'a Resolved,
     cluster: &'a Cluster,
     uf: UnionFind<usize>,
-    /// Row `root`, column `i`: sum over members `j` of the root's group of `alpha_ij` (s).
-    /// Rows keep merges contiguous (a merge adds one row to another).
-    alpha_sum: Array2<f64>,
+    /// Row `root`, column `i` (`n x n`, row-major): sum over members `j` of the root's group of
+    /// `alpha_ij` (s). Rows keep merges contiguous (a merge adds one row to another).
+    alpha_sum: Vec<f64>,
     /// The same for `beta_ij` (s/byte).
-    beta_sum: Array2<f64>,
+    beta_sum: Vec<f64>,
     members: Vec<Vec<usize>>,
     flop_per_s: Vec<f64>,
     slots: Vec<u64>,
@@ -147,9 +150,12 @@ struct Groups<'a> {
 impl<'a> Groups<'a> {
     fn new(cluster: &'a Cluster, r: &'a Resolved) -> Self {
         let n = cluster.len();
-        let (alpha, beta) = (cluster.alpha_s(), cluster.beta_s_per_byte());
+        let (alpha, beta) = (
+            cluster.alpha_s().as_slice(),
+            cluster.beta_s_per_byte().as_slice(),
+        );
         // A singleton {j} contributes alpha_ij to worker i: the transpose, less the diagonal.
-        let off = |m: &Array2<f64>| transpose_off_diagonal(m);
+        let off = |m: &[f64]| transpose_off_diagonal(m, n);
         let flop_per_s: Vec<f64> = cluster.workers().iter().map(|w| w.flop_per_s).collect();
         Self {
             r,
@@ -189,12 +195,13 @@ impl<'a> Groups<'a> {
     fn merged_local_s(&self, a: usize, b: usize) -> f64 {
         let size = self.members[a].len() + self.members[b].len();
         let (alpha, beta) = (&self.alpha_sum, &self.beta_sum);
+        let n = self.cluster.len();
         let comm = self.members[a]
             .iter()
             .chain(&self.members[b])
             .map(|&i| {
-                let alpha_i = alpha[[a, i]] + alpha[[b, i]];
-                let beta_i = beta[[a, i]] + beta[[b, i]];
+                let alpha_i = alpha[a * n + i] + alpha[b * n + i];
+                let beta_i = beta[a * n + i] + beta[b * n + i];
                 self.r.member_comm_s(alpha_i, beta_i, size)
             })
             .fold(0.0, f64::max);
@@ -302,32 +309,29 @@ impl<'a> Groups<'a> {
     }
 }
 
-/// Adds row `from` of an `n x n` standard-layout matrix to row `to`.
-fn add_row(m: &mut Array2<f64>, to: usize, from: usize, n: usize) {
-    if let Some(flat) = m.as_slice_mut() {
-        let (lo, hi) = flat.split_at_mut(to.max(from) * n);
-        let (low_row, high_row) = (&mut lo[to.min(from) * n..][..n], &mut hi[..n]);
-        let (dst, src) = if to < from {
-            (low_row, &*high_row)
-        } else {
-            (high_row, &*low_row)
-        };
-        dst.iter_mut().zip(src).for_each(|(d, s)| *d += s);
-    }
+/// Adds row `from` of an `n x n` row-major matrix to row `to` (`to != from`).
+fn add_row(flat: &mut [f64], to: usize, from: usize, n: usize) {
+    let (lo, hi) = flat.split_at_mut(to.max(from) * n);
+    let (low_row, high_row) = (&mut lo[to.min(from) * n..][..n], &mut hi[..n]);
+    let (dst, src) = if to < from {
+        (low_row, &*high_row)
+    } else {
+        (high_row, &*low_row)
+    };
+    dst.iter_mut().zip(src).for_each(|(d, s)| *d += s);
 }
 
 /// The transpose of a square matrix with a zero diagonal, copied tile by tile so both the
 /// reads and the writes stay in cache.
-fn transpose_off_diagonal(m: &Array2<f64>) -> Array2<f64> {
+fn transpose_off_diagonal(m: &[f64], n: usize) -> Vec<f64> {
     const TILE: usize = 64;
-    let n = m.nrows();
-    let mut out = Array2::zeros((n, n));
+    let mut out = vec![0.0; n * n];
     for i0 in (0..n).step_by(TILE) {
         for j0 in (0..n).step_by(TILE) {
             for i in i0..(i0 + TILE).min(n) {
                 for j in j0..(j0 + TILE).min(n) {
                     if i != j {
-                        out[[j, i]] = m[[i, j]];
+                        out[j * n + i] = m[i * n + j];
                     }
                 }
             }
@@ -402,7 +406,8 @@ mod tests {
         // The 12 intra-node pairs come first, in (u, v) order.
         assert_eq!(edges[0], (0, 1));
         assert_eq!(edges[6], (4, 5));
-        let weight = |&(u, v): &(u32, u32)| cluster.link(u as usize, v as usize).time_s(5e5);
+        let weight =
+            |&(u, v): &(u32, u32)| cluster.link(u as usize, v as usize).unwrap().time_s(5e5);
         assert!(edges.windows(2).all(|w| weight(&w[0]) <= weight(&w[1])));
     }
 }

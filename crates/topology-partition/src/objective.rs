@@ -302,16 +302,19 @@ pub(crate) fn group_cost_resolved(
     group: &[usize],
     groups: usize,
 ) -> GroupCost {
-    let (alpha, beta) = (cluster.alpha_s(), cluster.beta_s_per_byte());
-    let workers = cluster.workers();
+    let (alpha, beta) = (
+        cluster.alpha_s().as_slice(),
+        cluster.beta_s_per_byte().as_slice(),
+    );
+    let (workers, n) = (cluster.workers(), cluster.len());
     let flop_per_s: f64 = group.iter().map(|&j| workers[j].flop_per_s).sum();
     let slots: u64 = group.iter().map(|&j| workers[j].expert_slots as u64).sum();
     let communication_s = group
         .iter()
         .map(|&i| {
             let others = group.iter().filter(|&&j| j != i);
-            let a: f64 = others.clone().map(|&j| alpha[[i, j]]).sum();
-            let b: f64 = others.map(|&j| beta[[i, j]]).sum();
+            let a: f64 = others.clone().map(|&j| alpha[i * n + j]).sum();
+            let b: f64 = others.map(|&j| beta[i * n + j]).sum();
             r.member_comm_s(a, b, group.len())
         })
         .fold(0.0, f64::max);

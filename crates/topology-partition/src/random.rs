@@ -1,10 +1,8 @@
 //! Seeded random heterogeneous clusters, for studies, property tests and benchmarks.
 
-use comm_cost_model::AlphaBeta;
 use comm_cost_model::units::{gb_per_s, tflop_per_s};
-use ndarray::Array2;
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use comm_cost_model::{AlphaBeta, SquareMatrix, seeded_rng};
+use rand::RngExt;
 
 use crate::{Cluster, NodeKind, TopologyError};
 use comm_cost_model::check_count;
@@ -37,7 +35,7 @@ use comm_cost_model::check_count;
 pub fn random_cluster(nodes: usize, jitter: f64, seed: u64) -> Result<Cluster, TopologyError> {
     check_count("nodes", nodes, 1)?;
     let jitter = comm_cost_model::check_non_negative("jitter", jitter)?;
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rng = seeded_rng(seed, 0);
     // (TFLOP/s, expert slots, NVLink GB/s per direction, NVLink latency s)
     const GPUS: [(f64, usize, f64, f64); 4] = [
         (125.0, 8, 150.0, 12e-6),
@@ -62,17 +60,22 @@ pub fn random_cluster(nodes: usize, jitter: f64, seed: u64) -> Result<Cluster, T
         .collect::<Result<Vec<_>, TopologyError>>()?;
     let base = Cluster::heterogeneous(&kinds)?;
     let n = base.len();
-    let mut factor = Array2::from_elem((n, n), 1.0);
+    let mut factor = vec![1.0; n * n];
     for i in 0..n {
         for j in i + 1..n {
             let f = 1.0 + jitter * rng.random_range(0.0..1.0);
-            factor[[i, j]] = f;
-            factor[[j, i]] = f;
+            factor[i * n + j] = f;
+            factor[j * n + i] = f;
         }
     }
+    let jittered = |m: &SquareMatrix| {
+        let data = m.as_slice().iter().zip(&factor).map(|(v, f)| v * f);
+        SquareMatrix::from_flat(n, data.collect())
+    };
     Cluster::new(
         base.workers().to_vec(),
-        base.alpha_s() * &factor,
-        base.beta_s_per_byte() * &factor,
+        base.node_of_worker().to_vec(),
+        jittered(base.alpha_s())?,
+        jittered(base.beta_s_per_byte())?,
     )
 }

@@ -1,10 +1,11 @@
 //! LysiGroup, the objective and the baselines on hand-sized clusters, plus properties.
 
-use ndarray::Array2;
+use comm_cost_model::{CostModelError, SquareMatrix};
 use proptest::prelude::*;
 use topology_partition::{
-    AristosObjective, Cluster, TopologyError, TrainingConstants, Worker, exhaustive_partition,
-    lysi_group, one_group_per_node, random_cluster, smallest_fitting_groups, whole_world,
+    AristosObjective, Cluster, CsvProblem, TopologyError, TrainingConstants, Worker,
+    exhaustive_partition, lysi_group, one_group_per_node, random_cluster, smallest_fitting_groups,
+    whole_world,
 };
 
 /// gamma = (2 + 0) · 2 · 4 / (2 · 4 · 2) = 1 on a 4-worker cluster.
@@ -21,18 +22,20 @@ fn unit_gamma() -> TrainingConstants {
 /// `nodes` lists node labels; intra links cost beta_intra, inter links beta_inter, alpha 0.
 fn two_tier(nodes: &[usize], slots: usize, beta_intra: f64, beta_inter: f64) -> Cluster {
     let n = nodes.len();
-    let workers = nodes
-        .iter()
-        .map(|&node| Worker::new(1e12, slots, node).unwrap())
-        .collect();
-    let beta = Array2::from_shape_fn((n, n), |(i, j)| {
+    let workers = vec![Worker::new(1e12, slots).unwrap(); n];
+    let beta = SquareMatrix::from_fn(n, |i, j| {
         if nodes[i] == nodes[j] {
             beta_intra
         } else {
             beta_inter
         }
-    });
-    Cluster::new(workers, Array2::zeros((n, n)), beta).unwrap()
+    })
+    .unwrap();
+    Cluster::new(workers, nodes.to_vec(), zeros(n), beta).unwrap()
+}
+
+fn zeros(n: usize) -> SquareMatrix {
+    SquareMatrix::from_fn(n, |_, _| 0.0).unwrap()
 }
 
 /// 2 experts of 1 TFLOP, eta = 1, d = 100 MB, d_ar = 1 MB.
@@ -134,28 +137,37 @@ fn objective_terms_follow_eq_4() {
 
 #[test]
 fn bad_inputs_are_typed_errors() {
-    let w = Worker::new(1e12, 1, 0).unwrap();
+    let w = Worker::new(1e12, 1).unwrap();
     assert!(matches!(
-        Cluster::new(vec![], Array2::zeros((0, 0)), Array2::zeros((0, 0))),
+        Cluster::new(vec![], vec![], zeros(1), zeros(1)),
         Err(TopologyError::Empty { .. })
     ));
     assert!(matches!(
-        Cluster::new(vec![w; 2], Array2::zeros((2, 3)), Array2::zeros((2, 2))),
-        Err(TopologyError::Shape { .. })
+        Cluster::new(vec![w; 2], vec![0, 0], zeros(3), zeros(2)),
+        Err(TopologyError::Value(CostModelError::SizeMismatch { .. }))
     ));
-    let mut neg = Array2::zeros((2, 2));
-    neg[[0, 1]] = -1.0;
     assert!(matches!(
-        Cluster::new(vec![w; 2], neg, Array2::zeros((2, 2))),
-        Err(TopologyError::BadEntry { .. })
+        Cluster::new(vec![w; 2], vec![0], zeros(2), zeros(2)),
+        Err(TopologyError::Value(CostModelError::SizeMismatch { .. }))
     ));
-    let mut nan = Array2::zeros((2, 2));
-    nan[[1, 0]] = f64::NAN;
-    assert!(Cluster::new(vec![w; 2], Array2::zeros((2, 2)), nan).is_err());
-    assert!(Worker::new(0.0, 1, 0).is_err());
-    let mut asym = Array2::zeros((2, 2));
-    asym[[0, 1]] = 1e-9;
-    let c = Cluster::new(vec![w; 2], Array2::zeros((2, 2)), asym).unwrap();
+    let rows = |v: f64| vec![vec![0.0, v], vec![0.0, 0.0]];
+    assert!(matches!(
+        Cluster::from_rows(vec![w; 2], vec![0, 0], &rows(-1.0), &rows(0.0)),
+        Err(TopologyError::Value(CostModelError::BadEntry {
+            row: 0,
+            col: 1,
+            ..
+        }))
+    ));
+    assert!(matches!(
+        Cluster::from_rows(vec![w; 2], vec![0, 0], &rows(0.0), &rows(f64::NAN)),
+        Err(TopologyError::Value(CostModelError::BadEntry { .. }))
+    ));
+    assert!(matches!(
+        Worker::new(0.0, 1),
+        Err(CostModelError::NotPositive { .. })
+    ));
+    let c = Cluster::from_rows(vec![w; 2], vec![0, 0], &rows(0.0), &rows(1e-9)).unwrap();
     assert!(matches!(
         c.to_graph(),
         Err(TopologyError::Asymmetric { .. })
@@ -185,22 +197,44 @@ fn bad_inputs_are_typed_errors() {
 
 #[test]
 fn csv_builder_validates() {
-    let w = Worker::new(1e12, 1, 0).unwrap();
+    let w = Worker::new(1e12, 1).unwrap();
     let good = "# measured\nsrc,dst,alpha_s,beta_s_per_byte\n0,1,1e-5,1e-9\n1,0,2e-5,2e-9\n";
-    let c = Cluster::from_csv_str(vec![w; 2], good).unwrap();
-    assert_eq!(c.link(1, 0).alpha_s, 2e-5);
+    let c = Cluster::from_csv_str(vec![w; 2], vec![0, 1], good).unwrap();
+    assert_eq!(c.link(1, 0).map(|l| l.alpha_s), Some(2e-5));
     assert!(c.check_symmetric(1e-9).is_err());
-    for bad in [
-        "0,1,1e-5\n",         // three fields
-        "0,2,1e-5,1e-9\n",    // out of range
-        "0,0,1e-5,1e-9\n",    // self-pair
-        "0,1,x,1e-9\n",       // not a number
-        "0,1,-1,1e-9\n",      // negative
-        "0,1,1,1\n0,1,1,1\n", // duplicate
-        "",                   // missing pair
-    ] {
-        assert!(Cluster::from_csv_str(vec![w; 2], bad).is_err(), "{bad:?}");
-    }
+    let parse = |text: &str| Cluster::from_csv_str(vec![w; 2], vec![0, 1], text);
+    let problem = |text: &str| match parse(text) {
+        Err(TopologyError::Csv { problem, .. }) => Some(problem),
+        _ => None,
+    };
+    assert_eq!(
+        problem("0,1,1e-5\n"),
+        Some(CsvProblem::FieldCount { fields: 3 })
+    );
+    assert_eq!(
+        problem("0,2,1e-5,1e-9\n"),
+        Some(CsvProblem::WorkerOutOfRange {
+            worker: 2,
+            workers: 2
+        })
+    );
+    assert_eq!(
+        problem("0,0,1e-5,1e-9\n"),
+        Some(CsvProblem::SelfPair { worker: 0 })
+    );
+    assert_eq!(
+        problem("0,1,x,1e-9\n"),
+        Some(CsvProblem::NotANumber { field: "x".into() })
+    );
+    assert_eq!(
+        problem("0,1,1,1\n0,1,1,1\n"),
+        Some(CsvProblem::Duplicate { src: 0, dst: 1 })
+    );
+    assert_eq!(problem(""), Some(CsvProblem::Missing { src: 0, dst: 1 }));
+    assert!(matches!(
+        parse("0,1,-1,1e-9\n"),
+        Err(TopologyError::Value(CostModelError::BadEntry { .. }))
+    ));
 }
 
 fn study_objective(experts: usize) -> AristosObjective {
@@ -255,12 +289,13 @@ proptest! {
         for i in 0..cluster.len() {
             for j in 0..cluster.len() {
                 if i != j {
-                    let l = cluster.link(i, j);
+                    let l = cluster.link(i, j).unwrap();
                     text.push_str(&format!("{i},{j},{:e},{:e}\n", l.alpha_s, l.beta_s_per_byte));
                 }
             }
         }
-        let back = Cluster::from_csv_str(cluster.workers().to_vec(), &text).unwrap();
+        let nodes = cluster.node_of_worker().to_vec();
+        let back = Cluster::from_csv_str(cluster.workers().to_vec(), nodes, &text).unwrap();
         prop_assert_eq!(back, cluster);
     }
 }

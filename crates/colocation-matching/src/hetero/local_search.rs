@@ -1,7 +1,7 @@
 //! Closing the decoupled method's gap: alternating exact re-matching plus swap local search.
 
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use comm_cost_model::{SeededRng, seeded_rng};
+use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
 use super::{HeteroPlacement, HyperedgeCost, colocate_decoupled, matrix_of};
@@ -88,7 +88,7 @@ pub fn colocate_local_search(
             best = trial;
         }
     }
-    let mut rng = StdRng::seed_from_u64(options.seed);
+    let mut rng = seeded_rng(options.seed, 0);
     for _ in 0..options.restarts {
         let mut trial = best.perturbed(&mut rng);
         trial.descend(options.max_rounds)?;
@@ -171,7 +171,7 @@ impl<'c, C: HyperedgeCost> Search<'c, C> {
     }
 
     /// A copy with the A or B experts of about `n/4` random GPU pairs swapped.
-    fn perturbed(&self, rng: &mut StdRng) -> Self {
+    fn perturbed(&self, rng: &mut SeededRng) -> Self {
         let n = self.a_on.len();
         let mut copy = Self {
             cost: self.cost,

@@ -249,5 +249,5 @@ pub(crate) fn matrix_of(
     n: usize,
     f: impl FnMut(usize, usize) -> f64,
 ) -> Result<SquareMatrix, MatchingError> {
-    SquareMatrix::from_fn(n, f)
+    Ok(SquareMatrix::from_fn(n, f)?)
 }

@@ -2,6 +2,7 @@
 
 use super::local_search::Origin;
 use super::model::PlacementCluster;
+use crate::MatchingError;
 use crate::hungarian::min_cost_perfect_matching;
 use crate::matrix::SquareMatrix;
 
@@ -82,8 +83,9 @@ fn assign_max_overlap(n: usize, overlap: &dyn Fn(usize, usize) -> usize) -> Vec<
     let top = table.iter().copied().max().unwrap_or(0);
     if n <= HUNGARIAN_MAX_GPUS {
         let costs = table.iter().map(|&o| (top - o) as f64).collect();
-        if let Ok(m) =
-            SquareMatrix::from_flat(n, costs).and_then(|w| min_cost_perfect_matching(&w, &[]))
+        if let Ok(m) = SquareMatrix::from_flat(n, costs)
+            .map_err(MatchingError::from)
+            .and_then(|w| min_cost_perfect_matching(&w, &[]))
         {
             return m.assignment;
         }

@@ -60,7 +60,7 @@ impl ParmLayer {
     /// # Errors
     ///
     /// [`CostModelError::CountTooSmall`] for a zero count; `NotPositive`/`NonFinite` for `f` or
-    /// `bytes_per_element`; [`CostModelError::ShapeMismatch`] when `N_EP * N_ESP != P`, `N_MP`
+    /// `bytes_per_element`; [`CostModelError::SizeMismatch`] when `N_EP * N_ESP != P`, `N_MP`
     /// does not divide `P`, or `k > E`.
     pub fn validate(&self) -> Result<(), CostModelError> {
         // Hot path (every layer of a sweep): one branch when all counts are set; the named
@@ -74,7 +74,7 @@ impl ParmLayer {
         }
         check_positive("f (capacity factor)", self.f)?;
         check_positive("bytes per element", self.bytes_per_element)?;
-        let mismatch = |what, expected: usize, actual: usize| CostModelError::ShapeMismatch {
+        let mismatch = |what, expected: usize, actual: usize| CostModelError::SizeMismatch {
             what,
             expected: expected as u64,
             actual: actual as u64,
@@ -190,7 +190,7 @@ mod tests {
         };
         assert!(matches!(
             layer.validate(),
-            Err(CostModelError::ShapeMismatch {
+            Err(CostModelError::SizeMismatch {
                 actual: u64::MAX,
                 ..
             })

@@ -74,7 +74,7 @@ fn check(spec: &SaaSpec) -> Result<Checked, CostModelError> {
     let p = check_count("AlltoAll GPUs (P)", spec.p, 1)?;
     let n_mp = check_count("MP group (N_MP)", spec.n_mp, 1)?;
     let g = check_count("GPUs per node", spec.gpus_per_node, 1)?.min(p);
-    let mismatch = |what, expected: usize, actual: usize| CostModelError::ShapeMismatch {
+    let mismatch = |what, expected: usize, actual: usize| CostModelError::SizeMismatch {
         what,
         expected: expected as u64,
         actual: actual as u64,
@@ -159,7 +159,7 @@ impl Checked {
 ///
 /// # Errors
 ///
-/// `CountTooSmall` for zero counts; [`CostModelError::ShapeMismatch`] when the GPUs per node do
+/// `CountTooSmall` for zero counts; [`CostModelError::SizeMismatch`] when the GPUs per node do
 /// not divide `P` or `N_MP` does not divide the GPUs per node; value errors for sizes and
 /// bandwidths.
 ///

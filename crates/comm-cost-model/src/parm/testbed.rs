@@ -77,7 +77,7 @@ impl Testbed {
         let alpha_s = check_non_negative("testbed alpha (s)", self.alpha_s)?;
         let g = self.gpus_per_node.min(p).max(1);
         if p % g != 0 {
-            return Err(CostModelError::ShapeMismatch {
+            return Err(CostModelError::SizeMismatch {
                 what: "GPUs per node must divide P (P mod g)",
                 expected: 0,
                 actual: (p % g) as u64,
@@ -105,7 +105,7 @@ impl Testbed {
     ///
     /// # Errors
     ///
-    /// The layer's validation errors; [`CostModelError::ShapeMismatch`] when the GPUs per node
+    /// The layer's validation errors; [`CostModelError::SizeMismatch`] when the GPUs per node
     /// do not divide `P` or `N_MP`/`N_ESP` do not fit the node; value errors for a bad testbed.
     ///
     /// # Complexity

@@ -194,7 +194,7 @@ pub fn colocated_timeline(layer: &ColocatedLayer) -> Result<ColocatedTimeline, C
 /// # Errors
 ///
 /// As [`colocated_timeline`]; [`CostModelError::CountTooSmall`] for no GPUs,
-/// [`CostModelError::ShapeMismatch`] for vectors of different lengths, `NonFinite`/`Negative`
+/// [`CostModelError::SizeMismatch`] for vectors of different lengths, `NonFinite`/`Negative`
 /// for a bad FFN time, [`CostModelError::Degenerate`] when a GPU's FFN time exceeds its model's
 /// `|F|` (the maximum over GPUs).
 ///
@@ -389,7 +389,7 @@ mod tests {
         ));
         assert!(matches!(
             colocated_gpu_utilization(&layer, &[1.0], &[1.0, 1.0]),
-            Err(CostModelError::ShapeMismatch { .. })
+            Err(CostModelError::SizeMismatch { .. })
         ));
         assert!(matches!(
             colocated_gpu_utilization(&layer, &[2.0], &[1.0]),

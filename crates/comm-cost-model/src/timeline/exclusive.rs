@@ -39,7 +39,7 @@ pub struct ExclusiveTime {
 /// Checks that `xs` has `n` entries, each a finite non-negative time.
 pub(super) fn check_all(what: &'static str, xs: &[f64], n: usize) -> Result<(), CostModelError> {
     if xs.len() != n {
-        return Err(CostModelError::ShapeMismatch {
+        return Err(CostModelError::SizeMismatch {
             what,
             expected: n as u64,
             actual: xs.len() as u64,
@@ -58,7 +58,7 @@ fn max_sum(a: &[f64], b: &[f64]) -> f64 {
 ///
 /// # Errors
 ///
-/// [`CostModelError::CountTooSmall`] for zero GPUs; [`CostModelError::ShapeMismatch`] when the
+/// [`CostModelError::CountTooSmall`] for zero GPUs; [`CostModelError::SizeMismatch`] when the
 /// vectors differ in length; `NonFinite`/`Negative` for a bad time.
 ///
 /// # Complexity

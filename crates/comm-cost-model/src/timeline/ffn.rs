@@ -11,7 +11,7 @@ use crate::{CostModelError, check_count, check_non_negative, check_positive};
 ///
 /// # Errors
 ///
-/// [`CostModelError::CountTooSmall`] for no GPUs, [`CostModelError::ShapeMismatch`] when the
+/// [`CostModelError::CountTooSmall`] for no GPUs, [`CostModelError::SizeMismatch`] when the
 /// vectors differ in length, `NonFinite`/`Negative` for bad bytes or work, `NotPositive` for a
 /// FLOP/s that is not positive.
 ///
@@ -35,7 +35,7 @@ pub fn ffn_times_s(
 ) -> Result<Vec<Seconds>, CostModelError> {
     let n = check_count("GPUs", received_bytes.len(), 1)?;
     if flop_per_s.len() != n {
-        return Err(CostModelError::ShapeMismatch {
+        return Err(CostModelError::SizeMismatch {
             what: "FLOP/s (one per GPU)",
             expected: n as u64,
             actual: flop_per_s.len() as u64,
@@ -65,7 +65,7 @@ mod tests {
         ));
         assert!(matches!(
             ffn_times_s(&[1.0], 1.0, &[1.0, 1.0]),
-            Err(CostModelError::ShapeMismatch {
+            Err(CostModelError::SizeMismatch {
                 expected: 1,
                 actual: 2,
                 ..

@@ -1,15 +1,35 @@
 //! Per-GPU-pair traffic of one training iteration (rail-only, Wang et al., §3, Fig. 3–5).
+//!
+//! Moved here from `topology-partition` so rail-only §3 has one home: the job is a
+//! [`GptModel`](crate::model::GptModel) under a validated
+//! [`Parallelization`](crate::parallel::Parallelization) placed by a [`RankMapping`].
 
 use std::collections::{BTreeMap, HashMap};
 
 use comm_cost_model::units::Bytes;
 use serde::{Deserialize, Serialize};
 
-use crate::job::{CollectiveAlgorithm, GptDims};
-use crate::{RankMapping, TopologyError};
+use crate::mapping::RankMapping;
+
+/// Bytes per activation, gradient and parameter element: 16-bit (FP16/BF16), as the
+/// iteration-time model of rail-only §5 assumes (`D = 2 b h s`, `D^d = 2 l S_T / (p t)`).
+pub const BYTES_PER_ELEMENT: f64 = 2.0;
+
+/// Which collective algorithm carries TP, DP and ESP collectives and EP AlltoAll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CollectiveAlgorithm {
+    /// NCCL's ring over the group in rank order; AlltoAll sends directly to every peer.
+    Ring,
+    /// Two-tier algorithms (rail-only Eq. 1, Appendix D): rings along rails and inside HB
+    /// domains; AlltoAll forwards inside the domain, then along the rail. Groups that do not
+    /// form a grid over HB domains fall back to the ring.
+    Hierarchical,
+}
 
 /// The kinds of traffic of a PTD-P (+EP/ESP) iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum TrafficKind {
     /// Tensor-parallel AllGather (sequence parallelism).
     TpAllGather,
@@ -48,9 +68,9 @@ impl TrafficKind {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PairTraffic {
     /// Sending GPU.
-    pub src: usize,
+    pub src: u64,
     /// Receiving GPU.
-    pub dst: usize,
+    pub dst: u64,
     /// Bytes per kind.
     pub bytes: [Bytes; 7],
 }
@@ -67,9 +87,9 @@ impl PairTraffic {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobTraffic {
     /// Number of GPUs `N`.
-    pub gpus: usize,
+    pub gpus: u64,
     /// HB domain size `K`.
-    pub hb_domain_size: usize,
+    pub hb_domain: u64,
     /// Non-zero entries, sorted by `(src, dst)`.
     pub entries: Vec<PairTraffic>,
 }
@@ -93,7 +113,7 @@ pub struct KindShare {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrafficSummary {
     /// Number of GPUs.
-    pub gpus: usize,
+    pub gpus: u64,
     /// Ordered pairs of distinct GPUs, `N (N - 1)`.
     pub ordered_pairs: u64,
     /// Ordered pairs carrying any byte.
@@ -116,11 +136,11 @@ pub struct TrafficSummary {
 
 impl JobTraffic {
     /// Bytes from `src` to `dst` by kind, if the pair carries any.
-    pub fn get(&self, src: usize, dst: usize) -> Option<&PairTraffic> {
+    pub fn get(&self, src: u64, dst: u64) -> Option<&PairTraffic> {
         self.entries
             .binary_search_by(|e| (e.src, e.dst).cmp(&(src, dst)))
             .ok()
-            .map(|i| &self.entries[i])
+            .and_then(|i| self.entries.get(i))
     }
 
     /// Idle pairs, bytes by kind, HB vs network bytes and the cross-rail check.
@@ -129,7 +149,7 @@ impl JobTraffic {
     ///
     /// O(entries).
     pub fn summary(&self) -> TrafficSummary {
-        let k = self.hb_domain_size.max(1);
+        let k = self.hb_domain.max(1);
         let mut by_kind: Vec<KindShare> = TrafficKind::ALL
             .iter()
             .map(|&kind| KindShare {
@@ -166,8 +186,8 @@ impl JobTraffic {
         for s in &mut by_kind {
             s.share = if total > 0.0 { s.bytes / total } else { 0.0 };
         }
-        let n = self.gpus as u64;
-        let ordered_pairs = n * n.saturating_sub(1);
+        let n = self.gpus;
+        let ordered_pairs = n.saturating_mul(n.saturating_sub(1));
         let busy = self.entries.len() as u64;
         TrafficSummary {
             gpus: self.gpus,
@@ -188,15 +208,17 @@ impl JobTraffic {
     }
 }
 
-/// The per-GPU-pair traffic of one training iteration of `model` under `mapping`.
+/// The per-GPU-pair traffic of one training iteration of the mapped job.
 ///
-/// Message sizes follow rail-only §5.2 with sequence parallelism (`e` bytes per element):
+/// Message sizes follow rail-only §5.2 with sequence parallelism (`e` =
+/// [`BYTES_PER_ELEMENT`] bytes per element):
 ///
 /// * TP: per micro-batch and layer, 4 AllGather and 4 ReduceScatter of `e b s h` bytes, for the
 ///   `l / p` layers of a stage and `m` micro-batches;
 /// * PP: `e b s h / t` bytes per micro-batch across each stage boundary, forward and backward,
 ///   `v` times with `v` interleaved stages (plus `v - 1` times last-to-first);
-/// * DP: one AllReduce of the stage's gradients, `e (l / p) 12 h² / t` bytes;
+/// * DP: one AllReduce of the stage's gradients, `e (l / p) S_T / t` bytes with the model's one
+///   parameter formula `S_T = 12 h² + 13 h` ([`GptModel::params_per_layer`](crate::model::GptModel::params_per_layer));
 /// * EP (if configured): per MoE layer and micro-batch, 4 AlltoAll (dispatch and combine,
 ///   forward and backward); each GPU sends `k e b (s / t) h / ep` bytes to each EP peer;
 /// * ESP: per MoE layer and micro-batch, 2 AllGather and 2 ReduceScatter of
@@ -204,12 +226,8 @@ impl JobTraffic {
 ///
 /// Ring collectives send `(n - 1) D / n` per AllGather (twice for AllReduce) to the next member;
 /// hierarchical ones run the rail phase and the domain phase of rail-only Eq. 1 (and the
-/// two-hop AlltoAll of Appendix D).
-///
-/// # Errors
-///
-/// [`TopologyError::Config`] if `model` does not fit the mapping's configuration (rail-only
-/// Eq. 18), or the errors of [`GptDims`] validation.
+/// two-hop AlltoAll of Appendix D). The mapping was validated on construction, so this cannot
+/// fail.
 ///
 /// # Complexity
 ///
@@ -218,41 +236,31 @@ impl JobTraffic {
 /// # Examples
 ///
 /// ```
-/// use topology_partition::{job_traffic, CollectiveAlgorithm, GptDims, ParallelConfig, RankMapping, Split, TrafficKind};
-/// let config = ParallelConfig {
-///     tensor: Split::new(4, 1), pipeline: Split::new(1, 2), data: Split::new(1, 2),
-///     micro_batch: 1, micro_batches: 4, interleave: 1, expert: None,
-/// };
-/// let model = GptDims { hidden: 64, layers: 4, seq_len: 32, bytes_per_element: 2.0 };
-/// let map = RankMapping::new(16, 4, &config, &model)?;
-/// let traffic = job_traffic(&map, &model, CollectiveAlgorithm::Ring)?;
-/// let s = traffic.summary();
-/// assert!(!s.crosses_rails);
+/// use rail_network::mapping::RankMapping;
+/// use rail_network::traffic::{job_traffic, CollectiveAlgorithm, TrafficKind};
+/// use rail_network::{model::GptModel, parallel::Parallelization};
+/// let model = GptModel { heads: 8, hidden: 64, layers: 4, seq_len: 32, vocab: 1000 };
+/// // t = 4 inside domains of 4; p = 2 and d = 2 across domains; m = B / (d b) = 4.
+/// let par = Parallelization::with_default_mapping(4, 2, 2, 1, 8, 1, 4)?;
+/// let map = RankMapping::new(&model, &par, 16, 4)?;
+/// let traffic = job_traffic(&map, CollectiveAlgorithm::Ring);
+/// assert!(!traffic.summary().crosses_rails);
 /// // TP ring inside domain 0: GPU 0 sends 3/4 of 2·1·32·64 bytes per AllGather to GPU 1,
 /// // 4 AllGathers per layer, 2 layers per stage, 4 micro-batches.
 /// let tp = traffic.get(0, 1).unwrap().bytes[TrafficKind::TpAllGather as usize];
 /// assert_eq!(tp, 0.75 * 4096.0 * 4.0 * 2.0 * 4.0);
-/// # Ok::<(), topology_partition::TopologyError>(())
+/// # Ok::<(), rail_network::RailNetworkError>(())
 /// ```
-pub fn job_traffic(
-    mapping: &RankMapping,
-    model: &GptDims,
-    algorithm: CollectiveAlgorithm,
-) -> Result<JobTraffic, TopologyError> {
-    let model = model.validated()?;
-    let c = *mapping.config();
-    c.check(mapping.gpus(), mapping.hb_domain_size(), &model)?;
-    let (t, p) = (c.tensor.degree() as f64, c.pipeline.degree() as f64);
+pub fn job_traffic(mapping: &RankMapping, algorithm: CollectiveAlgorithm) -> JobTraffic {
+    let c = *mapping.parallelization();
+    let model = *mapping.model();
+    let (t, p) = (c.tp as f64, c.pp as f64);
     let (b, m, v) = (
         c.micro_batch as f64,
-        c.micro_batches as f64,
+        c.micro_batches() as f64,
         c.interleave as f64,
     );
-    let (h, s, e) = (
-        model.hidden as f64,
-        model.seq_len as f64,
-        model.bytes_per_element,
-    );
+    let (h, s, e) = (model.hidden as f64, model.seq_len as f64, BYTES_PER_ELEMENT);
     let layers_per_stage = model.layers as f64 / p;
     let mut acc = Accumulator::new(mapping, algorithm);
 
@@ -270,7 +278,7 @@ pub fn job_traffic(
     for g in mapping.data_groups() {
         acc.all_reduce(&g, dp_bytes, TrafficKind::DpAllReduce);
     }
-    if let Some(x) = c.expert {
+    if let Some(x) = mapping.experts() {
         let tokens_bytes = x.top_k as f64 * e * b * (s / t) * h;
         let moe_runs = layers_per_stage / x.moe_every as f64 * m;
         for g in mapping.expert_groups() {
@@ -283,20 +291,20 @@ pub fn job_traffic(
             acc.all_gather(&g, total, 2.0 * moe_runs, TrafficKind::EspReduceScatter);
         }
     }
-    Ok(acc.finish())
+    acc.finish()
 }
 
 /// A group seen as `x` rails by `y` HB domains: its members per rail and per domain.
 struct Grid {
-    rails: Vec<Vec<usize>>,
-    domains: Vec<Vec<usize>>,
+    rails: Vec<Vec<u64>>,
+    domains: Vec<Vec<u64>>,
 }
 
 /// Sums bytes per ordered pair and kind while collectives are laid out.
 struct Accumulator<'a> {
     mapping: &'a RankMapping,
     algorithm: CollectiveAlgorithm,
-    pairs: HashMap<(usize, usize), [Bytes; 7]>,
+    pairs: HashMap<(u64, u64), [Bytes; 7]>,
 }
 
 impl<'a> Accumulator<'a> {
@@ -308,35 +316,32 @@ impl<'a> Accumulator<'a> {
         }
     }
 
-    fn add(&mut self, src: usize, dst: usize, kind: TrafficKind, bytes: Bytes) {
+    fn add(&mut self, src: u64, dst: u64, kind: TrafficKind, bytes: Bytes) {
         if src != dst && bytes > 0.0 {
             self.pairs.entry((src, dst)).or_insert([0.0; 7])[kind.index()] += bytes;
         }
     }
 
     /// Every member sends `bytes` to the next member of the ring.
-    fn ring(&mut self, ring: &[usize], bytes: Bytes, kind: TrafficKind) {
+    fn ring(&mut self, ring: &[u64], bytes: Bytes, kind: TrafficKind) {
         if ring.len() < 2 {
             return;
         }
-        for (k, &src) in ring.iter().enumerate() {
-            self.add(src, ring[(k + 1) % ring.len()], kind, bytes);
+        for (&src, &dst) in ring.iter().zip(ring.iter().cycle().skip(1)) {
+            self.add(src, dst, kind, bytes);
         }
     }
 
     /// The rail rings and domain rings of a group, when it forms a grid over HB domains.
-    fn grid(&self, group: &[usize]) -> Option<Grid> {
+    fn grid(&self, group: &[u64]) -> Option<Grid> {
         if self.algorithm == CollectiveAlgorithm::Ring {
             return None;
         }
-        let mut domains: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        let mut rails: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        let mut domains: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        let mut rails: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         for &g in group {
-            domains
-                .entry(self.mapping.domain_of(g))
-                .or_default()
-                .push(g);
-            rails.entry(self.mapping.rail_of(g)).or_default().push(g);
+            domains.entry(self.mapping.domain(g)).or_default().push(g);
+            rails.entry(self.mapping.rail(g)).or_default().push(g);
         }
         let x = rails.len();
         let is_grid = domains.values().all(|d| d.len() == x)
@@ -348,7 +353,7 @@ impl<'a> Accumulator<'a> {
     }
 
     /// AllGather (or ReduceScatter: the same bytes reversed in time) of `total` bytes, `times`.
-    fn all_gather(&mut self, group: &[usize], total: Bytes, times: f64, kind: TrafficKind) {
+    fn all_gather(&mut self, group: &[u64], total: Bytes, times: f64, kind: TrafficKind) {
         let n = group.len() as f64;
         match self.grid(group) {
             Some(Grid { rails, domains }) => {
@@ -365,12 +370,12 @@ impl<'a> Accumulator<'a> {
     }
 
     /// AllReduce = ReduceScatter + AllGather.
-    fn all_reduce(&mut self, group: &[usize], total: Bytes, kind: TrafficKind) {
+    fn all_reduce(&mut self, group: &[u64], total: Bytes, kind: TrafficKind) {
         self.all_gather(group, total, 2.0, kind);
     }
 
     /// AlltoAll sending `shard` bytes to every peer, `times` times.
-    fn all_to_all(&mut self, group: &[usize], shard: Bytes, times: f64, kind: TrafficKind) {
+    fn all_to_all(&mut self, group: &[u64], shard: Bytes, times: f64, kind: TrafficKind) {
         match self.grid(group) {
             Some(Grid { rails, domains }) => {
                 let (x, y) = (rails.len() as f64, domains.len() as f64);
@@ -385,7 +390,7 @@ impl<'a> Accumulator<'a> {
         }
     }
 
-    fn mesh(&mut self, group: &[usize], bytes: Bytes, kind: TrafficKind) {
+    fn mesh(&mut self, group: &[u64], bytes: Bytes, kind: TrafficKind) {
         for &src in group {
             for &dst in group {
                 self.add(src, dst, kind, bytes);
@@ -394,7 +399,7 @@ impl<'a> Accumulator<'a> {
     }
 
     /// Stage-to-stage sends of a pipeline, `per_boundary` bytes each way, `v` rounds.
-    fn pipeline(&mut self, stages: &[usize], per_boundary: Bytes, v: f64) {
+    fn pipeline(&mut self, stages: &[u64], per_boundary: Bytes, v: f64) {
         let kind = TrafficKind::PpSendRecv;
         for w in stages.windows(2) {
             self.add(w[0], w[1], kind, v * per_boundary);
@@ -415,7 +420,7 @@ impl<'a> Accumulator<'a> {
         entries.sort_unstable_by_key(|e| (e.src, e.dst));
         JobTraffic {
             gpus: self.mapping.gpus(),
-            hb_domain_size: self.mapping.hb_domain_size(),
+            hb_domain: self.mapping.hb_domain(),
             entries,
         }
     }

@@ -1,0 +1,47 @@
+//! Integer helpers on counts (GPUs, parallel degrees): greatest common divisor and checked
+//! products.
+
+use crate::CostModelError;
+
+/// Greatest common divisor (`gcd(0, b) = b`).
+///
+/// # Complexity
+///
+/// O(log min(a, b)).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(comm_cost_model::gcd(12, 18), 6);
+/// assert_eq!(comm_cost_model::gcd(0, 5), 5);
+/// ```
+pub fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// The product of `factors`, or [`CostModelError::Overflow`] naming `what` if it exceeds `u64`.
+///
+/// # Errors
+///
+/// [`CostModelError::Overflow`].
+///
+/// # Complexity
+///
+/// O(len).
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::checked_product;
+/// assert_eq!(checked_product("t p d", &[8, 64, 6]), Ok(3072));
+/// assert!(checked_product("t p d", &[u64::MAX, 2]).is_err());
+/// ```
+pub fn checked_product(what: &'static str, factors: &[u64]) -> Result<u64, CostModelError> {
+    factors
+        .iter()
+        .try_fold(1u64, |acc, &f| acc.checked_mul(f))
+        .ok_or(CostModelError::Overflow { what })
+}
