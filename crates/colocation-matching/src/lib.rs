@@ -22,6 +22,7 @@
 //! | expert replication and placement (EPLB's job) | [`place`] / [`place_layers`] with [`PlacementAlgorithm`] (`Optimal`, `OptimalNodeAware`, `Exact`), bound [`placement_lower_bound`] | [`eplb`], [`rebalance_experts`] (DeepSeek's EPLB) |
 //! | rebalancing with fewest moves | [`rebalance`] (trade-off, [`plan_transfers`], [`count_moves`], [`transfer_counts`]) | EPLB's fresh plan |
 //! | several load windows / one batch | [`place_robust`], [`split_tokens`] (max-flow token split) | newest window alone / even split |
+//! | synthetic expert loads | [`lognormal_loads`], [`zipf_loads`], [`drift_loads`] | — |
 //!
 //! # Example
 //!
@@ -84,7 +85,10 @@ pub use lysi_assign::{
     LYSI_MILP_MAX_VARIABLES, LysiAlgorithm, REFINED_EXACT_MAX_EXPERTS, Worker, WorkerAssignment,
     assignment_lower_bound_s, lysi_assign, lysi_assign_milp, lysi_assign_refined, lysi_assign_with,
 };
+mod load_workloads;
 mod placement;
+
+pub use load_workloads::{MAX_WORKLOAD_LOADS, drift_loads, lognormal_loads, zipf_loads};
 
 pub use placement::{
     EplbPolicy, EplbTables, ExpertTransfer, LayerLoads, MAX_PLACEMENT_SLOTS, MAX_SPLIT_TOKENS,

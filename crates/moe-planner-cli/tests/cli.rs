@@ -52,6 +52,7 @@ fn help_lists_every_subcommand() {
     let text = String::from_utf8_lossy(&out.stdout);
     for cmd in [
         "demo",
+        "place",
         "schedule",
         "colocate",
         "infer",
@@ -77,7 +78,15 @@ fn demo_runs_every_planner() {
             "grouping",
             "fabric",
             "parallelization",
+            "expert_placement",
+            "expert_rebalance",
         ],
+    );
+    let rebalance = &v["expert_rebalance"]["totals"];
+    assert!(rebalance["moves"].as_u64().unwrap() < rebalance["baseline_moves"].as_u64().unwrap());
+    assert_eq!(
+        v["expert_placement"]["totals"]["layers_worse_than_baseline"],
+        0
     );
     let speedup = v["colocated_inference"]["speedup_over_baseline"]
         .as_f64()
@@ -267,4 +276,114 @@ fn usage_errors_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let out = run(&["no-such-command"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn place_beats_eplb_and_writes_an_sglang_file() {
+    let loads = data("placement/eplb_readme_loads.csv");
+    let out = std::env::temp_dir().join(format!("moe-planner-place-{}.json", std::process::id()));
+    let out_path = out.to_string_lossy().into_owned();
+    let v = json(&[
+        "place",
+        "--loads",
+        &loads,
+        "--gpus",
+        "8",
+        "--slots-per-gpu",
+        "2",
+        "--out",
+        &out_path,
+    ]);
+    assert_keys(&v, &["layers", "totals", "policy", "baseline_policy"]);
+    let layer = &v["layers"][0];
+    assert_keys(
+        layer,
+        &[
+            "physical_to_logical_map",
+            "logical_to_physical_map",
+            "replica_count",
+            "gpu_loads",
+            "max_gpu_load",
+            "lower_bound",
+            "duplicates_on_gpu",
+            "baseline_max_gpu_load",
+            "baseline_duplicates_on_gpu",
+        ],
+    );
+    assert_eq!(layer["max_gpu_load"], 136.0);
+    assert_eq!(layer["baseline_max_gpu_load"], 138.5);
+    // The engine file holds exactly SGLang's key, and feeds back as --current: nothing moves.
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(file.as_object().unwrap().len(), 1);
+    assert_eq!(
+        file["physical_to_logical_map"][0].as_array().unwrap().len(),
+        16
+    );
+    let again = json(&[
+        "place",
+        "--loads",
+        &loads,
+        "--gpus",
+        "8",
+        "--slots-per-gpu",
+        "2",
+        "--current",
+        &out_path,
+    ]);
+    assert_eq!(again["totals"]["moves"], 0);
+    assert!(again["totals"]["baseline_moves"].as_u64().unwrap() > 0);
+    let _ = std::fs::remove_file(&out);
+}
+
+#[test]
+fn place_reads_sglang_dumps_and_rejects_bad_input() {
+    let v = json(&[
+        "place",
+        "--loads",
+        &data("placement/deepseek_like_loads.json"),
+        "--gpus",
+        "32",
+        "--slots-per-gpu",
+        "9",
+        "--nodes",
+        "4",
+        "--groups",
+        "8",
+    ]);
+    assert_eq!(v["layers"].as_array().unwrap().len(), 58);
+    assert_eq!(v["totals"]["layers_worse_than_baseline"], 0);
+    assert!(v["totals"]["max_gap"].as_f64().unwrap() < 0.002);
+    let loads = data("placement/vllm_pr37656_loads.csv");
+    // 8 experts cannot fill 8 GPUs x 9 slots without duplicates; 3 slots cannot hold 8 experts.
+    assert_fails(
+        &[
+            "place",
+            "--loads",
+            &loads,
+            "--gpus",
+            "1",
+            "--slots-per-gpu",
+            "9",
+        ],
+        1,
+    );
+    assert_fails(
+        &[
+            "place",
+            "--loads",
+            &loads,
+            "--gpus",
+            "3",
+            "--slots-per-gpu",
+            "1",
+        ],
+        1,
+    );
+    // A missing flag is a usage error (clap, exit 2).
+    assert_eq!(
+        run(&["place", "--loads", &loads, "--gpus", "8"])
+            .status
+            .code(),
+        Some(2)
+    );
 }

@@ -4,14 +4,20 @@
 //! two 8-expert Zipf MoE models on 8 GPUs (Aurora), a Parm training layer, an Aristos grouping
 //! of 128 experts on 16 Perlmutter GPUs, and a rail-only fabric plus a parallelization search for
 //! GPT-1T on GH200. `--workload FILE` runs the same report on your own file of that shape.
+//! The expert-placement part always runs on the embedded DeepSeek-like loads
+//! (`examples/data/placement/deepseek_like_loads.json`: 58 layers x 256 experts) on 32 GPUs with
+//! 9 slots each in 4 nodes, then rebalances after 20% drift.
 
 use std::path::PathBuf;
 
+use moe_planner::colocation_matching::drift_loads;
 use moe_planner::grouping::{GroupPlan, GroupSpec, plan_groups};
 use moe_planner::inference::{InferencePlan, InferenceSpec, plan_inference};
 use moe_planner::network::{
     FabricPlan, FabricSpec, SearchPlan, SearchSpec, plan_fabrics, plan_search,
 };
+use moe_planner::placement::formats::LogicalCountFile;
+use moe_planner::placement::{PlacementPlan, PlacementSpec, plan_placement};
 use moe_planner::training::{TrainingPlan, TrainingSpec, plan_training};
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +27,13 @@ use crate::output::{Context, print_json};
 
 /// The workload compiled into the binary.
 const EMBEDDED_WORKLOAD: &str = include_str!("../demo_workload.json");
+
+/// The DeepSeek-like expert loads compiled into the binary (SGLang `logical_count` format).
+const EMBEDDED_LOADS: &str =
+    include_str!("../../../../examples/data/placement/deepseek_like_loads.json");
+
+/// Bytes of one DeepSeek-V3 routed expert in FP8: three 7168 x 2048 matrices.
+const DEEPSEEK_EXPERT_BYTES: f64 = 3.0 * 7168.0 * 2048.0;
 
 /// Arguments of `moe-planner demo`.
 #[derive(Debug, clap::Args)]
@@ -56,6 +69,8 @@ struct DemoReport {
     grouping: GroupPlan,
     fabric: FabricPlan,
     parallelization: SearchPlan,
+    expert_placement: PlacementPlan,
+    expert_rebalance: PlacementPlan,
 }
 
 /// Runs every planner and prints the report.
@@ -77,6 +92,7 @@ fn plan_all(workload: Workload) -> Result<DemoReport, CliError> {
     // The first model alone shows the exclusive scenario; both together the colocated one.
     let mut exclusive = workload.inference.clone();
     exclusive.models.truncate(1);
+    let (placement, rebalance) = placement_specs()?;
     Ok(DemoReport {
         description: workload.description,
         exclusive_inference: plan_inference(&exclusive)?,
@@ -85,7 +101,29 @@ fn plan_all(workload: Workload) -> Result<DemoReport, CliError> {
         grouping: plan_groups(&workload.grouping)?,
         fabric: plan_fabrics(&workload.network.fabric)?,
         parallelization: plan_search(&workload.network.search)?,
+        expert_placement: plan_placement(&placement)?,
+        expert_rebalance: plan_placement(&rebalance)?,
     })
+}
+
+/// The embedded DeepSeek-like placement, and a rebalance of its plan after 20% drift.
+fn placement_specs() -> Result<(PlacementSpec, PlacementSpec), CliError> {
+    let file: LogicalCountFile = serde_json::from_str(EMBEDDED_LOADS)
+        .map_err(|e| CliError::input(format!("embedded expert loads: {e}")))?;
+    let loads = file.logical_count.summed()?;
+    let mut fresh = PlacementSpec::new(loads.clone(), 32, 9);
+    fresh.nodes = 4;
+    fresh.groups = Some(8);
+    let current = plan_placement(&fresh)?
+        .physical_to_logical_map()
+        .into_iter()
+        .map(|row| row.into_iter().map(|e| e as i64).collect())
+        .collect();
+    let mut rebalance = fresh.clone();
+    rebalance.loads = drift_loads(&loads, 0.2, 1)?;
+    rebalance.current = Some(current);
+    rebalance.expert_bytes = Some(DEEPSEEK_EXPERT_BYTES);
+    Ok((fresh, rebalance))
 }
 
 fn heading(title: &str) {
@@ -98,6 +136,8 @@ fn print_report(r: &DemoReport) {
     print_inference(&r.exclusive_inference);
     heading("MoE inference, two colocated models (Aurora §6)");
     print_inference(&r.colocated_inference);
+    heading("Expert replication and placement (DeepSeek-like, 58 layers x 256 experts)");
+    print_placement(&r.expert_placement, &r.expert_rebalance);
     heading("MoE training layer (Parm Algorithm 1)");
     let t = &r.training;
     println!(
@@ -162,4 +202,44 @@ fn print_inference(plan: &InferencePlan) {
         plan.baseline.inference_time_s * 1e3,
         plan.speedup_over_baseline
     );
+}
+
+fn print_placement(fresh: &PlacementPlan, rebalance: &PlacementPlan) {
+    let t = &fresh.totals;
+    println!(
+        "{} GPUs x {} slots in {} nodes: busiest GPU at {:.4}x the mean load on average over layers \
+         (EPLB {}: {:.4}x); worst gap to the lower bound {:.2}%; EPLB puts {} replicas on a GPU \
+         that already holds their expert, we put {}",
+        fresh.gpus,
+        fresh.slots_per_gpu,
+        fresh.nodes,
+        t.mean_imbalance,
+        fresh.baseline_policy,
+        t.baseline_mean_imbalance,
+        100.0 * t.max_gap,
+        t.baseline_duplicates_on_gpu,
+        t.duplicates_on_gpu
+    );
+    let r = &rebalance.totals;
+    if let (Some(moves), Some(eplb_moves)) = (r.moves, r.baseline_moves) {
+        println!(
+            "after 20% load drift: rebalanced at {:.4}x the mean with {moves} expert copies \
+             (EPLB's fresh plan: {:.4}x with {eplb_moves} copies)",
+            r.mean_imbalance, r.baseline_mean_imbalance
+        );
+    }
+    if let (Some(matching), Some(eplb_moves)) = (r.moves_at_baseline_load, r.baseline_moves) {
+        println!(
+            "  matching EPLB's balance instead (layer by layer) takes {matching} copies, \
+             1/{:.0} of EPLB's",
+            eplb_moves as f64 / matching.max(1) as f64
+        );
+    }
+    if let (Some(bytes), Some(time)) = (r.transfer_bytes, r.transfer_time_s) {
+        println!(
+            "  {:.2} GB of FP8 expert weights, {:.1} ms as contention-free all-to-alls at 400 Gbps",
+            bytes / 1e9,
+            time * 1e3
+        );
+    }
 }

@@ -206,6 +206,9 @@ fn print_report(plan: &PlacementPlan) {
     if let (Some(m), Some(b)) = (t.moves, t.baseline_moves) {
         println!("expert copies to transfer: {m} (EPLB's fresh plan: {b})");
     }
+    if let Some(m) = t.moves_at_baseline_load {
+        println!("expert copies to reach EPLB's maximum load on every layer: {m}");
+    }
     if let (Some(bytes), Some(time)) = (t.transfer_bytes, t.transfer_time_s) {
         println!(
             "weights moved: {:.3} GB in {:.3} ms (contention-free, layer after layer)",

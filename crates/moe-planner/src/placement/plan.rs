@@ -89,6 +89,10 @@ pub struct LayerPlacement {
     /// lowest load found with at most that many moves.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub tradeoff: Vec<(usize, f64)>,
+    /// With a current placement and policy `optimal`: the fewest moves on the trade-off whose
+    /// maximum GPU load is at most EPLB's (what matching EPLB's balance costs in transfers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moves_at_baseline_load: Option<usize>,
     /// With a current placement: every weight copy.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub transfers: Vec<WeightTransfer>,
@@ -123,6 +127,9 @@ pub struct PlacementTotals {
     /// Moves over all layers (with a current placement).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moves: Option<usize>,
+    /// Sum of `moves_at_baseline_load` (with a current placement and policy `optimal`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moves_at_baseline_load: Option<usize>,
     /// EPLB's moves over all layers (with a current placement).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline_moves: Option<usize>,
@@ -303,6 +310,10 @@ fn plan_layer(
         place(loads, cluster, algorithm)?
     };
     let mut plan = layer_plan(&ours, &theirs);
+    plan.moves_at_baseline_load = tradeoff
+        .iter()
+        .find(|&&(_, load)| load <= theirs.max_gpu_load)
+        .map(|&(moves, _)| moves);
     plan.tradeoff = tradeoff;
     plan.windows = window_figures;
     if let Some(current) = input.current {
@@ -427,6 +438,7 @@ fn layer_plan(ours: &Placement, theirs: &Placement) -> LayerPlacement {
         current_max_gpu_load: None,
         moves: None,
         baseline_moves: None,
+        moves_at_baseline_load: None,
         tradeoff: Vec::new(),
         transfers: Vec::new(),
         transfer_schedule: None,
@@ -465,10 +477,190 @@ fn totals(layers: &[LayerPlacement], expert_bytes: Option<f64>) -> PlacementTota
         baseline_duplicates_on_gpu: layers.iter().map(|l| l.baseline_duplicates_on_gpu).sum(),
         moves,
         baseline_moves: sum_opt(|l| l.baseline_moves),
+        moves_at_baseline_load: sum_opt(|l| l.moves_at_baseline_load),
         transfer_bytes: moves.zip(expert_bytes).map(|(m, bytes)| m as f64 * bytes),
         transfer_time_s: layers
             .iter()
             .map(|l| l.transfer_schedule.as_ref().map(|t| t.makespan_s))
             .sum(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::PlacementPolicy;
+
+    /// The EPLB README example: 2 layers x 12 experts, 16 slots on 8 GPUs.
+    fn eplb_example() -> Vec<Vec<f64>> {
+        vec![
+            vec![
+                90.0, 132.0, 40.0, 61.0, 104.0, 165.0, 39.0, 4.0, 73.0, 56.0, 183.0, 86.0,
+            ],
+            vec![
+                20.0, 107.0, 104.0, 64.0, 19.0, 197.0, 187.0, 157.0, 172.0, 86.0, 16.0, 27.0,
+            ],
+        ]
+    }
+
+    #[test]
+    fn published_example_optimal_and_eplb_side_by_side() {
+        let plan = plan_placement(&PlacementSpec::new(eplb_example(), 8, 2)).unwrap();
+        let got: Vec<(f64, f64)> = plan
+            .layers
+            .iter()
+            .map(|l| (l.max_gpu_load, l.baseline_max_gpu_load))
+            .collect();
+        // Ours 136 and 172 (proved); EPLB's global policy 138.5 and 172.
+        assert_eq!(got, vec![(136.0, 138.5), (172.0, 172.0)]);
+        assert_eq!(plan.baseline_policy, "eplb-global");
+        assert_eq!(plan.totals.layers_worse_than_baseline, 0);
+        let mut hier = PlacementSpec::new(eplb_example(), 8, 2);
+        hier.nodes = 2;
+        hier.groups = Some(4);
+        let plan = plan_placement(&hier).unwrap();
+        let base: Vec<f64> = plan
+            .layers
+            .iter()
+            .map(|l| l.baseline_max_gpu_load)
+            .collect();
+        assert_eq!(base, vec![156.0, 179.5]);
+        assert_eq!(plan.baseline_policy, "eplb-hierarchical");
+    }
+
+    #[test]
+    fn maps_have_engine_shapes() {
+        let plan = plan_placement(&PlacementSpec::new(eplb_example(), 8, 2)).unwrap();
+        for l in &plan.layers {
+            assert_eq!(l.physical_to_logical_map.len(), 16);
+            assert_eq!(l.replica_count.iter().sum::<usize>(), 16);
+            for (e, slots) in l.logical_to_physical_map.iter().enumerate() {
+                let real: Vec<usize> = slots
+                    .iter()
+                    .filter(|&&s| s >= 0)
+                    .map(|&s| s as usize)
+                    .collect();
+                assert_eq!(real.len(), l.replica_count[e]);
+                assert!(real.iter().all(|&s| l.physical_to_logical_map[s] == e));
+            }
+        }
+    }
+
+    #[test]
+    fn rebalance_of_unchanged_loads_moves_nothing_and_schedules_nothing() {
+        let fresh = plan_placement(&PlacementSpec::new(eplb_example(), 8, 2)).unwrap();
+        let mut spec = PlacementSpec::new(eplb_example(), 8, 2);
+        spec.current = Some(
+            fresh
+                .physical_to_logical_map()
+                .into_iter()
+                .map(|r| r.into_iter().map(|e| e as i64).collect())
+                .collect(),
+        );
+        spec.expert_bytes = Some(1e9);
+        let plan = plan_placement(&spec).unwrap();
+        assert_eq!(plan.totals.moves, Some(0));
+        assert_eq!(plan.totals.transfer_bytes, Some(0.0));
+        assert!(plan.totals.baseline_moves.unwrap() > 0);
+        assert_eq!(plan.layers[0].moves_at_baseline_load, Some(0));
+    }
+
+    #[test]
+    fn rebalance_transfers_are_scheduled_at_the_bandwidth() {
+        let mut spec = PlacementSpec::new(vec![vec![10.0, 10.0, 10.0, 10.0]], 2, 2);
+        // Everything on the wrong GPU: experts 0 and 1 on GPU 0, 2 and 3 on GPU 1 is balanced,
+        // so make the loads skewed so a move pays off.
+        spec.loads = vec![vec![30.0, 30.0, 1.0, 1.0]];
+        spec.current = Some(vec![vec![0, 1, 2, 3]]);
+        spec.expert_bytes = Some(1e9);
+        spec.bandwidth_gbps = 8.0; // 1e9 bytes/s: one second per expert copy
+        let plan = plan_placement(&spec).unwrap();
+        let layer = &plan.layers[0];
+        assert_eq!(layer.max_gpu_load, 31.0);
+        assert_eq!(layer.moves, Some(layer.transfers.len()));
+        let moves = layer.moves.unwrap() as f64;
+        assert!(moves >= 1.0);
+        let schedule = layer.transfer_schedule.as_ref().unwrap();
+        assert!(schedule.makespan_s >= schedule.lower_bound_s);
+        assert!(schedule.lower_bound_s >= 1.0 && schedule.makespan_s <= moves);
+    }
+
+    #[test]
+    fn windows_report_every_window() {
+        let mut spec = PlacementSpec::new(vec![vec![8.0, 4.0, 2.0, 2.0]], 2, 3);
+        spec.windows = vec![vec![vec![2.0, 2.0, 4.0, 8.0]]];
+        let plan = plan_placement(&spec).unwrap();
+        let w = &plan.layers[0].windows;
+        assert_eq!(w.len(), 2);
+        let worst = w.iter().map(|f| f.max_gpu_load).fold(0.0, f64::max);
+        let newest_worst = w
+            .iter()
+            .map(|f| f.newest_only_max_gpu_load)
+            .fold(0.0, f64::max);
+        assert!(worst <= newest_worst);
+    }
+
+    #[test]
+    fn bad_specs_are_typed_errors() {
+        let ok = PlacementSpec::new(vec![vec![1.0, 2.0]], 2, 1);
+        let empty = PlacementSpec::new(vec![], 2, 1);
+        assert!(matches!(
+            plan_placement(&empty),
+            Err(PlanError::Cost(CostModelError::CountTooSmall { .. }))
+        ));
+        let ragged = PlacementSpec::new(vec![vec![1.0, 2.0], vec![1.0]], 2, 1);
+        assert!(matches!(
+            plan_placement(&ragged),
+            Err(PlanError::SizeMismatch {
+                expected: 2,
+                actual: 1,
+                ..
+            })
+        ));
+        let nan = PlacementSpec::new(vec![vec![1.0, 2.0], vec![1.0, f64::NAN]], 2, 1);
+        assert!(matches!(
+            plan_placement(&nan),
+            Err(PlanError::Layer { layer: 1, .. })
+        ));
+        let too_few = PlacementSpec::new(vec![vec![1.0, 2.0, 3.0]], 2, 1);
+        assert!(matches!(
+            plan_placement(&too_few),
+            Err(PlanError::Layer { layer: 0, .. })
+        ));
+        let node_aware = PlacementSpec {
+            policy: PlacementPolicy::OptimalNodeAware,
+            ..ok.clone()
+        };
+        assert!(matches!(
+            plan_placement(&node_aware),
+            Err(PlanError::MissingField {
+                field: "groups",
+                ..
+            })
+        ));
+        let negative = PlacementSpec {
+            current: Some(vec![vec![0, -1]]),
+            ..ok.clone()
+        };
+        assert!(matches!(
+            plan_placement(&negative),
+            Err(PlanError::NegativeId { value: -1, .. })
+        ));
+        let tolerance = PlacementSpec {
+            tolerance: f64::NAN,
+            ..ok.clone()
+        };
+        assert!(matches!(
+            plan_placement(&tolerance),
+            Err(PlanError::Cost(CostModelError::NonFinite { .. }))
+        ));
+        let missing = PlacementSpec {
+            current: Some(vec![vec![0, 0]]),
+            ..ok
+        };
+        assert!(matches!(
+            plan_placement(&missing),
+            Err(PlanError::Layer { layer: 0, .. })
+        ));
     }
 }
