@@ -21,6 +21,8 @@
 //! * [`timeline`]: Aurora's exclusive (Eq. 1–3) and colocated (Table 2, Eq. 4) MoE-layer
 //!   timelines and GPU utilization (§8.1).
 //!
+//! The papers cited here, with full titles and authors: [docs/references.md](https://github.com/moe-planner/moe-planner/blob/main/docs/references.md).
+//!
 //! # Examples
 //!
 //! ```
