@@ -41,8 +41,6 @@
 //! assert_eq!(sjf(&d, &b)?.makespan_s(), 3.0);
 //! # Ok::<(), alltoall_sched::ScheduleError>(())
 //! ```
-#![forbid(unsafe_code)]
-#![deny(missing_docs)]
 
 mod algorithm;
 mod aurora_greedy;

@@ -43,8 +43,6 @@
 //! assert!(rec.bottleneck_bytes >= best.bottleneck_bytes);
 //! # Ok::<(), colocation_matching::MatchingError>(())
 //! ```
-#![forbid(unsafe_code)]
-#![deny(missing_docs)]
 
 mod allowed;
 mod bottleneck;

@@ -37,8 +37,6 @@
 //! assert!((t - 7.0 * link.time_s(1e6)).abs() < 1e-12);
 //! # Ok::<(), comm_cost_model::CostModelError>(())
 //! ```
-#![forbid(unsafe_code)]
-#![deny(missing_docs)]
 
 pub mod allgather_bound;
 mod alpha_beta;

@@ -39,8 +39,6 @@
 //! assert!((cmp.cost_reduction - 0.375).abs() < 1e-12);
 //! # Ok::<(), moe_planner::PlanError>(())
 //! ```
-#![forbid(unsafe_code)]
-#![deny(missing_docs)]
 
 pub use alltoall_sched;
 pub use colocation_matching;

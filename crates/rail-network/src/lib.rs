@@ -42,8 +42,6 @@
 //! assert!(best.terms.last_stage_compute_s > best.terms.last_stage_tp_comm_s);
 //! # Ok::<(), rail_network::RailNetworkError>(())
 //! ```
-#![forbid(unsafe_code)]
-#![deny(missing_docs)]
 
 pub mod accuracy;
 pub mod compute;
