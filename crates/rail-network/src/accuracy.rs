@@ -277,6 +277,7 @@ pub fn accuracy_table(
 }
 
 /// Mean of `|error_vs_measured|` over the rows (0 for no rows).
+#[must_use]
 pub fn mean_absolute_error(rows: &[AccuracyRow]) -> f64 {
     if rows.is_empty() {
         return 0.0;
