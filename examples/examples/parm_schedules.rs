@@ -2,7 +2,7 @@
 //!
 //! For each testbed and cluster size: how often Algorithm 1 picks S1 vs S2, whether the paper's
 //! claims hold in the model, and the mean modelled speedup over the baseline schedule by
-//! (N_MP, N_ESP), like Table IV. Communication only: the model has no computation term.
+//! (`N_MP`, `N_ESP`), like Table IV. Communication only: the model has no computation term.
 //!
 //! Run: `cargo run --release -p moe-planner-examples --example parm_schedules`
 

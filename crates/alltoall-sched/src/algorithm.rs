@@ -41,6 +41,7 @@ impl Algorithm {
     ];
 
     /// The kebab-case name (`optimal`, `aurora-greedy`, ...).
+    #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Self::Optimal => "optimal",
@@ -53,6 +54,7 @@ impl Algorithm {
     }
 
     /// Whether the timetable comes from the contention simulator (an order, not a timetable).
+    #[must_use]
     pub fn is_simulated(self) -> bool {
         matches!(self, Self::Sjf | Self::Random | Self::Shift)
     }
@@ -98,6 +100,7 @@ pub struct Plan {
 
 impl Plan {
     /// `makespan_s / lower_bound_s` (1 when both are 0).
+    #[must_use]
     pub fn ratio_to_bound(&self) -> f64 {
         if self.lower_bound_s > 0.0 {
             self.makespan_s / self.lower_bound_s

@@ -73,6 +73,7 @@ impl Bandwidth {
     }
 
     /// Port bandwidth of GPU `gpu` (bytes/s); `None` for a GPU a per-GPU model does not list.
+    #[must_use]
     pub fn port(&self, gpu: usize) -> Option<f64> {
         match self {
             Self::Uniform(b) => Some(*b),
@@ -82,6 +83,7 @@ impl Bandwidth {
 
     /// Rate of a transfer `src -> dst` alone on its ports: `min(B_src, B_dst)` (bytes/s);
     /// `None` if either GPU is not listed.
+    #[must_use]
     pub fn rate(&self, src: usize, dst: usize) -> Option<f64> {
         Some(self.port(src)?.min(self.port(dst)?))
     }
@@ -98,6 +100,7 @@ impl Bandwidth {
     }
 
     /// The common bandwidth if every GPU has the same one.
+    #[must_use]
     pub fn as_uniform(&self) -> Option<f64> {
         match self {
             Self::Uniform(b) => Some(*b),

@@ -26,6 +26,7 @@ use crate::{Bandwidth, Flow, ScheduleError, Timetable, TrafficMatrix, simulate};
 /// assert_eq!(dsts, vec![2, 1]);
 /// # Ok::<(), alltoall_sched::ScheduleError>(())
 /// ```
+#[must_use]
 pub fn sjf_order(matrix: &TrafficMatrix) -> Vec<Vec<Flow>> {
     (0..matrix.n())
         .map(|i| {
@@ -51,6 +52,7 @@ pub fn sjf_order(matrix: &TrafficMatrix) -> Vec<Vec<Flow>> {
 /// assert_eq!(random_order(&d, 3), random_order(&d, 3));
 /// # Ok::<(), alltoall_sched::ScheduleError>(())
 /// ```
+#[must_use]
 pub fn random_order(matrix: &TrafficMatrix, seed: u64) -> Vec<Vec<Flow>> {
     let mut rng = seeded_rng(seed, 0);
     (0..matrix.n())
@@ -80,6 +82,7 @@ pub fn random_order(matrix: &TrafficMatrix, seed: u64) -> Vec<Vec<Flow>> {
 /// assert_eq!(dsts, vec![0, 1]);
 /// # Ok::<(), alltoall_sched::ScheduleError>(())
 /// ```
+#[must_use]
 pub fn shift_order(matrix: &TrafficMatrix) -> Vec<Vec<Flow>> {
     let n = matrix.n();
     (0..n)

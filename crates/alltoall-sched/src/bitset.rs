@@ -84,7 +84,7 @@ pub(crate) struct BitRows {
 
 impl BitRows {
     /// The matrix whose bit `(i, j)` says whether `entries[i * cols + j] > 0`.
-    pub fn nonzero(entries: &[u64], cols: usize) -> Self {
+    pub(crate) fn nonzero(entries: &[u64], cols: usize) -> Self {
         let rows = entries.len().checked_div(cols).unwrap_or(0);
         Self::with_bits(rows, cols, nonzero_positions(entries, cols))
     }
@@ -103,22 +103,22 @@ impl BitRows {
     }
 
     /// Words per row.
-    pub fn width(&self) -> usize {
+    pub(crate) fn width(&self) -> usize {
         self.words_per_row
     }
 
     /// Row `i`.
-    pub fn row(&self, i: usize) -> &[u64] {
+    pub(crate) fn row(&self, i: usize) -> &[u64] {
         &self.words[i * self.words_per_row..(i + 1) * self.words_per_row]
     }
 
     /// Whether bit `(i, j)` is set.
-    pub fn contains(&self, i: usize, j: usize) -> bool {
+    pub(crate) fn contains(&self, i: usize, j: usize) -> bool {
         self.words[i * self.words_per_row + j / WORD] >> (j % WORD) & 1 == 1
     }
 
     /// Clears bit `(i, j)`.
-    pub fn remove(&mut self, i: usize, j: usize) {
+    pub(crate) fn remove(&mut self, i: usize, j: usize) {
         let w = self.words_per_row;
         remove(&mut self.words[i * w..(i + 1) * w], j);
     }

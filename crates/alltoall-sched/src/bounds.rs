@@ -111,7 +111,7 @@ pub(crate) struct LineTimes {
 }
 
 impl LineTimes {
-    pub fn max_s(&self) -> f64 {
+    pub(crate) fn max_s(&self) -> f64 {
         self.send_s
             .iter()
             .chain(&self.recv_s)

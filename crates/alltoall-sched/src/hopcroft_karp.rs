@@ -17,14 +17,14 @@ pub(crate) struct Matching {
 }
 
 impl Matching {
-    pub fn empty(n_left: usize, n_right: usize) -> Self {
+    pub(crate) fn empty(n_left: usize, n_right: usize) -> Self {
         Self {
             left: vec![NONE; n_left],
             right: vec![NONE; n_right],
         }
     }
 
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.left.iter().filter(|&&r| r != NONE).count()
     }
 }

@@ -114,11 +114,13 @@ impl TrafficMatrix {
     }
 
     /// Number of GPUs.
+    #[must_use]
     pub fn n(&self) -> usize {
         self.n
     }
 
     /// Whether the entries are exact integers (the scheduler's exact path).
+    #[must_use]
     pub fn is_integer(&self) -> bool {
         matches!(self.entries, Entries::Integer(_))
     }
@@ -135,6 +137,7 @@ impl TrafficMatrix {
     /// assert_eq!(d.bytes(2, 0), None);
     /// # Ok::<(), alltoall_sched::ScheduleError>(())
     /// ```
+    #[must_use]
     pub fn bytes(&self, src: usize, dst: usize) -> Option<f64> {
         (src < self.n && dst < self.n).then(|| self.at(src, dst))
     }
@@ -148,6 +151,7 @@ impl TrafficMatrix {
     }
 
     /// Exact count GPU `src` sends to GPU `dst`, when the matrix is integral and the index valid.
+    #[must_use]
     pub fn bytes_u64(&self, src: usize, dst: usize) -> Option<u64> {
         match &self.entries {
             Entries::Integer(v) if src < self.n && dst < self.n => Some(v[src * self.n + dst]),
@@ -164,6 +168,7 @@ impl TrafficMatrix {
     }
 
     /// Bytes each GPU sends to the others (row sums).
+    #[must_use]
     pub fn send_totals(&self) -> Vec<f64> {
         (0..self.n)
             .map(|i| (0..self.n).map(|j| self.at(i, j)).sum())
@@ -171,6 +176,7 @@ impl TrafficMatrix {
     }
 
     /// Bytes each GPU receives from the others (column sums).
+    #[must_use]
     pub fn receive_totals(&self) -> Vec<f64> {
         (0..self.n)
             .map(|j| (0..self.n).map(|i| self.at(i, j)).sum())
@@ -178,6 +184,7 @@ impl TrafficMatrix {
     }
 
     /// Number of off-diagonal pairs with traffic.
+    #[must_use]
     pub fn nonzeros(&self) -> usize {
         self.pairs().count()
     }
@@ -209,6 +216,7 @@ impl TrafficMatrix {
     /// assert_eq!(combine.transposed(), dispatch);
     /// # Ok::<(), alltoall_sched::ScheduleError>(())
     /// ```
+    #[must_use]
     pub fn transposed(&self) -> Self {
         let n = self.n;
         let swap = |k: usize| (k % n) * n + k / n;
@@ -372,6 +380,7 @@ impl TrafficMatrix {
     }
 
     /// The matrix as rows of `f64`.
+    #[must_use]
     pub fn to_rows(&self) -> Vec<Vec<f64>> {
         (0..self.n)
             .map(|i| (0..self.n).map(|j| self.at(i, j)).collect())

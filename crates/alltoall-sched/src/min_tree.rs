@@ -19,7 +19,7 @@ pub(crate) struct MinTree {
 
 impl MinTree {
     /// `slots` keys, all [`NEVER`].
-    pub fn new(slots: usize) -> Self {
+    pub(crate) fn new(slots: usize) -> Self {
         let mut width = 1;
         while width < slots {
             width *= 4;
@@ -33,13 +33,13 @@ impl MinTree {
     }
 
     /// The slot with the smallest key and that key (`NEVER` when no slot has a key).
-    pub fn min(&self) -> (usize, u64) {
+    pub(crate) fn min(&self) -> (usize, u64) {
         let top = self.levels.last().map_or(pack(NEVER, 0), |level| level[0]);
         ((top as u64) as usize, (top >> 64) as u64)
     }
 
     /// Sets the key of `slot`.
-    pub fn set(&mut self, slot: usize, key: u64) {
+    pub(crate) fn set(&mut self, slot: usize, key: u64) {
         let mut idx = slot;
         self.levels[0][idx] = pack(key, slot);
         for k in 1..self.levels.len() {

@@ -32,6 +32,7 @@ pub struct Flow {
 
 impl Flow {
     /// A flow with no release time.
+    #[must_use]
     pub fn new(dst: usize, bytes: f64) -> Self {
         Self {
             dst,
@@ -62,6 +63,7 @@ impl Flow {
 /// assert_eq!(again.makespan_s(), plan.makespan_s());
 /// # Ok::<(), alltoall_sched::ScheduleError>(())
 /// ```
+#[must_use]
 pub fn timetable_flows(timetable: &Timetable, timed: bool) -> Vec<Vec<Flow>> {
     timetable
         .send_orders()

@@ -34,7 +34,10 @@ pub(crate) struct Ticks {
 
 impl Ticks {
     /// Validates and converts; see the module documentation.
-    pub fn new(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<Self, ScheduleError> {
+    pub(crate) fn new(
+        matrix: &TrafficMatrix,
+        bandwidth: &Bandwidth,
+    ) -> Result<Self, ScheduleError> {
         bandwidth.check(matrix.n())?;
         let n = matrix.n();
         let bytes: Vec<f64> = (0..n)
@@ -92,7 +95,7 @@ impl Ticks {
     /// Checks that twice the bound fits in ticks: greedy (non-preemptive) schedules end by
     /// then, since a pair starts at the latest when both its ports have done all their other
     /// work.
-    pub fn check_greedy_fits(&self) -> Result<(), ScheduleError> {
+    pub(crate) fn check_greedy_fits(&self) -> Result<(), ScheduleError> {
         let limit = u64::MAX / 2;
         if self.line_ticks > limit {
             return Err(ScheduleError::TooLarge {
@@ -105,7 +108,7 @@ impl Ticks {
     }
 
     /// Seconds at tick `tick`; `time_s(line_ticks) == bound_s`.
-    pub fn time_s(&self, tick: u64) -> f64 {
+    pub(crate) fn time_s(&self, tick: u64) -> f64 {
         if self.exact {
             // Same expression as the bound: bit-identical at `line_ticks`.
             tick as f64 / self.tick_factor
@@ -120,7 +123,7 @@ impl Ticks {
     ///
     /// Exact when one tick is one byte; otherwise proportional to time, and `0..q` gives the
     /// pair's bytes exactly.
-    pub fn bytes_between(&self, i: usize, j: usize, from: u64, to: u64) -> f64 {
+    pub(crate) fn bytes_between(&self, i: usize, j: usize, from: u64, to: u64) -> f64 {
         let k = i * self.n + j;
         if self.exact {
             return (to - from) as f64;

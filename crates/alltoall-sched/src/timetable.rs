@@ -103,11 +103,13 @@ pub enum TimetableViolation {
 
 impl Timetable {
     /// Completion time in seconds (latest end; 0 for an empty timetable).
+    #[must_use]
     pub fn makespan_s(&self) -> f64 {
         self.transfers.iter().fold(0.0, |m, t| m.max(t.end_s))
     }
 
     /// Number of pieces (transfers).
+    #[must_use]
     pub fn pieces(&self) -> usize {
         self.transfers.len()
     }
@@ -129,6 +131,7 @@ impl Timetable {
     /// let plan = Timetable { n: 3, transfers: vec![t(0, 1, 2.0), t(1, 0, 1.0)] };
     /// assert_eq!(plan.port_finish_times(), vec![2.0, 2.0, 0.0]);
     /// ```
+    #[must_use]
     pub fn port_finish_times(&self) -> Vec<f64> {
         let mut finish = vec![0.0_f64; self.n];
         for t in &self.transfers {
@@ -142,6 +145,7 @@ impl Timetable {
     }
 
     /// Each GPU's transfers in the order it sends them (by start time).
+    #[must_use]
     pub fn send_orders(&self) -> Vec<Vec<Transfer>> {
         let mut orders = vec![Vec::new(); self.n];
         for t in &self.transfers {

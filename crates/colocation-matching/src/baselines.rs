@@ -64,6 +64,7 @@ pub fn lina_pairs(expert_load: &[f64]) -> Result<Vec<Vec<usize>>, MatchingError>
 /// sorted.sort();
 /// assert_eq!(sorted, vec![0, 1, 2, 3, 4]);
 /// ```
+#[must_use]
 pub fn random_colocation(n: usize, seed: u64) -> Vec<usize> {
     random_permutation(n, seed, 0)
 }
@@ -82,6 +83,7 @@ pub fn random_colocation(n: usize, seed: u64) -> Vec<usize> {
 ///
 /// assert_eq!(random_gpu_assignment(4, 1).len(), 4);
 /// ```
+#[must_use]
 pub fn random_gpu_assignment(n: usize, seed: u64) -> Vec<usize> {
     // A different stream from REC so RGA + REC with one seed are independent.
     random_permutation(n, seed, 1)
@@ -113,6 +115,7 @@ pub fn random_gpu_assignment(n: usize, seed: u64) -> Vec<usize> {
 /// }
 /// assert_eq!(random_placement(4, false, 9)[0], vec![placement[0][0]]);
 /// ```
+#[must_use]
 pub fn random_placement(n: usize, colocated: bool, seed: u64) -> Vec<Vec<usize>> {
     let gpu_of_a = random_gpu_assignment(n, seed);
     let b_of_a = random_colocation(n, seed);

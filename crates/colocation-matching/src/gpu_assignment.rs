@@ -153,6 +153,7 @@ impl GpuAssignment {
     /// let a = GpuAssignment { expert_to_gpu: vec![2, 0, 1], bottleneck_s: 1.0 };
     /// assert_eq!(a.experts_of_gpu(), vec![vec![1], vec![2], vec![0]]);
     /// ```
+    #[must_use]
     pub fn experts_of_gpu(&self) -> Vec<Vec<usize>> {
         experts_of_gpu(&self.expert_to_gpu, self.expert_to_gpu.len())
     }

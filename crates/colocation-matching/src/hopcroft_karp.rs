@@ -68,21 +68,25 @@ impl BipartiteGraph {
     }
 
     /// Number of left vertices.
+    #[must_use]
     pub fn n_left(&self) -> usize {
         self.offsets.len() - 1
     }
 
     /// Number of right vertices.
+    #[must_use]
     pub fn n_right(&self) -> usize {
         self.n_right
     }
 
     /// Number of edges.
+    #[must_use]
     pub fn edge_count(&self) -> usize {
         self.targets.len()
     }
 
     /// Neighbours of left vertex `u`.
+    #[must_use]
     pub fn neighbors(&self, u: usize) -> &[usize] {
         &self.targets[self.offsets[u]..self.offsets[u + 1]]
     }
@@ -119,6 +123,7 @@ pub struct BipartiteMatching {
 /// assert_eq!(m.left_to_right, vec![Some(1), Some(0)]);
 /// # Ok::<(), colocation_matching::MatchingError>(())
 /// ```
+#[must_use]
 pub fn hopcroft_karp(graph: &BipartiteGraph) -> BipartiteMatching {
     let mut state = MatchingState::empty(graph.n_left(), graph.n_right());
     let size = state.maximize(graph);

@@ -62,6 +62,7 @@ impl ExpertLoads {
     /// Row and column sums of a traffic matrix `d[i][j]` (bytes from expert `i`'s GPU to expert
     /// `j`'s GPU). The diagonal is excluded: a token routed to the expert on its own GPU never
     /// crosses the network. (Aurora Eq. 6 sums the whole row; with a zero diagonal both agree.)
+    #[must_use]
     pub fn from_traffic(traffic: &SquareMatrix) -> Self {
         let n = traffic.n();
         let mut send_bytes = vec![0.0; n];
@@ -81,11 +82,13 @@ impl ExpertLoads {
     }
 
     /// Number of experts.
+    #[must_use]
     pub fn len(&self) -> usize {
         self.send_bytes.len()
     }
 
     /// True when there are no experts (never, for validated loads).
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.send_bytes.is_empty()
     }

@@ -76,6 +76,7 @@ impl ExpertPairing {
     }
 
     /// `b_of_a[i]`: the B expert sharing a GPU with A expert `i`.
+    #[must_use]
     pub fn b_of_a(&self) -> Vec<usize> {
         self.pairs.iter().map(|p| p[1]).collect()
     }

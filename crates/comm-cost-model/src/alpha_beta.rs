@@ -61,11 +61,13 @@ impl AlphaBeta {
     ///
     /// A zero-byte message still pays `alpha`; callers that skip empty messages should not call
     /// this for them.
+    #[must_use]
     pub fn time_s(&self, bytes: Bytes) -> Seconds {
         self.alpha_s + self.beta_s_per_byte * bytes
     }
 
     /// Bandwidth in bytes per second (`1 / beta`); infinite when `beta` is zero.
+    #[must_use]
     pub fn bandwidth_bytes_per_s(&self) -> BytesPerSecond {
         1.0 / self.beta_s_per_byte
     }

@@ -15,6 +15,7 @@ use crate::CostModelError;
 /// assert_eq!(comm_cost_model::gcd(12, 18), 6);
 /// assert_eq!(comm_cost_model::gcd(0, 5), 5);
 /// ```
+#[must_use]
 pub fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
         (a, b) = (b, a % b);

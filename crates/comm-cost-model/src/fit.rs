@@ -62,6 +62,7 @@ impl AlphaBetaFit {
     /// assert!(fit.max_abs_residual_s() < 1e-12); // t = 1 + 2 x exactly
     /// # Ok::<(), comm_cost_model::CostModelError>(())
     /// ```
+    #[must_use]
     pub fn max_abs_residual_s(&self) -> Seconds {
         self.residuals_s
             .iter()

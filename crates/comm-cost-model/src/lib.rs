@@ -21,6 +21,8 @@
 //! * [`timeline`]: Aurora's exclusive (Eq. 1–3) and colocated (Table 2, Eq. 4) MoE-layer
 //!   timelines and GPU utilization (§8.1).
 //!
+//! The papers cited here, with full titles and authors: [docs/references.md](https://github.com/moe-planner/moe-planner/blob/main/docs/references.md).
+//!
 //! # Examples
 //!
 //! ```
@@ -35,8 +37,6 @@
 //! assert!((t - 7.0 * link.time_s(1e6)).abs() < 1e-12);
 //! # Ok::<(), comm_cost_model::CostModelError>(())
 //! ```
-#![forbid(unsafe_code)]
-#![deny(missing_docs)]
 
 pub mod allgather_bound;
 mod alpha_beta;

@@ -117,26 +117,31 @@ impl SquareMatrix {
     }
 
     /// Number of rows (and columns), at least 1.
+    #[must_use]
     pub fn n(&self) -> usize {
         self.n
     }
 
     /// Entry `(i, j)`, or `None` out of range.
+    #[must_use]
     pub fn get(&self, i: usize, j: usize) -> Option<f64> {
         (i < self.n && j < self.n).then(|| self.data[i * self.n + j])
     }
 
     /// Row `i`, or `None` out of range.
+    #[must_use]
     pub fn row(&self, i: usize) -> Option<&[f64]> {
         self.data.chunks_exact(self.n).nth(i)
     }
 
     /// The rows, in order.
+    #[must_use]
     pub fn rows(&self) -> impl ExactSizeIterator<Item = &[f64]> + '_ {
         self.data.chunks_exact(self.n)
     }
 
     /// All entries, row-major (`n²` of them; entry `(i, j)` at `i n + j`).
+    #[must_use]
     pub fn as_slice(&self) -> &[f64] {
         &self.data
     }
@@ -147,6 +152,7 @@ impl SquareMatrix {
     }
 
     /// The same matrix with zeros on the diagonal (a node does not message itself).
+    #[must_use]
     pub fn with_zero_diagonal(mut self) -> Self {
         let n = self.n;
         self.data.iter_mut().step_by(n + 1).for_each(|d| *d = 0.0);

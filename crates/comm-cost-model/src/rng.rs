@@ -41,6 +41,7 @@ pub type SeededRng = ChaCha8Rng;
 /// let second: Vec<u32> = (0..4).map(|_| other.random_range(0..1000)).collect();
 /// assert_ne!(first, second); // another stream, another sequence
 /// ```
+#[must_use]
 pub fn seeded_rng(seed: u64, stream: u64) -> SeededRng {
     let mut key = [0u8; 32];
     key[..8].copy_from_slice(&seed.to_le_bytes());

@@ -31,31 +31,37 @@ pub type Flop = f64;
 pub type FlopPerSecond = f64;
 
 /// Bytes per second of a link quoted in gigabits per second (10^9 bit/s).
+#[must_use]
 pub fn gbps(gigabits_per_s: f64) -> BytesPerSecond {
     gigabits_per_s * 1e9 / 8.0
 }
 
 /// Gigabits per second of a rate given in bytes per second (inverse of [`gbps`]).
+#[must_use]
 pub fn to_gbps(bytes_per_s: BytesPerSecond) -> f64 {
     bytes_per_s * 8.0 / 1e9
 }
 
 /// Bytes per second of a rate quoted in gigabytes per second (10^9 byte/s).
+#[must_use]
 pub fn gb_per_s(gigabytes_per_s: f64) -> BytesPerSecond {
     gigabytes_per_s * 1e9
 }
 
 /// FLOP per second of an accelerator quoted in TFLOP/s (10^12 FLOP/s).
+#[must_use]
 pub fn tflop_per_s(teraflop_per_s: f64) -> FlopPerSecond {
     teraflop_per_s * 1e12
 }
 
 /// Bytes of a size quoted in megabytes (10^6 bytes).
+#[must_use]
 pub fn megabytes(mb: f64) -> Bytes {
     mb * 1e6
 }
 
 /// Seconds of a duration quoted in milliseconds.
+#[must_use]
 pub fn millis(ms: f64) -> Seconds {
     ms * 1e-3
 }

@@ -4,14 +4,14 @@ use std::fmt;
 
 /// A failure to report on one line of stderr.
 #[derive(Debug)]
-pub struct CliError {
+pub(crate) struct CliError {
     message: String,
     code: u8,
 }
 
 impl CliError {
     /// Bad input or an infeasible request: exit code 1.
-    pub fn input(message: impl Into<String>) -> Self {
+    pub(crate) fn input(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
             code: 1,
@@ -19,7 +19,7 @@ impl CliError {
     }
 
     /// The process exit code for this error.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         self.code
     }
 }

@@ -9,13 +9,13 @@ use serde::de::DeserializeOwned;
 use crate::error::CliError;
 
 /// Reads a whole file, naming it in the error.
-pub fn read_text(path: &Path) -> Result<String, CliError> {
+pub(crate) fn read_text(path: &Path) -> Result<String, CliError> {
     fs::read_to_string(path)
         .map_err(|e| CliError::input(format!("cannot read {}: {e}", path.display())))
 }
 
 /// Reads and deserializes a JSON file, naming it in the error.
-pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, CliError> {
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, CliError> {
     let text = read_text(path)?;
     serde_json::from_str(&text)
         .map_err(|e| CliError::input(format!("invalid JSON in {}: {e}", path.display())))
@@ -30,7 +30,7 @@ struct TrafficFile {
 /// `.json` or starts with `{`) or CSV with one row per line and no header.
 ///
 /// Shape and value checks belong to the library; this only parses numbers.
-pub fn read_matrix(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
+pub(crate) fn read_matrix(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
     let text = read_text(path)?;
     let is_json = path
         .extension()
@@ -45,7 +45,7 @@ pub fn read_matrix(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
 }
 
 /// Reads a CSV file of numbers with no header: one `Vec` per non-empty line.
-pub fn parse_csv_rows(text: &str, path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
+pub(crate) fn parse_csv_rows(text: &str, path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)

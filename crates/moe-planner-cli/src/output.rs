@@ -8,7 +8,7 @@ use crate::error::CliError;
 
 /// Flags every subcommand sees.
 #[derive(Debug, Clone, Copy)]
-pub struct Context {
+pub(crate) struct Context {
     /// Print one JSON document instead of a report.
     pub json: bool,
 }
@@ -16,7 +16,7 @@ pub struct Context {
 /// Prints `value` as pretty JSON on stdout.
 ///
 /// A reader that closes the pipe early (`| head`) is not an error: the output is simply cut.
-pub fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
+pub(crate) fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(value)?;
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{text}").and_then(|()| out.flush()) {

@@ -167,6 +167,7 @@ impl GroupingBaseline {
     pub const ALL: [Self; 3] = [Self::SingleNode, Self::WholeWorld, Self::SmallestFitting];
 
     /// The kebab-case name (`single-node`, `whole-world`, `smallest-fitting`).
+    #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Self::SingleNode => "single-node",
@@ -291,6 +292,7 @@ impl ClusterSpec {
 
 impl GroupSpec {
     /// The Aristos objective of the spec, in SI units.
+    #[must_use]
     pub fn objective(&self) -> AristosObjective {
         AristosObjective {
             training: self.training,

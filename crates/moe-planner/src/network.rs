@@ -74,6 +74,7 @@ fn default_switch_port_usd() -> f64 {
 
 impl FabricSpec {
     /// A spec with the paper's prices.
+    #[must_use]
     pub fn new(gpus: u64, hb_domain: u64, radix: u64) -> Self {
         Self {
             gpus,

@@ -277,6 +277,7 @@ pub fn accuracy_table(
 }
 
 /// Mean of `|error_vs_measured|` over the rows (0 for no rows).
+#[must_use]
 pub fn mean_absolute_error(rows: &[AccuracyRow]) -> f64 {
     if rows.is_empty() {
         return 0.0;
@@ -354,7 +355,7 @@ pub fn calibrate(
     for i in 0..15 {
         for j in 0..13 {
             for &hh in &halves {
-                let x = [0.3 + 0.05 * i as f64, 1.0 + 0.25 * j as f64, hh];
+                let x = [0.3 + 0.05 * f64::from(i), 1.0 + 0.25 * f64::from(j), hh];
                 let v = f(x);
                 if v < best.1 {
                     best = (x, v);

@@ -50,6 +50,7 @@ impl Default for ComputeModel {
 impl ComputeModel {
     /// The assumption set used to reproduce Table 4 (see docs/reproduction.md): selective
     /// recomputation, `γ = 2.5` on the whole attention block, GEMMs at peak, 18 bytes/param.
+    #[must_use]
     pub fn paper() -> Self {
         Self {
             recompute: Recompute::Selective,
@@ -85,6 +86,7 @@ impl ComputeModel {
     }
 
     /// FLOP/s a GPU of `peak_flop_per_s` reaches on GEMMs of a model of hidden size `hidden`.
+    #[must_use]
     pub fn effective_flop_per_s(
         &self,
         peak_flop_per_s: FlopPerSecond,

@@ -69,6 +69,7 @@ pub struct FabricParams {
 
 impl FabricParams {
     /// A cluster of `gpus` GPUs in HB domains of `hb_domain`, switches of radix `radix`.
+    #[must_use]
     pub const fn new(gpus: u64, hb_domain: u64, radix: u64) -> Self {
         Self {
             gpus,
@@ -95,6 +96,7 @@ impl FabricParams {
     }
 
     /// HB domains in the cluster, `N / K` (the size of each rail).
+    #[must_use]
     pub fn domains(&self) -> u64 {
         self.gpus / self.hb_domain.max(1)
     }

@@ -220,23 +220,27 @@ impl FabricGraph {
     }
 
     /// Network switches in the graph.
+    #[must_use]
     pub fn network_switches(&self) -> u64 {
         let is_switch = |w: &FabricNode| matches!(w, FabricNode::Switch { .. });
         self.graph.node_weights().filter(|w| is_switch(w)).count() as u64
     }
 
     /// Network cables in the graph.
+    #[must_use]
     pub fn network_links(&self) -> u64 {
         let net = |w: &LinkKind| *w == LinkKind::Network;
         self.graph.edge_weights().filter(|w| net(w)).count() as u64
     }
 
     /// Transceivers: two per network cable.
+    #[must_use]
     pub fn transceivers(&self) -> u64 {
         2 * self.network_links()
     }
 
     /// The most network ports used on any switch (must not exceed the radix).
+    #[must_use]
     pub fn max_switch_degree(&self) -> u64 {
         self.graph
             .node_indices()

@@ -101,16 +101,19 @@ impl IterationModel {
     }
 
     /// The model.
+    #[must_use]
     pub fn model(&self) -> &GptModel {
         &self.model
     }
 
     /// The system.
+    #[must_use]
     pub fn system(&self) -> &SystemSpec {
         &self.system
     }
 
     /// The compute assumptions.
+    #[must_use]
     pub fn compute(&self) -> &ComputeModel {
         &self.compute
     }

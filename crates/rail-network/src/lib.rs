@@ -19,6 +19,8 @@
 //! | [`search`], [`sweeps`] | App. C, §6.2–6.4, App. D | exhaustive parallel search (rayon), Fig. 9–11 sweeps |
 //! | [`accuracy`] | §6.1, Table 4 | published measurements, calibration, leave-one-out |
 //!
+//! The papers cited here, with full titles and authors: [docs/references.md](https://github.com/moe-planner/moe-planner/blob/main/docs/references.md).
+//!
 //! # Examples
 //!
 //! ```
@@ -40,8 +42,6 @@
 //! assert!(best.terms.last_stage_compute_s > best.terms.last_stage_tp_comm_s);
 //! # Ok::<(), rail_network::RailNetworkError>(())
 //! ```
-#![forbid(unsafe_code)]
-#![deny(missing_docs)]
 
 pub mod accuracy;
 pub mod compute;

@@ -132,41 +132,49 @@ impl RankMapping {
     }
 
     /// Number of GPUs `N`.
+    #[must_use]
     pub fn gpus(&self) -> u64 {
         self.gpus
     }
 
     /// HB domain size `K`.
+    #[must_use]
     pub fn hb_domain(&self) -> u64 {
         self.hb_domain
     }
 
     /// The model whose ranks are mapped.
+    #[must_use]
     pub fn model(&self) -> &GptModel {
         &self.model
     }
 
     /// The parallelization mapped.
+    #[must_use]
     pub fn parallelization(&self) -> &Parallelization {
         &self.parallelization
     }
 
     /// The expert parallelism, if the job has MoE layers.
+    #[must_use]
     pub fn experts(&self) -> Option<&ExpertParallelism> {
         self.expert.as_ref()
     }
 
     /// HB domain of a GPU; `None` for a GPU outside the job.
+    #[must_use]
     pub fn domain_of(&self, gpu: u64) -> Option<u64> {
         (gpu < self.gpus).then(|| self.domain(gpu))
     }
 
     /// Rail (local rank inside its HB domain) of a GPU; `None` for a GPU outside the job.
+    #[must_use]
     pub fn rail_of(&self, gpu: u64) -> Option<u64> {
         (gpu < self.gpus).then(|| self.rail(gpu))
     }
 
     /// The GPU running rank `(t, d, p)`; `None` when an index is not below its degree.
+    #[must_use]
     pub fn gpu(&self, t: u64, d: u64, p: u64) -> Option<u64> {
         let c = &self.parallelization;
         (t < c.tp && d < c.dp && p < c.pp).then(|| self.place(t, d, p))
@@ -195,16 +203,19 @@ impl RankMapping {
     }
 
     /// Tensor-parallel groups, each in TP-rank order.
+    #[must_use]
     pub fn tensor_groups(&self) -> Vec<Vec<u64>> {
         self.groups_along(Axis::Tensor, self.parallelization.tp)
     }
 
     /// Data-parallel groups, each in DP-rank order.
+    #[must_use]
     pub fn data_groups(&self) -> Vec<Vec<u64>> {
         self.groups_along(Axis::Data, self.parallelization.dp)
     }
 
     /// Pipeline groups, each in stage order.
+    #[must_use]
     pub fn pipeline_groups(&self) -> Vec<Vec<u64>> {
         self.groups_along(Axis::Pipeline, self.parallelization.pp)
     }
@@ -238,6 +249,7 @@ impl RankMapping {
     /// assert_eq!(placement.case, 2);
     /// # Ok::<(), rail_network::RailNetworkError>(())
     /// ```
+    #[must_use]
     pub fn expert_placement(&self) -> Option<ExpertPlacement> {
         let e = self.expert?;
         let in_one = |groups: Vec<Vec<u64>>| {

@@ -44,6 +44,7 @@ pub struct MemoryBreakdown {
 /// assert_eq!(bytes, 34.0 * 2048.0 * 6144.0 / 8.0);
 /// # Ok::<(), rail_network::RailNetworkError>(())
 /// ```
+#[must_use]
 pub fn layer_activation_bytes(model: &GptModel, b: u64, t: u64, recompute: Recompute) -> Bytes {
     let (s, h, a) = (
         model.seq_len as f64,
@@ -80,6 +81,7 @@ pub fn layer_activation_bytes(model: &GptModel, b: u64, t: u64, recompute: Recom
 /// assert!(mem.total_bytes < 80e9); // fits an 80 GB A100, as Korthikanti et al. ran it
 /// # Ok::<(), rail_network::RailNetworkError>(())
 /// ```
+#[must_use]
 pub fn memory_per_gpu(
     model: &GptModel,
     par: &Parallelization,

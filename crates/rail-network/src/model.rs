@@ -61,6 +61,7 @@ pub struct FlopSplit {
 
 impl FlopSplit {
     /// All hardware FLOPs.
+    #[must_use]
     pub fn total_flop(&self) -> Flop {
         self.feed_forward_flop + self.attention_projection_flop + self.attention_score_flop
     }
@@ -149,6 +150,7 @@ impl GptModel {
     }
 
     /// Parameters of one transformer layer, `S_T = 12 h^2 + 13 h`.
+    #[must_use]
     pub fn params_per_layer(&self) -> f64 {
         let h = self.hidden as f64;
         12.0 * h * h + 13.0 * h
@@ -164,6 +166,7 @@ impl GptModel {
     /// assert!((p / 1e9 - 1008.0).abs() < 1.0);
     /// # Ok::<(), rail_network::RailNetworkError>(())
     /// ```
+    #[must_use]
     pub fn parameters(&self) -> f64 {
         let (h, s, v) = (self.hidden as f64, self.seq_len as f64, self.vocab as f64);
         self.layers as f64 * self.params_per_layer() + (v + s) * h

@@ -117,16 +117,19 @@ impl Parallelization {
     }
 
     /// GPUs used, `p t d`.
+    #[must_use]
     pub fn gpus(&self) -> u64 {
         self.tp.saturating_mul(self.pp).saturating_mul(self.dp)
     }
 
     /// Micro-batches per iteration, `m = B / (d b)` (Eq. 13).
+    #[must_use]
     pub fn micro_batches(&self) -> u64 {
         self.global_batch / (self.dp * self.micro_batch).max(1)
     }
 
     /// Network parts `(t_l, p_l, d_l)` (Eq. 14–16).
+    #[must_use]
     pub fn network_parts(&self) -> (u64, u64, u64) {
         (
             self.tp / self.tp_hb.max(1),

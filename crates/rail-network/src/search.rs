@@ -104,6 +104,7 @@ impl RankedConfig {
     }
 
     /// Whether the configuration's fullest GPU fits the system's GPU memory (Eq. 19).
+    #[must_use]
     pub fn fits_in_memory(&self, system: &SystemSpec) -> bool {
         self.memory.total_bytes <= system.memory_bytes
     }

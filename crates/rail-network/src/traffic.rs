@@ -77,6 +77,7 @@ pub struct PairTraffic {
 
 impl PairTraffic {
     /// All bytes of the pair.
+    #[must_use]
     pub fn total_bytes(&self) -> Bytes {
         self.bytes.iter().sum()
     }
@@ -136,6 +137,7 @@ pub struct TrafficSummary {
 
 impl JobTraffic {
     /// Bytes from `src` to `dst` by kind, if the pair carries any.
+    #[must_use]
     pub fn get(&self, src: u64, dst: u64) -> Option<&PairTraffic> {
         self.entries
             .binary_search_by(|e| (e.src, e.dst).cmp(&(src, dst)))
@@ -148,6 +150,7 @@ impl JobTraffic {
     /// # Complexity
     ///
     /// O(entries).
+    #[must_use]
     pub fn summary(&self) -> TrafficSummary {
         let k = self.hb_domain.max(1);
         let mut by_kind: Vec<KindShare> = TrafficKind::ALL
@@ -251,6 +254,7 @@ impl JobTraffic {
 /// assert_eq!(tp, 0.75 * 4096.0 * 4.0 * 2.0 * 4.0);
 /// # Ok::<(), rail_network::RailNetworkError>(())
 /// ```
+#[must_use]
 pub fn job_traffic(mapping: &RankMapping, algorithm: CollectiveAlgorithm) -> JobTraffic {
     let c = *mapping.parallelization();
     let model = *mapping.model();

@@ -28,6 +28,7 @@ pub struct NodeKind {
 
 /// Perlmutter NVLink 3 cost: alpha 0.009 ms, beta 0.014 ms/MB. The Aristos text (§3.1, Fig. 3)
 /// names NVLink 3.0 but prints no alpha-beta values; these are this crate's stand-ins.
+#[must_use]
 pub fn perlmutter_intra() -> AlphaBeta {
     AlphaBeta {
         alpha_s: millis(0.009),
@@ -37,6 +38,7 @@ pub fn perlmutter_intra() -> AlphaBeta {
 
 /// Perlmutter inter-node cost: alpha 0.03 ms, beta 0.054 ms/MB (about 18.5 GB/s). Aristos §3.1
 /// states 25 GB/s RDMA per GPU (0.04 ms/MB) but prints no measured alpha-beta values.
+#[must_use]
 pub fn perlmutter_inter() -> AlphaBeta {
     AlphaBeta {
         alpha_s: millis(0.03),
@@ -48,6 +50,7 @@ impl NodeKind {
     /// A Perlmutter GPU node: 4 A100 (312 TFLOP/s dense BF16 peak) with the measured links of
     /// [`perlmutter_intra`] and [`perlmutter_inter`], and `expert_slots` experts per GPU
     /// (Aristos §3.2: 32 for GPT-3 350M experts on an 80 GB A100, 16 on a 40 GB one).
+    #[must_use]
     pub fn perlmutter(expert_slots: usize) -> Self {
         Self {
             gpus: 4,

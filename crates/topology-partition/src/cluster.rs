@@ -130,16 +130,19 @@ impl Cluster {
     }
 
     /// Number of workers `|W|`.
+    #[must_use]
     pub fn len(&self) -> usize {
         self.workers.len()
     }
 
     /// Always `false`: a cluster has at least one worker.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.workers.is_empty()
     }
 
     /// The workers, indexed by worker id.
+    #[must_use]
     pub fn workers(&self) -> &[Worker] {
         &self.workers
     }
@@ -181,6 +184,7 @@ impl Cluster {
     }
 
     /// The same cluster with every worker's node label shifted by `offset`.
+    #[must_use]
     pub fn relabel_nodes(mut self, offset: usize) -> Self {
         for node in &mut self.node_of_worker {
             *node = node.saturating_add(offset);
@@ -189,21 +193,25 @@ impl Cluster {
     }
 
     /// The node label of every worker.
+    #[must_use]
     pub fn node_of_worker(&self) -> &[usize] {
         &self.node_of_worker
     }
 
     /// Start-up latencies `alpha_ij`, seconds (`n x n`, sender by row).
+    #[must_use]
     pub fn alpha_s(&self) -> &SquareMatrix {
         &self.alpha_s
     }
 
     /// Inverse bandwidths `beta_ij`, seconds per byte (`n x n`, sender by row).
+    #[must_use]
     pub fn beta_s_per_byte(&self) -> &SquareMatrix {
         &self.beta_s_per_byte
     }
 
     /// The alpha-beta cost of a message from worker `i` to worker `j`; `None` out of range.
+    #[must_use]
     pub fn link(&self, i: usize, j: usize) -> Option<AlphaBeta> {
         Some(AlphaBeta {
             alpha_s: self.alpha_s.get(i, j)?,
@@ -212,6 +220,7 @@ impl Cluster {
     }
 
     /// Total expert slots `sum_j m_j` of the cluster.
+    #[must_use]
     pub fn total_expert_slots(&self) -> u64 {
         self.workers.iter().map(|w| w.expert_slots as u64).sum()
     }
@@ -221,6 +230,7 @@ impl Cluster {
     /// # Complexity
     ///
     /// O(n log n).
+    #[must_use]
     pub fn nodes(&self) -> Vec<Vec<usize>> {
         let mut order: Vec<usize> = Vec::new();
         let mut members: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
@@ -245,6 +255,7 @@ impl Cluster {
     /// # Complexity
     ///
     /// O(n²).
+    #[must_use]
     pub fn worst_link(&self) -> AlphaBeta {
         let mut worst = AlphaBeta {
             alpha_s: 0.0,

@@ -115,7 +115,7 @@ fn sorted_edges(cluster: &Cluster, d: f64) -> Vec<(u32, u32)> {
             let backward = alpha[vu] + beta[vu] * half;
             // + 0.0 turns a possible -0.0 into +0.0 so the bit order matches.
             let weight = forward.max(backward) + 0.0;
-            keys.push(((weight.to_bits() as u128) << 64) | ((u as u128) << 32) | v as u128);
+            keys.push((u128::from(weight.to_bits()) << 64) | ((u as u128) << 32) | v as u128);
         }
     }
     keys.sort_unstable();

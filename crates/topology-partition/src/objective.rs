@@ -130,7 +130,7 @@ pub(crate) struct Resolved {
 
 impl Resolved {
     /// `T_rho(k)` for `k` groups.
-    pub fn all_reduce_s(&self, groups: usize) -> Seconds {
+    pub(crate) fn all_reduce_s(&self, groups: usize) -> Seconds {
         if self.inference || groups <= 1 {
             return 0.0;
         }
@@ -139,18 +139,19 @@ impl Resolved {
     }
 
     /// `gamma (pi + comm)`: the part of `T` that depends on the group alone.
-    pub fn local_s(&self, flop_per_s: f64, comm_s: Seconds) -> Seconds {
+    pub(crate) fn local_s(&self, flop_per_s: f64, comm_s: Seconds) -> Seconds {
         self.gamma * (self.total_expert_flop / flop_per_s + comm_s)
     }
 
     /// `C_i` from worker `i`'s summed alphas and betas towards its group of `size`.
-    pub fn member_comm_s(&self, alpha_sum: Seconds, beta_sum: f64, size: usize) -> Seconds {
+    pub(crate) fn member_comm_s(&self, alpha_sum: Seconds, beta_sum: f64, size: usize) -> Seconds {
         self.eta * (alpha_sum + self.d / size as f64 * beta_sum)
     }
 }
 
 impl AristosObjective {
     /// A training objective with `experts` experts of `flop_per_expert` FLOP each.
+    #[must_use]
     pub fn uniform(
         training: TrainingConstants,
         experts: usize,
@@ -241,7 +242,7 @@ impl AristosObjective {
     ///
     /// # Complexity
     ///
-    /// O(sum_g |g|² + n²).
+    /// O(Σ over groups g of |g|² + n²).
     ///
     /// # Examples
     ///

@@ -83,12 +83,12 @@ pub(crate) fn check_disjoint<'a>(
 mod inf_as_null {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(values: &[f64], s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(values: &[f64], s: S) -> Result<S::Ok, S::Error> {
         let finite: Vec<Option<f64>> = values.iter().map(|&v| v.is_finite().then_some(v)).collect();
         serde::Serialize::serialize(&finite, s)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
         let raw: Vec<Option<f64>> = Vec::deserialize(d)?;
         Ok(raw
             .into_iter()

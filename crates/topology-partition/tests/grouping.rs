@@ -19,7 +19,7 @@ fn unit_gamma() -> TrainingConstants {
     }
 }
 
-/// `nodes` lists node labels; intra links cost beta_intra, inter links beta_inter, alpha 0.
+/// `nodes` lists node labels; intra links cost `beta_intra`, inter links `beta_inter`, alpha 0.
 fn two_tier(nodes: &[usize], slots: usize, beta_intra: f64, beta_inter: f64) -> Cluster {
     let n = nodes.len();
     let workers = vec![Worker::new(1e12, slots).unwrap(); n];
@@ -38,7 +38,7 @@ fn zeros(n: usize) -> SquareMatrix {
     SquareMatrix::from_fn(n, |_, _| 0.0).unwrap()
 }
 
-/// 2 experts of 1 TFLOP, eta = 1, d = 100 MB, d_ar = 1 MB.
+/// 2 experts of 1 TFLOP, eta = 1, d = 100 MB, `d_ar` = 1 MB.
 fn objective(training: TrainingConstants) -> AristosObjective {
     AristosObjective::uniform(training, 2, 1e12, 1.0, 1e8, 1e6)
 }

@@ -1,4 +1,4 @@
-//! Exact colocating + heterogeneous placement as a mixed-integer program (good_lp + microlp).
+//! Exact colocating + heterogeneous placement as a mixed-integer program (`good_lp` + microlp).
 
 use good_lp::{
     Expression, ProblemVariables, Solution, SolverModel, Variable, constraint, microlp, variable,

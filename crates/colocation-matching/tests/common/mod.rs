@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 /// Every permutation of `0..n` (n ≤ 7 in tests).
-pub fn permutations(n: usize) -> Vec<Vec<usize>> {
+pub(crate) fn permutations(n: usize) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
     let mut perm: Vec<usize> = (0..n).collect();
     heap(n, &mut perm, &mut out);
@@ -22,7 +22,7 @@ fn heap(k: usize, perm: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
 }
 
 /// Smallest bottleneck over allowed permutations, or None.
-pub fn brute_bottleneck(w: &[Vec<f64>], forbidden: &[(usize, usize)]) -> Option<f64> {
+pub(crate) fn brute_bottleneck(w: &[Vec<f64>], forbidden: &[(usize, usize)]) -> Option<f64> {
     permutations(w.len())
         .iter()
         .filter(|p| {
@@ -40,7 +40,11 @@ pub fn brute_bottleneck(w: &[Vec<f64>], forbidden: &[(usize, usize)]) -> Option<
 }
 
 /// Least total over allowed permutations with bottleneck at most `cap`.
-pub fn brute_min_total(w: &[Vec<f64>], forbidden: &[(usize, usize)], cap: f64) -> Option<f64> {
+pub(crate) fn brute_min_total(
+    w: &[Vec<f64>],
+    forbidden: &[(usize, usize)],
+    cap: f64,
+) -> Option<f64> {
     permutations(w.len())
         .iter()
         .filter(|p| {
@@ -53,7 +57,7 @@ pub fn brute_min_total(w: &[Vec<f64>], forbidden: &[(usize, usize)], cap: f64) -
 }
 
 /// True if `p` is a permutation of `0..p.len()`.
-pub fn is_permutation(p: &[usize]) -> bool {
+pub(crate) fn is_permutation(p: &[usize]) -> bool {
     let mut s = p.to_vec();
     s.sort_unstable();
     s.iter().enumerate().all(|(i, &x)| i == x)

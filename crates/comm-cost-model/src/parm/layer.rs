@@ -163,6 +163,7 @@ impl ParmLayer {
     }
 
     /// Bytes of `elements` tensor elements.
+    #[must_use]
     pub fn bytes(&self, elements: f64) -> Bytes {
         elements * self.bytes_per_element
     }

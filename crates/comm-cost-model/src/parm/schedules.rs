@@ -39,6 +39,7 @@ pub struct ParmCollectiveCosts {
 
 impl ParmCollectiveCosts {
     /// The same cost for every collective (and ideal SAA overlap), e.g. from one fit.
+    #[must_use]
     pub fn uniform(cost: AlphaBeta) -> Self {
         Self {
             ag_esp: cost,

@@ -44,6 +44,7 @@ pub struct Testbed {
 impl Testbed {
     /// Testbed A: one server with 8 RTX 4090 on PCIe 4.0; `alpha = 6.64e-4 s`,
     /// `beta = 5.38e-10 s/element` (Parm §VI-B), fp32 elements.
+    #[must_use]
     pub fn parm_testbed_a() -> Self {
         Self {
             name: "A (8x RTX4090, 1 node)".into(),
@@ -57,6 +58,7 @@ impl Testbed {
 
     /// Testbed B: 8 nodes of 4 RTX 2080Ti (PCIe 3.0) with one 100 Gb/s ConnectX-5 each;
     /// `alpha = 1.09e-4 s`, `beta = 7.14e-10 s/element` (Parm §VI-B), fp32 elements.
+    #[must_use]
     pub fn parm_testbed_b() -> Self {
         Self {
             name: "B (8 nodes x 4 RTX2080Ti, 100 Gb/s)".into(),
@@ -278,6 +280,7 @@ impl Links {
 /// use comm_cost_model::parm::table3_layers;
 /// assert_eq!(table3_layers(8, 4.0).len(), 3 * 3 * 3 * 3 * 3 * 3 * 2 * 2);
 /// ```
+#[must_use]
 pub fn table3_layers(p: usize, bytes_per_element: f64) -> Vec<ParmLayer> {
     let mut out = Vec::with_capacity(2916);
     for n_mp in [1, 2, 4] {
@@ -335,9 +338,9 @@ pub struct ClaimReport {
     pub s2_chosen: usize,
     /// Violations of "S2 is never slower than the baseline" (Eq. 6 + Eq. 10).
     pub s2_slower_than_baseline: usize,
-    /// Violations of "with N_MP = 1, S1 and S2 are never slower than the baseline" (Eq. 6).
+    /// Violations of "with `N_MP` = 1, S1 and S2 are never slower than the baseline" (Eq. 6).
     pub nmp1_slower_than_baseline: usize,
-    /// Layers with N_MP > 1 where S1 is slower than the baseline (the paper observes none).
+    /// Layers with `N_MP` > 1 where S1 is slower than the baseline (the paper observes none).
     pub s1_slower_than_baseline: usize,
     /// Layers where Algorithm 1 as printed picks the other schedule than the consistent model.
     pub printed_algorithm_disagrees: usize,

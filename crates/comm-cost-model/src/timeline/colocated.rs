@@ -81,6 +81,7 @@ pub enum ComponentKind {
 
 impl ComponentKind {
     /// Whether the component runs on the GPU's compute (else on its port).
+    #[must_use]
     pub fn is_compute(self) -> bool {
         matches!(self, Self::Gate | Self::Ffn | Self::Aggregation)
     }

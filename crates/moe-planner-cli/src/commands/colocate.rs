@@ -10,7 +10,7 @@ use crate::output::{Context, print_json};
 
 /// Arguments of `moe-planner colocate`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Traffic matrix of model A's first all-to-all (CSV rows or JSON `{"traffic": [[...]]}`),
     /// bytes, expert i on GPU i.
     #[arg(long)]
@@ -24,7 +24,7 @@ pub struct Args {
 }
 
 /// Computes the optimal pairing and the REC baseline and prints them.
-pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let spec = ColocationSpec {
         model_a_traffic_bytes: read_matrix(&args.model_a)?,
         model_b_traffic_bytes: read_matrix(&args.model_b)?,

@@ -37,7 +37,7 @@ const DEEPSEEK_EXPERT_BYTES: f64 = 3.0 * 7168.0 * 2048.0;
 
 /// Arguments of `moe-planner demo`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Run on this workload file instead of the embedded one (same JSON shape).
     #[arg(long)]
     pub workload: Option<PathBuf>,
@@ -74,7 +74,7 @@ struct DemoReport {
 }
 
 /// Runs every planner and prints the report.
-pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let workload: Workload = match &args.workload {
         Some(path) => read_json(path)?,
         None => serde_json::from_str(EMBEDDED_WORKLOAD)

@@ -11,7 +11,7 @@ use crate::output::{Context, print_json};
 
 /// Arguments of `moe-planner fit`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// CSV file with header `bytes,seconds`, one measurement per line.
     #[arg(long)]
     pub measurements: PathBuf,
@@ -41,7 +41,7 @@ fn read_samples(path: &Path) -> Result<Vec<Sample>, CliError> {
 }
 
 /// Fits `t = alpha + beta * bytes` and prints it.
-pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let samples = read_samples(&args.measurements)?;
     let report = plan_fit(&FitSpec { samples })?;
     if ctx.json {

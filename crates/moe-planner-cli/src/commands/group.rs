@@ -12,7 +12,7 @@ use crate::output::{Context, print_json};
 
 /// Arguments of `moe-planner group`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// JSON group spec: cluster, experts, training constants (see docs/cli.md).
     #[arg(long)]
     pub spec: PathBuf,
@@ -33,7 +33,7 @@ fn print_groups(p: &Partition) {
 }
 
 /// Reads the spec, runs LysiGroup and the baselines, and prints the plan.
-pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let spec: GroupSpec = read_json(&args.spec)?;
     let plan = plan_groups(&spec)?;
     if ctx.json {

@@ -10,7 +10,7 @@ use crate::output::{Context, print_json};
 
 /// Arguments of `moe-planner infer`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// JSON inference spec: `gpus` (TFLOP/s and Gbps each), `models` (one or two, each with
     /// per-layer dispatch traffic matrices in bytes), `seed` (see docs/cli.md).
     #[arg(long)]
@@ -21,7 +21,7 @@ pub struct Args {
 }
 
 /// Plans the deployment and prints it.
-pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let mut spec: InferenceSpec = read_json(&args.spec)?;
     if let Some(seed) = args.seed {
         spec.seed = seed;
@@ -35,7 +35,7 @@ pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
 }
 
 /// The human-readable report, shared with `demo`.
-pub fn print_report(spec: &InferenceSpec, plan: &InferencePlan) {
+pub(crate) fn print_report(spec: &InferenceSpec, plan: &InferencePlan) {
     let names: Vec<&str> = spec.models.iter().map(|m| m.name.as_str()).collect();
     println!("scenario: {:?}, {} GPUs", plan.scenario, spec.gpus.len());
     println!("placement (GPU: {}):", names.join(" + "));

@@ -16,13 +16,13 @@ use crate::output::{Context, print_json};
 
 /// Arguments of `moe-planner iteration`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Model preset (gpt-22b, gpt-175b, gpt-530b, gpt-1t, gpt-145.6b, gpt-310.1b, gpt-529.6b,
-    /// gpt-1008b) or a JSON file {heads, hidden, layers, seq_len, vocab}.
+    /// gpt-1008b) or a JSON file {heads, hidden, layers, `seq_len`, vocab}.
     #[arg(long)]
     pub model: String,
-    /// System preset (dgx-a100, dgx-h100, gh200) or a JSON file {hb_domain, peak_tflop_per_s,
-    /// hb_gb_per_s, network_gbps, memory_gb, latency_us}.
+    /// System preset (dgx-a100, dgx-h100, gh200) or a JSON file {`hb_domain`, `peak_tflop_per_s`,
+    /// `hb_gb_per_s`, `network_gbps`, `memory_gb`, `latency_us`}.
     #[arg(long)]
     pub system: String,
     /// GPUs used.
@@ -169,7 +169,7 @@ fn run_search(
 }
 
 /// Predicts the iteration time (or searches for the best configuration) and prints it.
-pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let model = model_ref(&args.model)?;
     let system = system_ref(&args.system)?;
     if args.search {

@@ -1,12 +1,12 @@
 //! One module per subcommand: its clap arguments and its `run` function.
 
-pub mod colocate;
-pub mod demo;
-pub mod fit;
-pub mod group;
-pub mod infer;
-pub mod iteration;
-pub mod network;
-pub mod place;
-pub mod schedule;
-pub mod train;
+pub(crate) mod colocate;
+pub(crate) mod demo;
+pub(crate) mod fit;
+pub(crate) mod group;
+pub(crate) mod infer;
+pub(crate) mod iteration;
+pub(crate) mod network;
+pub(crate) mod place;
+pub(crate) mod schedule;
+pub(crate) mod train;

@@ -9,7 +9,7 @@ use crate::output::{Context, print_json};
 
 /// Arguments of `moe-planner network`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Total GPUs N.
     #[arg(long)]
     pub gpus: u64,
@@ -35,7 +35,7 @@ fn row(name: &str, f: &FabricCounts) {
 }
 
 /// Counts both fabrics and prints them.
-pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let spec = FabricSpec {
         transceiver_usd: args.transceiver_usd,
         switch_port_usd: args.switch_port_usd,

@@ -14,7 +14,7 @@ use crate::output::{Context, print_json};
 
 /// Arguments of `moe-planner place`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Per-expert loads: CSV with one layer per row, or JSON `{"logical_count": [[...]]}`
     /// (SGLang's expert-distribution dump; a 3-D `[windows][layers][experts]` count is summed
     /// over windows, as SGLang does).
@@ -64,7 +64,7 @@ pub struct Args {
 
 /// The planners of `place`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Policy {
+pub(crate) enum Policy {
     /// Minimum maximum GPU load, no duplicate replicas on a GPU.
     Optimal,
     /// Optimal with each expert group's replicas inside one node (needs --groups).
@@ -77,7 +77,7 @@ pub enum Policy {
 
 /// How load windows combine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Objective {
+pub(crate) enum Objective {
     /// The worst window's maximum GPU load.
     Worst,
     /// The mean over windows.
@@ -85,7 +85,7 @@ pub enum Objective {
 }
 
 /// Plans the placement, prints the report and writes the engine file.
-pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let spec = spec(args)?;
     let plan = plan_placement(&spec)?;
     if let Some(path) = &args.out {
@@ -128,7 +128,7 @@ fn spec(args: &Args) -> Result<PlacementSpec, CliError> {
 }
 
 /// Reads loads from CSV (one layer per row) or SGLang's `logical_count` JSON.
-pub fn read_loads(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
+pub(crate) fn read_loads(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
     let text = read_text(path)?;
     let is_json = path
         .extension()

@@ -15,7 +15,7 @@ const REPORT_ROWS: usize = 40;
 
 /// Arguments of `moe-planner schedule`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Traffic matrix in bytes: CSV (n rows of n numbers) or JSON `{"traffic": [[...]]}`.
     #[arg(long)]
     pub traffic: PathBuf,
@@ -38,7 +38,7 @@ fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
 }
 
 /// Schedules the matrix and prints the plan.
-pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let bandwidth_gbps = match &args.bandwidths {
         Some(path) => GbpsSpec::PerGpu(read_numbers(path)?),
         None => GbpsSpec::Uniform(args.bandwidth_gbps),

@@ -10,14 +10,14 @@ use crate::output::{Context, print_json};
 
 /// Arguments of `moe-planner train`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// JSON Parm layer spec (see docs/cli.md `## train`).
     #[arg(long)]
     pub spec: PathBuf,
 }
 
 /// Plans the layer and prints the choice and the three schedule times.
-pub fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let spec: TrainingSpec = read_json(&args.spec)?;
     let plan = plan_training(&spec)?;
     if ctx.json {
