@@ -60,3 +60,17 @@ fn vllm_pr_37656_example() {
         232.0
     );
 }
+
+/// EPLB's duplicates are an uneven split in disguise: here its plan puts expert 0 twice on one
+/// GPU (two shares of 631 / 5) and reaches 252.4, below the optimum without duplicates,
+/// 126.2 + 253 / 2 = 252.7 (found by the exact search and confirmed by brute force).
+#[test]
+fn eplb_duplicates_can_beat_the_rules() {
+    let c = PlacementCluster::uniform(5, 2, 1).unwrap();
+    let w = LayerLoads::new(vec![631.0, 253.0, 315.0]).unwrap();
+    let base = eplb(&w, &c, EplbPolicy::Global).unwrap();
+    assert_eq!(base.duplicates_on_gpu, 2);
+    assert!((base.max_gpu_load - 252.4).abs() < 1e-9);
+    let best = place(&w, &c, PlacementAlgorithm::Exact).unwrap();
+    assert!((best.max_gpu_load - 252.7).abs() < 1e-9);
+}
