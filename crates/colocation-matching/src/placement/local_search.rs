@@ -300,17 +300,25 @@ impl Candidates<'_> {
             .map(|&e| s.share(0, e, s.count[e]))
             .collect();
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
-        for i in s.cluster.slot_range(g) {
-            let a = s.expert_of_slot[i];
-            for h in 0..s.gpus() {
-                let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
-                if h == g || lh >= limit || s.has(h, a) {
+        // Lightest partners first: their swaps can balance the most, so later partners are
+        // usually cut by the bound below.
+        let mut partners: Vec<usize> = (0..s.gpus())
+            .filter(|&h| h != g && s.gpu_load(0, h) < limit)
+            .collect();
+        partners.sort_by(|&a, &b| s.gpu_load(0, a).total_cmp(&s.gpu_load(0, b)));
+        for h in partners {
+            let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
+            let others = tops.top[0]
+                .iter()
+                .find(|&&x| x != g && x != h)
+                .map_or(0.0, |&x| s.gpu_load(0, x));
+            if self.options.origin.is_none() && self.partner_cannot_win(lg, ig, lh, ih, others) {
+                continue;
+            }
+            for i in s.cluster.slot_range(g) {
+                if s.has(h, s.expert_of_slot[i]) {
                     continue;
                 }
-                let others = tops.top[0]
-                    .iter()
-                    .find(|&&x| x != g && x != h)
-                    .map_or(0.0, |&x| s.gpu_load(0, x));
                 for j in s.cluster.slot_range(h) {
                     let d = share[i] - share[j];
                     let (new_g, new_h) = (lg - d * ig, lh + d * ih);
@@ -328,6 +336,22 @@ impl Candidates<'_> {
                 }
             }
         }
+    }
+
+    /// Whether no swap between the busiest GPU (load `lg`, inverse speed `ig`) and a partner
+    /// (`lh`, `ih`) can beat the best candidate: shifting `d` raw load makes the pair
+    /// `(lg - d ig, lh + d ih)`, whose larger value is at least where the two lines cross and
+    /// whose sum-of-squares change is at least `-(lg ig - lh ih)^2 / (ig^2 + ih^2)`.
+    fn partner_cannot_win(&self, lg: f64, ig: f64, lh: f64, ih: f64, others: f64) -> bool {
+        let Some((_, best)) = self.best else {
+            return false;
+        };
+        let eps = best.objective * REL_EPS;
+        let cross = (lg * ih + lh * ig) / (ig + ih);
+        let objective = others.max(cross);
+        let ssq = -(lg * ig - lh * ih).powi(2) / (ig * ig + ih * ih);
+        objective > best.objective + eps
+            || (objective >= best.objective - eps && ssq >= best.ssq_change)
     }
 
     /// Replica moves involving a hot GPU: one of its replicas becomes another expert, or one of

@@ -25,6 +25,9 @@ pub(crate) struct Solved {
 /// Slot count up to which [`heuristic`] perturbs and re-searches its local optimum.
 const PERTURB_MAX_SLOTS: usize = 256;
 
+/// Gap to the lower bound below which [`heuristic`] does not perturb (0.1%).
+const PERTURB_GAP: f64 = 1e-3;
+
 /// Perturbations [`heuristic`] tries on instances up to [`PERTURB_MAX_SLOTS`] slots.
 const KICKS: u64 = 30;
 
@@ -33,7 +36,8 @@ const SWAPS_PER_KICK: u64 = 3;
 
 /// The heuristic placement: replicas by the greedy that minimizes the largest per-replica load,
 /// packed largest first, then improved by local search with swaps and replica moves. On
-/// instances up to [`PERTURB_MAX_SLOTS`] slots, an iterated local search follows: [`KICKS`]
+/// instances up to [`PERTURB_MAX_SLOTS`] slots more than [`PERTURB_GAP`] above the bound, an
+/// iterated local search follows: [`KICKS`]
 /// times, a few fixed pseudo-random swaps perturb the best placement and the local search runs
 /// again, keeping strict improvements (a fixed schedule, so the result is deterministic).
 pub(crate) fn heuristic(w: &[f64], cluster: &PlacementCluster, lower_bound: f64) -> Vec<usize> {
@@ -42,13 +46,14 @@ pub(crate) fn heuristic(w: &[f64], cluster: &PlacementCluster, lower_bound: f64)
     let (count, _) = replicate(experts, extra, cluster.gpus(), |e, c| w[e] / c as f64);
     let map = pack(w, &count, cluster).unwrap_or_else(|| round_robin(experts, cluster));
     let mut best = descend(w, cluster, lower_bound, map);
-    if cluster.total_slots() > PERTURB_MAX_SLOTS {
+    let mut best_value = max_load(w, cluster, &best);
+    if cluster.total_slots() > PERTURB_MAX_SLOTS || best_value <= lower_bound * (1.0 + PERTURB_GAP)
+    {
         return best;
     }
-    let mut best_value = max_load(w, cluster, &best);
     let slots = cluster.total_slots() as u64;
     for kick in 0..KICKS {
-        if best_value <= lower_bound * (1.0 + super::local_search::REL_EPS) {
+        if best_value <= lower_bound * (1.0 + PERTURB_GAP) {
             break;
         }
         let mut state = SlotState::new(cluster, &[w], best.clone());
