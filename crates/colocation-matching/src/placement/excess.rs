@@ -16,7 +16,7 @@ pub(crate) fn reduce_excess(
     origin: &Origin,
     target: f64,
     max_moves: usize,
-    mut after_move: impl FnMut(&SlotState, Move),
+    after_move: &mut dyn FnMut(&SlotState, Move),
 ) -> bool {
     let tiny = target.abs().max(f64::MIN_POSITIVE) * REL_EPS;
     let over = |l: f64| (l - target).max(0.0);
@@ -26,7 +26,7 @@ pub(crate) fn reduce_excess(
             .max_by(|&a, &b| s.gpu_load(0, a).total_cmp(&s.gpu_load(0, b)))
             .unwrap_or(0);
         if over(s.gpu_load(0, g)) <= tiny {
-            undo_moves(s, origin, target, &mut after_move);
+            undo_moves(s, origin, target, after_move);
             return true;
         }
         // (free move, gain per transfer, gain) of the best candidate.
@@ -67,7 +67,7 @@ fn undo_moves(
     s: &mut SlotState,
     origin: &Origin,
     target: f64,
-    after_move: &mut impl FnMut(&SlotState, Move),
+    after_move: &mut dyn FnMut(&SlotState, Move),
 ) {
     let limit = target + target.abs() * REL_EPS;
     let (mut touched, mut new_load) = (Vec::new(), Vec::new());

@@ -97,6 +97,24 @@ pub(crate) struct SearchOptions<'o> {
     pub(crate) origin: Option<&'o Origin>,
 }
 
+impl<'o> SearchOptions<'o> {
+    /// Swaps and replica moves until nothing improves (or `target` is reached), with the move
+    /// budget of [`move_budget`](super::optimal::move_budget) and no transfer counting.
+    pub(crate) fn full(
+        aggregate: Aggregate,
+        target: f64,
+        cluster: &super::model::PlacementCluster,
+    ) -> Self {
+        Self {
+            aggregate,
+            count_changes: true,
+            target,
+            max_moves: super::optimal::move_budget(cluster),
+            origin: None,
+        }
+    }
+}
+
 /// The objective, transfers added, and the change in the sum of squared loads of a move.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Score {

@@ -77,17 +77,8 @@ pub(crate) fn heuristic(w: &[f64], cluster: &PlacementCluster, lower_bound: f64)
 /// The local search of [`heuristic`] from `map`.
 fn descend(w: &[f64], cluster: &PlacementCluster, lower_bound: f64, map: Vec<usize>) -> Vec<usize> {
     let mut state = SlotState::new(cluster, &[w], map);
-    improve(
-        &mut state,
-        SearchOptions {
-            aggregate: Aggregate::Worst,
-            count_changes: true,
-            target: lower_bound,
-            max_moves: move_budget(cluster),
-            origin: None,
-        },
-        |_, _, _| {},
-    );
+    let options = SearchOptions::full(Aggregate::Worst, lower_bound, cluster);
+    improve(&mut state, options, |_, _, _| {});
     state.map().to_vec()
 }
 
