@@ -32,12 +32,27 @@ pub(crate) fn reduce_excess(
         // (free move, gain per transfer, gain) of the best candidate.
         let mut best: Option<(Move, (bool, f64, f64))> = None;
         s.moves_touching(g, true, |mv| {
-            s.effect(mv, &mut touched, &mut new_load);
-            let gain: f64 = touched
-                .iter()
-                .zip(&new_load)
-                .map(|(&h, &new)| over(s.gpu_load(0, h)) - over(new))
-                .sum();
+            let gain = match mv {
+                Move::Swap(i, j) => {
+                    // Two GPUs change: no need for the general effect.
+                    let (h, a, b) = (s.gpu_of_slot[j], s.expert_of_slot[i], s.expert_of_slot[j]);
+                    let d = s.share(0, a, s.count[a]) - s.share(0, b, s.count[b]);
+                    let (lg, lh) = (s.gpu_load(0, g), s.gpu_load(0, h));
+                    over(lg) - over(lg - d * s.inv_speed(g)) + over(lh)
+                        - over(lh + d * s.inv_speed(h))
+                }
+                Move::Replace(slot, b) => {
+                    if !slot_may_gain(s, slot, b, g, target) {
+                        return;
+                    }
+                    s.effect(mv, &mut touched, &mut new_load);
+                    touched
+                        .iter()
+                        .zip(&new_load)
+                        .map(|(&h, &new)| over(s.gpu_load(0, h)) - over(new))
+                        .sum()
+                }
+            };
             if gain <= tiny {
                 return;
             }
@@ -58,6 +73,19 @@ pub(crate) fn reduce_excess(
         after_move(s, mv);
     }
     false
+}
+
+/// Cheap filter for a replacement of `slot`'s expert by `b` while GPU `g` is the busiest: on `g`
+/// the slot must get lighter; elsewhere its GPU must not rise above both its load and `target`.
+fn slot_may_gain(s: &SlotState, slot: usize, b: usize, g: usize, target: f64) -> bool {
+    let h = s.gpu_of_slot[slot];
+    let a = s.expert_of_slot[slot];
+    let shift = (s.share(0, b, s.count[b] + 1) - s.share(0, a, s.count[a])) * s.inv_speed(h);
+    if h == g {
+        shift < 0.0
+    } else {
+        s.gpu_load(0, h) + shift <= s.gpu_load(0, h).max(target)
+    }
 }
 
 /// Once every GPU is under `target`: takes back transfers while all loads stay under it, each

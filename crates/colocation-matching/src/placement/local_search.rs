@@ -16,6 +16,9 @@ pub(crate) enum Aggregate {
 /// noise of incremental load updates is far smaller).
 pub(crate) const REL_EPS: f64 = 1e-12;
 
+/// Slot count up to which a transfer-counting search tries replica moves at every step.
+const EVERY_STEP_MAX_SLOTS: usize = 1024;
+
 /// How many of each window's busiest GPUs are cached to find the busiest untouched one.
 const TOP: usize = 4;
 
@@ -85,8 +88,9 @@ impl Origin {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SearchOptions<'o> {
     pub(crate) aggregate: Aggregate,
-    /// Also try [`Move::Replace`] (changes replica counts): after swaps fail, or always when
-    /// transfers are counted (a replacement is one transfer, a swap two).
+    /// Also try [`Move::Replace`] (changes replica counts): after swaps fail, or at every step
+    /// when transfers are counted on up to 1024 slots (a replacement is one transfer, a swap
+    /// two).
     pub(crate) count_changes: bool,
     /// Stop as soon as the objective is at most this.
     pub(crate) target: f64,
@@ -211,7 +215,10 @@ pub(crate) fn improve(
         let hot = hot_gpus(&tops, options.aggregate, current);
         search.best = None;
         search.swaps(s, &tops, &hot, current);
-        if options.count_changes && (search.best.is_none() || options.origin.is_some()) {
+        // Counting transfers, replica moves (one transfer) compete with swaps (two) at every
+        // step, except on large instances where their scan would dominate.
+        let every_step = options.origin.is_some() && s.expert_of_slot.len() <= EVERY_STEP_MAX_SLOTS;
+        if options.count_changes && (search.best.is_none() || every_step) {
             search.replacements(s, &tops, &hot, current);
         }
         let Some((mv, _)) = search.best else { break };
@@ -378,7 +385,12 @@ impl Candidates<'_> {
         for &g in hot {
             s.moves_touching(g, true, |mv| {
                 let Move::Replace(slot, b) = mv else { return };
-                if replaced_slot_stays_below(s, slot, b, current) {
+                // The slot's GPU alone must stay below the maximum, and must not exceed the best
+                // candidate's objective (which the move's objective is at least).
+                let ceiling = self.best.map_or(current * (1.0 - REL_EPS), |(_, best)| {
+                    (current * (1.0 - REL_EPS)).min(best.objective * (1.0 + REL_EPS))
+                });
+                if replaced_slot_load(s, slot, b).is_none_or(|new| new < ceiling) {
                     let sc = self.score(s, tops, mv);
                     self.offer(mv, sc, current);
                 }
@@ -387,16 +399,17 @@ impl Candidates<'_> {
     }
 }
 
-/// Cheap necessary condition with one window: after `slot` takes expert `b`, its GPU stays
-/// below the current maximum (always true with several windows, where the full score decides).
+/// With one window, the load of `slot`'s GPU after the slot takes expert `b` (`None` with
+/// several windows, where the full score decides).
 #[inline]
-fn replaced_slot_stays_below(s: &SlotState, slot: usize, b: usize, current: f64) -> bool {
+fn replaced_slot_load(s: &SlotState, slot: usize, b: usize) -> Option<f64> {
     if s.windows > 1 {
-        return true;
+        return None;
     }
     let g = s.gpu_of_slot[slot];
     let a = s.expert_of_slot[slot];
-    let new = s.gpu_load(0, g)
-        + (s.share(0, b, s.count[b] + 1) - s.share(0, a, s.count[a])) * s.inv_speed(g);
-    new < current * (1.0 - REL_EPS)
+    Some(
+        s.gpu_load(0, g)
+            + (s.share(0, b, s.count[b] + 1) - s.share(0, a, s.count[a])) * s.inv_speed(g),
+    )
 }

@@ -104,7 +104,7 @@ pub fn rebalance(
     let gpu_of_slot = cluster.gpu_of_each_slot();
     let origin = Origin::new(&gpu_of_slot, current, cluster.gpus(), experts);
     let start = without_duplicates(current, w, cluster);
-    let descent = low_move_path(&start, w, cluster, &origin, fresh.lower_bound);
+    let descent = low_move_path(&start, w, cluster, &origin, fresh.value);
     let aligned = align(&fresh.map, current, cluster, experts);
     let fresh_moves = origin.count(&gpu_of_slot, &aligned);
     let best = descent
@@ -211,18 +211,19 @@ impl<'a> Path<'a> {
     }
 }
 
-/// The low-move local search from `start` (maximum load first, then fewest transfers).
+/// The low-move local search from `start` (maximum load first, then fewest transfers), until
+/// it reaches `target` (the fresh plan's maximum load: going lower only costs moves).
 fn low_move_path<'a>(
     start: &[usize],
     w: &'a [f64],
     cluster: &'a PlacementCluster,
     origin: &Origin,
-    lower_bound: f64,
+    target: f64,
 ) -> Path<'a> {
     Path::follow(start, w, cluster, origin, |state, record| {
         let options = SearchOptions {
             origin: Some(origin),
-            ..SearchOptions::full(Aggregate::Worst, lower_bound, cluster)
+            ..SearchOptions::full(Aggregate::Worst, target, cluster)
         };
         improve(state, options, |s, mv, _| record(s, mv));
     })
