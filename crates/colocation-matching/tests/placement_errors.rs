@@ -61,6 +61,23 @@ fn clusters_that_cannot_hold_the_experts() {
             experts: 2
         })
     ));
+    // 2^20 GPUs x 2^15 experts would need a 4 GiB membership bitset.
+    let wide = PlacementCluster::uniform(1 << 20, 1, 1).unwrap();
+    assert!(matches!(
+        place(
+            &loads(&vec![1.0; 1 << 15]),
+            &wide,
+            PlacementAlgorithm::Optimal
+        ),
+        Err(MatchingError::TooLarge {
+            what: "GPUs x experts",
+            ..
+        })
+    ));
+    assert!(matches!(
+        count_moves(&vec![0; 1 << 20], &vec![0; 1 << 20], &wide, usize::MAX),
+        Err(MatchingError::TooLarge { .. })
+    ));
     let big = PlacementCluster::uniform(32, 2, 1).unwrap();
     assert!(matches!(
         place(&loads(&[1.0; 40]), &big, PlacementAlgorithm::Exact),
@@ -198,6 +215,10 @@ fn bad_current_placements() {
     assert!(matches!(
         transfer_counts(&t, 2),
         Err(MatchingError::IndexOutOfRange { index: 5, .. })
+    ));
+    assert!(matches!(
+        transfer_counts(&t, usize::MAX),
+        Err(MatchingError::TooLarge { .. })
     ));
 }
 

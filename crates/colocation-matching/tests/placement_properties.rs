@@ -68,7 +68,7 @@ fn assert_valid(p: &Placement, w: &[f64], c: &PlacementCluster) -> Result<(), Te
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(32))]
+    #![proptest_config(ProptestConfig::with_cases(24))]
 
     #[test]
     fn optimal_is_valid_and_never_worse_than_eplb((w, c) in instance()) {
