@@ -91,9 +91,10 @@ mod placement;
 pub use load_workloads::{MAX_WORKLOAD_LOADS, drift_loads, lognormal_loads, zipf_loads};
 
 pub use placement::{
-    EplbPolicy, EplbTables, ExpertTransfer, LayerLoads, MAX_PLACEMENT_SLOTS, MAX_SPLIT_TOKENS,
-    PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET, Placement,
-    PlacementAlgorithm, PlacementCluster, Rebalance, RobustObjective, RobustPlacement, TokenSplit,
-    TradeoffPoint, count_moves, eplb, place, place_layers, place_robust, placement_lower_bound,
-    plan_transfers, rebalance, rebalance_experts, split_tokens, transfer_counts,
+    EplbPolicy, EplbTables, ExpertTransfer, LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PLACEMENT_SLOTS,
+    MAX_SPLIT_TOKENS, MAX_TRANSFER_MATRIX_GPUS, PLACEMENT_EXACT_MAX_EXPERTS,
+    PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET, Placement, PlacementAlgorithm,
+    PlacementCluster, Rebalance, RobustObjective, RobustPlacement, TokenSplit, TradeoffPoint,
+    count_moves, eplb, place, place_layers, place_robust, placement_lower_bound, plan_transfers,
+    rebalance, rebalance_experts, split_tokens, transfer_counts,
 };

@@ -55,8 +55,24 @@ fn vllm_pr_37656_example() {
     let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
     assert!((p.max_gpu_load - 590.0 / 3.0).abs() < 1e-9, "{p:?}");
     assert_eq!(p.duplicates_on_gpu, 0);
-    assert_eq!(
-        eplb(&w, &c, EplbPolicy::Global).unwrap().max_gpu_load,
-        232.0
-    );
+    // Proved optimal by the branch and bound.
+    assert_eq!(p.lower_bound, p.max_gpu_load);
+    let base = eplb(&w, &c, EplbPolicy::Global).unwrap();
+    assert_eq!(base.max_gpu_load, 232.0);
+    // EPLB's counts minimize the largest replica; the optimum needs others.
+    assert_eq!(base.replica_count, vec![5, 5, 1, 1, 1, 1, 1, 1]);
+}
+
+/// EPLB's duplicates are an uneven split in disguise: here its plan puts expert 0 twice on one
+/// GPU (two shares of 631 / 5) and reaches 252.4, below the optimum without duplicates,
+/// 126.2 + 253 / 2 = 252.7 (found by the exact search and confirmed by brute force).
+#[test]
+fn eplb_duplicates_can_beat_the_rules() {
+    let c = PlacementCluster::uniform(5, 2, 1).unwrap();
+    let w = LayerLoads::new(vec![631.0, 253.0, 315.0]).unwrap();
+    let base = eplb(&w, &c, EplbPolicy::Global).unwrap();
+    assert_eq!(base.duplicates_on_gpu, 2);
+    assert!((base.max_gpu_load - 252.4).abs() < 1e-9);
+    let best = place(&w, &c, PlacementAlgorithm::Exact).unwrap();
+    assert!((best.max_gpu_load - 252.7).abs() < 1e-9);
 }

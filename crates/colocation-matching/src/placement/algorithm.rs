@@ -71,7 +71,8 @@ impl fmt::Display for PlacementAlgorithm {
 /// # Errors
 ///
 /// [`MatchingError::InsufficientCapacity`] for fewer slots than experts,
-/// [`MatchingError::SlotsExceedExperts`] for a GPU with more slots than experts; the shape errors
+/// [`MatchingError::SlotsExceedExperts`] for a GPU with more slots than experts,
+/// [`MatchingError::TooLarge`] above [`crate::MAX_GPU_EXPERT_PAIRS`] GPU-expert pairs; the shape errors
 /// of [`eplb`] and, node-aware, [`MatchingError::NotDivisible`] when `groups` does not divide
 /// the expert count, [`MatchingError::Empty`] for zero groups and
 /// [`MatchingError::InsufficientCapacity`] when groups cannot be spread over the nodes;

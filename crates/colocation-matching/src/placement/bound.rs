@@ -11,9 +11,10 @@ use super::replicate::replicate;
 ///   least its share);
 /// * **replication**: expert `e` with `c_e` replicas puts `w_e / c_e` on each of `c_e` distinct
 ///   GPUs, the slowest of which is no faster than the `c_e`-th fastest GPU `v_(c_e)`, so some GPU
-///   carries at least `w_e / (c_e · v_(c_e))` (or less with fewer replicas on faster GPUs:
-///   `h(c) = min_{k <= c} 1 / (k v_(k))`). The bound minimizes `max_e w_e h(c_e)` over all counts
-///   with `1 <= c_e <= G` and `sum c_e = R`, which the greedy of `replicate` does exactly.
+///   carries at least `w_e / (c_e · v_(c_e)) >= w_e h(c_e)` with the nonincreasing
+///   `h(c) = min_{k <= c} 1 / (k v_(k))`. The bound minimizes `max_e w_e h(c_e)` over all counts
+///   with `1 <= c_e <= G` and `sum c_e = R`, which a greedy (next replica to the largest
+///   `w_e h(c_e)`) does exactly, as for any separable min-max allocation with nonincreasing terms.
 ///
 /// Exact solvers ([`crate::PlacementAlgorithm::Exact`], and [`crate::PlacementAlgorithm::Optimal`]
 /// on small instances) report their proved optimum instead.

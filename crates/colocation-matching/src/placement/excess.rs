@@ -16,7 +16,7 @@ pub(crate) fn reduce_excess(
     origin: &Origin,
     target: f64,
     max_moves: usize,
-    mut after_move: impl FnMut(&SlotState, Move),
+    after_move: &mut dyn FnMut(&SlotState, Move),
 ) -> bool {
     let tiny = target.abs().max(f64::MIN_POSITIVE) * REL_EPS;
     let over = |l: f64| (l - target).max(0.0);
@@ -26,18 +26,33 @@ pub(crate) fn reduce_excess(
             .max_by(|&a, &b| s.gpu_load(0, a).total_cmp(&s.gpu_load(0, b)))
             .unwrap_or(0);
         if over(s.gpu_load(0, g)) <= tiny {
-            undo_moves(s, origin, target, &mut after_move);
+            undo_moves(s, origin, target, after_move);
             return true;
         }
         // (free move, gain per transfer, gain) of the best candidate.
         let mut best: Option<(Move, (bool, f64, f64))> = None;
         s.moves_touching(g, true, |mv| {
-            s.effect(mv, &mut touched, &mut new_load);
-            let gain: f64 = touched
-                .iter()
-                .zip(&new_load)
-                .map(|(&h, &new)| over(s.gpu_load(0, h)) - over(new))
-                .sum();
+            let gain = match mv {
+                Move::Swap(i, j) => {
+                    // Two GPUs change: no need for the general effect.
+                    let (h, a, b) = (s.gpu_of_slot[j], s.expert_of_slot[i], s.expert_of_slot[j]);
+                    let d = s.share(0, a, s.count[a]) - s.share(0, b, s.count[b]);
+                    let (lg, lh) = (s.gpu_load(0, g), s.gpu_load(0, h));
+                    over(lg) - over(lg - d * s.inv_speed(g)) + over(lh)
+                        - over(lh + d * s.inv_speed(h))
+                }
+                Move::Replace(slot, b) => {
+                    if !slot_may_gain(s, slot, b, g, target) {
+                        return;
+                    }
+                    s.effect(mv, &mut touched, &mut new_load);
+                    touched
+                        .iter()
+                        .zip(&new_load)
+                        .map(|(&h, &new)| over(s.gpu_load(0, h)) - over(new))
+                        .sum()
+                }
+            };
             if gain <= tiny {
                 return;
             }
@@ -60,6 +75,19 @@ pub(crate) fn reduce_excess(
     false
 }
 
+/// Cheap filter for a replacement of `slot`'s expert by `b` while GPU `g` is the busiest: on `g`
+/// the slot must get lighter; elsewhere its GPU must not rise above both its load and `target`.
+fn slot_may_gain(s: &SlotState, slot: usize, b: usize, g: usize, target: f64) -> bool {
+    let h = s.gpu_of_slot[slot];
+    let a = s.expert_of_slot[slot];
+    let shift = (s.share(0, b, s.count[b] + 1) - s.share(0, a, s.count[a])) * s.inv_speed(h);
+    if h == g {
+        shift < 0.0
+    } else {
+        s.gpu_load(0, h) + shift <= s.gpu_load(0, h).max(target)
+    }
+}
+
 /// Once every GPU is under `target`: takes back transfers while all loads stay under it, each
 /// time the move removing the most transfers (then leaving the lowest maximum) among moves that
 /// put an expert back on a GPU that held it.
@@ -67,7 +95,7 @@ fn undo_moves(
     s: &mut SlotState,
     origin: &Origin,
     target: f64,
-    after_move: &mut impl FnMut(&SlotState, Move),
+    after_move: &mut dyn FnMut(&SlotState, Move),
 ) {
     let limit = target + target.abs() * REL_EPS;
     let (mut touched, mut new_load) = (Vec::new(), Vec::new());

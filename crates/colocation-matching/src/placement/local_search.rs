@@ -16,6 +16,9 @@ pub(crate) enum Aggregate {
 /// noise of incremental load updates is far smaller).
 pub(crate) const REL_EPS: f64 = 1e-12;
 
+/// Slot count up to which a transfer-counting search tries replica moves at every step.
+const EVERY_STEP_MAX_SLOTS: usize = 1024;
+
 /// How many of each window's busiest GPUs are cached to find the busiest untouched one.
 const TOP: usize = 4;
 
@@ -85,8 +88,9 @@ impl Origin {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SearchOptions<'o> {
     pub(crate) aggregate: Aggregate,
-    /// Also try [`Move::Replace`] (changes replica counts): after swaps fail, or always when
-    /// transfers are counted (a replacement is one transfer, a swap two).
+    /// Also try [`Move::Replace`] (changes replica counts): after swaps fail, or at every step
+    /// when transfers are counted on up to 1024 slots (a replacement is one transfer, a swap
+    /// two).
     pub(crate) count_changes: bool,
     /// Stop as soon as the objective is at most this.
     pub(crate) target: f64,
@@ -95,6 +99,24 @@ pub(crate) struct SearchOptions<'o> {
     /// Count transfers against this placement: among moves reaching the same objective, the one
     /// adding the fewest transfers wins.
     pub(crate) origin: Option<&'o Origin>,
+}
+
+impl<'o> SearchOptions<'o> {
+    /// Swaps and replica moves until nothing improves (or `target` is reached), with the move
+    /// budget of [`move_budget`](super::optimal::move_budget) and no transfer counting.
+    pub(crate) fn full(
+        aggregate: Aggregate,
+        target: f64,
+        cluster: &super::model::PlacementCluster,
+    ) -> Self {
+        Self {
+            aggregate,
+            count_changes: true,
+            target,
+            max_moves: super::optimal::move_budget(cluster),
+            origin: None,
+        }
+    }
 }
 
 /// The objective, transfers added, and the change in the sum of squared loads of a move.
@@ -193,7 +215,10 @@ pub(crate) fn improve(
         let hot = hot_gpus(&tops, options.aggregate, current);
         search.best = None;
         search.swaps(s, &tops, &hot, current);
-        if options.count_changes && (search.best.is_none() || options.origin.is_some()) {
+        // Counting transfers, replica moves (one transfer) compete with swaps (two) at every
+        // step, except on large instances where their scan would dominate.
+        let every_step = options.origin.is_some() && s.expert_of_slot.len() <= EVERY_STEP_MAX_SLOTS;
+        if options.count_changes && (search.best.is_none() || every_step) {
             search.replacements(s, &tops, &hot, current);
         }
         let Some((mv, _)) = search.best else { break };
@@ -300,17 +325,25 @@ impl Candidates<'_> {
             .map(|&e| s.share(0, e, s.count[e]))
             .collect();
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
-        for i in s.cluster.slot_range(g) {
-            let a = s.expert_of_slot[i];
-            for h in 0..s.gpus() {
-                let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
-                if h == g || lh >= limit || s.has(h, a) {
+        // Lightest partners first: their swaps can balance the most, so later partners are
+        // usually cut by the bound below.
+        let mut partners: Vec<usize> = (0..s.gpus())
+            .filter(|&h| h != g && s.gpu_load(0, h) < limit)
+            .collect();
+        partners.sort_by(|&a, &b| s.gpu_load(0, a).total_cmp(&s.gpu_load(0, b)));
+        for h in partners {
+            let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
+            let others = tops.top[0]
+                .iter()
+                .find(|&&x| x != g && x != h)
+                .map_or(0.0, |&x| s.gpu_load(0, x));
+            if self.options.origin.is_none() && self.partner_cannot_win(lg, ig, lh, ih, others) {
+                continue;
+            }
+            for i in s.cluster.slot_range(g) {
+                if s.has(h, s.expert_of_slot[i]) {
                     continue;
                 }
-                let others = tops.top[0]
-                    .iter()
-                    .find(|&&x| x != g && x != h)
-                    .map_or(0.0, |&x| s.gpu_load(0, x));
                 for j in s.cluster.slot_range(h) {
                     let d = share[i] - share[j];
                     let (new_g, new_h) = (lg - d * ig, lh + d * ih);
@@ -330,13 +363,34 @@ impl Candidates<'_> {
         }
     }
 
+    /// Whether no swap between the busiest GPU (load `lg`, inverse speed `ig`) and a partner
+    /// (`lh`, `ih`) can beat the best candidate: shifting `d` raw load makes the pair
+    /// `(lg - d ig, lh + d ih)`, whose larger value is at least where the two lines cross and
+    /// whose sum-of-squares change is at least `-(lg ig - lh ih)^2 / (ig^2 + ih^2)`.
+    fn partner_cannot_win(&self, lg: f64, ig: f64, lh: f64, ih: f64, others: f64) -> bool {
+        let Some((_, best)) = self.best else {
+            return false;
+        };
+        let eps = best.objective * REL_EPS;
+        let cross = (lg * ih + lh * ig) / (ig + ih);
+        let objective = others.max(cross);
+        let ssq = -(lg * ig - lh * ih).powi(2) / (ig * ig + ih * ih);
+        objective > best.objective + eps
+            || (objective >= best.objective - eps && ssq >= best.ssq_change)
+    }
+
     /// Replica moves involving a hot GPU: one of its replicas becomes another expert, or one of
     /// its experts gains a replica elsewhere.
     fn replacements(&mut self, s: &SlotState, tops: &Tops, hot: &[usize], current: f64) {
         for &g in hot {
             s.moves_touching(g, true, |mv| {
                 let Move::Replace(slot, b) = mv else { return };
-                if replaced_slot_stays_below(s, slot, b, current) {
+                // The slot's GPU alone must stay below the maximum, and must not exceed the best
+                // candidate's objective (which the move's objective is at least).
+                let ceiling = self.best.map_or(current * (1.0 - REL_EPS), |(_, best)| {
+                    (current * (1.0 - REL_EPS)).min(best.objective * (1.0 + REL_EPS))
+                });
+                if replaced_slot_load(s, slot, b).is_none_or(|new| new < ceiling) {
                     let sc = self.score(s, tops, mv);
                     self.offer(mv, sc, current);
                 }
@@ -345,16 +399,17 @@ impl Candidates<'_> {
     }
 }
 
-/// Cheap necessary condition with one window: after `slot` takes expert `b`, its GPU stays
-/// below the current maximum (always true with several windows, where the full score decides).
+/// With one window, the load of `slot`'s GPU after the slot takes expert `b` (`None` with
+/// several windows, where the full score decides).
 #[inline]
-fn replaced_slot_stays_below(s: &SlotState, slot: usize, b: usize, current: f64) -> bool {
+fn replaced_slot_load(s: &SlotState, slot: usize, b: usize) -> Option<f64> {
     if s.windows > 1 {
-        return true;
+        return None;
     }
     let g = s.gpu_of_slot[slot];
     let a = s.expert_of_slot[slot];
-    let new = s.gpu_load(0, g)
-        + (s.share(0, b, s.count[b] + 1) - s.share(0, a, s.count[a])) * s.inv_speed(g);
-    new < current * (1.0 - REL_EPS)
+    Some(
+        s.gpu_load(0, g)
+            + (s.share(0, b, s.count[b] + 1) - s.share(0, a, s.count[a])) * s.inv_speed(g),
+    )
 }

@@ -28,9 +28,11 @@ pub use eplb::{EplbPolicy, EplbTables, eplb, rebalance_experts};
 pub use exact::{
     PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET,
 };
-pub use model::{LayerLoads, MAX_PLACEMENT_SLOTS, PlacementCluster};
+pub use model::{LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PLACEMENT_SLOTS, PlacementCluster};
 pub use plan::Placement;
 pub use rebalance::{Rebalance, TradeoffPoint, rebalance};
 pub use robust::{RobustObjective, RobustPlacement, place_robust};
 pub use token_split::{MAX_SPLIT_TOKENS, TokenSplit, split_tokens};
-pub use transfers::{ExpertTransfer, count_moves, plan_transfers, transfer_counts};
+pub use transfers::{
+    ExpertTransfer, MAX_TRANSFER_MATRIX_GPUS, count_moves, plan_transfers, transfer_counts,
+};

@@ -8,12 +8,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{MatchingError, check_at_most, check_positives, check_weights};
 
-/// Largest number of physical slots (replicas) a [`PlacementCluster`] may have, `2^24`.
-///
-/// Every placement algorithm keeps a few words per slot and per expert; the limit keeps all
-/// index arithmetic far from overflow and the memory of the GPU × expert membership bitset
-/// (`G · E / 8` bytes) below 2 GiB.
+/// Largest number of physical slots (replicas) a [`PlacementCluster`] may have, and of experts
+/// a [`LayerLoads`] may have, `2^24`: every algorithm keeps a few words per slot and per expert,
+/// and all index arithmetic stays far from overflow.
 pub const MAX_PLACEMENT_SLOTS: usize = 1 << 24;
+
+/// Largest `G · E` (GPUs times experts) the planners accept, `2^34`: they keep a GPU × expert
+/// membership bitset of `G · E / 8` bytes (2 GiB at the limit).
+pub const MAX_GPU_EXPERT_PAIRS: usize = 1 << 34;
 
 /// GPUs that host expert replicas: each GPU's slot count, relative speed and node.
 ///
@@ -273,9 +275,21 @@ impl PlacementCluster {
             .collect()
     }
 
-    /// Checks that `experts` logical experts fit: at least one slot each, and no GPU with more
-    /// slots than distinct experts.
+    /// Checks that a GPU × expert bitset for `experts` experts stays within
+    /// [`MAX_GPU_EXPERT_PAIRS`].
+    pub(crate) fn check_pairs(&self, experts: usize) -> Result<(), MatchingError> {
+        check_at_most("experts", MAX_PLACEMENT_SLOTS, experts)?;
+        check_at_most(
+            "GPUs x experts",
+            MAX_GPU_EXPERT_PAIRS,
+            self.gpus().saturating_mul(experts),
+        )
+    }
+
+    /// Checks that `experts` logical experts fit: at least one slot each, no GPU with more slots
+    /// than distinct experts, and the size limits.
     pub(crate) fn check_experts(&self, experts: usize) -> Result<(), MatchingError> {
+        self.check_pairs(experts)?;
         if experts > self.total_slots() {
             return Err(MatchingError::InsufficientCapacity {
                 capacity: self.total_slots(),

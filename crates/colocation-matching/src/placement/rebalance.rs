@@ -104,7 +104,7 @@ pub fn rebalance(
     let gpu_of_slot = cluster.gpu_of_each_slot();
     let origin = Origin::new(&gpu_of_slot, current, cluster.gpus(), experts);
     let start = without_duplicates(current, w, cluster);
-    let descent = low_move_path(&start, w, cluster, &origin, fresh.lower_bound);
+    let descent = low_move_path(&start, w, cluster, &origin, fresh.value);
     let aligned = align(&fresh.map, current, cluster, experts);
     let fresh_moves = origin.count(&gpu_of_slot, &aligned);
     let best = descent
@@ -175,6 +175,25 @@ impl<'a> Path<'a> {
         }
     }
 
+    /// Runs `search` from `start`, recording (transfers, maximum load) after every move it
+    /// reports.
+    fn follow(
+        start: &[usize],
+        w: &'a [f64],
+        cluster: &'a PlacementCluster,
+        origin: &Origin,
+        search: impl FnOnce(&mut SlotState, &mut dyn FnMut(&SlotState, Move)),
+    ) -> Self {
+        let mut path = Self::new(start, w, cluster, origin);
+        let mut state = SlotState::new(cluster, &[w], start.to_vec());
+        search(&mut state, &mut |s, mv| {
+            let value = (0..s.gpus()).map(|g| s.gpu_load(0, g)).fold(0.0, f64::max);
+            path.points.push((origin.moves(s), value));
+            path.moves.push(mv);
+        });
+        path
+    }
+
     /// The fewest-transfer point whose load passes `meets`.
     fn first_meeting(&self, meets: impl Fn(f64) -> bool) -> Option<usize> {
         (0..self.points.len())
@@ -192,31 +211,22 @@ impl<'a> Path<'a> {
     }
 }
 
-/// The low-move local search from `start` (maximum load first, then fewest transfers).
+/// The low-move local search from `start` (maximum load first, then fewest transfers), until
+/// it reaches `target` (the fresh plan's maximum load: going lower only costs moves).
 fn low_move_path<'a>(
     start: &[usize],
     w: &'a [f64],
     cluster: &'a PlacementCluster,
     origin: &Origin,
-    lower_bound: f64,
+    target: f64,
 ) -> Path<'a> {
-    let mut path = Path::new(start, w, cluster, origin);
-    let mut state = SlotState::new(cluster, &[w], start.to_vec());
-    improve(
-        &mut state,
-        SearchOptions {
-            aggregate: Aggregate::Worst,
-            count_changes: true,
-            target: lower_bound,
-            max_moves: move_budget(cluster),
+    Path::follow(start, w, cluster, origin, |state, record| {
+        let options = SearchOptions {
             origin: Some(origin),
-        },
-        |s, mv, value| {
-            path.points.push((origin.moves(s), value));
-            path.moves.push(mv);
-        },
-    );
-    path
+            ..SearchOptions::full(Aggregate::Worst, target, cluster)
+        };
+        improve(state, options, |s, mv, _| record(s, mv));
+    })
 }
 
 /// The excess greedy from `start` towards `target` ([`reduce_excess`]).
@@ -227,14 +237,9 @@ fn to_target<'a>(
     origin: &Origin,
     target: f64,
 ) -> Path<'a> {
-    let mut path = Path::new(start, w, cluster, origin);
-    let mut state = SlotState::new(cluster, &[w], start.to_vec());
-    reduce_excess(&mut state, origin, target, move_budget(cluster), |s, mv| {
-        let value = (0..s.gpus()).map(|g| s.gpu_load(0, g)).fold(0.0, f64::max);
-        path.points.push((origin.moves(s), value));
-        path.moves.push(mv);
-    });
-    path
+    Path::follow(start, w, cluster, origin, |state, record| {
+        reduce_excess(state, origin, target, move_budget(cluster), record);
+    })
 }
 
 /// Replaces every replica that shares a GPU with an earlier replica of its expert by a replica

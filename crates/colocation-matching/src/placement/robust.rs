@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::bound::placement_lower_bound;
 use super::local_search::{Aggregate, SearchOptions, improve, objective};
 use super::model::{LayerLoads, PlacementCluster};
-use super::optimal::{move_budget, solve};
+use super::optimal::solve;
 use super::plan::{counts, gpu_loads};
 use super::state::SlotState;
 use crate::error::{MatchingError, check_same_len};
@@ -106,13 +106,7 @@ pub fn place_robust(
             let mut s = SlotState::new(cluster, &slices, start);
             improve(
                 &mut s,
-                SearchOptions {
-                    aggregate,
-                    count_changes: true,
-                    target: 0.0,
-                    max_moves: move_budget(cluster),
-                    origin: None,
-                },
+                SearchOptions::full(aggregate, 0.0, cluster),
                 |_, _, _| {},
             );
             (objective(&s, aggregate), s.map().to_vec())

@@ -5,7 +5,10 @@ use serde::{Deserialize, Serialize};
 use super::local_search::Origin;
 use super::model::PlacementCluster;
 use super::plan::check_map;
-use crate::error::{MatchingError, check_same_len};
+use crate::error::{MatchingError, check_at_most, check_same_len};
+
+/// Largest GPU count of [`transfer_counts`], `2^14` (a 2 GiB matrix).
+pub const MAX_TRANSFER_MATRIX_GPUS: usize = 1 << 14;
 
 /// One expert copy to transfer before a new placement takes effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -26,7 +29,9 @@ pub struct ExpertTransfer {
 /// # Errors
 ///
 /// [`MatchingError::SizeMismatch`] unless both maps have one entry per slot,
-/// [`MatchingError::IndexOutOfRange`] for an expert id `>= experts`.
+/// [`MatchingError::IndexOutOfRange`] for an expert id `>= experts`, [`MatchingError::TooLarge`]
+/// above [`crate::MAX_PLACEMENT_SLOTS`] experts or [`crate::MAX_GPU_EXPERT_PAIRS`] GPU-expert
+/// pairs.
 ///
 /// # Complexity
 ///
@@ -141,11 +146,12 @@ pub fn plan_transfers(
 ///
 /// # Errors
 ///
-/// [`MatchingError::IndexOutOfRange`] for a GPU id `>= gpus`.
+/// [`MatchingError::IndexOutOfRange`] for a GPU id `>= gpus`, [`MatchingError::TooLarge`] above
+/// [`MAX_TRANSFER_MATRIX_GPUS`] GPUs.
 ///
 /// # Complexity
 ///
-/// `O(G² + T)`.
+/// `O(G² + T)` time and `O(G²)` space.
 ///
 /// # Examples
 ///
@@ -160,6 +166,7 @@ pub fn transfer_counts(
     transfers: &[ExpertTransfer],
     gpus: usize,
 ) -> Result<Vec<Vec<u64>>, MatchingError> {
+    check_at_most("GPUs of a transfer matrix", MAX_TRANSFER_MATRIX_GPUS, gpus)?;
     let mut m = vec![vec![0u64; gpus]; gpus];
     for t in transfers {
         for g in [t.source_gpu, t.destination_gpu] {
@@ -186,6 +193,7 @@ fn new_copies(
 ) -> Result<Vec<(usize, usize)>, MatchingError> {
     check_same_len("current placement", current.len(), cluster.total_slots())?;
     check_same_len("next placement", next.len(), cluster.total_slots())?;
+    cluster.check_pairs(experts)?;
     for (what, map) in [("current placement", current), ("next placement", next)] {
         if let Some(&e) = map.iter().find(|&&e| e >= experts) {
             return Err(MatchingError::IndexOutOfRange {

@@ -1,0 +1,103 @@
+//! Criterion benches of expert replication and placement: DeepSeek-V3 scale (58 layers x 256
+//! experts on 32 GPUs x 9 slots in 4 nodes) for the optimal planner and EPLB's two policies,
+//! one layer of 4096 experts on 1024 GPUs, and a fewest-move rebalance of one layer.
+
+// criterion's macros generate undocumented items.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use colocation_matching::{
+    EplbPolicy, LayerLoads, PlacementAlgorithm, PlacementCluster, place, place_layers, rebalance,
+};
+use criterion::{Criterion, criterion_group, criterion_main};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+/// `layers` rows of `experts` log-normal loads (`sigma = 1`, 1000 tokens per expert on average).
+fn loads(layers: usize, experts: usize, seed: u64) -> Vec<LayerLoads> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let rows = (0..layers)
+        .map(|_| {
+            (0..experts)
+                .map(|_| {
+                    let (u, v): (f64, f64) = (rng.random_range(1e-12..1.0), rng.random());
+                    let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+                    (1000.0 * (z - 0.5).exp()).round()
+                })
+                .collect()
+        })
+        .collect();
+    LayerLoads::layers(rows).expect("valid loads")
+}
+
+/// Ten samples, short warm-up, as the other benches.
+fn configure(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+}
+
+fn deepseek_scale(c: &mut Criterion) {
+    let cluster = PlacementCluster::uniform(32, 9, 4).expect("valid cluster");
+    let layers = loads(58, 256, 1);
+    let mut group = c.benchmark_group("placement_58x256_on_32x9");
+    configure(&mut group);
+    for algorithm in [
+        PlacementAlgorithm::Optimal,
+        PlacementAlgorithm::OptimalNodeAware { groups: 8 },
+        PlacementAlgorithm::Eplb(EplbPolicy::Hierarchical { groups: 8 }),
+        PlacementAlgorithm::Eplb(EplbPolicy::Global),
+    ] {
+        group.bench_function(algorithm.name(), |b| {
+            b.iter(|| place_layers(black_box(&layers), &cluster, algorithm).expect("plans"));
+        });
+    }
+    group.finish();
+}
+
+fn large_layer(c: &mut Criterion) {
+    let cluster = PlacementCluster::uniform(1024, 5, 128).expect("valid cluster");
+    let layer = loads(1, 4096, 2).remove(0);
+    let mut group = c.benchmark_group("placement_4096_on_1024x5");
+    configure(&mut group);
+    group.bench_function("optimal", |b| {
+        b.iter(|| place(black_box(&layer), &cluster, PlacementAlgorithm::Optimal).expect("plan"));
+    });
+    group.bench_function("eplb-global", |b| {
+        b.iter(|| {
+            place(
+                black_box(&layer),
+                &cluster,
+                PlacementAlgorithm::Eplb(EplbPolicy::Global),
+            )
+            .expect("plan")
+        });
+    });
+    group.finish();
+}
+
+fn rebalance_one_layer(c: &mut Criterion) {
+    let cluster = PlacementCluster::uniform(32, 9, 4).expect("valid cluster");
+    let pair = loads(2, 256, 3);
+    let current = place(&pair[0], &cluster, PlacementAlgorithm::Optimal).expect("plan");
+    let mut group = c.benchmark_group("rebalance_256_on_32x9");
+    configure(&mut group);
+    group.bench_function("tolerance-0", |b| {
+        b.iter(|| {
+            rebalance(
+                &current.physical_to_logical,
+                black_box(&pair[1]),
+                &cluster,
+                0.0,
+            )
+            .expect("rebalance")
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, deepseek_scale, large_layer, rebalance_one_layer);
+criterion_main!(benches);
