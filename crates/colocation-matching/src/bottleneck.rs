@@ -11,6 +11,7 @@ use crate::matrix::SquareMatrix;
 
 /// Which of the (usually many) bottleneck-optimal matchings to return.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum TieBreak {
     /// Whichever the search finds first (fastest).
@@ -23,6 +24,7 @@ pub enum TieBreak {
 
 /// How [`bottleneck_matching`] searches for the optimal threshold.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum ThresholdSearch {
     /// Start at a lower bound and grow the threshold by minimax augmenting paths; fall back to

@@ -22,6 +22,7 @@ pub const MAX_EXACT_GPUS: usize = 20;
 
 /// Which network joins the HB domains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Fabric {
     /// Any-to-any (rail-optimized Clos) network: Eq. 8.
     RailOptimized,

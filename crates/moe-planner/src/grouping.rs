@@ -29,7 +29,7 @@
 //! assert!(plan.baselines.iter().all(|b| b.ratio_to_lysigroup.is_some()));
 //! // Every group hosts all 64 experts.
 //! for group in &plan.partition.groups {
-//!     let hosted: usize = group.iter().map(|&w| plan.assignment[w].len()).sum();
+//!     let hosted: usize = group.iter().map(|&w| plan.experts_of_gpu[w].len()).sum();
 //!     assert_eq!(hosted, 64);
 //! }
 //! # Ok::<(), moe_planner::PlanError>(())
@@ -49,8 +49,9 @@ use crate::PlanError;
 /// One worker of an explicit cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct WorkerSpec {
-    /// Sustained compute rate, TFLOP/s.
-    pub tflops: f64,
+    /// Sustained compute rate, TFLOP/s (`tflops` is accepted as an older spelling).
+    #[serde(alias = "tflops")]
+    pub tflop_per_s: f64,
     /// Experts the worker's memory holds (`m_j`).
     pub expert_slots: usize,
     /// Node label (for the one-group-per-node baseline).
@@ -75,8 +76,9 @@ pub struct NodeSpec {
     pub count: usize,
     /// GPUs per node.
     pub gpus: usize,
-    /// Sustained TFLOP/s per GPU.
-    pub tflops: f64,
+    /// Sustained TFLOP/s per GPU (`tflops` is accepted as an older spelling).
+    #[serde(alias = "tflops")]
+    pub tflop_per_s: f64,
     /// Expert slots per GPU.
     pub expert_slots: usize,
     /// Cost between two GPUs of the node.
@@ -213,7 +215,7 @@ pub struct BaselinePlan {
 }
 
 /// Output of [`plan_groups`]: LysiGroup's groups (`groups`, `objective_s` per group) and the
-/// baselines. The facade adds LysiAssign's `assignment` when it composes it.
+/// baselines, and LysiAssign's `experts_of_gpu` inside every group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupPlan {
     /// LysiGroup's partition.
@@ -223,8 +225,8 @@ pub struct GroupPlan {
     pub max_objective_s: f64,
     /// The naive groupings on the same objective.
     pub baselines: Vec<BaselinePlan>,
-    /// LysiAssign inside each group: `assignment[w]` are the expert ids worker `w` hosts.
-    pub assignment: Vec<Vec<usize>>,
+    /// LysiAssign inside each group: `experts_of_gpu[w]` are the expert ids worker `w` hosts.
+    pub experts_of_gpu: Vec<Vec<usize>>,
     /// Per group (same order as `groups`): the slowest worker's expert compute time under the
     /// assignment (Aristos Eq. 5), seconds.
     pub assignment_compute_s: Vec<f64>,
@@ -262,7 +264,7 @@ impl ClusterSpec {
                 let nodes = workers.iter().map(|w| w.node).collect();
                 let workers = workers
                     .iter()
-                    .map(|w| Worker::new(tflop_per_s(w.tflops), w.expert_slots))
+                    .map(|w| Worker::new(tflop_per_s(w.tflop_per_s), w.expert_slots))
                     .collect::<Result<Vec<_>, _>>()?;
                 let alpha = scaled(alpha_ms, millis(1.0));
                 let beta = scaled(beta_ms_per_mb, millis(1.0) / megabytes(1.0));
@@ -273,7 +275,7 @@ impl ClusterSpec {
                 for n in nodes {
                     let kind = NodeKind {
                         gpus: n.gpus,
-                        flop_per_s: tflop_per_s(n.tflops),
+                        flop_per_s: tflop_per_s(n.tflop_per_s),
                         expert_slots: n.expert_slots,
                         intra: link(&n.intra)?,
                         network: link(&n.inter)?,
@@ -340,14 +342,14 @@ pub fn plan_groups(spec: &GroupSpec) -> Result<GroupPlan, PlanError> {
         max_objective_s: best,
         partition,
         baselines,
-        assignment: assigned.experts_of_worker,
+        experts_of_gpu: assigned.experts_of_gpu,
         assignment_compute_s: assigned.compute_s,
         assignment_lower_bound_s: assigned.lower_bound_s,
     })
 }
 
 struct Assigned {
-    experts_of_worker: Vec<Vec<usize>>,
+    experts_of_gpu: Vec<Vec<usize>>,
     compute_s: Vec<f64>,
     lower_bound_s: Vec<f64>,
 }
@@ -361,15 +363,15 @@ fn assign_experts(
 ) -> Result<Assigned, PlanError> {
     let costs = vec![experts.flop_per_expert; experts.count];
     let mut out = Assigned {
-        experts_of_worker: vec![Vec::new(); cluster.len()],
+        experts_of_gpu: vec![Vec::new(); cluster.len()],
         compute_s: Vec::with_capacity(partition.groups.len()),
         lower_bound_s: Vec::with_capacity(partition.groups.len()),
     };
     for group in &partition.groups {
         let workers: Vec<Worker> = group.iter().map(|&w| cluster.workers()[w]).collect();
         let a = lysi_assign(&costs, &workers)?;
-        for (expert, &local) in a.worker_of_expert.iter().enumerate() {
-            out.experts_of_worker[group[local]].push(expert);
+        for (expert, &local) in a.gpu_of_expert.iter().enumerate() {
+            out.experts_of_gpu[group[local]].push(expert);
         }
         out.compute_s.push(a.makespan_s);
         out.lower_bound_s.push(a.lower_bound_s);

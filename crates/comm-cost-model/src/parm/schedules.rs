@@ -74,6 +74,7 @@ impl ParmCollectiveCosts {
 
 /// Which Parm schedule runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Schedule {
     /// Disable MP before the gate, re-enable after the combine (Fig. 3b).
     S1,

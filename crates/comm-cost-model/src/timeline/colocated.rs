@@ -57,6 +57,7 @@ pub struct ColocatedLayer {
 
 /// Which model a component belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ModelId {
     /// Model `a`.
     A,
@@ -66,6 +67,7 @@ pub enum ModelId {
 
 /// What a component is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ComponentKind {
     /// Gate (compute).
     Gate,

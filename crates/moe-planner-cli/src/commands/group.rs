@@ -61,7 +61,7 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     for (g, members) in plan.partition.groups.iter().enumerate() {
         let counts: Vec<String> = members
             .iter()
-            .map(|&w| format!("{w}:{}", plan.assignment[w].len()))
+            .map(|&w| format!("{w}:{}", plan.experts_of_gpu[w].len()))
             .collect();
         println!(
             "  group {g:<3} {} vs {}   experts per worker {}",
