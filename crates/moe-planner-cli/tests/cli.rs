@@ -172,7 +172,16 @@ fn train_and_fit_report_documented_keys() {
 #[test]
 fn group_reports_groups_and_assignment() {
     let v = json(&["group", "--spec", &data("perlmutter_group.json")]);
-    assert_keys(&v, &["groups", "objective_s", "experts_of_gpu"]);
+    assert_keys(
+        &v,
+        &[
+            "groups",
+            "objective_s",
+            "experts_of_gpu",
+            "paper_assignment_compute_s",
+        ],
+    );
+    assert_eq!(v["assign"], "refined");
     let hosted: usize = v["experts_of_gpu"]
         .as_array()
         .unwrap()

@@ -63,6 +63,32 @@ pub enum LysiAlgorithm {
     Milp,
 }
 
+impl LysiAlgorithm {
+    /// The kebab-case name (`paper`, `refined`, `milp`), as serialized.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use colocation_matching::LysiAlgorithm;
+    /// assert_eq!(LysiAlgorithm::default().name(), "refined");
+    /// assert_eq!(LysiAlgorithm::Paper.to_string(), "paper");
+    /// ```
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Paper => "paper",
+            Self::Refined => "refined",
+            Self::Milp => "milp",
+        }
+    }
+}
+
+impl std::fmt::Display for LysiAlgorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Runs the LysiAssign variant `algorithm`.
 ///
 /// # Errors
