@@ -38,7 +38,7 @@ impl ExpertDemand {
     ///
     /// # Complexity
     ///
-    /// `O(n)`.
+    /// `O(n)` time.
     ///
     /// # Examples
     ///
@@ -101,7 +101,7 @@ pub(crate) fn layer_time_s(gpu: &GpuSpec, send: f64, recv: f64, flop: f64) -> f6
 ///
 /// # Complexity
 ///
-/// `O(n²)`.
+/// `O(n^2)` time.
 ///
 /// # Examples
 ///
@@ -144,7 +144,7 @@ impl GpuAssignment {
     ///
     /// # Complexity
     ///
-    /// `O(n)`.
+    /// `O(n)` time.
     ///
     /// # Examples
     ///
@@ -184,7 +184,7 @@ pub(crate) fn experts_of_gpu(gpu_of_expert: &[usize], gpus: usize) -> Vec<Vec<us
 ///
 /// # Complexity
 ///
-/// `O(n log n)`.
+/// `O(n log n)` time.
 ///
 /// # Examples
 ///

@@ -66,7 +66,7 @@ fn side_bandwidth(mask: u32, grid: &TwoTierGrid, fabric: Fabric) -> f64 {
 ///
 /// # Complexity
 ///
-/// O(2^(xy) · xy) time, O(xy) memory.
+/// `O(2^(xy) · xy)` time, `O(xy)` space.
 ///
 /// # Examples
 ///
@@ -132,7 +132,7 @@ pub fn optimal_all_gather_bound(
 ///
 /// # Complexity
 ///
-/// O(2^(xy) · xy).
+/// `O(2^(xy) · xy)` time.
 ///
 /// # Examples
 ///

@@ -177,7 +177,7 @@ fn makespan(worker_flop: &[f64], workers: &[Worker]) -> f64 {
 ///
 /// # Complexity
 ///
-/// `O(|X| + |W|)`.
+/// `O(|X| + |W|)` time.
 ///
 /// # Examples
 ///

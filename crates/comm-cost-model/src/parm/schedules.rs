@@ -155,7 +155,7 @@ fn collective(cost: &AlphaBeta, group: usize, bytes: f64) -> Seconds {
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -203,7 +203,7 @@ fn baseline_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -246,7 +246,7 @@ fn s1_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -293,7 +293,7 @@ fn s2_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -352,7 +352,7 @@ pub(super) fn times_from(
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///

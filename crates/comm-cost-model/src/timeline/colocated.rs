@@ -133,7 +133,7 @@ fn check_model(m: &ModelLayerTimes) -> Result<(), CostModelError> {
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -203,7 +203,7 @@ pub fn colocated_timeline(layer: &ColocatedLayer) -> Result<ColocatedTimeline, C
 ///
 /// # Complexity
 ///
-/// O(n) for n GPUs.
+/// `O(n)` time for n GPUs.
 ///
 /// # Examples
 ///
@@ -255,7 +255,7 @@ pub fn colocated_gpu_utilization(
 ///
 /// # Complexity
 ///
-/// O(layers).
+/// `O(layers)` time.
 ///
 /// # Examples
 ///
