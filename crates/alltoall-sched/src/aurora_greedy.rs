@@ -30,7 +30,7 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix};
 ///
 /// # Complexity
 ///
-/// `O(n^3)`: each of the `n^2` transfers is fitted against two ports of at most `n`
+/// `O(n^3)` time: each of the `n^2` transfers is fitted against two ports of at most `n`
 /// intervals each.
 ///
 /// # Examples

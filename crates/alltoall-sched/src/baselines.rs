@@ -14,7 +14,7 @@ use crate::{Bandwidth, Flow, ScheduleError, Timetable, TrafficMatrix, simulate};
 ///
 /// # Complexity
 ///
-/// `O(n^2 log n)`.
+/// `O(n^2 log n)` time.
 ///
 /// # Examples
 ///
@@ -41,7 +41,7 @@ pub fn sjf_order(matrix: &TrafficMatrix) -> Vec<Vec<Flow>> {
 ///
 /// # Complexity
 ///
-/// `O(n^2)`.
+/// `O(n^2)` time.
 ///
 /// # Examples
 ///
@@ -70,7 +70,7 @@ pub fn random_order(matrix: &TrafficMatrix, seed: u64) -> Vec<Vec<Flow>> {
 ///
 /// # Complexity
 ///
-/// `O(n^2)`.
+/// `O(n^2)` time.
 ///
 /// # Examples
 ///

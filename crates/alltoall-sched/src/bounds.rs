@@ -38,7 +38,7 @@ pub struct LowerBounds {
 ///
 /// # Complexity
 ///
-/// `O(n^2)`.
+/// `O(n^2)` time.
 ///
 /// # Examples
 ///
@@ -75,7 +75,7 @@ pub fn lower_bound_s(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<f6
 ///
 /// # Complexity
 ///
-/// `O(n^2)`.
+/// `O(n^2)` time.
 ///
 /// # Examples
 ///

@@ -36,7 +36,7 @@ pub struct ParetoPoint {
 ///
 /// # Complexity
 ///
-/// `O(P log P)` for `P` transfers.
+/// `O(P log P)` time for `P` transfers.
 ///
 /// # Examples
 ///

@@ -204,7 +204,7 @@ impl TrafficMatrix {
     ///
     /// # Complexity
     ///
-    /// `O(n^2)`.
+    /// `O(n^2)` time.
     ///
     /// # Examples
     ///
@@ -244,7 +244,7 @@ impl TrafficMatrix {
     ///
     /// # Complexity
     ///
-    /// `O(n^2 + g^2)` for `n` experts on `g` GPUs.
+    /// `O(n^2 + g^2)` time for `n` experts on `g` GPUs.
     ///
     /// # Examples
     ///
@@ -331,7 +331,7 @@ impl TrafficMatrix {
     ///
     /// # Complexity
     ///
-    /// `O(n^2)`.
+    /// `O(n^2)` time.
     ///
     /// # Examples
     ///

@@ -50,7 +50,7 @@ impl Flow {
 ///
 /// # Complexity
 ///
-/// `O(P log P)` for `P` transfers.
+/// `O(P log P)` time for `P` transfers.
 ///
 /// # Examples
 ///
@@ -96,7 +96,7 @@ pub fn timetable_flows(timetable: &Timetable, timed: bool) -> Vec<Vec<Flow>> {
 ///
 /// # Complexity
 ///
-/// `O(F (k log k + log F))` for `F` flows and at most `k` flows meeting at one receiver: every
+/// `O(F (k log k + log F))` time for `F` flows and at most `k` flows meeting at one receiver: every
 /// event (a flow ending or being released) re-shares only the receivers it touches.
 ///
 /// # Examples

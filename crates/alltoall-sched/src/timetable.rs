@@ -121,7 +121,7 @@ impl Timetable {
     ///
     /// # Complexity
     ///
-    /// `O(n + P)` for `P` transfers.
+    /// `O(n + P)` time for `P` transfers.
     ///
     /// # Examples
     ///
@@ -198,7 +198,7 @@ impl Timetable {
 ///
 /// # Complexity
 ///
-/// `O(n^2 + P log P)` for `P` transfers.
+/// `O(n^2 + P log P)` time for `P` transfers.
 ///
 /// # Examples
 ///
@@ -238,7 +238,7 @@ pub fn validate(
 ///
 /// # Complexity
 ///
-/// `O(n^2 + P log P)` for `P` transfers.
+/// `O(n^2 + P log P)` time for `P` transfers.
 ///
 /// # Examples
 ///

@@ -26,7 +26,7 @@ use crate::{ScheduleError, TrafficMatrix};
 ///
 /// # Complexity
 ///
-/// `O(n^2)`.
+/// `O(n^2)` time.
 ///
 /// # Examples
 ///
@@ -66,7 +66,7 @@ pub fn zipf_traffic(
 ///
 /// # Complexity
 ///
-/// `O(n^2)`.
+/// `O(n^2)` time.
 ///
 /// # Examples
 ///
@@ -153,7 +153,7 @@ fn zipf_rows(
 ///
 /// # Complexity
 ///
-/// `O(n^2)`.
+/// `O(n^2)` time.
 ///
 /// # Examples
 ///

@@ -19,7 +19,7 @@ use crate::gpu_assignment::{descending, experts_of_gpu};
 ///
 /// # Complexity
 ///
-/// `O(n log n)`.
+/// `O(n log n)` time.
 ///
 /// # Examples
 ///
@@ -51,7 +51,7 @@ pub fn lina_pairs(expert_load: &[f64]) -> Result<Vec<Vec<usize>>, MatchingError>
 ///
 /// # Complexity
 ///
-/// `O(n)`.
+/// `O(n)` time.
 ///
 /// # Examples
 ///
@@ -74,7 +74,7 @@ pub fn random_colocation(n: usize, seed: u64) -> Vec<usize> {
 ///
 /// # Complexity
 ///
-/// `O(n)`.
+/// `O(n)` time.
 ///
 /// # Examples
 ///
@@ -99,7 +99,7 @@ pub fn random_gpu_assignment(n: usize, seed: u64) -> Vec<usize> {
 ///
 /// # Complexity
 ///
-/// `O(n)`.
+/// `O(n)` time.
 ///
 /// # Examples
 ///

@@ -11,18 +11,20 @@ use crate::matrix::SquareMatrix;
 
 /// Which of the (usually many) bottleneck-optimal matchings to return.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum TieBreak {
     /// Whichever the search finds first (fastest).
     #[default]
     Any,
     /// The one of least total weight: a Hungarian pass over the pairs whose weight does not
-    /// exceed the optimal bottleneck (`O(n³)` extra).
+    /// exceed the optimal bottleneck (`O(n^3)` extra).
     MinTotalWeight,
 }
 
 /// How [`bottleneck_matching`] searches for the optimal threshold.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum ThresholdSearch {
     /// Start at a lower bound and grow the threshold by minimax augmenting paths; fall back to
@@ -52,7 +54,7 @@ pub struct BottleneckOptions {
 /// `O(n^2.5 log n)`. The default [`ThresholdSearch::Incremental`] is exact and faster: it starts
 /// at the lower bound `max(max_i min_j w_ij, max_j min_i w_ij)`, finds a maximum matching of the
 /// pairs at or below it with Hopcroft–Karp, then raises the threshold only as far as the best
-/// (minimax) augmenting path needs, one Dijkstra-like `O(n²)` search per missing row. Whenever a
+/// (minimax) augmenting path needs, one Dijkstra-like `O(n^2)` search per missing row. Whenever a
 /// matching `M` uses only pairs `≤ T ≤ B*`, an augmenting path within the optimal bottleneck
 /// `B*` exists, so the threshold never overshoots `B*`. When more than `2 log₂ n + 4` rows are
 /// unmatched at the lower bound it switches to the warm-started binary search.
@@ -64,9 +66,9 @@ pub struct BottleneckOptions {
 ///
 /// # Complexity
 ///
-/// Incremental: `O(n² + HK + d·n²)` where `d` is the number of rows unmatched at the lower
+/// Incremental: `O(n^2 + HK + d·n^2)` where `d` is the number of rows unmatched at the lower
 /// bound (small on random dense inputs) and HK is a Hopcroft–Karp run on the threshold graph;
-/// binary search: `O(n² log n + log(n²)·(n² + n^2.5))`. [`TieBreak::MinTotalWeight`] adds `O(n³)`.
+/// binary search: `O(n^2 log n + log(n^2)·(n^2 + n^2.5))`. [`TieBreak::MinTotalWeight`] adds `O(n^3)`.
 ///
 /// # Examples
 ///

@@ -1,4 +1,4 @@
-//! Bottleneck pairing for Aurora's Case II weights in `O(n² + n log² n)`, without the matrix.
+//! Bottleneck pairing for Aurora's Case II weights in `O(n^2 + n log^2 n)`, without the matrix.
 //!
 //! With `w_ij = max(a_i + b_j, a'_i + b'_j)`, a pair is allowed at threshold `T` iff B's point
 //! `(b_j, b'_j)` is dominated by `(T - a_i, T - a'_i)`. For such two-dimensional dominance graphs

@@ -38,7 +38,7 @@ impl ExpertDemand {
     ///
     /// # Complexity
     ///
-    /// `O(n)`.
+    /// `O(n)` time.
     ///
     /// # Examples
     ///
@@ -101,7 +101,7 @@ pub(crate) fn layer_time_s(gpu: &GpuSpec, send: f64, recv: f64, flop: f64) -> f6
 ///
 /// # Complexity
 ///
-/// `O(n²)`.
+/// `O(n^2)` time.
 ///
 /// # Examples
 ///
@@ -132,9 +132,9 @@ pub fn exclusive_time_matrix(
 /// An expert-to-GPU assignment with its slowest GPU's time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuAssignment {
-    /// `expert_to_gpu[e]` is the GPU hosting expert `e`.
-    pub expert_to_gpu: Vec<usize>,
-    /// The largest `t[e][expert_to_gpu[e]]` in seconds.
+    /// `gpu_of_expert[e]` is the GPU hosting expert `e`.
+    pub gpu_of_expert: Vec<usize>,
+    /// The largest `t[e][gpu_of_expert[e]]` in seconds.
     pub bottleneck_s: f64,
 }
 
@@ -144,18 +144,18 @@ impl GpuAssignment {
     ///
     /// # Complexity
     ///
-    /// `O(n)`.
+    /// `O(n)` time.
     ///
     /// # Examples
     ///
     /// ```
     /// use colocation_matching::GpuAssignment;
-    /// let a = GpuAssignment { expert_to_gpu: vec![2, 0, 1], bottleneck_s: 1.0 };
+    /// let a = GpuAssignment { gpu_of_expert: vec![2, 0, 1], bottleneck_s: 1.0 };
     /// assert_eq!(a.experts_of_gpu(), vec![vec![1], vec![2], vec![0]]);
     /// ```
     #[must_use]
     pub fn experts_of_gpu(&self) -> Vec<Vec<usize>> {
-        experts_of_gpu(&self.expert_to_gpu, self.expert_to_gpu.len())
+        experts_of_gpu(&self.gpu_of_expert, self.gpu_of_expert.len())
     }
 }
 
@@ -184,7 +184,7 @@ pub(crate) fn experts_of_gpu(gpu_of_expert: &[usize], gpus: usize) -> Vec<Vec<us
 ///
 /// # Complexity
 ///
-/// `O(n log n)`.
+/// `O(n log n)` time.
 ///
 /// # Examples
 ///
@@ -257,14 +257,14 @@ pub(crate) fn descending(values: &[f64]) -> Vec<usize> {
 /// let a = assign_gpus_bottleneck(&t)?;
 /// // Theorem 5.1 puts the popular expert on GPU 0: 2·10/1 + 100/100 = 21 s.
 /// // Swapping gives max(2·10/10 + 100/10, 2·1/1 + 10/100) = 12 s.
-/// assert_eq!(a.expert_to_gpu, vec![1, 0]);
+/// assert_eq!(a.gpu_of_expert, vec![1, 0]);
 /// assert_eq!(a.bottleneck_s, 12.0);
 /// # Ok::<(), colocation_matching::MatchingError>(())
 /// ```
 pub fn assign_gpus_bottleneck(times: &SquareMatrix) -> Result<GpuAssignment, MatchingError> {
     let m = bottleneck_matching(times, &BottleneckOptions::default())?;
     Ok(GpuAssignment {
-        expert_to_gpu: m.assignment,
+        gpu_of_expert: m.assignment,
         bottleneck_s: m.bottleneck,
     })
 }

@@ -109,7 +109,7 @@ pub struct BipartiteMatching {
 ///
 /// # Complexity
 ///
-/// `O(E √V)` time, `O(V + E)` memory.
+/// `O(E sqrt(V))` time, `O(V + E)` space.
 ///
 /// # Examples
 ///

@@ -18,7 +18,7 @@ use crate::matrix::SquareMatrix;
 ///
 /// # Complexity
 ///
-/// `O(n³)` time, `O(n)` extra memory.
+/// `O(n^3)` time, `O(n)` extra space.
 ///
 /// # Examples
 ///

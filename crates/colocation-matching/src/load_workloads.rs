@@ -74,7 +74,7 @@ pub fn lognormal_loads(
 ///
 /// # Complexity
 ///
-/// `O(layers · experts)`.
+/// `O(layers · experts)` time.
 ///
 /// # Examples
 ///
@@ -115,7 +115,7 @@ pub fn zipf_loads(
 ///
 /// # Complexity
 ///
-/// `O(total loads)`.
+/// `O(total loads)` time.
 ///
 /// # Examples
 ///

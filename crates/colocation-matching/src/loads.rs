@@ -127,7 +127,7 @@ impl ExpertLoads {
 ///
 /// # Complexity
 ///
-/// `O(n²)`.
+/// `O(n^2)` time.
 ///
 /// # Examples
 ///

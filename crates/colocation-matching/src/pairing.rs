@@ -110,7 +110,7 @@ pub(crate) fn check_permutation(perm: &[usize]) -> Result<(), MatchingError> {
 ///
 /// # Complexity
 ///
-/// `O(n log n)`.
+/// `O(n log n)` time.
 ///
 /// # Examples
 ///
@@ -163,7 +163,7 @@ pub struct PairingOptions {
 /// a bottleneck matching (`O(n^2.5 log n)`); this weight structure allows better: an edge is below
 /// a threshold iff B's (send, receive) point is dominated by a point of A's, and for dominance
 /// graphs a greedy sweep finds a maximum matching in `O(n log n)`. The threshold is found by
-/// median splitting of the candidate weights, `O(n²)` in total, without storing the matrix. With
+/// median splitting of the candidate weights, `O(n^2)` in total, without storing the matrix. With
 /// [`TieBreak::MinTotalWeight`] it builds the matrix and uses [`bottleneck_matching`]. The
 /// returned loads and `bottleneck_bytes` are the true bytes (without the gate adjustment).
 ///
@@ -176,8 +176,8 @@ pub struct PairingOptions {
 ///
 /// # Complexity
 ///
-/// `O(n² + n log² n)` time and `O(n²)` worst-case memory for the candidate weights (usually far
-/// less); [`TieBreak::MinTotalWeight`] adds the matrix and an `O(n³)` Hungarian pass.
+/// `O(n^2 + n log^2 n)` time and `O(n^2)` worst-case space for the candidate weights (usually far
+/// less); [`TieBreak::MinTotalWeight`] adds the matrix and an `O(n^3)` Hungarian pass.
 ///
 /// # Examples
 ///

@@ -161,7 +161,7 @@ proptest! {
             Ok(a) => {
                 prop_assert!(slots >= costs.len());
                 let mut used = vec![0usize; workers.len()];
-                for &j in &a.worker_of_expert { used[j] += 1; }
+                for &j in &a.gpu_of_expert { used[j] += 1; }
                 prop_assert!(used.iter().zip(&workers).all(|(&u, w)| u <= w.expert_slots));
                 prop_assert!(a.makespan_s >= a.lower_bound_s - 1e-9);
             }
@@ -183,7 +183,7 @@ fn theorem_5_1_loses_when_a_faster_gpu_has_less_bandwidth() {
     assert_eq!(thm_value, 21.0);
     // Exact: 2·10/10 + 100/10 = 12 and 2·1/1 + 10/100 = 2.1.
     let exact = assign_gpus_bottleneck(&times).unwrap();
-    assert_eq!(exact.expert_to_gpu, vec![1, 0]);
+    assert_eq!(exact.gpu_of_expert, vec![1, 0]);
     assert_eq!(exact.bottleneck_s, 12.0);
 }
 

@@ -22,6 +22,7 @@ pub const MAX_EXACT_GPUS: usize = 20;
 
 /// Which network joins the HB domains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Fabric {
     /// Any-to-any (rail-optimized Clos) network: Eq. 8.
     RailOptimized,
@@ -65,7 +66,7 @@ fn side_bandwidth(mask: u32, grid: &TwoTierGrid, fabric: Fabric) -> f64 {
 ///
 /// # Complexity
 ///
-/// O(2^(xy) · xy) time, O(xy) memory.
+/// `O(2^(xy) · xy)` time, `O(xy)` space.
 ///
 /// # Examples
 ///
@@ -131,7 +132,7 @@ pub fn optimal_all_gather_bound(
 ///
 /// # Complexity
 ///
-/// O(2^(xy) · xy).
+/// `O(2^(xy) · xy)` time.
 ///
 /// # Examples
 ///

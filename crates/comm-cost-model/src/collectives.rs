@@ -26,7 +26,7 @@ use crate::{AlphaBeta, CostModelError, check_non_negative, check_positive};
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -58,7 +58,7 @@ pub fn ring_all_gather_time_s(
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -85,7 +85,7 @@ pub fn ring_reduce_scatter_time_s(
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -113,7 +113,7 @@ pub fn ring_all_reduce_time_s(
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -146,7 +146,7 @@ pub fn pairwise_all_to_all_time_s(
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -235,7 +235,7 @@ impl TwoTierGrid {
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -266,7 +266,7 @@ pub fn hierarchical_all_gather_time_s(
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -295,7 +295,7 @@ pub fn hierarchical_reduce_scatter_time_s(
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -325,7 +325,7 @@ pub fn hierarchical_all_reduce_time_s(
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -360,7 +360,7 @@ pub fn full_bisection_all_to_all_time_s(
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -394,7 +394,7 @@ pub fn rail_only_all_to_all_time_s(
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///

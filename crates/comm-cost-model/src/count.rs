@@ -7,7 +7,7 @@ use crate::CostModelError;
 ///
 /// # Complexity
 ///
-/// O(log min(a, b)).
+/// `O(log min(a, b))` time.
 ///
 /// # Examples
 ///
@@ -31,7 +31,7 @@ pub fn gcd(mut a: u64, mut b: u64) -> u64 {
 ///
 /// # Complexity
 ///
-/// O(len).
+/// `O(len)` time.
 ///
 /// # Examples
 ///

@@ -46,7 +46,7 @@ impl SquareMatrix {
     ///
     /// # Complexity
     ///
-    /// O(n²).
+    /// `O(n^2)` time.
     pub fn from_rows(rows: &[Vec<f64>]) -> Result<Self, CostModelError> {
         let n = rows.len();
         let mut data = Vec::with_capacity(checked_square(n)?);
@@ -71,7 +71,7 @@ impl SquareMatrix {
     ///
     /// # Complexity
     ///
-    /// O(n²) calls of `f`.
+    /// `O(n^2)` calls of `f`.
     pub fn from_fn(
         n: usize,
         mut f: impl FnMut(usize, usize) -> f64,
@@ -93,7 +93,7 @@ impl SquareMatrix {
     ///
     /// # Complexity
     ///
-    /// O(n²).
+    /// `O(n^2)` time.
     pub fn from_flat(n: usize, data: Vec<f64>) -> Result<Self, CostModelError> {
         let len = checked_square(n)?;
         if data.len() != len {

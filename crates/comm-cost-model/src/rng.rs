@@ -24,7 +24,7 @@ pub type SeededRng = ChaCha8Rng;
 ///
 /// # Complexity
 ///
-/// O(1); each 64-bit draw afterwards costs a fraction of a ChaCha8 block (16 words per block).
+/// `O(1)` time; each 64-bit draw afterwards costs a fraction of a ChaCha8 block (16 words per block).
 ///
 /// # Examples
 ///

@@ -163,7 +163,7 @@ fn infer_plans_the_colocated_example() {
 fn train_and_fit_report_documented_keys() {
     let t = json(&["train", "--spec", &data("parm_layer.json")]);
     assert_keys(&t, &["choice", "baseline_s", "s1_s", "s2_s"]);
-    assert!(t["choice"] == "S1" || t["choice"] == "S2");
+    assert!(t["choice"] == "s1" || t["choice"] == "s2");
     let f = json(&["fit", "--measurements", &data("allgather_measurements.csv")]);
     assert_keys(&f, &["alpha_s", "beta_s_per_byte", "r_squared"]);
     assert!(f["r_squared"].as_f64().unwrap() > 0.9);
@@ -172,8 +172,17 @@ fn train_and_fit_report_documented_keys() {
 #[test]
 fn group_reports_groups_and_assignment() {
     let v = json(&["group", "--spec", &data("perlmutter_group.json")]);
-    assert_keys(&v, &["groups", "objective_s", "assignment"]);
-    let hosted: usize = v["assignment"]
+    assert_keys(
+        &v,
+        &[
+            "groups",
+            "objective_s",
+            "experts_of_gpu",
+            "paper_assignment_compute_s",
+        ],
+    );
+    assert_eq!(v["assign"], "refined");
+    let hosted: usize = v["experts_of_gpu"]
         .as_array()
         .unwrap()
         .iter()

@@ -68,7 +68,7 @@ pub struct ColocationPlan {
 ///
 /// # Complexity
 ///
-/// `O(n²)` to read the matrices, then that of [`pair_bottleneck`] for `n` experts.
+/// `O(n^2)` to read the matrices, then that of [`pair_bottleneck`] for `n` experts.
 ///
 /// # Examples
 ///

@@ -3,15 +3,18 @@
 //! A [`GroupSpec`] describes the cluster (an explicit alpha-beta matrix, a list of node kinds,
 //! or the Perlmutter preset), the experts and the training constants of Aristos Eq. 1;
 //! [`plan_groups`] cuts the cluster with LysiGroup and evaluates the naive baselines on the same
-//! objective, then places the experts inside every group with LysiAssign (Aristos Algorithm 2,
-//! [`colocation_matching::lysi_assign`]): each group holds all experts, spread over its workers
-//! in proportion to their FLOP/s within their memory slots. Link costs are given in the units Aristos measures them in: alpha in
+//! objective, then places the experts inside every group with LysiAssign: each group holds all
+//! experts, spread over its workers in proportion to their FLOP/s within their memory slots.
+//! `assign` picks the variant ([`LysiAlgorithm`], default `refined`,
+//! [`colocation_matching::lysi_assign_refined`]); Aristos Algorithm 2 as written
+//! ([`colocation_matching::lysi_assign`]) is always run too and reported as the baseline. Link costs are given in the units Aristos measures them in: alpha in
 //! milliseconds and beta in milliseconds per megabyte; they are converted to SI on entry.
 //!
 //! # Examples
 //!
 //! ```
 //! use moe_planner::grouping::{plan_groups, ClusterSpec, ExpertsSpec, GroupSpec};
+//! use moe_planner::colocation_matching::LysiAlgorithm;
 //! use moe_planner::topology_partition::TrainingConstants;
 //! let spec = GroupSpec {
 //!     cluster: ClusterSpec::Perlmutter { nodes: 2, expert_slots: 32 },
@@ -23,19 +26,24 @@
 //!     all_to_all_mb: 16.8,
 //!     all_reduce_mb: 16.8,
 //!     inference: false,
+//!     assign: LysiAlgorithm::Refined,
 //! };
 //! let plan = plan_groups(&spec)?;
 //! assert_eq!(plan.partition.groups.iter().map(Vec::len).sum::<usize>(), 8);
 //! assert!(plan.baselines.iter().all(|b| b.ratio_to_lysigroup.is_some()));
 //! // Every group hosts all 64 experts.
 //! for group in &plan.partition.groups {
-//!     let hosted: usize = group.iter().map(|&w| plan.assignment[w].len()).sum();
+//!     let hosted: usize = group.iter().map(|&w| plan.experts_of_gpu[w].len()).sum();
 //!     assert_eq!(hosted, 64);
+//! }
+//! // The refined variant is never worse than Algorithm 2 as written.
+//! for (refined, paper) in plan.assignment_compute_s.iter().zip(&plan.paper_assignment_compute_s) {
+//!     assert!(refined <= paper);
 //! }
 //! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
-use colocation_matching::lysi_assign;
+use colocation_matching::{LysiAlgorithm, lysi_assign_with};
 use comm_cost_model::units::{megabytes, millis, tflop_per_s};
 use comm_cost_model::{AlphaBeta, Worker};
 use serde::{Deserialize, Serialize};
@@ -49,8 +57,9 @@ use crate::PlanError;
 /// One worker of an explicit cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct WorkerSpec {
-    /// Sustained compute rate, TFLOP/s.
-    pub tflops: f64,
+    /// Sustained compute rate, TFLOP/s (`tflops` is accepted as an older spelling).
+    #[serde(alias = "tflops")]
+    pub tflop_per_s: f64,
     /// Experts the worker's memory holds (`m_j`).
     pub expert_slots: usize,
     /// Node label (for the one-group-per-node baseline).
@@ -75,8 +84,9 @@ pub struct NodeSpec {
     pub count: usize,
     /// GPUs per node.
     pub gpus: usize,
-    /// Sustained TFLOP/s per GPU.
-    pub tflops: f64,
+    /// Sustained TFLOP/s per GPU (`tflops` is accepted as an older spelling).
+    #[serde(alias = "tflops")]
+    pub tflop_per_s: f64,
     /// Expert slots per GPU.
     pub expert_slots: usize,
     /// Cost between two GPUs of the node.
@@ -144,6 +154,10 @@ pub struct GroupSpec {
     /// Inference: no AllReduce term.
     #[serde(default)]
     pub inference: bool,
+    /// The LysiAssign variant that places experts inside each group (default `refined`;
+    /// `paper` is Aristos Algorithm 2 as written, `milp` the exact MILP for tiny groups).
+    #[serde(default)]
+    pub assign: LysiAlgorithm,
 }
 
 fn two() -> f64 {
@@ -213,7 +227,7 @@ pub struct BaselinePlan {
 }
 
 /// Output of [`plan_groups`]: LysiGroup's groups (`groups`, `objective_s` per group) and the
-/// baselines. The facade adds LysiAssign's `assignment` when it composes it.
+/// baselines, and LysiAssign's `experts_of_gpu` inside every group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupPlan {
     /// LysiGroup's partition.
@@ -223,11 +237,16 @@ pub struct GroupPlan {
     pub max_objective_s: f64,
     /// The naive groupings on the same objective.
     pub baselines: Vec<BaselinePlan>,
-    /// LysiAssign inside each group: `assignment[w]` are the expert ids worker `w` hosts.
-    pub assignment: Vec<Vec<usize>>,
+    /// The LysiAssign variant behind `experts_of_gpu` and `assignment_compute_s`.
+    pub assign: LysiAlgorithm,
+    /// LysiAssign inside each group: `experts_of_gpu[w]` are the expert ids worker `w` hosts.
+    pub experts_of_gpu: Vec<Vec<usize>>,
     /// Per group (same order as `groups`): the slowest worker's expert compute time under the
     /// assignment (Aristos Eq. 5), seconds.
     pub assignment_compute_s: Vec<f64>,
+    /// Per group: the same time under Aristos Algorithm 2 as written (`paper`), the baseline
+    /// the chosen variant is measured against, seconds.
+    pub paper_assignment_compute_s: Vec<f64>,
     /// Per group: the FLOPS-proportional lower bound `Σ cost / Σ F` no assignment beats, seconds.
     pub assignment_lower_bound_s: Vec<f64>,
 }
@@ -262,7 +281,7 @@ impl ClusterSpec {
                 let nodes = workers.iter().map(|w| w.node).collect();
                 let workers = workers
                     .iter()
-                    .map(|w| Worker::new(tflop_per_s(w.tflops), w.expert_slots))
+                    .map(|w| Worker::new(tflop_per_s(w.tflop_per_s), w.expert_slots))
                     .collect::<Result<Vec<_>, _>>()?;
                 let alpha = scaled(alpha_ms, millis(1.0));
                 let beta = scaled(beta_ms_per_mb, millis(1.0) / megabytes(1.0));
@@ -273,7 +292,7 @@ impl ClusterSpec {
                 for n in nodes {
                     let kind = NodeKind {
                         gpus: n.gpus,
-                        flop_per_s: tflop_per_s(n.tflops),
+                        flop_per_s: tflop_per_s(n.tflop_per_s),
                         expert_slots: n.expert_slots,
                         intra: link(&n.intra)?,
                         network: link(&n.inter)?,
@@ -311,11 +330,13 @@ impl GroupSpec {
 /// # Errors
 ///
 /// [`PlanError::Topology`] for an invalid cluster or objective, or when the cluster cannot
-/// hold the experts at all; [`PlanError::Matching`] if LysiAssign rejects a group.
+/// hold the experts at all; [`PlanError::Matching`] if LysiAssign rejects a group (for
+/// `milp`, a group too large for the MILP).
 ///
 /// # Complexity
 ///
-/// O(n² log n) for n workers (see [`lysi_group`]).
+/// `O(n^2 log n)` time for `n` workers (see [`lysi_group`]), plus two LysiAssign runs per group
+/// (see [`colocation_matching::lysi_assign_refined`]).
 ///
 /// # Examples
 ///
@@ -335,44 +356,127 @@ pub fn plan_groups(spec: &GroupSpec) -> Result<GroupPlan, PlanError> {
             partition: p,
         });
     }
-    let assigned = assign_experts(&cluster, &partition, &spec.experts)?;
+    let assigned = assign_experts(&cluster, &partition, &spec.experts, spec.assign)?;
+    let paper = match spec.assign {
+        LysiAlgorithm::Paper => assigned.compute_s.clone(),
+        _ => assign_experts(&cluster, &partition, &spec.experts, LysiAlgorithm::Paper)?.compute_s,
+    };
     Ok(GroupPlan {
         max_objective_s: best,
         partition,
         baselines,
-        assignment: assigned.experts_of_worker,
+        assign: spec.assign,
+        experts_of_gpu: assigned.experts_of_gpu,
         assignment_compute_s: assigned.compute_s,
+        paper_assignment_compute_s: paper,
         assignment_lower_bound_s: assigned.lower_bound_s,
     })
 }
 
 struct Assigned {
-    experts_of_worker: Vec<Vec<usize>>,
+    experts_of_gpu: Vec<Vec<usize>>,
     compute_s: Vec<f64>,
     lower_bound_s: Vec<f64>,
 }
 
-/// LysiAssign every expert onto the workers of each group (each group is one EP group and
-/// holds a full copy of the experts).
+/// LysiAssign (variant `algorithm`) every expert onto the workers of each group (each group is
+/// one EP group and holds a full copy of the experts).
 fn assign_experts(
     cluster: &Cluster,
     partition: &Partition,
     experts: &ExpertsSpec,
+    algorithm: LysiAlgorithm,
 ) -> Result<Assigned, PlanError> {
     let costs = vec![experts.flop_per_expert; experts.count];
     let mut out = Assigned {
-        experts_of_worker: vec![Vec::new(); cluster.len()],
+        experts_of_gpu: vec![Vec::new(); cluster.len()],
         compute_s: Vec::with_capacity(partition.groups.len()),
         lower_bound_s: Vec::with_capacity(partition.groups.len()),
     };
     for group in &partition.groups {
         let workers: Vec<Worker> = group.iter().map(|&w| cluster.workers()[w]).collect();
-        let a = lysi_assign(&costs, &workers)?;
-        for (expert, &local) in a.worker_of_expert.iter().enumerate() {
-            out.experts_of_worker[group[local]].push(expert);
+        let a = lysi_assign_with(&costs, &workers, algorithm)?;
+        for (expert, &local) in a.gpu_of_expert.iter().enumerate() {
+            out.experts_of_gpu[group[local]].push(expert);
         }
         out.compute_s.push(a.makespan_s);
         out.lower_bound_s.push(a.lower_bound_s);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(ms: f64) -> LinkSpec {
+        LinkSpec {
+            alpha_ms: ms,
+            beta_ms_per_mb: ms,
+        }
+    }
+
+    fn node(tflop_per_s: f64) -> NodeSpec {
+        NodeSpec {
+            count: 1,
+            gpus: 2,
+            tflop_per_s,
+            expert_slots: 8,
+            intra: link(0.01),
+            inter: link(0.1),
+        }
+    }
+
+    /// Two nodes of unequal GPUs (3 and 1 TFLOP/s, 8 slots each), 10 equal experts.
+    fn spec(assign: LysiAlgorithm) -> GroupSpec {
+        GroupSpec {
+            cluster: ClusterSpec::Nodes {
+                nodes: vec![node(3.0), node(1.0)],
+            },
+            experts: ExpertsSpec {
+                count: 10,
+                flop_per_expert: 1e12,
+            },
+            training: TrainingConstants {
+                recompute: 0.0,
+                layers: 2,
+                global_batch: 8,
+                moe_every: 1,
+                micro_batch: 1,
+            },
+            messages_per_edge: 2.0,
+            all_to_all_mb: 1.0,
+            all_reduce_mb: 1.0,
+            inference: false,
+            assign,
+        }
+    }
+
+    #[test]
+    fn refined_is_reported_next_to_the_paper_baseline() {
+        let plan = plan_groups(&spec(LysiAlgorithm::Refined)).expect("plans");
+        assert_eq!(plan.assign, LysiAlgorithm::Refined);
+        assert_eq!(
+            plan.assignment_compute_s.len(),
+            plan.paper_assignment_compute_s.len()
+        );
+        for ((refined, paper), bound) in plan
+            .assignment_compute_s
+            .iter()
+            .zip(&plan.paper_assignment_compute_s)
+            .zip(&plan.assignment_lower_bound_s)
+        {
+            assert!(
+                bound <= refined && refined <= paper,
+                "{bound} {refined} {paper}"
+            );
+        }
+    }
+
+    #[test]
+    fn paper_is_its_own_baseline() {
+        let plan = plan_groups(&spec(LysiAlgorithm::Paper)).expect("plans");
+        assert_eq!(plan.assign, LysiAlgorithm::Paper);
+        assert_eq!(plan.assignment_compute_s, plan.paper_assignment_compute_s);
+    }
 }

@@ -38,7 +38,7 @@ pub struct TrainingSpec {
 /// The schedule to run and the modelled communication time of each.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainingPlan {
-    /// `"S1"` or `"S2"` (Algorithm 1).
+    /// `"s1"` or `"s2"` (Algorithm 1).
     pub choice: Schedule,
     /// Baseline schedule time (Eq. 1), seconds.
     pub baseline_s: Seconds,

@@ -206,7 +206,7 @@ pub fn published_runs() -> Result<Vec<PublishedRun>, RailNetworkError> {
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 pub fn predict(
     run: &PublishedRun,
     system: &SystemSpec,
@@ -245,7 +245,7 @@ pub struct AccuracyRow {
 ///
 /// # Complexity
 ///
-/// O(runs).
+/// `O(runs)` time.
 ///
 /// # Examples
 ///
@@ -318,7 +318,7 @@ fn loss(runs: &[PublishedRun], system: &SystemSpec, c: &ComputeModel) -> f64 {
 ///
 /// # Complexity
 ///
-/// O(runs) per objective evaluation, about 2400 evaluations.
+/// `O(runs)` time per objective evaluation, about 2400 evaluations.
 ///
 /// # Examples
 ///

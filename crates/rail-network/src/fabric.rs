@@ -158,7 +158,7 @@ pub struct FabricComparison {
 ///
 /// # Complexity
 ///
-/// O([`MAX_TIERS`]).
+/// `O(MAX_TIERS)` time ([`MAX_TIERS`]).
 ///
 /// # Examples
 ///
@@ -252,7 +252,7 @@ fn check_prices(prices: &PriceModel) -> Result<(), RailNetworkError> {
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -288,7 +288,7 @@ pub fn rail_optimized_fabric(
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -323,7 +323,7 @@ pub fn rail_only_fabric(
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///

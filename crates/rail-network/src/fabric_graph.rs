@@ -77,7 +77,7 @@ impl FabricGraph {
     ///
     /// # Complexity
     ///
-    /// O(N T) nodes and edges for `T` tiers.
+    /// `O(N T)` nodes and edges for `T` tiers.
     ///
     /// # Examples
     ///
@@ -262,7 +262,7 @@ impl FabricGraph {
     ///
     /// # Complexity
     ///
-    /// O(V + E) (A* with a zero heuristic over the switches).
+    /// `O(V + E)` time (A* with a zero heuristic over the switches).
     ///
     /// # Examples
     ///

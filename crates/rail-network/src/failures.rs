@@ -95,7 +95,7 @@ pub struct FailureImpact {
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///

@@ -56,7 +56,7 @@ pub struct IterationTerms {
 /// A model, system and compute assumptions prepared for many evaluations.
 ///
 /// Construction validates the three inputs and precomputes FLOPs; [`Self::evaluate`] then only
-/// validates the parallelization and runs O(1) arithmetic without allocating.
+/// validates the parallelization and runs `O(1)` arithmetic without allocating.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IterationModel {
     model: GptModel,
@@ -127,7 +127,7 @@ impl IterationModel {
     ///
     /// # Complexity
     ///
-    /// O(1), no allocation.
+    /// `O(1)` time, no allocation.
     ///
     /// # Examples
     ///
@@ -243,7 +243,7 @@ fn latency_steps(par: &Parallelization, l: f64, m: f64, t_l: u64, d_l: u64) -> f
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///

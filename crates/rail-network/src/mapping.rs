@@ -79,7 +79,7 @@ impl RankMapping {
     ///
     /// # Complexity
     ///
-    /// O(1).
+    /// `O(1)` time.
     ///
     /// # Examples
     ///
@@ -124,7 +124,7 @@ impl RankMapping {
     ///
     /// # Complexity
     ///
-    /// O(1).
+    /// `O(1)` time.
     pub fn with_experts(mut self, expert: ExpertParallelism) -> Result<Self, RailNetworkError> {
         expert.validate(&self.parallelization, &self.model)?;
         self.expert = Some(expert);

@@ -67,7 +67,7 @@ pub fn layer_activation_bytes(model: &GptModel, b: u64, t: u64, recompute: Recom
 ///
 /// # Complexity
 ///
-/// O(1), no allocation.
+/// `O(1)` time, no allocation.
 ///
 /// # Examples
 ///

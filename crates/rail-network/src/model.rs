@@ -188,7 +188,7 @@ impl GptModel {
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -217,7 +217,7 @@ pub fn model_flops(model: &GptModel, batch: f64) -> Result<Flop, RailNetworkErro
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -260,7 +260,7 @@ fn dims(model: &GptModel) -> (f64, f64, f64, f64) {
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///

@@ -89,7 +89,7 @@ impl Parallelization {
     ///
     /// # Complexity
     ///
-    /// O(1).
+    /// `O(1)` time.
     ///
     /// # Examples
     ///
@@ -148,7 +148,7 @@ impl Parallelization {
     ///
     /// # Complexity
     ///
-    /// O(1).
+    /// `O(1)` time.
     ///
     /// # Examples
     ///
@@ -247,7 +247,7 @@ impl ExpertParallelism {
     ///
     /// # Complexity
     ///
-    /// O(1).
+    /// `O(1)` time.
     ///
     /// # Examples
     ///

@@ -64,7 +64,7 @@ impl RankedConfig {
     ///
     /// # Complexity
     ///
-    /// O(1).
+    /// `O(1)` time.
     ///
     /// # Examples
     ///
@@ -184,7 +184,7 @@ fn divisors(n: u64, cap: u64) -> Vec<u64> {
 ///
 /// # Complexity
 ///
-/// O(Σ over shapes of div(B/d) · div(l/p) · splits(K)) evaluations of O(1) each, run on all
+/// `O(Σ over shapes of div(B/d) · div(l/p) · splits(K))` evaluations of `O(1)` each, run on all
 /// cores; GPT-1T on 65536 GPUs takes milliseconds (see docs/performance.md).
 ///
 /// # Examples

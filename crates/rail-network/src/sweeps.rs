@@ -251,7 +251,7 @@ pub struct AllToAllPoint {
 ///
 /// # Complexity
 ///
-/// O(len).
+/// `O(len)` time.
 ///
 /// # Examples
 ///

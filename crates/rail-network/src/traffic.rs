@@ -149,7 +149,7 @@ impl JobTraffic {
     ///
     /// # Complexity
     ///
-    /// O(entries).
+    /// `O(entries)` time.
     #[must_use]
     pub fn summary(&self) -> TrafficSummary {
         let k = self.hb_domain.max(1);
@@ -234,7 +234,7 @@ impl JobTraffic {
 ///
 /// # Complexity
 ///
-/// O(N · (1 + ep)) time and memory: the output is sparse.
+/// `O(N · (1 + ep))` time and space: the output is sparse.
 ///
 /// # Examples
 ///

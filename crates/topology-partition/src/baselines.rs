@@ -15,7 +15,7 @@ use crate::{AristosObjective, Cluster, Partition, TopologyError};
 ///
 /// # Complexity
 ///
-/// O(n²).
+/// `O(n^2)` time.
 ///
 /// # Examples
 ///
@@ -43,7 +43,7 @@ pub fn one_group_per_node(
 ///
 /// # Complexity
 ///
-/// O(n²).
+/// `O(n^2)` time.
 ///
 /// # Examples
 ///
@@ -75,7 +75,7 @@ pub fn whole_world(
 ///
 /// # Complexity
 ///
-/// O(n²).
+/// `O(n^2)` time.
 ///
 /// # Examples
 ///

@@ -82,7 +82,7 @@ impl Cluster {
     ///
     /// # Complexity
     ///
-    /// O(n²) for n workers.
+    /// `O(n^2)` time for n workers.
     ///
     /// # Examples
     ///
@@ -143,7 +143,7 @@ impl Cluster {
     ///
     /// # Complexity
     ///
-    /// O(n²) for n workers.
+    /// `O(n^2)` time for n workers.
     ///
     /// # Examples
     ///
@@ -166,7 +166,7 @@ impl Cluster {
     ///
     /// # Complexity
     ///
-    /// O(n²) for n = 4 · nodes workers.
+    /// `O(n^2)` time for n = 4 · nodes workers.
     ///
     /// # Examples
     ///

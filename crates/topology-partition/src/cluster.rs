@@ -70,7 +70,7 @@ impl Cluster {
     ///
     /// # Complexity
     ///
-    /// O(n²).
+    /// `O(n^2)` time.
     pub fn new(
         workers: Vec<Worker>,
         node_of_worker: Vec<usize>,
@@ -104,7 +104,7 @@ impl Cluster {
     ///
     /// # Complexity
     ///
-    /// O(n²).
+    /// `O(n^2)` time.
     ///
     /// # Examples
     ///
@@ -156,7 +156,7 @@ impl Cluster {
     ///
     /// # Complexity
     ///
-    /// O(k²) for k ids.
+    /// `O(k^2)` time for k ids.
     ///
     /// # Examples
     ///
@@ -229,7 +229,7 @@ impl Cluster {
     ///
     /// # Complexity
     ///
-    /// O(n log n).
+    /// `O(n log n)` time.
     #[must_use]
     pub fn nodes(&self) -> Vec<Vec<usize>> {
         let mut order: Vec<usize> = Vec::new();
@@ -254,7 +254,7 @@ impl Cluster {
     ///
     /// # Complexity
     ///
-    /// O(n²).
+    /// `O(n^2)` time.
     #[must_use]
     pub fn worst_link(&self) -> AlphaBeta {
         let mut worst = AlphaBeta {
@@ -282,7 +282,7 @@ impl Cluster {
     ///
     /// # Complexity
     ///
-    /// O(n²).
+    /// `O(n^2)` time.
     pub fn check_symmetric(&self, rel_tol: f64) -> Result<(), TopologyError> {
         let n = self.len();
         for (what, m) in [
@@ -318,7 +318,7 @@ impl Cluster {
     ///
     /// # Complexity
     ///
-    /// O(n²).
+    /// `O(n^2)` time.
     ///
     /// # Examples
     ///

@@ -23,7 +23,7 @@ impl Cluster {
     ///
     /// # Complexity
     ///
-    /// O(n² + text length).
+    /// `O(n^2 + text length)` time.
     ///
     /// # Examples
     ///
@@ -91,7 +91,7 @@ impl Cluster {
     ///
     /// # Complexity
     ///
-    /// O(n² + text length).
+    /// `O(n^2 + text length)` time.
     ///
     /// # Examples
     ///

@@ -20,7 +20,7 @@ pub const EXHAUSTIVE_MAX_WORKERS: usize = 10;
 ///
 /// # Complexity
 ///
-/// O(Bell(n) · n²).
+/// `O(Bell(n) · n^2)` time.
 ///
 /// # Examples
 ///

@@ -44,8 +44,8 @@ use crate::{AristosObjective, Cluster, Partition, TopologyError};
 ///
 /// # Complexity
 ///
-/// O(n² log n) time for sorting the `n (n - 1) / 2` edges, plus O(n²) for merges and O(n) per
-/// first evaluation of a pair of groups; O(n²) memory.
+/// `O(n^2 log n)` time for sorting the `n (n - 1) / 2` edges, plus `O(n^2)` for merges and `O(n)` per
+/// first evaluation of a pair of groups; `O(n^2)` space.
 ///
 /// # Examples
 ///

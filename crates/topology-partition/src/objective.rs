@@ -38,7 +38,7 @@ impl TrainingConstants {
     ///
     /// # Complexity
     ///
-    /// O(1).
+    /// `O(1)` time.
     ///
     /// # Examples
     ///
@@ -204,7 +204,7 @@ impl AristosObjective {
     ///
     /// # Complexity
     ///
-    /// O(|g|² + n²) (the worst link is found by a scan).
+    /// `O(|g|^2 + n^2)` time (the worst link is found by a scan).
     ///
     /// # Examples
     ///
@@ -242,7 +242,7 @@ impl AristosObjective {
     ///
     /// # Complexity
     ///
-    /// O(Σ over groups g of |g|² + n²).
+    /// `O(Σ over groups g of |g|^2 + n^2)` time.
     ///
     /// # Examples
     ///
@@ -296,7 +296,7 @@ pub(crate) fn evaluate_resolved(
     })
 }
 
-/// `T(g)` and its terms, from scratch: O(|g|²).
+/// `T(g)` and its terms, from scratch: `O(|g|^2)`.
 pub(crate) fn group_cost_resolved(
     r: &Resolved,
     cluster: &Cluster,

@@ -21,7 +21,7 @@ use comm_cost_model::check_count;
 ///
 /// # Complexity
 ///
-/// O(n²) for n workers.
+/// `O(n^2)` time for n workers.
 ///
 /// # Examples
 ///

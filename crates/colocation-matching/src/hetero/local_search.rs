@@ -13,7 +13,7 @@ use crate::error::MatchingError;
 pub struct LocalSearchOptions {
     /// Upper limit on improvement rounds (each round: three exact re-matchings and a swap pass).
     pub max_rounds: usize,
-    /// Use the minimum-total-weight tie-break (an `O(n³)` Hungarian pass) in the re-matchings up
+    /// Use the minimum-total-weight tie-break (an `O(n^3)` Hungarian pass) in the re-matchings up
     /// to this many GPUs; larger instances take any bottleneck-optimal matching.
     pub min_total_up_to: usize,
     /// Perturb-and-descend restarts after the first descent (iterated local search); 0 disables.
@@ -55,7 +55,7 @@ impl Default for LocalSearchOptions {
 ///
 /// # Complexity
 ///
-/// Per round three bottleneck matchings (plus `O(n³)` Hungarian tie-breaks up to
+/// Per round three bottleneck matchings (plus `O(n^3)` Hungarian tie-breaks up to
 /// [`LocalSearchOptions::min_total_up_to`]) and `O(n)` per swap tried; at most
 /// [`LocalSearchOptions::max_rounds`] rounds per descent and `1 + restarts` descents.
 ///

@@ -209,7 +209,7 @@ impl HeteroPlacement {
 ///
 /// # Complexity
 ///
-/// `O(n³)` cost evaluations.
+/// `O(n^3)` cost evaluations.
 ///
 /// # Examples
 ///

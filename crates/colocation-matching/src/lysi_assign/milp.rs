@@ -66,16 +66,12 @@ pub fn lysi_assign_milp(
     let solution = model
         .solve()
         .map_err(|e| MatchingError::solver("LysiAssign MILP", &e))?;
-    let worker_of_expert = (0..nx)
+    let gpu_of_expert = (0..nx)
         .map(|x| {
             (0..nw)
                 .find(|&j| solution.value(y[x * nw + j]) > 0.5)
                 .unwrap_or(0)
         })
         .collect();
-    Ok(WorkerAssignment::new(
-        expert_flop,
-        workers,
-        worker_of_expert,
-    ))
+    Ok(WorkerAssignment::new(expert_flop, workers, gpu_of_expert))
 }

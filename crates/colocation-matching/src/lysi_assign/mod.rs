@@ -25,8 +25,8 @@ use crate::error::{MatchingError, check_positives, check_weights};
 /// An expert-to-worker assignment with its quality.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkerAssignment {
-    /// `worker_of_expert[x]` is the worker hosting expert `x`.
-    pub worker_of_expert: Vec<usize>,
+    /// `gpu_of_expert[x]` is the worker hosting expert `x`.
+    pub gpu_of_expert: Vec<usize>,
     /// FLOP placed on each worker.
     pub worker_flop: Vec<f64>,
     /// `max_j worker_flop[j] / F_j`: the slowest worker's compute time in seconds (Eq. 5).
@@ -36,15 +36,15 @@ pub struct WorkerAssignment {
 }
 
 impl WorkerAssignment {
-    fn new(expert_flop: &[f64], workers: &[Worker], worker_of_expert: Vec<usize>) -> Self {
+    fn new(expert_flop: &[f64], workers: &[Worker], gpu_of_expert: Vec<usize>) -> Self {
         let mut worker_flop = vec![0.0; workers.len()];
-        for (x, &j) in worker_of_expert.iter().enumerate() {
+        for (x, &j) in gpu_of_expert.iter().enumerate() {
             worker_flop[j] += expert_flop[x];
         }
         Self {
             makespan_s: makespan(&worker_flop, workers),
             worker_flop,
-            worker_of_expert,
+            gpu_of_expert,
             lower_bound_s: lower_bound(expert_flop, workers),
         }
     }
@@ -61,6 +61,32 @@ pub enum LysiAlgorithm {
     Refined,
     /// [`lysi_assign_milp`]: the exact MILP, for at most [`LYSI_MILP_MAX_VARIABLES`] binaries.
     Milp,
+}
+
+impl LysiAlgorithm {
+    /// The kebab-case name (`paper`, `refined`, `milp`), as serialized.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use colocation_matching::LysiAlgorithm;
+    /// assert_eq!(LysiAlgorithm::default().name(), "refined");
+    /// assert_eq!(LysiAlgorithm::Paper.to_string(), "paper");
+    /// ```
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Paper => "paper",
+            Self::Refined => "refined",
+            Self::Milp => "milp",
+        }
+    }
+}
+
+impl std::fmt::Display for LysiAlgorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Runs the LysiAssign variant `algorithm`.
@@ -151,7 +177,7 @@ fn makespan(worker_flop: &[f64], workers: &[Worker]) -> f64 {
 ///
 /// # Complexity
 ///
-/// `O(|X| + |W|)`.
+/// `O(|X| + |W|)` time.
 ///
 /// # Examples
 ///
@@ -179,16 +205,6 @@ fn lower_bound(expert_flop: &[f64], workers: &[Worker]) -> f64 {
     (total_flop / total_speed).max(largest / fastest)
 }
 
-/// `experts_of_worker[j]`, each ascending: the form the Aristos paper prints assignments in.
-#[cfg(test)]
-fn experts_of_worker(a: &WorkerAssignment, workers: usize) -> Vec<Vec<usize>> {
-    let mut out = vec![Vec::new(); workers];
-    for (x, &j) in a.worker_of_expert.iter().enumerate() {
-        out[j].push(x);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,7 +229,7 @@ mod tests {
         let w = workers(&[4.0, 2.0, 1.0, 1.0], &[2, 3, 3, 3]);
         let a = lysi_assign(&COSTS, &w).unwrap();
         assert_eq!(
-            experts_of_worker(&a, 4),
+            crate::gpu_assignment::experts_of_gpu(&a.gpu_of_expert, 4),
             vec![vec![0, 1], vec![2, 3], vec![4, 7], vec![5, 6]]
         );
         assert_eq!(a.makespan_s, 5.5);
@@ -227,7 +243,7 @@ mod tests {
         let w = workers(&[4.0, 2.0, 1.0, 1.0], &[8; 4]);
         let a = lysi_assign(&COSTS, &w).unwrap();
         assert_eq!(
-            experts_of_worker(&a, 4),
+            crate::gpu_assignment::experts_of_gpu(&a.gpu_of_expert, 4),
             vec![vec![0, 1, 5], vec![2, 6, 7], vec![3], vec![4]]
         );
         assert_eq!(a.makespan_s, 5.0);
@@ -238,7 +254,7 @@ mod tests {
         // Budgets 2 and 2: each worker's nearest cost is 2, taken lowest index first.
         let w = workers(&[1.0, 1.0], &[1, 1]);
         let a = lysi_assign(&[2.0, 2.0], &w).unwrap();
-        assert_eq!(a.worker_of_expert, vec![0, 1]);
+        assert_eq!(a.gpu_of_expert, vec![0, 1]);
     }
 
     #[test]
@@ -246,7 +262,7 @@ mod tests {
         // Worker 0's budget is 12 / 2 = 6; 5 and 7 are both 1 away: 5 (below) wins.
         let w = workers(&[1.0, 1.0], &[1, 1]);
         let a = lysi_assign(&[7.0, 5.0], &w).unwrap();
-        assert_eq!(a.worker_of_expert, vec![1, 0]);
+        assert_eq!(a.gpu_of_expert, vec![1, 0]);
     }
 
     #[test]
@@ -255,7 +271,7 @@ mod tests {
         // slot) takes 3; the last expert goes round again to worker 0.
         let w = workers(&[1.0, 1.0], &[3, 1]);
         let a = lysi_assign(&[4.0, 3.0, 1.0, 0.5], &w).unwrap();
-        assert_eq!(a.worker_of_expert, vec![0, 1, 0, 0]);
+        assert_eq!(a.gpu_of_expert, vec![0, 1, 0, 0]);
     }
 
     #[test]
@@ -264,7 +280,7 @@ mod tests {
         for algorithm in [LysiAlgorithm::Paper, LysiAlgorithm::Refined] {
             let a = lysi_assign_with(&[0.0; 4], &w, algorithm).unwrap();
             assert_eq!(a.makespan_s, 0.0);
-            assert!(a.worker_of_expert.iter().all(|&j| j < 2));
+            assert!(a.gpu_of_expert.iter().all(|&j| j < 2));
         }
     }
 }

@@ -48,7 +48,7 @@ use crate::gpu_assignment::descending;
 /// // A worker twice as fast gets twice the budget: 12 · 2/3 = 8, then the rest, 4.
 /// let workers = [Worker { flop_per_s: 2.0, expert_slots: 8 }, Worker { flop_per_s: 1.0, expert_slots: 8 }];
 /// let a = lysi_assign(&[5.0, 3.0, 2.0, 2.0], &workers)?;
-/// assert_eq!(a.worker_of_expert, vec![0, 0, 1, 1]);
+/// assert_eq!(a.gpu_of_expert, vec![0, 0, 1, 1]);
 /// assert_eq!(a.makespan_s, 4.0); // both finish at 8/2 = 4/1 = 4: the lower bound
 /// assert_eq!(a.lower_bound_s, 4.0);
 /// # Ok::<(), colocation_matching::MatchingError>(())
@@ -62,7 +62,7 @@ pub fn lysi_assign(
     let speeds: Vec<f64> = workers.iter().map(|w| w.flop_per_s).collect();
     let order = descending(&speeds);
     let mut slots: Vec<usize> = workers.iter().map(|w| w.expert_slots).collect();
-    let mut worker_of_expert = vec![usize::MAX; expert_flop.len()];
+    let mut gpu_of_expert = vec![usize::MAX; expert_flop.len()];
     while !pool.is_empty() {
         let rotation: Vec<usize> = order.iter().copied().filter(|&j| slots[j] > 0).collect();
         if rotation.is_empty() {
@@ -80,7 +80,7 @@ pub fn lysi_assign(
             // Every visit takes at least one expert (only matters when all remaining costs
             // are 0 and the budget is 0), so the loop always progresses.
             while let Some(x) = pool.take_nearest(budget) {
-                worker_of_expert[x] = j;
+                gpu_of_expert[x] = j;
                 budget -= expert_flop[x];
                 slots[j] -= 1;
                 if budget <= 0.0 || slots[j] == 0 {
@@ -89,11 +89,7 @@ pub fn lysi_assign(
             }
         }
     }
-    Ok(WorkerAssignment::new(
-        expert_flop,
-        workers,
-        worker_of_expert,
-    ))
+    Ok(WorkerAssignment::new(expert_flop, workers, gpu_of_expert))
 }
 
 /// The remaining experts ordered by cost (`B` of Algorithm 2), with their total FLOP.

@@ -77,9 +77,9 @@ pub fn lysi_assign_refined(
     } else {
         paper
     };
-    let mut state = State::new(expert_flop, workers, &start.worker_of_expert);
+    let mut state = State::new(expert_flop, workers, &start.gpu_of_expert);
     state.descend(STEPS_PER_EXPERT.saturating_mul(expert_flop.len()));
-    let mut best = state.worker_of_expert;
+    let mut best = state.gpu_of_expert;
     if expert_flop.len() <= REFINED_EXACT_MAX_EXPERTS {
         best = BranchAndBound::new(expert_flop, workers, best).solve();
     }
@@ -91,7 +91,7 @@ pub fn lysi_assign_refined(
 fn largest_first(expert_flop: &[f64], workers: &[Worker]) -> Result<Vec<usize>, MatchingError> {
     let mut load = vec![0.0; workers.len()];
     let mut free: Vec<usize> = workers.iter().map(|w| w.expert_slots).collect();
-    let mut worker_of_expert = vec![0; expert_flop.len()];
+    let mut gpu_of_expert = vec![0; expert_flop.len()];
     for x in descending(expert_flop) {
         let finish = |j: usize| (load[j] + expert_flop[x]) / workers[j].flop_per_s;
         let best = (0..workers.len())
@@ -104,18 +104,18 @@ fn largest_first(expert_flop: &[f64], workers: &[Worker]) -> Result<Vec<usize>, 
         let Some(j) = best else {
             return Err(insufficient(expert_flop, workers));
         };
-        worker_of_expert[x] = j;
+        gpu_of_expert[x] = j;
         load[j] += expert_flop[x];
         free[j] -= 1;
     }
-    Ok(worker_of_expert)
+    Ok(gpu_of_expert)
 }
 
 /// An assignment being improved by local search.
 struct State<'a> {
     cost: &'a [f64],
     workers: &'a [Worker],
-    worker_of_expert: Vec<usize>,
+    gpu_of_expert: Vec<usize>,
     load: Vec<f64>,
     /// The experts of each worker as `(order_key(cost), expert)`, for swap partners by cost.
     hosted: Vec<BTreeSet<(u64, usize)>>,
@@ -132,17 +132,17 @@ struct Step {
 }
 
 impl<'a> State<'a> {
-    fn new(cost: &'a [f64], workers: &'a [Worker], worker_of_expert: &[usize]) -> Self {
+    fn new(cost: &'a [f64], workers: &'a [Worker], gpu_of_expert: &[usize]) -> Self {
         let mut load = vec![0.0; workers.len()];
         let mut hosted = vec![BTreeSet::new(); workers.len()];
-        for (x, &j) in worker_of_expert.iter().enumerate() {
+        for (x, &j) in gpu_of_expert.iter().enumerate() {
             load[j] += cost[x];
             hosted[j].insert((order_key(cost[x]), x));
         }
         Self {
             cost,
             workers,
-            worker_of_expert: worker_of_expert.to_vec(),
+            gpu_of_expert: gpu_of_expert.to_vec(),
             load,
             hosted,
         }
@@ -240,7 +240,7 @@ impl<'a> State<'a> {
     }
 
     fn apply(&mut self, step: Step) {
-        let from = self.worker_of_expert[step.expert];
+        let from = self.gpu_of_expert[step.expert];
         self.relocate(step.expert, from, step.to);
         if let Some(y) = step.partner {
             self.relocate(y, step.to, from);
@@ -253,7 +253,7 @@ impl<'a> State<'a> {
         self.hosted[to].insert(key);
         self.load[from] -= self.cost[x];
         self.load[to] += self.cost[x];
-        self.worker_of_expert[x] = to;
+        self.gpu_of_expert[x] = to;
     }
 }
 
@@ -401,7 +401,7 @@ mod tests {
             prop_assert_eq!(refined.makespan_s, brute_force(&cost, &workers));
             prop_assert!(refined.makespan_s <= paper.makespan_s);
             let mut used = vec![0usize; workers.len()];
-            refined.worker_of_expert.iter().for_each(|&j| used[j] += 1);
+            refined.gpu_of_expert.iter().for_each(|&j| used[j] += 1);
             prop_assert!(used.iter().zip(&workers).all(|(&u, w)| u <= w.expert_slots));
         }
 

@@ -128,7 +128,7 @@ impl ParmLayer {
     ///
     /// # Complexity
     ///
-    /// O(1).
+    /// `O(1)` time.
     ///
     /// # Examples
     ///

@@ -165,7 +165,7 @@ impl Checked {
 ///
 /// # Complexity
 ///
-/// O(P²) time (peers are counted GPU by GPU), O(P) memory.
+/// `O(P^2)` time (peers are counted GPU by GPU), `O(P)` space.
 ///
 /// # Examples
 ///
@@ -217,7 +217,7 @@ pub fn saa_phases(spec: &SaaSpec) -> Result<Vec<SaaPhase>, CostModelError> {
 ///
 /// # Complexity
 ///
-/// O(1): phases fall into three classes (mixed, inter-only, AllGather-only) of known counts.
+/// `O(1)` time: phases fall into three classes (mixed, inter-only, AllGather-only) of known counts.
 ///
 /// # Examples
 ///

@@ -112,7 +112,7 @@ impl Testbed {
     ///
     /// # Complexity
     ///
-    /// O(1).
+    /// `O(1)` time.
     ///
     /// # Examples
     ///
@@ -140,7 +140,7 @@ impl Testbed {
     ///
     /// # Complexity
     ///
-    /// O(1).
+    /// `O(1)` time.
     ///
     /// # Examples
     ///
@@ -272,7 +272,7 @@ impl Links {
 ///
 /// # Complexity
 ///
-/// O(2916) layers per `P`.
+/// `O(1)` time per `P`: at most 2916 layers.
 ///
 /// # Examples
 ///
@@ -356,7 +356,7 @@ pub struct ClaimReport {
 ///
 /// # Complexity
 ///
-/// O(n) for n layers.
+/// `O(n)` time for n layers.
 ///
 /// # Examples
 ///

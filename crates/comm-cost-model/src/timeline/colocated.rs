@@ -57,6 +57,7 @@ pub struct ColocatedLayer {
 
 /// Which model a component belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ModelId {
     /// Model `a`.
     A,
@@ -66,6 +67,7 @@ pub enum ModelId {
 
 /// What a component is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ComponentKind {
     /// Gate (compute).
     Gate,
@@ -131,7 +133,7 @@ fn check_model(m: &ModelLayerTimes) -> Result<(), CostModelError> {
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -201,7 +203,7 @@ pub fn colocated_timeline(layer: &ColocatedLayer) -> Result<ColocatedTimeline, C
 ///
 /// # Complexity
 ///
-/// O(n) for n GPUs.
+/// `O(n)` time for n GPUs.
 ///
 /// # Examples
 ///
@@ -253,7 +255,7 @@ pub fn colocated_gpu_utilization(
 ///
 /// # Complexity
 ///
-/// O(layers).
+/// `O(layers)` time.
 ///
 /// # Examples
 ///

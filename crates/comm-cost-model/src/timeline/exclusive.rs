@@ -63,7 +63,7 @@ fn max_sum(a: &[f64], b: &[f64]) -> f64 {
 ///
 /// # Complexity
 ///
-/// O(n) for n GPUs.
+/// `O(n)` time for n GPUs.
 ///
 /// # Examples
 ///
@@ -126,7 +126,7 @@ pub fn exclusive_time(layer: &ExclusiveLayer) -> Result<ExclusiveTime, CostModel
 ///
 /// # Complexity
 ///
-/// O(1).
+/// `O(1)` time.
 ///
 /// # Examples
 ///
@@ -164,7 +164,7 @@ pub fn exclusive_time_eq3(
 ///
 /// # Complexity
 ///
-/// O(total GPUs × layers).
+/// `O(total GPUs × layers)` time.
 ///
 /// # Examples
 ///

@@ -17,7 +17,7 @@ use crate::{CostModelError, check_count, check_non_negative, check_positive};
 ///
 /// # Complexity
 ///
-/// O(n) for n GPUs.
+/// `O(n)` time for n GPUs.
 ///
 /// # Examples
 ///

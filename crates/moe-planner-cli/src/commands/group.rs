@@ -57,16 +57,21 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
             seconds(b.partition.max_objective_s())
         );
     }
-    println!("LysiAssign inside each group (expert compute time vs FLOPS-proportional bound):");
+    println!(
+        "LysiAssign ({}) inside each group: expert compute time vs the FLOPS-proportional bound \
+         and Algorithm 2 as written (paper):",
+        plan.assign.name()
+    );
     for (g, members) in plan.partition.groups.iter().enumerate() {
         let counts: Vec<String> = members
             .iter()
-            .map(|&w| format!("{w}:{}", plan.assignment[w].len()))
+            .map(|&w| format!("{w}:{}", plan.experts_of_gpu[w].len()))
             .collect();
         println!(
-            "  group {g:<3} {} vs {}   experts per worker {}",
+            "  group {g:<3} {} vs bound {}, paper {}   experts per worker {}",
             seconds(plan.assignment_compute_s[g]),
             seconds(plan.assignment_lower_bound_s[g]),
+            seconds(plan.paper_assignment_compute_s[g]),
             counts.join(" ")
         );
     }
