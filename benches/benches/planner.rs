@@ -25,6 +25,7 @@ fn model(n: usize, layers: u64, exponent: f64, seed: u64) -> InferenceModelSpec 
         gate_s: 2e-4,
         aggregation_s: 1e-4,
         ffn_flop_per_byte: 32768.0,
+        ..Default::default()
     }
 }
 
@@ -64,6 +65,7 @@ fn inference(c: &mut Criterion) {
                 gpus: gpus(n, hetero),
                 models: specs,
                 seed: 7,
+                ..Default::default()
             };
             group.bench_with_input(BenchmarkId::new(name, n), &spec, |b, s| {
                 b.iter(|| plan_inference(black_box(s)).unwrap())

@@ -37,6 +37,7 @@ fn model(
         gate_s: 2e-4,
         aggregation_s: 1e-4,
         ffn_flop_per_byte: FFN_FLOP_PER_BYTE,
+        ..Default::default()
     })
 }
 
@@ -81,6 +82,7 @@ fn run(models: usize, heterogeneous: bool) -> Result<Summary, Box<dyn std::error
             gpus: cluster(heterogeneous),
             models: specs,
             seed,
+            ..Default::default()
         };
         let plan: InferencePlan = plan_inference(&spec)?;
         s.speedup.push(plan.speedup_over_baseline);

@@ -15,7 +15,8 @@ use crate::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Algorithm {
-    /// [`crate::optimal`]: reaches the lower bound (pieces may be split).
+    /// [`crate::optimal`]: reaches the lower bound, with one piece per pair whenever the greedy
+    /// finds such a schedule on the bound (pieces are split only otherwise).
     Optimal,
     /// [`crate::aurora_greedy`]: Aurora's Algorithm 1.
     AuroraGreedy,
@@ -94,6 +95,10 @@ pub struct Plan {
     pub makespan_s: f64,
     /// Number of transfers.
     pub pieces: usize,
+    /// Number of pairs with traffic: the fewest transfers any schedule can have, so
+    /// `pieces / nonzero_pairs` says how much a schedule splits.
+    #[serde(default)]
+    pub nonzero_pairs: usize,
     /// The transfers.
     pub timetable: Timetable,
 }
@@ -152,6 +157,7 @@ pub fn schedule(
         lower_bound_s,
         makespan_s: timetable.makespan_s(),
         pieces: timetable.pieces(),
+        nonzero_pairs: matrix.nonzeros(),
         timetable,
     })
 }

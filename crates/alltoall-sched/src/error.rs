@@ -103,6 +103,12 @@ pub enum ScheduleError {
         /// How many GPUs host it.
         gpus: usize,
     },
+    /// No GPU holds a replica of an expert that a placement must serve.
+    #[error("expert {expert} has no replica on any GPU")]
+    NoReplica {
+        /// The expert.
+        expert: usize,
+    },
     /// A scalar parameter (alpha, release time, flow size, Zipf exponent, ...) failed one of
     /// comm-cost-model's value checks.
     #[error(transparent)]

@@ -46,14 +46,29 @@ pub fn non_preemptive(
 ) -> Result<Timetable, ScheduleError> {
     let ticks = Ticks::new(matrix, bandwidth)?;
     ticks.check_greedy_fits()?;
-    let critical = list_schedule(&ticks, Priority::CriticalPort);
-    let longest = list_schedule(&ticks, Priority::LongestFirst);
-    let best = if makespan(&longest) < makespan(&critical) {
+    Ok(starts_to_timetable(&ticks, &best_greedy(&ticks)))
+}
+
+/// The shorter of the two greedy list schedules.
+fn best_greedy(ticks: &Ticks) -> Starts {
+    let critical = list_schedule(ticks, Priority::CriticalPort);
+    let longest = list_schedule(ticks, Priority::LongestFirst);
+    if makespan(&longest) < makespan(&critical) {
         longest
     } else {
         critical
-    };
-    Ok(starts_to_timetable(&ticks, &best))
+    }
+}
+
+/// The greedy one-piece-per-pair timetable when it ends exactly on the bound (in ticks, so the
+/// comparison is exact), else `None`.
+///
+/// One piece per non-zero pair is the fewest transfers any schedule can have, so when this
+/// succeeds no bound-meeting schedule has fewer pieces.
+pub(crate) fn tight_non_preemptive(ticks: &Ticks) -> Option<Timetable> {
+    ticks.check_greedy_fits().ok()?;
+    let best = best_greedy(ticks);
+    (makespan(&best) == ticks.line_ticks).then(|| starts_to_timetable(ticks, &best))
 }
 
 /// A tick timetable: `(src, dst, start)` with duration `q[src][dst]`.

@@ -1,6 +1,7 @@
 //! The optimal (preemptive) schedule: makespan equal to the lower bound on every input.
 
 use crate::decompose::{Piece, decompose};
+use crate::non_preemptive::tight_non_preemptive;
 use crate::ticks::Ticks;
 use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 
@@ -13,9 +14,13 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// (Birkhoff–von Neumann; Gonzalez and Sahni's preemptive open shop). The paper only shows such
 /// an order exists; its Algorithm 1 is [`crate::aurora_greedy`], which is not always optimal.
 ///
-/// A pair's bytes may be split into several pieces. The matching is repaired incrementally
-/// rather than recomputed per phase, so most pairs are sent in one piece (see
-/// `docs/performance.md` for the piece counts on Zipf traffic).
+/// Among the bound-meeting schedules it returns the one with the fewest transfers it can find:
+/// the greedy one-piece-per-pair schedule of [`crate::non_preemptive`] is tried first and
+/// returned when it ends exactly on the bound (in integer ticks), since one piece per non-zero
+/// pair is the minimum any schedule can have. Otherwise the decomposition runs and a pair's
+/// bytes may be split into several pieces; its matching is repaired incrementally rather than
+/// recomputed per phase, so most pairs are still sent in one piece (see `docs/performance.md`
+/// for the piece counts on Zipf traffic).
 ///
 /// Integer matrices with one bandwidth are scheduled in exact integer arithmetic (one tick per
 /// byte) and the makespan equals the bound bit for bit. Otherwise times are rounded up to
@@ -30,6 +35,7 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 ///
 /// # Complexity
 ///
+/// The greedy first try costs what [`crate::non_preemptive`] costs. Then
 /// `O(n^2)` phases at most (each exhausts an entry of the padded matrix). A phase with a short
 /// repair costs `O(n)` bit tests at most (usually a few) plus `O(log n)` for the finish-time
 /// tree; a breadth-first repair costs `O(n^2 / 64)` word operations, and the fallback
@@ -51,6 +57,11 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// ```
 pub fn optimal(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<Timetable, ScheduleError> {
     let ticks = Ticks::new(matrix, bandwidth)?;
+    // Fewest transfers first: a one-piece-per-pair schedule on the bound has the minimum
+    // possible piece count (one per non-zero pair) and is what a send loop can run unchanged.
+    if let Some(timetable) = tight_non_preemptive(&ticks) {
+        return Ok(timetable);
+    }
     let (pieces, _) = decompose(ticks.n, &ticks.q, &ticks.q)?;
     Ok(pieces_to_timetable(&ticks, &pieces))
 }

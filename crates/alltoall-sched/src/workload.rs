@@ -99,6 +99,53 @@ pub fn zipf_batch(
     zipf_rows(&weights, tokens_per_gpu, bytes_per_token, &mut noise)
 }
 
+/// A seeded router trace of one MoE layer: tokens each of `gpus` source GPUs routes to each
+/// logical expert, `[G][E]` (the input of [`crate::dispatch_tokens`]).
+///
+/// Source `g` sends `round(t_e / G * u_ge)` tokens to expert `e`, where `t_e` is the layer's
+/// token count of expert `e` (for example one layer of a per-expert load file) and `u_ge` is
+/// uniform in `[max(0, 1 - noise), 1 + noise]`: balanced batches with per-source jitter.
+///
+/// # Errors
+///
+/// [`ScheduleError::Empty`] for no GPU; [`ScheduleError::InvalidTraffic`] (source 0) for a
+/// negative or non-finite token count; [`ScheduleError::Cost`] for a negative or non-finite
+/// noise.
+///
+/// # Complexity
+///
+/// `O(G·E)`.
+///
+/// # Examples
+///
+/// ```
+/// use alltoall_sched::workload::router_trace;
+/// let t = router_trace(&[800.0, 80.0, 8.0], 4, 0.25, 1)?;
+/// assert_eq!((t.len(), t[0].len()), (4, 3));
+/// assert!(t.iter().all(|row| (150.0..=250.0).contains(&row[0])));
+/// assert_eq!(t, router_trace(&[800.0, 80.0, 8.0], 4, 0.25, 1)?); // seeded
+/// # Ok::<(), alltoall_sched::ScheduleError>(())
+/// ```
+pub fn router_trace(
+    expert_tokens: &[f64],
+    gpus: usize,
+    noise: f64,
+    seed: u64,
+) -> Result<Vec<Vec<f64>>, ScheduleError> {
+    let shares = crate::uniform_sources(expert_tokens, gpus)?;
+    let noise = check_non_negative("router trace noise", noise)?;
+
+    let mut rng = seeded_rng(seed, NOISE_STREAM);
+    Ok(shares
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|t| (t * rng.random_range((1.0 - noise).max(0.0)..=1.0 + noise)).round())
+                .collect()
+        })
+        .collect())
+}
+
 /// Stream of [`seeded_rng`] that permutes the experts' popularity ranks.
 const POPULARITY_STREAM: u64 = 0;
 /// Stream of [`seeded_rng`] that draws the per-pair noise.

@@ -131,6 +131,45 @@ pub fn random_placement(n: usize, colocated: bool, seed: u64) -> Vec<Vec<usize>>
         .collect()
 }
 
+/// A load-oblivious replica placement: the replicas of `placement` (same replica counts) put in
+/// the cluster's slots in a seeded random order, the "random placement" baseline for many experts
+/// per GPU (Aurora §8.1's RGA with replicas).
+///
+/// Two replicas of one expert may land on one GPU (counted in
+/// [`crate::Placement::duplicates_on_gpu`]).
+///
+/// # Errors
+///
+/// Those of [`crate::Placement::evaluate`] when `placement` was made for another cluster or
+/// expert count.
+///
+/// # Complexity
+///
+/// `O(R)` for the shuffle plus [`crate::Placement::evaluate`].
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::{LayerLoads, PlacementAlgorithm, PlacementCluster, place, random_slot_placement};
+/// let c = PlacementCluster::uniform(4, 2, 1)?;
+/// let w = LayerLoads::new(vec![8.0, 4.0, 2.0, 1.0, 1.0, 1.0])?;
+/// let best = place(&w, &c, PlacementAlgorithm::Optimal)?;
+/// let random = random_slot_placement(&w, &c, &best, 7)?;
+/// assert_eq!(random.replica_count, best.replica_count);
+/// assert!(random.max_gpu_load >= best.max_gpu_load);
+/// # Ok::<(), colocation_matching::MatchingError>(())
+/// ```
+pub fn random_slot_placement(
+    loads: &crate::LayerLoads,
+    cluster: &crate::PlacementCluster,
+    placement: &crate::Placement,
+    seed: u64,
+) -> Result<crate::Placement, MatchingError> {
+    let mut map = placement.physical_to_logical.clone();
+    map.shuffle(&mut seeded_rng(seed, 3));
+    crate::Placement::evaluate(loads, cluster, map)
+}
+
 fn random_permutation(n: usize, seed: u64, stream: u64) -> Vec<usize> {
     let mut perm: Vec<usize> = (0..n).collect();
     perm.shuffle(&mut seeded_rng(seed, stream));

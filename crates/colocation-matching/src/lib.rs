@@ -79,6 +79,7 @@ pub use pairing::{ExpertPairing, PairingOptions, pair_bottleneck, pair_sorted};
 mod baselines;
 mod lysi_assign;
 
+pub use baselines::random_slot_placement;
 pub use baselines::{lina_pairs, random_colocation, random_gpu_assignment, random_placement};
 pub use loads::placement_loads;
 pub use lysi_assign::{

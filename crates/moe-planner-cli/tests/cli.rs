@@ -396,3 +396,42 @@ fn place_reads_sglang_dumps_and_rejects_bad_input() {
         Some(2)
     );
 }
+
+#[test]
+fn infer_gives_timetables_for_many_experts_per_gpu() {
+    let dir = std::env::temp_dir().join(format!("moe-planner-infer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("timetable.csv");
+    let v = json(&[
+        "infer",
+        "--spec",
+        &data("inference_deepseek_like.json"),
+        "--timetable-out",
+        csv.to_str().unwrap(),
+    ]);
+    let layer = &v["layers"][0];
+    assert_keys(
+        &layer["dispatch"],
+        &["timetable", "pieces", "nonzero_pairs"],
+    );
+    let first = &layer["dispatch"]["timetable"][0];
+    assert_keys(first, &["src", "dst", "bytes", "start_s", "end_s"]);
+    assert_eq!(v["baselines"].as_array().unwrap().len(), 4);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("layer,phase,src,dst,bytes,start_s,end_s")
+    );
+    let rows = lines.count() as u64;
+    let pieces: u64 = v["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            l["dispatch"]["pieces"].as_u64().unwrap() + l["combine"]["pieces"].as_u64().unwrap()
+        })
+        .sum();
+    assert_eq!(rows, pieces);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

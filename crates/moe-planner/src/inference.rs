@@ -34,11 +34,13 @@
 //!     gate_s: 1e-4,
 //!     aggregation_s: 1e-4,
 //!     ffn_flop_per_byte: 1e3,
+//!     ..Default::default()
 //! };
 //! let spec = InferenceSpec {
 //!     gpus: vec![GpuInput { tflops: 100.0, bandwidth_gbps: 100.0 }; 3],
 //!     models: vec![model],
 //!     seed: 7,
+//!     ..Default::default()
 //! };
 //! let plan = plan_inference(&spec)?;
 //! // The optimal order reaches the all-to-all lower bound on every layer.
@@ -49,7 +51,9 @@
 //! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
-use alltoall_sched::{Algorithm, Bandwidth, Plan, TrafficMatrix, schedule};
+mod experts;
+
+use alltoall_sched::{Algorithm, Bandwidth, Plan, TrafficMatrix, Transfer, schedule};
 use colocation_matching::{
     ColocationCostModel, ExpertDemand, ExpertLoads, GpuSpec, LocalSearchOptions, PairingOptions,
     assign_gpus_bottleneck, colocate_local_search, exclusive_time_matrix, pair_bottleneck,
@@ -74,7 +78,7 @@ pub struct GpuInput {
 }
 
 /// One MoE model: its experts' traffic per layer and its computation costs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct InferenceModelSpec {
     /// Name used in reports.
     pub name: String,
@@ -86,11 +90,27 @@ pub struct InferenceModelSpec {
     /// Aggregation time per layer on every GPU, seconds.
     pub aggregation_s: f64,
     /// FFN work per byte of tokens an expert receives, FLOP/byte.
+    #[serde(default)]
     pub ffn_flop_per_byte: f64,
+    /// Many experts per GPU: routed token counts from each source GPU to each logical expert,
+    /// `[layers][G][E]` (what a router trace gives). Replaces `layers` when given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routed_tokens: Vec<Vec<Vec<f64>>>,
+    /// Many experts per GPU, from per-expert loads: tokens of each logical expert, `[layers][E]`,
+    /// every GPU assumed the source of an equal share (balanced data-parallel batches).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expert_tokens: Vec<Vec<f64>>,
+    /// Bytes of one routed token (hidden size x bytes per element); needed with
+    /// `routed_tokens` / `expert_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_token: Option<f64>,
+    /// FLOP of one token through one expert; needed with `routed_tokens` / `expert_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flop_per_token: Option<f64>,
 }
 
 /// A deployment request: the cluster and the one or two models to serve on it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct InferenceSpec {
     /// The GPUs; one expert of each model per GPU, so their count is the expert count.
     pub gpus: Vec<GpuInput>,
@@ -99,6 +119,14 @@ pub struct InferenceSpec {
     /// Seed of the random baselines (RGA, REC).
     #[serde(default)]
     pub seed: u64,
+    /// Many experts per GPU: expert replica slots on each GPU (default: `ceil(E / G)`, no
+    /// replicas beyond filling the last slots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots_per_gpu: Option<usize>,
+    /// Many experts per GPU: GPUs per node, consecutive (default: all GPUs in one node). Used
+    /// by the replica choice (same node first) and NCCL's node-aware peer order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_per_node: Option<usize>,
 }
 
 /// Which of Aurora's four scenarios the spec falls in.
@@ -116,7 +144,7 @@ pub enum Scenario {
 }
 
 /// One all-to-all of one layer as scheduled.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AllToAllSummary {
     /// Lower bound (Aurora Thm 4.2 / 5.2), seconds.
     pub lower_bound_s: f64,
@@ -124,6 +152,13 @@ pub struct AllToAllSummary {
     pub makespan_s: f64,
     /// Transfers in the schedule.
     pub pieces: usize,
+    /// GPU pairs with traffic: the fewest transfers any schedule can have.
+    #[serde(default)]
+    pub nonzero_pairs: usize,
+    /// The transfers a system runs, ordered by sender, then start time: each GPU posts its
+    /// sends in this order, one outstanding send per port.
+    #[serde(default)]
+    pub timetable: Vec<Transfer>,
 }
 
 /// One MoE layer of the plan.
@@ -135,6 +170,10 @@ pub struct LayerPlan {
     pub combine: AllToAllSummary,
     /// Layer inference time (Eq. 1, or Eq. 4 when colocated), seconds.
     pub inference_time_s: f64,
+    /// Many experts per GPU: this layer's placement, the experts on each GPU (replicas
+    /// repeated on every GPU that holds one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub experts_of_gpu: Vec<Vec<usize>>,
 }
 
 /// How the baseline deployment does on the same workload.
@@ -146,6 +185,9 @@ pub struct BaselineSummary {
     pub experts_of_gpu: Vec<Vec<usize>>,
     /// Its total inference time over all layers, seconds.
     pub inference_time_s: f64,
+    /// Its inference time over the plan's (1 when both are zero).
+    #[serde(default)]
+    pub speedup: f64,
 }
 
 /// The plan: placement, per-layer schedules and times, and the baseline comparison.
@@ -153,7 +195,8 @@ pub struct BaselineSummary {
 pub struct InferencePlan {
     /// The scenario the spec falls in.
     pub scenario: Scenario,
-    /// `experts_of_gpu[g][m]` is the expert of model `m` that GPU `g` hosts.
+    /// `experts_of_gpu[g][m]` is the expert of model `m` that GPU `g` hosts (empty with many
+    /// experts per GPU, where each layer has its own placement: `layers[i].experts_of_gpu`).
     pub experts_of_gpu: Vec<Vec<usize>>,
     /// Per-layer schedules and times.
     pub layers: Vec<LayerPlan>,
@@ -162,10 +205,14 @@ pub struct InferencePlan {
     /// Each GPU's compute time (gate, FFN, aggregation of every model it hosts) over the layer's
     /// inference time, averaged over GPUs and layers (§8.1).
     pub gpu_utilization: f64,
-    /// The random-placement, shortest-job-first baseline.
+    /// The baseline a plain deployment gets: random placement with shortest-job-first order
+    /// (one expert per GPU), EPLB with NCCL's peer order (many experts per GPU).
     pub baseline: BaselineSummary,
     /// `baseline.inference_time_s / inference_time_s` (1 when both are zero).
     pub speedup_over_baseline: f64,
+    /// Every baseline on the same cost model, `baseline` first.
+    #[serde(default)]
+    pub baselines: Vec<BaselineSummary>,
 }
 
 /// Validated, SI-unit view of the cluster and models.
@@ -201,16 +248,25 @@ struct ModelData {
 /// and each model, two optimal all-to-all schedules and two simulated SJF baselines; dominated by
 /// the all-to-all decomposition, `O(L · n^2.5 · log n)` in practice.
 pub fn plan_inference(spec: &InferenceSpec) -> Result<InferencePlan, PlanError> {
+    if spec
+        .models
+        .iter()
+        .any(InferenceModelSpec::has_expert_traffic)
+    {
+        return experts::plan_experts(spec);
+    }
     let work = Workload::new(spec)?;
     let scenario = work.scenario();
     let placement = work.optimized_placement(scenario)?;
     let baseline_placement = random_placement(work.gpus.len(), work.models.len() == 2, spec.seed);
     let planned = work.evaluate(&placement, Algorithm::Optimal, spec.seed)?;
     let baseline = work.evaluate(&baseline_placement, Algorithm::Sjf, spec.seed)?;
-    let speedup = if planned.total_s > 0.0 {
-        baseline.total_s / planned.total_s
-    } else {
-        1.0
+    let speedup = speedup(baseline.total_s, planned.total_s);
+    let baseline = BaselineSummary {
+        description: baseline_description(work.models.len()),
+        experts_of_gpu: baseline_placement,
+        inference_time_s: baseline.total_s,
+        speedup,
     };
     Ok(InferencePlan {
         scenario,
@@ -218,13 +274,26 @@ pub fn plan_inference(spec: &InferenceSpec) -> Result<InferencePlan, PlanError> 
         layers: planned.layers,
         inference_time_s: planned.total_s,
         gpu_utilization: planned.utilization,
-        baseline: BaselineSummary {
-            description: baseline_description(work.models.len()),
-            experts_of_gpu: baseline_placement,
-            inference_time_s: baseline.total_s,
-        },
+        baselines: vec![baseline.clone()],
+        baseline,
         speedup_over_baseline: speedup,
     })
+}
+
+/// `baseline / planned`, 1 when the plan takes no time.
+fn speedup(baseline_s: f64, planned_s: f64) -> f64 {
+    if planned_s > 0.0 {
+        baseline_s / planned_s
+    } else {
+        1.0
+    }
+}
+
+impl InferenceModelSpec {
+    /// Whether the model is given per logical expert (many experts per GPU).
+    fn has_expert_traffic(&self) -> bool {
+        !self.routed_tokens.is_empty() || !self.expert_tokens.is_empty()
+    }
 }
 
 fn baseline_description(models: usize) -> String {
@@ -367,6 +436,7 @@ impl Workload {
             dispatch: summary(&dispatch),
             combine: summary(&combine),
             inference_time_s: time.inference_time_s,
+            experts_of_gpu: Vec::new(),
         };
         Ok((plan, time.gpu_utilization))
     }
@@ -395,6 +465,7 @@ impl Workload {
             dispatch: summary(&dispatch),
             combine: summary(&combine),
             inference_time_s: colocated_timeline(&shared)?.inference_time_s,
+            experts_of_gpu: Vec::new(),
         };
         Ok((plan, colocated_gpu_utilization(&shared, &ffn_a, &ffn_b)?))
     }
@@ -449,11 +520,14 @@ fn experts_of(placement: &[Vec<usize>], m: usize) -> Vec<&[usize]> {
     placement.iter().map(|experts| &experts[m..=m]).collect()
 }
 
-fn summary(plan: &Plan) -> AllToAllSummary {
+/// The figures and the timetable of a schedule, transfers ordered by sender then start.
+pub(crate) fn summary(plan: &Plan) -> AllToAllSummary {
     AllToAllSummary {
         lower_bound_s: plan.lower_bound_s,
         makespan_s: plan.makespan_s,
         pieces: plan.pieces,
+        nonzero_pairs: plan.nonzero_pairs,
+        timetable: plan.timetable.send_orders().into_iter().flatten().collect(),
     }
 }
 
@@ -508,6 +582,7 @@ mod tests {
             gate_s: 1e-4,
             aggregation_s: 1e-4,
             ffn_flop_per_byte: 1e3,
+            ..Default::default()
         }
     }
 
@@ -532,6 +607,7 @@ mod tests {
             gpus,
             models,
             seed: 3,
+            ..Default::default()
         }
     }
 
@@ -588,15 +664,17 @@ mod tests {
                 gate_s: 1e-3,
                 aggregation_s: 0.5e-3,
                 ffn_flop_per_byte: 1e3,
+                ..Default::default()
             }],
             seed: 0,
+            ..Default::default()
         };
         let plan = plan_inference(&spec).unwrap();
         assert_eq!(plan.scenario, Scenario::ExclusiveHomogeneous);
         assert_eq!(plan.experts_of_gpu, vec![vec![0], vec![1], vec![2]]);
         let close = |x: f64, y: f64| (x - y).abs() <= 1e-12 * y;
         let layer = &plan.layers[0];
-        for a2a in [layer.dispatch, layer.combine] {
+        for a2a in [&layer.dispatch, &layer.combine] {
             assert!(close(a2a.lower_bound_s, 7e-3) && close(a2a.makespan_s, 7e-3));
         }
         assert!(close(layer.inference_time_s, 22.5e-3), "{layer:?}");

@@ -96,6 +96,9 @@ pub struct SchedulePlan {
     pub ratio_to_bound: f64,
     /// Number of transfers (a pair split into pieces counts each piece).
     pub pieces: usize,
+    /// Pairs with traffic, the fewest transfers any schedule can have: `optimal` reaches it
+    /// whenever its one-piece-per-pair greedy meets the bound.
+    pub nonzero_pairs: usize,
     /// Every transfer: `src`, `dst`, `bytes`, `start_s`, `end_s`, sorted by start.
     pub transfers: Vec<Transfer>,
 }
@@ -138,6 +141,7 @@ pub fn plan_schedule(spec: &ScheduleSpec) -> Result<SchedulePlan, PlanError> {
         makespan_s: plan.makespan_s,
         ratio_to_bound: plan.ratio_to_bound(),
         pieces: plan.pieces,
+        nonzero_pairs: plan.nonzero_pairs,
         transfers: plan.timetable.transfers,
     })
 }

@@ -32,6 +32,11 @@ const EMBEDDED_WORKLOAD: &str = include_str!("../demo_workload.json");
 const EMBEDDED_LOADS: &str =
     include_str!("../../../../examples/data/placement/deepseek_like_loads.json");
 
+/// The DeepSeek-like inference spec compiled into the binary (32 GPUs in 4 nodes, 256 experts,
+/// 4 layers of router traces; `examples/examples/deepseek_like_inference.rs` writes it).
+const EMBEDDED_DEEPSEEK_INFERENCE: &str =
+    include_str!("../../../../examples/data/inference_deepseek_like.json");
+
 /// Bytes of one DeepSeek-V3 routed expert in FP8: three 7168 x 2048 matrices.
 const DEEPSEEK_EXPERT_BYTES: f64 = 3.0 * 7168.0 * 2048.0;
 
@@ -65,6 +70,7 @@ struct DemoReport {
     description: String,
     exclusive_inference: InferencePlan,
     colocated_inference: InferencePlan,
+    deepseek_like_inference: InferencePlan,
     training: TrainingPlan,
     grouping: GroupPlan,
     fabric: FabricPlan,
@@ -97,6 +103,7 @@ fn plan_all(workload: Workload) -> Result<DemoReport, CliError> {
         description: workload.description,
         exclusive_inference: plan_inference(&exclusive)?,
         colocated_inference: plan_inference(&workload.inference)?,
+        deepseek_like_inference: plan_inference(&deepseek_inference()?)?,
         training: plan_training(&workload.training)?,
         grouping: plan_groups(&workload.grouping)?,
         fabric: plan_fabrics(&workload.network.fabric)?,
@@ -104,6 +111,12 @@ fn plan_all(workload: Workload) -> Result<DemoReport, CliError> {
         expert_placement: plan_placement(&placement)?,
         expert_rebalance: plan_placement(&rebalance)?,
     })
+}
+
+/// The embedded DeepSeek-like inference spec (many experts per GPU).
+fn deepseek_inference() -> Result<InferenceSpec, CliError> {
+    serde_json::from_str(EMBEDDED_DEEPSEEK_INFERENCE)
+        .map_err(|e| CliError::input(format!("embedded DeepSeek-like inference spec: {e}")))
 }
 
 /// The embedded DeepSeek-like placement, and a rebalance of its plan after 20% drift.
@@ -136,6 +149,16 @@ fn print_report(r: &DemoReport) {
     print_inference(&r.exclusive_inference);
     heading("MoE inference, two colocated models (Aurora §6)");
     print_inference(&r.colocated_inference);
+    heading("MoE inference, DeepSeek-like (32 GPUs in 4 nodes, 256 experts, top-8, 4 layers)");
+    print_inference(&r.deepseek_like_inference);
+    for b in &r.deepseek_like_inference.baselines[1..] {
+        println!(
+            "  vs {:.3} ms ({:.2}x): {}",
+            b.inference_time_s * 1e3,
+            b.speedup,
+            b.description
+        );
+    }
     heading("Expert replication and placement (DeepSeek-like, 58 layers x 256 experts)");
     print_placement(&r.expert_placement, &r.expert_rebalance);
     heading("MoE training layer (Parm Algorithm 1)");

@@ -18,6 +18,10 @@ pub(crate) struct Args {
     /// Override the spec's seed for the random baselines.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Write every layer's dispatch and combine timetables as CSV
+    /// (`layer,phase,src,dst,bytes,start_s,end_s`, ordered by sender then start).
+    #[arg(long)]
+    pub timetable_out: Option<PathBuf>,
 }
 
 /// Plans the deployment and prints it.
@@ -27,6 +31,10 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         spec.seed = seed;
     }
     let plan = plan_inference(&spec)?;
+    if let Some(path) = &args.timetable_out {
+        std::fs::write(path, timetable_csv(&plan))
+            .map_err(|e| CliError::input(format!("cannot write {}: {e}", path.display())))?;
+    }
     if ctx.json {
         return print_json(&plan);
     }
@@ -34,26 +42,50 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Every layer's timetables as CSV rows `layer,phase,src,dst,bytes,start_s,end_s`.
+fn timetable_csv(plan: &InferencePlan) -> String {
+    let mut out = String::from("layer,phase,src,dst,bytes,start_s,end_s\n");
+    for (l, layer) in plan.layers.iter().enumerate() {
+        for (phase, a2a) in [("dispatch", &layer.dispatch), ("combine", &layer.combine)] {
+            for t in &a2a.timetable {
+                out.push_str(&format!(
+                    "{l},{phase},{},{},{},{},{}\n",
+                    t.src, t.dst, t.bytes, t.start_s, t.end_s
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// The human-readable report, shared with `demo`.
 pub(crate) fn print_report(spec: &InferenceSpec, plan: &InferencePlan) {
     let names: Vec<&str> = spec.models.iter().map(|m| m.name.as_str()).collect();
     println!("scenario: {:?}, {} GPUs", plan.scenario, spec.gpus.len());
-    println!("placement (GPU: {}):", names.join(" + "));
+    if plan.experts_of_gpu.is_empty() {
+        println!(
+            "placement: one per layer (many experts per GPU; see --json layers[i].experts_of_gpu)"
+        );
+    } else {
+        println!("placement (GPU: {}):", names.join(" + "));
+    }
     for (g, experts) in plan.experts_of_gpu.iter().enumerate() {
         let list: Vec<String> = experts.iter().map(usize::to_string).collect();
         println!("  GPU {g:>3}: expert {}", list.join(" + "));
     }
     println!(
-        "layer  dispatch bound / makespan (ms)  combine bound / makespan (ms)  layer time (ms)"
+        "layer  dispatch bound / makespan (ms)  combine bound / makespan (ms)  layer time (ms)  dispatch pieces / pairs"
     );
     for (l, layer) in plan.layers.iter().enumerate() {
         println!(
-            "{l:>5}  {:>12.3} / {:<12.3}       {:>12.3} / {:<12.3}      {:>10.3}",
+            "{l:>5}  {:>12.3} / {:<12.3}       {:>12.3} / {:<12.3}      {:>10.3}  {:>8} / {}",
             layer.dispatch.lower_bound_s * 1e3,
             layer.dispatch.makespan_s * 1e3,
             layer.combine.lower_bound_s * 1e3,
             layer.combine.makespan_s * 1e3,
-            layer.inference_time_s * 1e3
+            layer.inference_time_s * 1e3,
+            layer.dispatch.pieces,
+            layer.dispatch.nonzero_pairs
         );
     }
     println!(
@@ -61,10 +93,12 @@ pub(crate) fn print_report(spec: &InferenceSpec, plan: &InferencePlan) {
         plan.inference_time_s * 1e3,
         plan.gpu_utilization * 100.0
     );
-    println!(
-        "baseline ({}): {:.3} ms -> speedup {:.2}x",
-        plan.baseline.description,
-        plan.baseline.inference_time_s * 1e3,
-        plan.speedup_over_baseline
-    );
+    for b in &plan.baselines {
+        println!(
+            "baseline ({}): {:.3} ms -> speedup {:.2}x",
+            b.description,
+            b.inference_time_s * 1e3,
+            b.speedup
+        );
+    }
 }

@@ -76,7 +76,10 @@ fn print_report(plan: &SchedulePlan) {
         plan.makespan_s * 1e3,
         plan.ratio_to_bound
     );
-    println!("pieces:       {}", plan.pieces);
+    println!(
+        "pieces:       {} ({} non-zero pairs, the fewest possible)",
+        plan.pieces, plan.nonzero_pairs
+    );
     if plan.transfers.is_empty() {
         return;
     }
