@@ -231,7 +231,7 @@ fn print_placement(fresh: &PlacementPlan, rebalance: &PlacementPlan) {
     let t = &fresh.totals;
     println!(
         "{} GPUs x {} slots in {} nodes: busiest GPU at {:.4}x the mean load on average over layers \
-         (EPLB {}: {:.4}x); worst gap to the lower bound {:.2}%; EPLB puts {} replicas on a GPU \
+         ({}: {:.4}x); worst gap to the lower bound {:.2}%; EPLB puts {} replicas on a GPU \
          that already holds their expert, we put {}",
         fresh.gpus,
         fresh.slots_per_gpu,
