@@ -9,26 +9,15 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use colocation_matching::{
-    EplbPolicy, LayerLoads, PlacementAlgorithm, PlacementCluster, place, place_layers, rebalance,
+    EplbPolicy, LayerLoads, PlacementAlgorithm, PlacementCluster, lognormal_loads, place,
+    place_layers, rebalance,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
-
-/// `layers` rows of `experts` log-normal loads (`sigma = 1`, 1000 tokens per expert on average).
+/// `layers` rows of `experts` log-normal loads (`sigma = 1`, 1000 tokens per expert on average),
+/// from the workspace's shared generator.
 fn loads(layers: usize, experts: usize, seed: u64) -> Vec<LayerLoads> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let rows = (0..layers)
-        .map(|_| {
-            (0..experts)
-                .map(|_| {
-                    let (u, v): (f64, f64) = (rng.random_range(1e-12..1.0), rng.random());
-                    let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
-                    (1000.0 * (z - 0.5).exp()).round()
-                })
-                .collect()
-        })
-        .collect();
+    let rows = lognormal_loads(layers, experts, 1.0, 1000.0 * experts as f64, seed)
+        .expect("valid workload");
     LayerLoads::layers(rows).expect("valid loads")
 }
 

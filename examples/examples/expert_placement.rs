@@ -13,87 +13,31 @@ use std::time::Instant;
 
 use colocation_matching::{
     EplbPolicy, LayerLoads, Placement, PlacementAlgorithm, PlacementCluster, RobustObjective,
-    count_moves, eplb, place, place_layers, place_robust, rebalance, rebalance_experts,
-    split_tokens,
+    count_moves, drift_loads, eplb, lognormal_loads, place, place_layers, place_robust, rebalance,
+    rebalance_experts, split_tokens, zipf_loads,
 };
+use comm_cost_model::seeded_rng;
+use rand::RngExt;
 
 type Error = Box<dyn std::error::Error>;
 
-/// SplitMix64: a tiny generator fixed by this file, so the numbers recorded in
-/// `docs/reproduction.md` do not depend on a library's choice of algorithm.
-struct SplitMix(u64);
+/// Mean load per expert of every synthetic layer, in tokens.
+const TOKENS_PER_EXPERT: f64 = 1000.0;
 
-impl SplitMix {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (0, 1).
-    fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-
-    /// Standard normal (Box-Muller).
-    fn normal(&mut self) -> f64 {
-        let (u, v) = (self.unit(), self.unit());
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    }
-
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = (self.next_u64() % (i as u64 + 1)) as usize;
-            v.swap(i, j);
-        }
-    }
-}
-
-/// `layers` x `experts` loads `round(1000 exp(sigma z - sigma^2 / 2))`, `z` standard normal
-/// (mean 1000 tokens per expert).
-fn log_normal(layers: usize, experts: usize, sigma: f64, seed: u64) -> Vec<Vec<f64>> {
-    let mut rng = SplitMix(seed);
-    (0..layers)
-        .map(|_| {
-            (0..experts)
-                .map(|_| (1000.0 * (sigma * rng.normal() - sigma * sigma / 2.0).exp()).round())
-                .collect()
-        })
-        .collect()
-}
-
-/// `layers` x `experts` Zipf(`s`) loads (`p_k ∝ 1 / k^s`, 1000 tokens per expert on average),
-/// shuffled per layer.
-fn zipf(layers: usize, experts: usize, s: f64, seed: u64) -> Vec<Vec<f64>> {
-    let mut rng = SplitMix(seed);
-    let weights: Vec<f64> = (1..=experts).map(|k| 1.0 / (k as f64).powf(s)).collect();
-    let total: f64 = weights.iter().sum();
-    (0..layers)
-        .map(|_| {
-            let mut w: Vec<f64> = weights
-                .iter()
-                .map(|p| (p / total * 1000.0 * experts as f64).round())
-                .collect();
-            rng.shuffle(&mut w);
-            w
-        })
-        .collect()
-}
-
-/// Every load times `exp(sigma z - sigma^2 / 2)`, `z` standard normal (mean factor 1).
-fn drift(layers: &[Vec<f64>], sigma: f64, seed: u64) -> Vec<Vec<f64>> {
-    log_normal(layers.len(), layers[0].len(), sigma, seed)
-        .iter()
-        .zip(layers)
-        .map(|(noise, l)| {
-            l.iter()
-                .zip(noise)
-                .map(|(&w, &f)| (w * f / 1000.0).round())
-                .collect()
-        })
-        .collect()
+/// `layers` x `experts` log-normal loads (shared generator, 1000 tokens per expert on average).
+fn log_normal(
+    layers: usize,
+    experts: usize,
+    sigma: f64,
+    seed: u64,
+) -> Result<Vec<Vec<f64>>, Error> {
+    Ok(lognormal_loads(
+        layers,
+        experts,
+        sigma,
+        TOKENS_PER_EXPERT * experts as f64,
+        seed,
+    )?)
 }
 
 fn published() -> Result<(), Error> {
@@ -218,7 +162,7 @@ fn compare(name: &str, layers: &[LayerLoads], cluster: &PlacementCluster) -> Res
 }
 
 fn rebalancing(old: &[Vec<f64>], cluster: &PlacementCluster) -> Result<(), Error> {
-    let new = LayerLoads::layers(drift(old, 0.2, 7))?;
+    let new = LayerLoads::layers(drift_loads(old, 0.2, 7)?)?;
     let old = LayerLoads::layers(old.to_vec())?;
     let experts = old[0].len();
     let n = old.len() as f64;
@@ -280,8 +224,8 @@ fn robust(base: &[Vec<f64>], cluster: &PlacementCluster) -> Result<(), Error> {
     for (l, layer) in base.iter().take(8).enumerate() {
         let windows = LayerLoads::layers(
             (0..4)
-                .map(|k| drift(std::slice::from_ref(layer), 0.2, 100 + k).remove(0))
-                .collect(),
+                .map(|k| Ok(drift_loads(std::slice::from_ref(layer), 0.2, 100 + k)?.remove(0)))
+                .collect::<Result<Vec<_>, Error>>()?,
         )?;
         let mean = windows.iter().map(LayerLoads::total).sum::<f64>()
             / windows.len() as f64
@@ -298,7 +242,7 @@ fn robust(base: &[Vec<f64>], cluster: &PlacementCluster) -> Result<(), Error> {
 }
 
 fn token_split(layers: &[LayerLoads], cluster: &PlacementCluster) -> Result<(), Error> {
-    let mut rng = SplitMix(9);
+    let mut rng = seeded_rng(9, 0);
     let (mut even, mut balanced) = (0.0, 0.0);
     for w in layers {
         let p = place(w, cluster, PlacementAlgorithm::Optimal)?;
@@ -307,7 +251,7 @@ fn token_split(layers: &[LayerLoads], cluster: &PlacementCluster) -> Result<(), 
         let tokens: Vec<u64> = w
             .as_slice()
             .iter()
-            .map(|&x| (x / total * 131_072.0 * (0.7 + 0.6 * rng.unit())).round() as u64)
+            .map(|&x| (x / total * 131_072.0 * (0.7 + 0.6 * rng.random::<f64>())).round() as u64)
             .collect();
         let s = split_tokens(&p.physical_to_logical, &tokens, cluster)?;
         let mean = tokens.iter().sum::<u64>() as f64 / cluster.gpus() as f64;
@@ -326,19 +270,19 @@ fn token_split(layers: &[LayerLoads], cluster: &PlacementCluster) -> Result<(), 
 fn main() -> Result<(), Error> {
     published()?;
     let cluster = PlacementCluster::uniform(32, 9, 4)?;
-    let ln = log_normal(58, 256, 1.0, 1);
+    let ln = log_normal(58, 256, 1.0, 1)?;
     let ln_layers = LayerLoads::layers(ln.clone())?;
     compare("log-normal(sigma = 1)", &ln_layers, &cluster)?;
     compare(
         "Zipf(1.0)",
-        &LayerLoads::layers(zipf(58, 256, 1.0, 2))?,
+        &LayerLoads::layers(zipf_loads(58, 256, 1.0, TOKENS_PER_EXPERT * 256.0, 2)?)?,
         &cluster,
     )?;
     rebalancing(&ln, &cluster)?;
     robust(&ln, &cluster)?;
     token_split(&ln_layers, &cluster)?;
     let big = PlacementCluster::uniform(1024, 5, 128)?;
-    let one = LayerLoads::layers(log_normal(1, 4096, 1.0, 3))?;
+    let one = LayerLoads::layers(log_normal(1, 4096, 1.0, 3)?)?;
     let t = Instant::now();
     let p = place(&one[0], &big, PlacementAlgorithm::Optimal)?;
     let dt = t.elapsed();
