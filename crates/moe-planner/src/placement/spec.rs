@@ -57,7 +57,9 @@ pub struct PlacementSpec {
     #[serde(default)]
     pub policy: PlacementPolicy,
     /// The placement serving now, `[layers][R]` logical expert per slot (SGLang's
-    /// `physical_to_logical_map`); turns the plan into a fewest-move rebalance.
+    /// `physical_to_logical_map`); turns the plan into a fewest-move rebalance (policy
+    /// `optimal` without `windows`; with windows or another policy, the plan is made as usual
+    /// and its moves from this placement are reported).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current: Option<Vec<Vec<i64>>>,
     /// Allowed relative excess of the maximum GPU load over the best found, traded for fewer
