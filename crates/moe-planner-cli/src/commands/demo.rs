@@ -191,6 +191,15 @@ fn placement_specs() -> Result<(PlacementSpec, PlacementSpec), CliError> {
     Ok((fresh, rebalance))
 }
 
+/// A value's JSON spelling (`exclusive-homogeneous`, not `ExclusiveHomogeneous`).
+fn json_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::from("?"),
+    }
+}
+
 fn heading(title: &str) {
     println!("\n== {title} ==");
 }
@@ -216,11 +225,11 @@ fn print_report(r: &DemoReport) {
     heading("MoE training layer (Parm Algorithm 1)");
     let t = &r.training;
     println!(
-        "baseline {:.3} ms, S1 {:.3} ms, S2 {:.3} ms -> run {:?} ({:.2}x over the baseline)",
+        "baseline {:.3} ms, S1 {:.3} ms, S2 {:.3} ms -> run {} ({:.2}x over the baseline)",
         t.baseline_s * 1e3,
         t.s1_s * 1e3,
         t.s2_s * 1e3,
-        t.choice,
+        json_name(&t.choice),
         t.speedup
     );
     heading("Expert-parallel groups (Aristos LysiGroup)");
@@ -264,16 +273,18 @@ fn print_inference(plan: &InferencePlan) {
     let bound: f64 = plan.layers.iter().map(|l| l.dispatch.lower_bound_s).sum();
     let made: f64 = plan.layers.iter().map(|l| l.dispatch.makespan_s).sum();
     println!(
-        "{:?}: {} layers, dispatch all-to-all {:.3} ms (lower bound {:.3} ms)",
-        plan.scenario,
+        "scenario {}: {} layers; dispatch all-to-all summed over the layers {:.3} ms (lower bound {:.3} ms)",
+        json_name(&plan.scenario),
         plan.layers.len(),
         made * 1e3,
         bound * 1e3
     );
     println!(
-        "inference time {:.3} ms, GPU utilization {:.1}%; baseline {:.3} ms -> {:.2}x faster",
+        "inference time (all layers) {:.3} ms, GPU compute busy {:.1}% of it; baseline \
+         ({}) {:.3} ms -> ours is {:.2}x faster",
         plan.inference_time_s * 1e3,
         plan.gpu_utilization * 100.0,
+        plan.baseline.description,
         plan.baseline.inference_time_s * 1e3,
         plan.speedup_over_baseline
     );
