@@ -9,6 +9,7 @@ mod commands;
 mod error;
 mod input;
 mod output;
+mod plot;
 
 use std::process::ExitCode;
 

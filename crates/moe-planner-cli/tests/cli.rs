@@ -1,6 +1,8 @@
 //! End-to-end tests of the `moe-planner` binary: every subcommand on the example files, the
 //! JSON keys docs/cli.md promises, and one-line errors with the documented exit codes.
 
+mod svg_check;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -68,7 +70,18 @@ fn help_lists_every_subcommand() {
 
 #[test]
 fn demo_runs_every_planner() {
-    let v = json(&["demo"]);
+    let out = svg_check::scratch_dir("demo");
+    let v = json(&["demo", "--out", &out.to_string_lossy()]);
+    for (file, label) in [
+        ("alltoall-timetable.svg", "lower bound"),
+        ("traffic-matrix.svg", "MB sent"),
+        ("expert-placement.svg", "eplb"),
+        ("inference-time.svg", "inference time (ms)"),
+        ("hb-domain-sweep.svg", "iteration time (s)"),
+        ("network-cost.svg", "million USD"),
+    ] {
+        svg_check::assert_svg_labels(&out.join(file), &[label]);
+    }
     assert_keys(
         &v,
         &[

@@ -8,7 +8,7 @@
 //! (`examples/data/placement/deepseek_like_loads.json`: 58 layers x 256 experts) on 32 GPUs with
 //! 9 slots each in 4 nodes, then rebalances after 20% drift.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use moe_planner::colocation_matching::drift_loads;
 use moe_planner::grouping::{GroupPlan, GroupSpec, plan_groups};
@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::CliError;
 use crate::input::read_json;
 use crate::output::{Context, print_json};
+use crate::plot::demo::DemoPlots;
 
 /// The workload compiled into the binary.
 const EMBEDDED_WORKLOAD: &str = include_str!("../demo_workload.json");
@@ -46,6 +47,9 @@ pub(crate) struct Args {
     /// Run on this workload file instead of the embedded one (same JSON shape).
     #[arg(long)]
     pub workload: Option<PathBuf>,
+    /// Directory for the plots (SVG), created if missing.
+    #[arg(long, default_value = "moe-planner-demo")]
+    pub out: PathBuf,
 }
 
 /// One spec per planner.
@@ -86,21 +90,69 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         None => serde_json::from_str(EMBEDDED_WORKLOAD)
             .map_err(|e| CliError::input(format!("embedded demo workload: {e}")))?,
     };
-    let report = plan_all(workload)?;
+    let (placement, rebalance) = placement_specs()?;
+    let report = plan_all(&workload, &placement, &rebalance)?;
+    let files = write_plots(&args.out, &workload, &placement, &report)?;
     if ctx.json {
         return print_json(&report);
     }
     print_report(&report);
+    println!("\nPlots written to {}:", args.out.display());
+    for f in &files {
+        let name = f.file_name().map_or_else(
+            || f.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        println!("  {name}");
+    }
     Ok(())
 }
 
-fn plan_all(workload: Workload) -> Result<DemoReport, CliError> {
+fn write_plots(
+    dir: &Path,
+    workload: &Workload,
+    placement: &PlacementSpec,
+    report: &DemoReport,
+) -> Result<Vec<PathBuf>, CliError> {
+    let first = workload
+        .inference
+        .models
+        .first()
+        .and_then(|m| m.layers.first())
+        .ok_or_else(|| CliError::input("the demo workload's first model has no layer"))?;
+    let plots = DemoPlots {
+        traffic: first,
+        bandwidth_gbps: workload
+            .inference
+            .gpus
+            .iter()
+            .map(|g| g.bandwidth_gbps)
+            .collect(),
+        inference: vec![
+            ("one model (exclusive)", &report.exclusive_inference),
+            ("two colocated models", &report.colocated_inference),
+            (
+                "DeepSeek-like, 256 experts on 32 GPUs",
+                &report.deepseek_like_inference,
+            ),
+        ],
+        placement: (placement, &report.expert_placement),
+        search: &workload.network.search,
+        fabric: &workload.network.fabric,
+    };
+    crate::plot::demo::write_all(dir, &plots)
+}
+
+fn plan_all(
+    workload: &Workload,
+    placement: &PlacementSpec,
+    rebalance: &PlacementSpec,
+) -> Result<DemoReport, CliError> {
     // The first model alone shows the exclusive scenario; both together the colocated one.
     let mut exclusive = workload.inference.clone();
     exclusive.models.truncate(1);
-    let (placement, rebalance) = placement_specs()?;
     Ok(DemoReport {
-        description: workload.description,
+        description: workload.description.clone(),
         exclusive_inference: plan_inference(&exclusive)?,
         colocated_inference: plan_inference(&workload.inference)?,
         deepseek_like_inference: plan_inference(&deepseek_inference()?)?,
@@ -108,8 +160,8 @@ fn plan_all(workload: Workload) -> Result<DemoReport, CliError> {
         grouping: plan_groups(&workload.grouping)?,
         fabric: plan_fabrics(&workload.network.fabric)?,
         parallelization: plan_search(&workload.network.search)?,
-        expert_placement: plan_placement(&placement)?,
-        expert_rebalance: plan_placement(&rebalance)?,
+        expert_placement: plan_placement(placement)?,
+        expert_rebalance: plan_placement(rebalance)?,
     })
 }
 
@@ -139,6 +191,15 @@ fn placement_specs() -> Result<(PlacementSpec, PlacementSpec), CliError> {
     Ok((fresh, rebalance))
 }
 
+/// A value's JSON spelling (`exclusive-homogeneous`, not `ExclusiveHomogeneous`).
+fn json_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::from("?"),
+    }
+}
+
 fn heading(title: &str) {
     println!("\n== {title} ==");
 }
@@ -164,11 +225,11 @@ fn print_report(r: &DemoReport) {
     heading("MoE training layer (Parm Algorithm 1)");
     let t = &r.training;
     println!(
-        "baseline {:.3} ms, S1 {:.3} ms, S2 {:.3} ms -> run {:?} ({:.2}x over the baseline)",
+        "baseline {:.3} ms, S1 {:.3} ms, S2 {:.3} ms -> run {} ({:.2}x over the baseline)",
         t.baseline_s * 1e3,
         t.s1_s * 1e3,
         t.s2_s * 1e3,
-        t.choice,
+        json_name(&t.choice),
         t.speedup
     );
     heading("Expert-parallel groups (Aristos LysiGroup)");
@@ -212,16 +273,18 @@ fn print_inference(plan: &InferencePlan) {
     let bound: f64 = plan.layers.iter().map(|l| l.dispatch.lower_bound_s).sum();
     let made: f64 = plan.layers.iter().map(|l| l.dispatch.makespan_s).sum();
     println!(
-        "{:?}: {} layers, dispatch all-to-all {:.3} ms (lower bound {:.3} ms)",
-        plan.scenario,
+        "scenario {}: {} layers; dispatch all-to-all summed over the layers {:.3} ms (lower bound {:.3} ms)",
+        json_name(&plan.scenario),
         plan.layers.len(),
         made * 1e3,
         bound * 1e3
     );
     println!(
-        "inference time {:.3} ms, GPU utilization {:.1}%; baseline {:.3} ms -> {:.2}x faster",
+        "inference time (all layers) {:.3} ms, GPU compute busy {:.1}% of it; baseline \
+         ({}) {:.3} ms -> ours is {:.2}x faster",
         plan.inference_time_s * 1e3,
         plan.gpu_utilization * 100.0,
+        plan.baseline.description,
         plan.baseline.inference_time_s * 1e3,
         plan.speedup_over_baseline
     );

@@ -22,6 +22,9 @@ pub(crate) struct Args {
     /// (`layer,phase,src,dst,bytes,start_s,end_s`, ordered by sender then start).
     #[arg(long)]
     pub timetable_out: Option<PathBuf>,
+    /// Write a plot to this SVG file: inference time of the plan next to every baseline.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
 }
 
 /// Plans the deployment and prints it.
@@ -31,6 +34,9 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         spec.seed = seed;
     }
     let plan = plan_inference(&spec)?;
+    if let Some(path) = &args.svg {
+        crate::plot::inference::write(path, &[("this deployment", &plan)])?;
+    }
     if let Some(path) = &args.timetable_out {
         std::fs::write(path, timetable_csv(&plan))
             .map_err(|e| CliError::input(format!("cannot write {}: {e}", path.display())))?;

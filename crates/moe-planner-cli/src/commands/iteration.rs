@@ -2,7 +2,7 @@
 //! Eq. 2–7), for a given parallelization or the best one found by search (Appendix C).
 
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use moe_planner::network::{
@@ -52,6 +52,10 @@ pub(crate) struct Args {
     /// Configurations listed with --search.
     #[arg(long, default_value_t = 5)]
     pub top: usize,
+    /// Write a plot to this SVG file: with --search, the best iteration time against the HB-domain size
+    /// K = 1, 2, 4, ... (rail-only Fig. 9).
+    #[arg(long, requires = "search")]
+    pub svg: Option<PathBuf>,
 }
 
 fn model_ref(arg: &str) -> Result<ModelRef, CliError> {
@@ -140,6 +144,9 @@ fn run_search(
     });
     bar.finish_and_clear();
     let plan = result?;
+    if let Some(path) = &args.svg {
+        crate::plot::sweep::write_hb_domain_sweep(path, &spec)?;
+    }
     if ctx.json {
         return print_json(&plan);
     }

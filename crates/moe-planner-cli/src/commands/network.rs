@@ -1,6 +1,8 @@
 //! `moe-planner network`: switches, transceivers and cost of rail-optimized vs rail-only fabrics
 //! (rail-only paper §6.5, Table 2).
 
+use std::path::PathBuf;
+
 use moe_planner::network::{FabricSpec, plan_fabrics};
 use moe_planner::rail_network::fabric::FabricCounts;
 
@@ -25,6 +27,9 @@ pub(crate) struct Args {
     /// USD per switch port.
     #[arg(long, default_value_t = 748.0)]
     pub switch_port_usd: f64,
+    /// Write a plot to this SVG file: both fabrics' cost against the HB-domain size K = 1, 2, 4, ....
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
 }
 
 fn row(name: &str, f: &FabricCounts) {
@@ -42,6 +47,9 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         ..FabricSpec::new(args.gpus, args.hb_domain, args.radix)
     };
     let cmp = plan_fabrics(&spec)?;
+    if let Some(path) = &args.svg {
+        crate::plot::sweep::write_cost_sweep(path, &spec)?;
+    }
     if ctx.json {
         return print_json(&cmp);
     }

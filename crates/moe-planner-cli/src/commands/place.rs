@@ -60,6 +60,10 @@ pub(crate) struct Args {
     /// `{"physical_to_logical_map": [[...]]}`).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write a plot to this SVG file: the busiest GPU's load per layer and one layer's per-GPU loads, ours next to
+    /// EPLB's, with the lower bound.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
 }
 
 /// The planners of `place`.
@@ -90,6 +94,9 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let plan = plan_placement(&spec)?;
     if let Some(path) = &args.out {
         write_engine_file(path, &plan)?;
+    }
+    if let Some(path) = &args.svg {
+        crate::plot::placement::write(path, &spec, &plan)?;
     }
     if ctx.json {
         return print_json(&plan);

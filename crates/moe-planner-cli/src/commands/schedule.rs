@@ -31,6 +31,9 @@ pub(crate) struct Args {
     /// Seed of the randomized algorithms (aurora-greedy, random).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Write a plot to this SVG file: the timetable per GPU as a Gantt chart, next to SJF on the same axis.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
 }
 
 fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
@@ -50,6 +53,9 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         seed: args.seed,
     };
     let plan = plan_schedule(&spec)?;
+    if let Some(path) = &args.svg {
+        crate::plot::gantt::write_with_sjf(path, "All-to-all timetable per GPU", &spec, &plan)?;
+    }
     if ctx.json {
         return print_json(&plan);
     }
