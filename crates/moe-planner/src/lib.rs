@@ -54,6 +54,8 @@ pub mod colocation;
 pub mod fitting;
 pub mod grouping;
 pub mod inference;
+pub mod measured;
+pub mod nccl_tests;
 pub mod network;
 pub mod placement;
 pub mod schedule;
