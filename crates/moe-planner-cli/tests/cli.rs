@@ -387,3 +387,46 @@ fn place_reads_sglang_dumps_and_rejects_bad_input() {
         Some(2)
     );
 }
+
+#[test]
+fn fit_reads_nccl_tests_output_and_measured_tables() {
+    let v = json(&[
+        "fit",
+        "--measurements",
+        &data("measured/nccl_tests_all_gather_h100x8.txt"),
+        "--collective",
+        "all_gather",
+    ]);
+    let fit = &v["fits"][0];
+    assert_eq!(fit["collective"], "all-gather");
+    assert_eq!(fit["gpus"], 8);
+    let segments = fit["segments"].as_array().unwrap();
+    assert!(segments.len() >= 2);
+    for s in segments {
+        assert_keys(
+            s,
+            &[
+                "min_bytes",
+                "max_bytes",
+                "alpha_s",
+                "beta_s_per_byte",
+                "r_squared",
+                "regime",
+                "bus_bandwidth_bytes_per_s",
+            ],
+        );
+    }
+    assert_eq!(segments.last().unwrap()["regime"], "bandwidth-bound");
+    let table = json(&["fit", "--measurements", &data("measured/nccl_h100_sxm.csv")]);
+    assert_eq!(table["fits"].as_array().unwrap().len(), 12);
+    let single = json(&["fit", "--measurements", &data("allgather_measurements.csv")]);
+    assert!(!single["segments"].as_array().unwrap().is_empty());
+    assert_fails(
+        &[
+            "fit",
+            "--measurements",
+            &data("measured/nccl_tests_all_gather_h100x8.txt"),
+        ],
+        1,
+    );
+}
