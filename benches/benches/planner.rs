@@ -64,6 +64,7 @@ fn inference(c: &mut Criterion) {
                 gpus: gpus(n, hetero),
                 models: specs,
                 seed: 7,
+                link_fits: None,
             };
             group.bench_with_input(BenchmarkId::new(name, n), &spec, |b, s| {
                 b.iter(|| plan_inference(black_box(s)).unwrap())

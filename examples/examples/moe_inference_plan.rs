@@ -81,6 +81,7 @@ fn run(models: usize, heterogeneous: bool) -> Result<Summary, Box<dyn std::error
             gpus: cluster(heterogeneous),
             models: specs,
             seed,
+            link_fits: None,
         };
         let plan: InferencePlan = plan_inference(&spec)?;
         s.speedup.push(plan.speedup_over_baseline);

@@ -21,7 +21,7 @@ use topology_partition::TopologyError;
 /// use moe_planner::PlanError;
 /// use moe_planner::comm_cost_model::CostModelError;
 /// use moe_planner::inference::{plan_inference, InferenceSpec};
-/// let spec = InferenceSpec { gpus: vec![], models: vec![], seed: 0 };
+/// let spec = InferenceSpec { gpus: vec![], models: vec![], seed: 0, link_fits: None };
 /// assert!(matches!(
 ///     plan_inference(&spec),
 ///     Err(PlanError::Cost(CostModelError::CountTooSmall { what: "GPUs", .. }))

@@ -195,6 +195,63 @@ impl CollectiveFitPlan {
     }
 }
 
+impl CollectiveFitPlan {
+    /// The fit of `collective` on the most GPUs not above `max_gpus`: the link constants of a
+    /// group of `max_gpus` when that exact count was not measured.
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::MissingField`] when no fit of `collective` has at most `max_gpus` GPUs.
+    pub fn link_for(
+        &self,
+        collective: Collective,
+        max_gpus: u64,
+    ) -> Result<&CollectiveFit, PlanError> {
+        self.fits
+            .iter()
+            .filter(|f| f.collective == collective && f.gpus <= max_gpus)
+            .max_by_key(|f| f.gpus)
+            .ok_or(PlanError::MissingField {
+                field: "fits[] of the collective with at most the group's GPUs",
+                needed_by: "fitted link constants",
+            })
+    }
+}
+
+impl CollectiveFit {
+    /// Bus bandwidth of the largest-size segment, bytes/s (the per-GPU link bandwidth the
+    /// collective reaches on large messages).
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::MissingField`] for a fit without segments or with `beta = 0`.
+    pub fn bus_bandwidth_bytes_per_s(&self) -> Result<f64, PlanError> {
+        self.segments
+            .last()
+            .and_then(|s| s.bus_bandwidth_bytes_per_s)
+            .filter(|b| b.is_finite() && *b > 0.0)
+            .ok_or(PlanError::MissingField {
+                field: "segments[].bus_bandwidth_bytes_per_s",
+                needed_by: "fitted link bandwidth",
+            })
+    }
+
+    /// Start-up of the smallest-size segment, seconds (the latency of a tiny collective).
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::MissingField`] for a fit without segments.
+    pub fn small_message_latency_s(&self) -> Result<Seconds, PlanError> {
+        self.segments
+            .first()
+            .map(|s| s.alpha_s)
+            .ok_or(PlanError::MissingField {
+                field: "segments",
+                needed_by: "fitted link latency",
+            })
+    }
+}
+
 fn segment_plan(s: &Segment, bus_factor: Option<f64>) -> SegmentPlan {
     SegmentPlan {
         min_bytes: s.min_bytes,

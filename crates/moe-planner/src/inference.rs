@@ -39,6 +39,7 @@
 //!     gpus: vec![GpuInput { tflops: 100.0, bandwidth_gbps: 100.0 }; 3],
 //!     models: vec![model],
 //!     seed: 7,
+//!     link_fits: None,
 //! };
 //! let plan = plan_inference(&spec)?;
 //! // The optimal order reaches the all-to-all lower bound on every layer.
@@ -99,6 +100,11 @@ pub struct InferenceSpec {
     /// Seed of the random baselines (RGA, REC).
     #[serde(default)]
     pub seed: u64,
+    /// Measured link fits (`fit --json` output): when given, every GPU's bandwidth is the bus
+    /// bandwidth of the fitted AlltoAll on the most GPUs measured up to the GPU count
+    /// ([`crate::fitting::CollectiveFitPlan::link_for`]), replacing `bandwidth_gbps`.
+    #[serde(default)]
+    pub link_fits: Option<crate::fitting::CollectiveFitPlan>,
 }
 
 /// Which of Aurora's four scenarios the spec falls in.
@@ -260,6 +266,14 @@ impl Workload {
                 })
             })
             .collect::<Result<Vec<_>, CostModelError>>()?;
+        let mut gpus = gpus;
+        if let Some(fits) = &spec.link_fits {
+            let fitted = fits
+                .link_for(comm_cost_model::gpu_scaling::Collective::AllToAll, n as u64)?
+                .bus_bandwidth_bytes_per_s()?;
+            gpus.iter_mut()
+                .for_each(|g| g.bandwidth_bytes_per_s = fitted);
+        }
         let bandwidth = Bandwidth::per_gpu(gpus.iter().map(|g| g.bandwidth_bytes_per_s).collect())?;
         let models = spec
             .models
@@ -532,6 +546,7 @@ mod tests {
             gpus,
             models,
             seed: 3,
+            link_fits: None,
         }
     }
 
@@ -590,6 +605,7 @@ mod tests {
                 ffn_flop_per_byte: 1e3,
             }],
             seed: 0,
+            link_fits: None,
         };
         let plan = plan_inference(&spec).unwrap();
         assert_eq!(plan.scenario, Scenario::ExclusiveHomogeneous);

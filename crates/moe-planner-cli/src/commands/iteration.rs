@@ -2,9 +2,10 @@
 //! Eq. 2–7), for a given parallelization or the best one found by search (Appendix C).
 
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use moe_planner::fitting::CollectiveFitPlan;
 use moe_planner::network::{
     IterationPlan, IterationSpec, ModelRef, ParallelSpec, SearchSpec, SystemRef, model_by_name,
     plan_iteration, plan_search_with_progress, system_by_name,
@@ -52,6 +53,10 @@ pub(crate) struct Args {
     /// Configurations listed with --search.
     #[arg(long, default_value_t = 5)]
     pub top: usize,
+    /// `fit --json` output of measured collectives: the HB-domain bandwidth and per-step
+    /// latency come from its AllGather fit.
+    #[arg(long)]
+    pub fit: Option<PathBuf>,
 }
 
 fn model_ref(arg: &str) -> Result<ModelRef, CliError> {
@@ -115,6 +120,7 @@ fn run_search(
     ctx: &Context,
     model: ModelRef,
     system: SystemRef,
+    link_fits: Option<CollectiveFitPlan>,
 ) -> Result<(), CliError> {
     let spec = SearchSpec {
         model,
@@ -123,6 +129,7 @@ fn run_search(
         global_batch: args.global_batch.unwrap_or(args.gpus),
         keep: args.top.max(1),
         compute: None,
+        link_fits: link_fits.clone(),
     };
     let show_bar = !ctx.json && std::io::stderr().is_terminal();
     let bar = if show_bar {
@@ -172,8 +179,9 @@ fn run_search(
 pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let model = model_ref(&args.model)?;
     let system = system_ref(&args.system)?;
+    let link_fits: Option<CollectiveFitPlan> = args.fit.as_deref().map(read_json).transpose()?;
     if args.search {
-        return run_search(args, ctx, model, system);
+        return run_search(args, ctx, model, system, link_fits);
     }
     let (Some(tp), Some(pp)) = (args.tp, args.pp) else {
         return Err(CliError::input("give --tp and --pp, or --search"));
@@ -191,6 +199,7 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
             interleave: args.interleave,
         },
         compute: None,
+        link_fits: link_fits.clone(),
     };
     let plan = plan_iteration(&spec)?;
     if ctx.json {
