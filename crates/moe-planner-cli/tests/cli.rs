@@ -470,3 +470,36 @@ fn train_and_iteration_accept_fitted_links() {
         1,
     );
 }
+
+#[test]
+fn iteration_chooses_recomputation_and_compute_model() {
+    // MT-NLG 530B on 2240 GPUs (Smith et al. 2022: 60.1 s measured), full recomputation.
+    let base = [
+        "iteration",
+        "--model",
+        "gpt-529.6b",
+        "--system",
+        "dgx-a100",
+        "--gpus",
+        "2240",
+        "--tp",
+        "8",
+        "--pp",
+        "35",
+        "--global-batch",
+        "1920",
+    ];
+    let time = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        json(&args)["iteration_time_s"].as_f64().unwrap()
+    };
+    let selective = time(&[]);
+    let full = time(&["--recompute", "full"]);
+    let calibrated = time(&["--recompute", "full", "--compute", "calibrated"]);
+    assert!(full > selective);
+    assert!((calibrated - 46.83).abs() < 0.1, "{calibrated}");
+    let mut bad = base.to_vec();
+    bad.extend(["--compute", "measured"]);
+    assert_fails(&bad, 1);
+}

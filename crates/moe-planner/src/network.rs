@@ -346,6 +346,38 @@ impl SystemRef {
     }
 }
 
+/// Names of the compute-model presets of [`compute_by_name`].
+pub const COMPUTE_PRESET_NAMES: [&str; 2] = ["paper", "calibrated"];
+
+/// A compute model by name: `paper` ([`ComputeModel::paper`], the rail-only paper's
+/// assumptions) or `calibrated` ([`ComputeModel::calibrated`], fitted on nine published runs;
+/// see docs/reproduction.md for its held-out accuracy and valid range).
+///
+/// # Errors
+///
+/// [`PlanError::Rail`] (`UnknownPreset`) listing the valid names.
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::network::compute_by_name;
+/// assert!(compute_by_name("calibrated")?.gemm_efficiency < 1.0);
+/// assert!(compute_by_name("measured").is_err());
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn compute_by_name(name: &str) -> Result<ComputeModel, PlanError> {
+    match name.to_ascii_lowercase().as_str() {
+        "paper" => Ok(ComputeModel::paper()),
+        "calibrated" => Ok(ComputeModel::calibrated()),
+        _ => Err(rail_network::RailNetworkError::UnknownPreset {
+            kind: "compute model",
+            name: name.to_string(),
+            known: COMPUTE_PRESET_NAMES.join(", "),
+        }
+        .into()),
+    }
+}
+
 /// The iteration model of a model, a system and compute assumptions (the paper's by default).
 fn iteration_model(
     model: &ModelRef,
