@@ -136,7 +136,7 @@ impl PiecewiseFit {
 /// than `min_points`; `NonFinite`/`Negative` for a bad size, [`CostModelError::NotPositive`]
 /// for a zero or negative time (relative errors need positive times);
 /// [`CostModelError::Degenerate`] for fewer than two distinct sizes;
-/// [`CostModelError::TooLarge`] above 4096 samples.
+/// [`CostModelError::TooLarge`] above 1024 samples.
 ///
 /// # Complexity
 ///

@@ -13,8 +13,9 @@
 
 use crate::CostModelError;
 
-/// The most samples one piecewise fit accepts (the dynamic program is O(n^2 k)).
-pub(crate) const MAX_SAMPLES: usize = 4096;
+/// The most samples one piecewise fit accepts (the dynamic program is O(n^2 k) time and
+/// O(n^2) memory).
+pub(crate) const MAX_SAMPLES: usize = 1024;
 
 /// One fitted run: rows `start..end` of the sorted input and its coefficients.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -98,25 +99,31 @@ impl<const D: usize> Prefix<D> {
     }
 }
 
-/// Solves `G c = b` on the active columns (Gaussian elimination with partial pivoting); a
-/// column whose pivot vanishes (collinear with the others on this run) is made inactive.
+/// Solves `G c = b` on the active columns (Gaussian elimination with partial pivoting, no
+/// allocation); a column whose pivot vanishes (collinear with the others on this run) is made
+/// inactive.
 fn solve_active<const D: usize>(
     g: &[[f64; D]; D],
     b: &[f64; D],
     active: &mut [bool; D],
 ) -> [f64; D] {
     loop {
-        let idx: Vec<usize> = (0..D).filter(|&j| active[j]).collect();
-        let m = idx.len();
-        let mut a: Vec<Vec<f64>> = idx
-            .iter()
-            .map(|&j| {
-                let mut row: Vec<f64> = idx.iter().map(|&k| g[j][k]).collect();
-                row.push(b[j]);
-                row
-            })
-            .collect();
-        let tol = 1e-12 * idx.iter().map(|&j| g[j][j]).fold(0.0, f64::max);
+        let mut idx = [0usize; D];
+        let mut m = 0;
+        for (j, &on) in active.iter().enumerate() {
+            if on {
+                idx[m] = j;
+                m += 1;
+            }
+        }
+        let (mut a, mut rhs) = ([[0.0; D]; D], [0.0; D]);
+        for r in 0..m {
+            for c in 0..m {
+                a[r][c] = g[idx[r]][idx[c]];
+            }
+            rhs[r] = b[idx[r]];
+        }
+        let tol = 1e-12 * (0..m).map(|r| a[r][r]).fold(0.0, f64::max);
         let mut singular = None;
         for col in 0..m {
             let pivot = (col..m)
@@ -127,26 +134,28 @@ fn solve_active<const D: usize>(
                 break;
             }
             a.swap(col, pivot);
+            rhs.swap(col, pivot);
+            let pivot_row = a[col];
             for row in col + 1..m {
-                let f = a[row][col] / a[col][col];
-                let (upper, lower) = a.split_at_mut(row);
-                for (x, p) in lower[0][col..].iter_mut().zip(&upper[col][col..]) {
+                let f = a[row][col] / pivot_row[col];
+                for (x, p) in a[row][col..m].iter_mut().zip(&pivot_row[col..m]) {
                     *x -= f * p;
                 }
+                rhs[row] -= f * rhs[col];
             }
         }
         if let Some(j) = singular {
             active[j] = false;
             continue;
         }
-        let mut x = vec![0.0; m];
+        let mut x = [0.0; D];
         for row in (0..m).rev() {
             let tail: f64 = (row + 1..m).map(|k| a[row][k] * x[k]).sum();
-            x[row] = (a[row][m] - tail) / a[row][row];
+            x[row] = (rhs[row] - tail) / a[row][row];
         }
         let mut c = [0.0; D];
-        for (pos, &j) in idx.iter().enumerate() {
-            c[j] = x[pos];
+        for pos in 0..m {
+            c[idx[pos]] = x[pos];
         }
         return c;
     }
@@ -181,25 +190,22 @@ pub(crate) fn best_runs<const D: usize>(
         });
     }
     let k_max = max_segments.min(n / min_points).max(1);
+    // run_cost[tri(i, j)]: cost of rows i..j, computed once (O(n^2) fits of O(D^3) each).
+    let tri = |i: usize, j: usize| j * (j + 1) / 2 + i;
+    let mut run_cost = vec![f64::INFINITY; tri(0, n + 1)];
+    for j in min_points..=n {
+        for i in 0..=j - min_points {
+            run_cost[tri(i, j)] = prefix.fit(i, j).1;
+        }
+    }
     // cost[k][j]: best cost of rows 0..j in k runs; from[k][j]: start of the last run.
     let mut cost = vec![vec![f64::INFINITY; n + 1]; k_max + 1];
     let mut from = vec![vec![0usize; n + 1]; k_max + 1];
     cost[0][0] = 0.0;
-    let fits: Vec<Vec<([f64; D], f64)>> = (0..n)
-        .map(|i| {
-            (i + min_points..=n)
-                .map(|j| prefix.fit(i, j))
-                .collect::<Vec<_>>()
-        })
-        .collect();
     for k in 1..=k_max {
         for j in min_points..=n {
             for i in 0..=j - min_points {
-                let prev = cost[k - 1][i];
-                if !prev.is_finite() {
-                    continue;
-                }
-                let c = prev + fits[i][j - i - min_points].1;
+                let c = cost[k - 1][i] + run_cost[tri(i, j)];
                 if c < cost[k][j] {
                     cost[k][j] = c;
                     from[k][j] = i;
@@ -220,7 +226,7 @@ pub(crate) fn best_runs<const D: usize>(
         runs.push(Run {
             start,
             end,
-            coefficients: fits[start][end - start - min_points].0,
+            coefficients: prefix.fit(start, end).0,
         });
         end = start;
     }
