@@ -4,12 +4,10 @@
 //! Data: `examples/data/measured/` (NVIDIA aiconfigurator-core 0.12.0, Apache-2.0; see the README
 //! there). Run with `cargo run -p moe-planner-examples --example measured_hardware`.
 
-use moe_planner::comm_cost_model::fit::Sample;
 use moe_planner::comm_cost_model::gpu_scaling::Collective;
-use moe_planner::comm_cost_model::piecewise::{PiecewiseOptions, piecewise_fit};
 use moe_planner::fitting::{CollectiveFitSpec, plan_collective_fits};
 use moe_planner::measured::{
-    parse_collective_csv, parse_deepep_csv, plan_deepep_validation, plan_nccl_validation,
+    link_fit, parse_collective_csv, parse_deepep_csv, plan_deepep_validation, plan_nccl_validation,
 };
 
 const TABLES: [(&str, &str); 2] = [
@@ -71,15 +69,7 @@ fn main() -> Result<(), moe_planner::PlanError> {
         }
     }
     let h100 = parse_collective_csv(TABLES[0].1)?;
-    let alltoall: Vec<Sample> = h100
-        .iter()
-        .filter(|m| m.collective == Collective::AllToAll && m.gpus == 8)
-        .map(|m| Sample {
-            bytes: m.bytes,
-            seconds: m.seconds,
-        })
-        .collect();
-    let link = piecewise_fit(&alltoall, PiecewiseOptions::default())?;
+    let link = link_fit(&h100, Collective::AllToAll, 8)?;
     println!("\n### DeepEP on one 8-GPU H100 node (SGLang 0.5.12)\n");
     println!(
         "| kernels | phase | NCCL link only: median / worst | overhead + link: median / worst | own fit, held-out shapes: median / worst | fitted overhead (us), bandwidth (GB/s) by segment |"

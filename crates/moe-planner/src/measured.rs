@@ -204,6 +204,32 @@ pub fn parse_deepep_csv(text: &str) -> Result<Vec<DeepEpMeasurement>, PlanError>
         .collect()
 }
 
+/// The piecewise fit of one collective on one GPU count of a measured table (for example the
+/// AlltoAll link that [`plan_deepep_validation`] predicts DeepEP from).
+///
+/// # Errors
+///
+/// [`PlanError::Cost`] as [`piecewise_fit`] (no such rows gives `CountTooSmall`).
+///
+/// # Complexity
+///
+/// O(n + g^2 k) for `g` rows of that collective and GPU count.
+pub fn link_fit(
+    measurements: &[Measurement],
+    collective: Collective,
+    gpus: u64,
+) -> Result<PiecewiseFit, PlanError> {
+    let samples: Vec<Sample> = measurements
+        .iter()
+        .filter(|m| m.collective == collective && m.gpus == gpus)
+        .map(|m| Sample {
+            bytes: m.bytes,
+            seconds: m.seconds,
+        })
+        .collect();
+    Ok(piecewise_fit(&samples, PiecewiseOptions::default())?)
+}
+
 /// Held-out error of one collective under one split.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NcclValidationRow {

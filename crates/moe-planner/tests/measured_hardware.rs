@@ -2,12 +2,11 @@
 //! NVIDIA's aiconfigurator-core 0.12.0, Apache-2.0): fits, held-out errors, DeepEP. The numbers
 //! asserted here are the ones docs/reproduction.md reports (rounded up).
 
-use moe_planner::comm_cost_model::fit::Sample;
 use moe_planner::comm_cost_model::gpu_scaling::Collective;
-use moe_planner::comm_cost_model::piecewise::{PiecewiseOptions, Regime, piecewise_fit};
+use moe_planner::comm_cost_model::piecewise::Regime;
 use moe_planner::fitting::{CollectiveFitSpec, plan_collective_fits};
 use moe_planner::measured::{
-    parse_collective_csv, parse_deepep_csv, plan_deepep_validation, plan_nccl_validation,
+    link_fit, parse_collective_csv, parse_deepep_csv, plan_deepep_validation, plan_nccl_validation,
 };
 use moe_planner::nccl_tests::parse_nccl_tests;
 
@@ -58,15 +57,7 @@ fn held_out_sizes_and_gpu_counts_are_predicted() {
 #[test]
 fn deepep_is_predicted_within_target_on_held_out_shapes() {
     let h100 = parse_collective_csv(H100).unwrap();
-    let alltoall: Vec<Sample> = h100
-        .iter()
-        .filter(|m| m.collective == Collective::AllToAll && m.gpus == 8)
-        .map(|m| Sample {
-            bytes: m.bytes,
-            seconds: m.seconds,
-        })
-        .collect();
-    let link = piecewise_fit(&alltoall, PiecewiseOptions::default()).unwrap();
+    let link = link_fit(&h100, Collective::AllToAll, 8).unwrap();
     let rows = plan_deepep_validation(&parse_deepep_csv(DEEPEP).unwrap(), &link).unwrap();
     assert_eq!(rows.len(), 4);
     for row in &rows {
