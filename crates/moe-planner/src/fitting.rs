@@ -47,7 +47,7 @@ pub struct FitPlan {
     /// Largest absolute residual, seconds.
     pub max_abs_residual_s: Seconds,
     /// The piecewise fit, breakpoints found from the data (empty with fewer than three
-    /// samples); bus bandwidths are null because the GPU count is unknown.
+    /// samples or a zero time); bus bandwidths are null because the GPU count is unknown.
     pub segments: Vec<SegmentPlan>,
 }
 
@@ -74,7 +74,10 @@ pub struct FitPlan {
 pub fn plan_fit(spec: &FitSpec) -> Result<FitPlan, PlanError> {
     let fit = least_squares(&spec.samples)?;
     let options = PiecewiseOptions::default();
-    let segments = if spec.samples.len() >= options.min_points {
+    // The piecewise fit is relative-error based and needs positive times; the single line
+    // does not, so data it accepts keeps working (with no segments).
+    let positive = spec.samples.iter().all(|s| s.seconds > 0.0);
+    let segments = if positive && spec.samples.len() >= options.min_points {
         piecewise_fit(&spec.samples, options)?
             .segments
             .iter()
