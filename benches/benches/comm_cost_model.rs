@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use comm_cost_model::fit::{Sample, least_squares};
 use comm_cost_model::parm::{ParmLayer, Testbed, table3_layers};
+use comm_cost_model::piecewise::{PiecewiseOptions, piecewise_fit};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn table3(c: &mut Criterion) {
@@ -62,9 +63,39 @@ fn fit(c: &mut Criterion) {
     group.finish();
 }
 
+/// Piecewise fits of a three-regime curve (flat, protocol switch, bandwidth) over log-spaced
+/// sizes: 32 is one nccl-tests run, 1024 the largest input accepted.
+fn piecewise(c: &mut Criterion) {
+    let mut group = c.benchmark_group("piecewise_fit");
+    group.sample_size(10);
+    for n in [32u32, 256, 1024] {
+        let samples: Vec<Sample> = (0..n)
+            .map(|i| {
+                let bytes = 256.0 * f64::powf(2.0, 22.0 * f64::from(i) / f64::from(n));
+                let wiggle = f64::from(i.wrapping_mul(2_654_435_761) % 1000) / 1000.0 - 0.5;
+                let t = if bytes < 3e4 {
+                    10e-6
+                } else if bytes < 4e6 {
+                    12e-6 + bytes / 200e9
+                } else {
+                    22e-6 + bytes / 320e9
+                };
+                Sample {
+                    bytes,
+                    seconds: t * (1.0 + 0.02 * wiggle),
+                }
+            })
+            .collect();
+        group.bench_function(format!("{n}_samples"), |b| {
+            b.iter(|| piecewise_fit(black_box(&samples), PiecewiseOptions::default()))
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default();
-    targets = table3, fit
+    targets = table3, fit, piecewise
 }
 criterion_main!(benches);

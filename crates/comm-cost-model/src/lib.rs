@@ -9,6 +9,9 @@
 //!   ReduceScatter, AllReduce, AlltoAll), including the two-tier AllGather `AGtime` of the
 //!   rail-only paper (Wang et al., Eq. 1) and the rail-only all-to-all slowdown (Appendix D).
 //! * [`fit`]: least-squares and two-point alpha-beta fits with R² and residuals (Parm §V-A).
+//! * [`piecewise`], [`gpu_scaling`], [`held_out`]: piecewise alpha-beta fits with breakpoints
+//!   found from the data, one collective's model across GPU counts, held-out error summaries.
+//! * [`deepep`]: DeepEP dispatch and combine times from the bytes they move.
 //! * [`allgather_bound`]: the exact bandwidth-optimal AllGather bound of rail-only App. A
 //!   (Eq. 8–9) on small grids.
 //! * [`parm`]: Parm's baseline, S1 and S2 schedules, Algorithm 1, the SAA phase schedule, and
@@ -42,11 +45,16 @@ pub mod allgather_bound;
 mod alpha_beta;
 pub mod collectives;
 mod count;
+pub mod deepep;
 mod error;
 pub mod fit;
+pub mod gpu_scaling;
+pub mod held_out;
 mod matrix;
 pub mod parm;
+pub mod piecewise;
 mod rng;
+mod segments;
 pub mod timeline;
 pub mod units;
 mod validate;

@@ -448,3 +448,119 @@ fn infer_gives_timetables_for_many_experts_per_gpu() {
     assert_eq!(rows, pieces);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn fit_reads_nccl_tests_output_and_measured_tables() {
+    let v = json(&[
+        "fit",
+        "--measurements",
+        &data("measured/nccl_tests_all_gather_h100x8.txt"),
+        "--collective",
+        "all_gather",
+    ]);
+    let fit = &v["fits"][0];
+    assert_eq!(fit["collective"], "all-gather");
+    assert_eq!(fit["gpus"], 8);
+    let segments = fit["segments"].as_array().unwrap();
+    assert!(segments.len() >= 2);
+    for s in segments {
+        assert_keys(
+            s,
+            &[
+                "min_bytes",
+                "max_bytes",
+                "alpha_s",
+                "beta_s_per_byte",
+                "r_squared",
+                "regime",
+                "bus_bandwidth_bytes_per_s",
+            ],
+        );
+    }
+    assert_eq!(segments.last().unwrap()["regime"], "bandwidth-bound");
+    let table = json(&["fit", "--measurements", &data("measured/nccl_h100_sxm.csv")]);
+    assert_eq!(table["fits"].as_array().unwrap().len(), 12);
+    let single = json(&["fit", "--measurements", &data("allgather_measurements.csv")]);
+    assert!(!single["segments"].as_array().unwrap().is_empty());
+    assert_fails(
+        &[
+            "fit",
+            "--measurements",
+            &data("measured/nccl_tests_all_gather_h100x8.txt"),
+        ],
+        1,
+    );
+}
+
+#[test]
+fn train_and_iteration_accept_fitted_links() {
+    let fits = data("measured/h100_fits.json");
+    let t = json(&[
+        "train",
+        "--spec",
+        &data("measured/parm_layer_8gpu.json"),
+        "--fit",
+        &fits,
+    ]);
+    assert_keys(&t, &["choice", "baseline_s", "s1_s", "s2_s"]);
+    let args = [
+        "iteration",
+        "--model",
+        "gpt-22b",
+        "--system",
+        "dgx-h100",
+        "--gpus",
+        "64",
+        "--tp",
+        "8",
+        "--pp",
+        "1",
+    ];
+    let preset = json(&args);
+    let mut with_fit = args.to_vec();
+    with_fit.extend(["--fit", &fits]);
+    let fitted = json(&with_fit);
+    // Measured NVLink AllGather reaches ~320 GB/s of the preset's 450 GB/s: TP comm is slower.
+    assert!(
+        fitted["terms"]["last_stage_tp_comm_s"].as_f64().unwrap()
+            > preset["terms"]["last_stage_tp_comm_s"].as_f64().unwrap()
+    );
+    // A layer needing a GPU count the fits lack is an error, not a guess.
+    assert_fails(
+        &["train", "--spec", &data("parm_layer.json"), "--fit", &fits],
+        1,
+    );
+}
+
+#[test]
+fn iteration_chooses_recomputation_and_compute_model() {
+    // MT-NLG 530B on 2240 GPUs (Smith et al. 2022: 60.1 s measured), full recomputation.
+    let base = [
+        "iteration",
+        "--model",
+        "gpt-529.6b",
+        "--system",
+        "dgx-a100",
+        "--gpus",
+        "2240",
+        "--tp",
+        "8",
+        "--pp",
+        "35",
+        "--global-batch",
+        "1920",
+    ];
+    let time = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        json(&args)["iteration_time_s"].as_f64().unwrap()
+    };
+    let selective = time(&[]);
+    let full = time(&["--recompute", "full"]);
+    let calibrated = time(&["--recompute", "full", "--compute", "calibrated"]);
+    assert!(full > selective);
+    assert!((calibrated - 46.83).abs() < 0.1, "{calibrated}");
+    let mut bad = base.to_vec();
+    bad.extend(["--compute", "measured"]);
+    assert_fails(&bad, 1);
+}

@@ -83,6 +83,14 @@ pub enum PlanError {
         /// The option that needs it.
         needed_by: &'static str,
     },
+    /// A text file in a tool's format (nccl-tests output) could not be read.
+    #[error("line {line}: {message}")]
+    Format {
+        /// 1-based line (0 for the file as a whole).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
     /// An id that must be a non-negative index is negative.
     #[error("{what}: row {row}, entry {index}: id {value} is negative")]
     NegativeId {

@@ -127,6 +127,11 @@ pub struct InferenceSpec {
     /// by the replica choice (same node first) and NCCL's node-aware peer order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus_per_node: Option<usize>,
+    /// Measured link fits (`fit --json` output): when given, every GPU's bandwidth is the bus
+    /// bandwidth of the fitted AlltoAll on the most GPUs measured up to the GPU count
+    /// ([`crate::fitting::CollectiveFitPlan::link_for`]), replacing `bandwidth_gbps`.
+    #[serde(default)]
+    pub link_fits: Option<crate::fitting::CollectiveFitPlan>,
 }
 
 /// Which of Aurora's four scenarios the spec falls in.
@@ -329,6 +334,14 @@ impl Workload {
                 })
             })
             .collect::<Result<Vec<_>, CostModelError>>()?;
+        let mut gpus = gpus;
+        if let Some(fits) = &spec.link_fits {
+            let fitted = fits
+                .link_for(comm_cost_model::gpu_scaling::Collective::AllToAll, n as u64)?
+                .bus_bandwidth_bytes_per_s()?;
+            gpus.iter_mut()
+                .for_each(|g| g.bandwidth_bytes_per_s = fitted);
+        }
         let bandwidth = Bandwidth::per_gpu(gpus.iter().map(|g| g.bandwidth_bytes_per_s).collect())?;
         let models = spec
             .models

@@ -24,6 +24,9 @@
 //! | [`colocation`] | [`colocation::plan_colocation`]: pairing two models' experts on shared GPUs | Aurora §6 |
 //! | [`training`] | [`training::plan_training`]: Parm's S1/S2 choice for an MoE layer | Parm §IV–V |
 //! | [`fitting`] | [`fitting::plan_fit`]: alpha-beta fit of collective measurements | Parm §V-A |
+//! | [`fitting`] | [`fitting::plan_collective_fits`]: piecewise fits per collective and GPU count, the link constants `train`, `infer` and `iteration` accept | Parm §V-A, ours |
+//! | [`nccl_tests`] | [`nccl_tests::parse_nccl_tests`]: nccl-tests' output table | — |
+//! | [`measured`] | [`measured::plan_nccl_validation`], [`measured::plan_deepep_validation`]: held-out validation on measured NCCL and DeepEP tables | ours |
 //! | [`grouping`] | [`grouping::plan_groups`]: expert-parallel groups and expert placement | Aristos Alg. 1–2 |
 //! | [`placement`] | [`placement::plan_placement`]: expert replication and placement with fewest-move rebalancing, EPLB beside it | EPLB (DeepSeek), ours |
 //! | [`network`] | [`network::plan_fabrics`], [`network::plan_iteration`], [`network::plan_search`]: fabric cost, iteration time, parallelization search | rail-only §4–6, App. C |
@@ -54,6 +57,8 @@ pub mod colocation;
 pub mod fitting;
 pub mod grouping;
 pub mod inference;
+pub mod measured;
+pub mod nccl_tests;
 pub mod network;
 pub mod placement;
 pub mod schedule;

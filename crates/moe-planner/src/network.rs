@@ -24,6 +24,7 @@
 //!         tp: 8, pp: 64, dp: None, micro_batch: 1, global_batch: Some(512), interleave: 1,
 //!     },
 //!     compute: None,
+//!     link_fits: None,
 //! };
 //! let plan = plan_iteration(&spec)?;
 //! assert!(plan.iteration_time_s > 60.0 && plan.iteration_time_s < 80.0);
@@ -43,6 +44,8 @@ use rail_network::search::{RankedConfig, SearchOptions, search_with_progress};
 use rail_network::system::{SystemSpec, system_preset};
 
 use crate::PlanError;
+use crate::fitting::CollectiveFitPlan;
+use comm_cost_model::gpu_scaling::Collective;
 
 pub use rail_network::model::MODEL_PRESET_NAMES;
 pub use rail_network::system::SYSTEM_PRESET_NAMES;
@@ -205,6 +208,10 @@ pub struct IterationSpec {
     /// Compute assumptions (default [`ComputeModel::paper`]).
     #[serde(default)]
     pub compute: Option<ComputeModel>,
+    /// Measured link fits (`fit --json` output) replacing the system's HB-domain bandwidth and
+    /// per-step latency (see [`system_with_fits`]).
+    #[serde(default)]
+    pub link_fits: Option<CollectiveFitPlan>,
 }
 
 /// A parallelization search: the fastest configuration for a model, system and batch.
@@ -224,6 +231,10 @@ pub struct SearchSpec {
     /// Compute assumptions (default [`ComputeModel::paper`]).
     #[serde(default)]
     pub compute: Option<ComputeModel>,
+    /// Measured link fits (`fit --json` output) replacing the system's HB-domain bandwidth and
+    /// per-step latency (see [`system_with_fits`]).
+    #[serde(default)]
+    pub link_fits: Option<CollectiveFitPlan>,
 }
 
 fn default_keep() -> usize {
@@ -335,18 +346,97 @@ impl SystemRef {
     }
 }
 
+/// Names of the compute-model presets of [`compute_by_name`].
+pub const COMPUTE_PRESET_NAMES: [&str; 2] = ["paper", "calibrated"];
+
+/// A compute model by name: `paper` ([`ComputeModel::paper`], the rail-only paper's
+/// assumptions) or `calibrated` ([`ComputeModel::calibrated`], fitted on nine published runs;
+/// see docs/reproduction.md for its held-out accuracy and valid range).
+///
+/// # Errors
+///
+/// [`PlanError::Rail`] (`UnknownPreset`) listing the valid names.
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::network::compute_by_name;
+/// assert!(compute_by_name("calibrated")?.gemm_efficiency < 1.0);
+/// assert!(compute_by_name("measured").is_err());
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn compute_by_name(name: &str) -> Result<ComputeModel, PlanError> {
+    match name.to_ascii_lowercase().as_str() {
+        "paper" => Ok(ComputeModel::paper()),
+        "calibrated" => Ok(ComputeModel::calibrated()),
+        _ => Err(rail_network::RailNetworkError::UnknownPreset {
+            kind: "compute model",
+            name: name.to_string(),
+            known: COMPUTE_PRESET_NAMES.join(", "),
+        }
+        .into()),
+    }
+}
+
 /// The iteration model of a model, a system and compute assumptions (the paper's by default).
 fn iteration_model(
     model: &ModelRef,
     system: &SystemRef,
     compute: Option<ComputeModel>,
+    link_fits: Option<&CollectiveFitPlan>,
 ) -> Result<IterationModel, PlanError> {
     let compute = compute.unwrap_or_default();
-    Ok(IterationModel::new(
-        model.resolve()?,
-        system.resolve()?,
-        compute,
-    )?)
+    let mut system = system.resolve()?;
+    if let Some(fits) = link_fits {
+        system = system_with_fits(system, fits)?;
+    }
+    Ok(IterationModel::new(model.resolve()?, system, compute)?)
+}
+
+/// A system whose HB-domain bandwidth and per-step latency come from measured fits: the bus
+/// bandwidth of the bandwidth-bound AllGather segment and the start-up of its smallest-size
+/// segment, on the most GPUs measured that fit in one HB domain. The network (scale-out)
+/// bandwidth is kept: the measured tables are single-node.
+///
+/// # Errors
+///
+/// [`PlanError::MissingField`] when the fits have no AllGather on at most `hb_domain` GPUs or
+/// its bandwidth is unknown; [`PlanError::Rail`] for an invalid base system.
+///
+/// # Complexity
+///
+/// O(fits).
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::comm_cost_model::gpu_scaling::Collective;
+/// use moe_planner::fitting::{plan_collective_fits, CollectiveFitSpec, Measurement};
+/// use moe_planner::network::{system_by_name, system_with_fits};
+/// let measurements = (0..12)
+///     .map(|i| 1e3 * f64::powi(2.0, i))
+///     .map(|bytes| Measurement { collective: Collective::AllGather, gpus: 8, bytes,
+///         seconds: 10e-6 + bytes * 0.875 / 200e9 })
+///     .collect();
+/// let fits = plan_collective_fits(&CollectiveFitSpec { measurements, options: None })?;
+/// let sys = system_with_fits(system_by_name("dgx-a100")?, &fits)?;
+/// assert!((sys.hb_bytes_per_s / 200e9 - 1.0).abs() < 1e-6);
+/// assert!((sys.latency_s - 10e-6).abs() < 1e-9);
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn system_with_fits(
+    system: SystemSpec,
+    fits: &CollectiveFitPlan,
+) -> Result<SystemSpec, PlanError> {
+    system.validate()?;
+    let fit = fits.link_for(Collective::AllGather, system.hb_domain)?;
+    let fitted = SystemSpec {
+        hb_bytes_per_s: fit.bus_bandwidth_bytes_per_s()?,
+        latency_s: fit.small_message_latency_s()?,
+        ..system
+    };
+    fitted.validate()?;
+    Ok(fitted)
 }
 
 /// Both fabrics and the cost reduction of rail-only (the rail-only paper's §6.5, Table 2).
@@ -409,6 +499,7 @@ pub fn plan_fabrics(spec: &FabricSpec) -> Result<FabricPlan, PlanError> {
 ///         tp: 8, pp: 8, dp: None, micro_batch: 1, global_batch: None, interleave: 1,
 ///     },
 ///     compute: None,
+///     link_fits: None,
 /// };
 /// let plan = plan_iteration(&spec)?;
 /// assert_eq!((plan.parallelization.dp, plan.parallelization.global_batch), (1, 1));
@@ -416,7 +507,12 @@ pub fn plan_fabrics(spec: &FabricSpec) -> Result<FabricPlan, PlanError> {
 /// # Ok::<(), moe_planner::PlanError>(())
 /// ```
 pub fn plan_iteration(spec: &IterationSpec) -> Result<IterationPlan, PlanError> {
-    let im = iteration_model(&spec.model, &spec.system, spec.compute)?;
+    let im = iteration_model(
+        &spec.model,
+        &spec.system,
+        spec.compute,
+        spec.link_fits.as_ref(),
+    )?;
     let hb_domain = im.system().hb_domain;
     let parallelization = spec.parallelization.resolve(spec.gpus, hb_domain)?;
     let config = RankedConfig::evaluate(&im, spec.gpus, parallelization)?;
@@ -445,6 +541,7 @@ pub fn plan_iteration(spec: &IterationSpec) -> Result<IterationPlan, PlanError> 
 ///     global_batch: 64,
 ///     keep: 3,
 ///     compute: None,
+///     link_fits: None,
 /// };
 /// let plan = plan_search(&spec)?;
 /// assert_eq!(plan.ranked.len(), 3);
@@ -479,6 +576,7 @@ pub fn plan_search(spec: &SearchSpec) -> Result<SearchPlan, PlanError> {
 ///     global_batch: 64,
 ///     keep: 1,
 ///     compute: None,
+///     link_fits: None,
 /// };
 /// let shapes = AtomicU64::new(0);
 /// let plan = plan_search_with_progress(&spec, &|_, _| {
@@ -491,7 +589,12 @@ pub fn plan_search_with_progress(
     spec: &SearchSpec,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<SearchPlan, PlanError> {
-    let im = iteration_model(&spec.model, &spec.system, spec.compute)?;
+    let im = iteration_model(
+        &spec.model,
+        &spec.system,
+        spec.compute,
+        spec.link_fits.as_ref(),
+    )?;
     let options = SearchOptions {
         keep: check_count("configurations to keep", spec.keep, 1)?,
         ..SearchOptions::default()
@@ -551,6 +654,7 @@ mod tests {
                 interleave: 3,
             },
             compute: None,
+            link_fits: None,
         }
     }
 
@@ -562,6 +666,7 @@ mod tests {
             global_batch: 64,
             keep,
             compute: None,
+            link_fits: None,
         }
     }
 

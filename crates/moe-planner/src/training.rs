@@ -17,11 +17,14 @@
 //! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
+use comm_cost_model::AlphaBeta;
+use comm_cost_model::gpu_scaling::Collective;
 use comm_cost_model::parm::{ParmCollectiveCosts, ParmLayer, ParmTimes, Schedule, parm_times};
 use comm_cost_model::units::Seconds;
 use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
+use crate::fitting::CollectiveFitPlan;
 
 /// A Parm MoE layer and the alpha-beta cost of each collective (per byte of the argument Parm
 /// writes for it; see `docs/cli.md` `## train`).
@@ -77,6 +80,71 @@ pub fn plan_training(spec: &TrainingSpec) -> Result<TrainingPlan, PlanError> {
             1.0
         },
         details: t,
+    })
+}
+
+/// The largest-size segment of `collective` on exactly `gpus` GPUs; free on one GPU.
+fn fitted_cost(
+    fits: &CollectiveFitPlan,
+    collective: Collective,
+    gpus: usize,
+) -> Result<AlphaBeta, PlanError> {
+    if gpus <= 1 {
+        return Ok(AlphaBeta::new(0.0, 0.0)?);
+    }
+    fits.get(collective, gpus as u64)?.largest()
+}
+
+/// Parm's collective costs from measured fits (`fit --json` output): ESP-AllGather and
+/// ESP-AllReduce on `N_ESP` GPUs, EP-AlltoAll on `N_EP`, EP&ESP-AlltoAll on `P`, MP-AllGather
+/// on `N_MP`, each the bandwidth-bound (largest-size) segment of the fit of that collective
+/// and GPU count; a group of one GPU costs nothing; SAA overlap is ideal.
+///
+/// The fitted `beta` is per byte of the collective's size as nccl-tests counts it (gathered
+/// size, reduced buffer, per-GPU send buffer), which is the argument Parm writes for each.
+///
+/// # Errors
+///
+/// [`PlanError::MissingField`] when the fits lack a (collective, GPU count) the layer needs;
+/// [`PlanError::Cost`] for a hand-edited fit with negative constants.
+///
+/// # Complexity
+///
+/// O(fits).
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::comm_cost_model::gpu_scaling::Collective;
+/// use moe_planner::comm_cost_model::parm::ParmLayer;
+/// use moe_planner::fitting::{plan_collective_fits, CollectiveFitSpec, Measurement};
+/// use moe_planner::training::parm_costs_from_fits;
+/// let mut measurements = Vec::new();
+/// for (collective, gpus) in [(Collective::AllGather, 2), (Collective::AllReduce, 2),
+///     (Collective::AllToAll, 4), (Collective::AllToAll, 8)] {
+///     for i in 0..8 {
+///         let bytes = 1e6 * f64::powi(2.0, i);
+///         measurements.push(Measurement { collective, gpus, bytes, seconds: 2e-5 + bytes / 1e11 });
+///     }
+/// }
+/// let fits = plan_collective_fits(&CollectiveFitSpec { measurements, options: None })?;
+/// let layer = ParmLayer { p: 8, n_mp: 2, n_ep: 4, n_esp: 2, b: 4, l: 1024, m: 2048, h: 4096,
+///     e: 4, k: 2, f: 1.2, bytes_per_element: 4.0 };
+/// let costs = parm_costs_from_fits(&fits, &layer)?;
+/// assert!((costs.a2a_ep.bandwidth_bytes_per_s() / 1e11 - 1.0).abs() < 1e-6);
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn parm_costs_from_fits(
+    fits: &CollectiveFitPlan,
+    layer: &ParmLayer,
+) -> Result<ParmCollectiveCosts, PlanError> {
+    Ok(ParmCollectiveCosts {
+        ag_esp: fitted_cost(fits, Collective::AllGather, layer.n_esp)?,
+        ar_esp: fitted_cost(fits, Collective::AllReduce, layer.n_esp)?,
+        a2a_ep: fitted_cost(fits, Collective::AllToAll, layer.n_ep)?,
+        a2a_ep_esp: fitted_cost(fits, Collective::AllToAll, layer.p)?,
+        ag_mp: fitted_cost(fits, Collective::AllGather, layer.n_mp)?,
+        saa: None,
     })
 }
 

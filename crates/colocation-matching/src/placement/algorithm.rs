@@ -142,7 +142,9 @@ pub fn place(
             let (map, _, bound) = solve_node_aware(loads, cluster, groups)?;
             let free = solve(loads, cluster, None);
             let mut p = Placement::scored(w, cluster, map, bound.max(free.lower_bound));
-            p.unconstrained_max_gpu_load = Some(free.value);
+            // The node-aware plan is also a valid unconstrained one, so the best unconstrained
+            // plan found is the better of the two (the heuristics are not monotone).
+            p.unconstrained_max_gpu_load = Some(free.value.min(p.max_gpu_load));
             Ok(p)
         }
     }

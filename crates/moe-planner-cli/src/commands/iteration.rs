@@ -5,10 +5,13 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use moe_planner::fitting::CollectiveFitPlan;
 use moe_planner::network::{
-    IterationPlan, IterationSpec, ModelRef, ParallelSpec, SearchSpec, SystemRef, model_by_name,
-    plan_iteration, plan_search_with_progress, system_by_name,
+    IterationPlan, IterationSpec, ModelRef, ParallelSpec, SearchSpec, SystemRef, compute_by_name,
+    model_by_name, plan_iteration, plan_search_with_progress, system_by_name,
 };
+use moe_planner::rail_network::compute::ComputeModel;
+use moe_planner::rail_network::model::Recompute;
 
 use crate::error::CliError;
 use crate::input::read_json;
@@ -56,6 +59,17 @@ pub(crate) struct Args {
     /// K = 1, 2, 4, ... (rail-only Fig. 9).
     #[arg(long, requires = "search")]
     pub svg: Option<PathBuf>,
+    /// Compute model: `paper` (the rail-only paper's assumptions) or `calibrated` (fitted on
+    /// nine published runs; valid for hidden >= 6144, see docs/reproduction.md).
+    #[arg(long, default_value = "paper")]
+    pub compute: String,
+    /// Activation recomputation: none, selective (Korthikanti et al.) or full (Megatron-LM).
+    #[arg(long, default_value = "selective", value_parser = ["none", "selective", "full"])]
+    pub recompute: String,
+    /// `fit --json` output of measured collectives: the HB-domain bandwidth and per-step
+    /// latency come from its AllGather fit.
+    #[arg(long)]
+    pub fit: Option<PathBuf>,
 }
 
 fn model_ref(arg: &str) -> Result<ModelRef, CliError> {
@@ -73,6 +87,19 @@ fn system_ref(arg: &str) -> Result<SystemRef, CliError> {
         return Ok(SystemRef::Preset(arg.to_string()));
     }
     Ok(SystemRef::Custom(read_json(Path::new(arg))?))
+}
+
+/// The compute model of `--compute` with the recomputation of `--recompute`.
+fn compute_model(args: &Args) -> Result<ComputeModel, CliError> {
+    let recompute = match args.recompute.as_str() {
+        "none" => Recompute::None,
+        "full" => Recompute::Full,
+        _ => Recompute::Selective,
+    };
+    Ok(ComputeModel {
+        recompute,
+        ..compute_by_name(&args.compute)?
+    })
 }
 
 fn print_plan(plan: &IterationPlan) {
@@ -119,6 +146,8 @@ fn run_search(
     ctx: &Context,
     model: ModelRef,
     system: SystemRef,
+    link_fits: Option<CollectiveFitPlan>,
+    compute: Option<ComputeModel>,
 ) -> Result<(), CliError> {
     let spec = SearchSpec {
         model,
@@ -126,7 +155,8 @@ fn run_search(
         gpus: args.gpus,
         global_batch: args.global_batch.unwrap_or(args.gpus),
         keep: args.top.max(1),
-        compute: None,
+        compute,
+        link_fits: link_fits.clone(),
     };
     let show_bar = !ctx.json && std::io::stderr().is_terminal();
     let bar = if show_bar {
@@ -179,8 +209,10 @@ fn run_search(
 pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let model = model_ref(&args.model)?;
     let system = system_ref(&args.system)?;
+    let link_fits: Option<CollectiveFitPlan> = args.fit.as_deref().map(read_json).transpose()?;
+    let compute = Some(compute_model(args)?);
     if args.search {
-        return run_search(args, ctx, model, system);
+        return run_search(args, ctx, model, system, link_fits, compute);
     }
     let (Some(tp), Some(pp)) = (args.tp, args.pp) else {
         return Err(CliError::input("give --tp and --pp, or --search"));
@@ -197,7 +229,8 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
             global_batch: args.global_batch,
             interleave: args.interleave,
         },
-        compute: None,
+        compute,
+        link_fits: link_fits.clone(),
     };
     let plan = plan_iteration(&spec)?;
     if ctx.json {

@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use moe_planner::training::{TrainingSpec, plan_training};
+use moe_planner::comm_cost_model::parm::ParmLayer;
+use moe_planner::fitting::CollectiveFitPlan;
+use moe_planner::training::{TrainingSpec, parm_costs_from_fits, plan_training};
 
 use crate::error::CliError;
 use crate::input::read_json;
@@ -14,11 +16,26 @@ pub(crate) struct Args {
     /// JSON Parm layer spec (see docs/cli.md `## train`).
     #[arg(long)]
     pub spec: PathBuf,
+    /// `fit --json` output of measured collectives: every cost comes from it (the spec's
+    /// `costs` may then be omitted).
+    #[arg(long)]
+    pub fit: Option<PathBuf>,
+}
+
+/// The spec, with its costs replaced by the fitted ones under `--fit`.
+fn read_spec(args: &Args) -> Result<TrainingSpec, CliError> {
+    let Some(fit) = &args.fit else {
+        return read_json(&args.spec);
+    };
+    let layer: ParmLayer = read_json(&args.spec)?;
+    let fits: CollectiveFitPlan = read_json(fit)?;
+    let costs = parm_costs_from_fits(&fits, &layer)?;
+    Ok(TrainingSpec { layer, costs })
 }
 
 /// Plans the layer and prints the choice and the three schedule times.
 pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
-    let spec: TrainingSpec = read_json(&args.spec)?;
+    let spec = read_spec(args)?;
     let plan = plan_training(&spec)?;
     if ctx.json {
         return print_json(&plan);

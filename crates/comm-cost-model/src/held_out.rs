@@ -1,0 +1,115 @@
+//! Held-out validation: how far predictions fall from measurements the fit never saw.
+//!
+//! A fit scored on its own samples says how well a curve can pass through them; a model is only
+//! useful for what it predicts. These helpers split samples and summarise relative errors so a
+//! reproduction report can state median and worst held-out errors.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{CostModelError, check_non_negative, check_positive};
+
+/// Median, mean and worst relative error `|predicted - measured| / measured` of a set of
+/// predictions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ErrorSummary {
+    /// Predictions scored.
+    pub count: usize,
+    /// Median relative error.
+    pub median: f64,
+    /// Mean relative error.
+    pub mean: f64,
+    /// Worst relative error.
+    pub worst: f64,
+}
+
+/// Summarises the relative errors of `(predicted, measured)` pairs.
+///
+/// # Errors
+///
+/// [`CostModelError::CountTooSmall`] for no pairs; `NonFinite`/`Negative` for a bad prediction;
+/// [`CostModelError::NotPositive`] for a measured value that is not positive.
+///
+/// # Complexity
+///
+/// O(n log n).
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::held_out::error_summary;
+/// let s = error_summary(&[(1.1, 1.0), (0.8, 1.0), (2.0, 2.0)])?;
+/// assert!((s.median - 0.1).abs() < 1e-12 && (s.worst - 0.2).abs() < 1e-12);
+/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// ```
+pub fn error_summary(pairs: &[(f64, f64)]) -> Result<ErrorSummary, CostModelError> {
+    if pairs.is_empty() {
+        return Err(CostModelError::CountTooSmall {
+            what: "predictions to score",
+            min: 1,
+            value: 0,
+        });
+    }
+    let mut errors = Vec::with_capacity(pairs.len());
+    for &(p, m) in pairs {
+        let p = check_non_negative("prediction", p)?;
+        let m = check_positive("measurement", m)?;
+        errors.push((p - m).abs() / m);
+    }
+    errors.sort_by(f64::total_cmp);
+    let n = errors.len();
+    let median = if n % 2 == 1 {
+        errors[n / 2]
+    } else {
+        0.5 * (errors[n / 2 - 1] + errors[n / 2])
+    };
+    Ok(ErrorSummary {
+        count: n,
+        median,
+        mean: errors.iter().sum::<f64>() / n as f64,
+        worst: errors[n - 1],
+    })
+}
+
+/// Splits items into (even positions, odd positions): fit on every other size, predict the
+/// others.
+///
+/// # Complexity
+///
+/// O(n).
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::held_out::every_other;
+/// let (fit, held) = every_other(&[1, 2, 3, 4, 5]);
+/// assert_eq!((fit, held), (vec![1, 3, 5], vec![2, 4]));
+/// ```
+#[must_use]
+pub fn every_other<T: Clone>(items: &[T]) -> (Vec<T>, Vec<T>) {
+    let even = items.iter().step_by(2).cloned().collect();
+    let odd = items.iter().skip(1).step_by(2).cloned().collect();
+    (even, odd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_pairs_are_errors() {
+        assert!(matches!(
+            error_summary(&[]),
+            Err(CostModelError::CountTooSmall { .. })
+        ));
+        assert!(matches!(
+            error_summary(&[(1.0, 0.0)]),
+            Err(CostModelError::NotPositive { .. })
+        ));
+        assert!(matches!(
+            error_summary(&[(f64::NAN, 1.0)]),
+            Err(CostModelError::NonFinite { .. })
+        ));
+        let s = error_summary(&[(3.0, 1.0)]).unwrap();
+        assert_eq!((s.median, s.worst, s.count), (2.0, 2.0, 1));
+    }
+}

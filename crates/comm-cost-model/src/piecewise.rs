@@ -1,0 +1,326 @@
+//! Piecewise alpha-beta fits: one `t = alpha + beta x` line per message-size regime, with the
+//! breakpoints found from the data.
+//!
+//! Parm (Pan et al., §V-A) fits one line per collective. Measured NCCL times are not one line:
+//! below some tens of kilobytes the time is the start-up (latency-bound, `beta ~ 0`), above a
+//! few megabytes it is the bandwidth (bandwidth-bound), and protocol switches (LL, LL128,
+//! Simple) bend the curve in between. [`piecewise_fit`] cuts the sorted sizes into at most
+//! `max_segments` runs by dynamic programming, fitting each run by relative-error least squares
+//! with non-negative `alpha` and `beta`, and labels each segment by which term dominates.
+
+use serde::{Deserialize, Serialize};
+
+use crate::fit::Sample;
+use crate::segments::{Prefix, Run, best_runs, boundary, run_index};
+use crate::units::{Bytes, Seconds};
+use crate::{AlphaBeta, CostModelError, check_non_negative, check_positive};
+
+/// Which term of `alpha + beta x` dominates a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Regime {
+    /// The start-up `alpha` is at least the transfer time at the segment's middle size.
+    LatencyBound,
+    /// The transfer time `beta x` dominates at the segment's middle size.
+    BandwidthBound,
+}
+
+/// One segment of a piecewise fit, valid for `min_bytes..=max_bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    /// Smallest measured size in the segment, bytes.
+    pub min_bytes: Bytes,
+    /// Largest measured size in the segment, bytes.
+    pub max_bytes: Bytes,
+    /// Start-up time, seconds.
+    pub alpha_s: Seconds,
+    /// Inverse bandwidth, seconds per byte.
+    pub beta_s_per_byte: f64,
+    /// Ordinary `1 - SS_res / SS_tot` of the segment's samples (1 when they are fitted exactly).
+    pub r_squared: f64,
+    /// Largest `|fitted - measured| / measured` over the segment's samples.
+    pub max_relative_error: f64,
+    /// Which term dominates.
+    pub regime: Regime,
+}
+
+impl Segment {
+    /// The segment's line as an [`AlphaBeta`].
+    ///
+    /// # Errors
+    ///
+    /// Never for a segment from [`piecewise_fit`] (its parameters are finite and non-negative).
+    pub fn alpha_beta(&self) -> Result<AlphaBeta, CostModelError> {
+        AlphaBeta::new(self.alpha_s, self.beta_s_per_byte)
+    }
+}
+
+/// Options of [`piecewise_fit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PiecewiseOptions {
+    /// Most segments (1 gives Parm's single line, fitted by relative error).
+    pub max_segments: usize,
+    /// Fewest samples in a segment (at least 2).
+    pub min_points: usize,
+}
+
+impl Default for PiecewiseOptions {
+    /// Three segments (latency, protocol switch, bandwidth) of at least three sizes each.
+    fn default() -> Self {
+        Self {
+            max_segments: 3,
+            min_points: 3,
+        }
+    }
+}
+
+/// A piecewise alpha-beta fit: segments in increasing size order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PiecewiseFit {
+    /// The segments, by increasing size.
+    pub segments: Vec<Segment>,
+}
+
+impl PiecewiseFit {
+    /// The segment a message of `bytes` falls in: cut at the geometric mean between one
+    /// segment's largest size and the next one's smallest; sizes outside the measured range use
+    /// the first or last segment.
+    #[must_use]
+    pub fn segment_for(&self, bytes: Bytes) -> Option<&Segment> {
+        let upper: Vec<f64> = self
+            .segments
+            .windows(2)
+            .map(|w| boundary(w[0].max_bytes, w[1].min_bytes))
+            .collect();
+        self.segments.get(run_index(&upper, bytes))
+    }
+
+    /// Predicted time of a message of `bytes`, seconds (0 for a fit without segments).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::fit::Sample;
+    /// use comm_cost_model::piecewise::{piecewise_fit, PiecewiseOptions};
+    /// let samples: Vec<Sample> = (0..12)
+    ///     .map(|i| 1e3 * f64::powi(2.0, i))
+    ///     .map(|bytes| Sample { bytes, seconds: 5e-6 + bytes / 100e9 })
+    ///     .collect();
+    /// let fit = piecewise_fit(&samples, PiecewiseOptions::default())?;
+    /// assert!((fit.time_s(1e6) - (5e-6 + 1e6 / 100e9)).abs() < 1e-12);
+    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// ```
+    #[must_use]
+    pub fn time_s(&self, bytes: Bytes) -> Seconds {
+        self.segment_for(bytes)
+            .map_or(0.0, |s| s.alpha_s + s.beta_s_per_byte * bytes)
+    }
+
+    /// The last (largest-size) segment, the one bandwidth-bound planners want.
+    #[must_use]
+    pub fn largest(&self) -> Option<&Segment> {
+        self.segments.last()
+    }
+}
+
+/// Fits a piecewise alpha-beta model with breakpoints found from the data (improves on Parm
+/// §V-A's single line; see the module docs).
+///
+/// Samples are sorted by size; equal sizes stay together only if they are adjacent after the
+/// sort, so repeated measurements of one size are fine.
+///
+/// # Errors
+///
+/// [`CostModelError::CountTooSmall`] for `min_points < 2`, `max_segments < 1` or fewer samples
+/// than `min_points`; `NonFinite`/`Negative` for a bad size, [`CostModelError::NotPositive`]
+/// for a zero or negative time (relative errors need positive times);
+/// [`CostModelError::Degenerate`] for fewer than two distinct sizes;
+/// [`CostModelError::TooLarge`] above 1024 samples.
+///
+/// # Complexity
+///
+/// O(n log n + n^2 k) time and O(n^2) memory for `n` samples and `k = max_segments`.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::fit::Sample;
+/// use comm_cost_model::piecewise::{piecewise_fit, PiecewiseOptions, Regime};
+/// // 10 us flat up to 64 kB, then 20 us + x / (200 GB/s).
+/// let samples: Vec<Sample> = (0..20)
+///     .map(|i| 1e3 * f64::powi(2.0, i))
+///     .map(|bytes| {
+///         let seconds = if bytes <= 64e3 { 10e-6 } else { 20e-6 + bytes / 200e9 };
+///         Sample { bytes, seconds }
+///     })
+///     .collect();
+/// let fit = piecewise_fit(&samples, PiecewiseOptions::default())?;
+/// assert_eq!(fit.segments.len(), 2);
+/// assert_eq!(fit.segments[0].regime, Regime::LatencyBound);
+/// assert_eq!(fit.segments[1].regime, Regime::BandwidthBound);
+/// assert!((1.0 / fit.segments[1].beta_s_per_byte / 200e9 - 1.0).abs() < 1e-6);
+/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// ```
+pub fn piecewise_fit(
+    samples: &[Sample],
+    options: PiecewiseOptions,
+) -> Result<PiecewiseFit, CostModelError> {
+    let sorted = sorted_samples(samples, options)?;
+    let rows: Vec<[f64; 2]> = sorted.iter().map(|s| [1.0, s.bytes]).collect();
+    let times: Vec<f64> = sorted.iter().map(|s| s.seconds).collect();
+    let prefix = Prefix::new(&rows, &times);
+    let runs = best_runs(
+        &prefix,
+        rows.len(),
+        options.max_segments,
+        options.min_points,
+    )?;
+    let segments = runs.iter().map(|run| segment(&sorted, run)).collect();
+    Ok(PiecewiseFit { segments })
+}
+
+/// Validates the options and samples and returns the samples sorted by size.
+pub(crate) fn sorted_samples(
+    samples: &[Sample],
+    options: PiecewiseOptions,
+) -> Result<Vec<Sample>, CostModelError> {
+    check_options(options)?;
+    for s in samples {
+        check_non_negative("sample size (bytes)", s.bytes)?;
+        check_positive("sample time (s)", s.seconds)?;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(|a, b| a.bytes.total_cmp(&b.bytes));
+    match (sorted.first(), sorted.last()) {
+        (Some(a), Some(b)) if a.bytes < b.bytes => Ok(sorted),
+        _ => Err(CostModelError::Degenerate {
+            what: "fewer than two distinct message sizes",
+        }),
+    }
+}
+
+/// Checks `max_segments >= 1` and `min_points >= 2`.
+pub(crate) fn check_options(options: PiecewiseOptions) -> Result<(), CostModelError> {
+    if options.max_segments < 1 {
+        return Err(CostModelError::CountTooSmall {
+            what: "max_segments",
+            min: 1,
+            value: options.max_segments as u64,
+        });
+    }
+    if options.min_points < 2 {
+        return Err(CostModelError::CountTooSmall {
+            what: "min_points",
+            min: 2,
+            value: options.min_points as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Summary statistics of fitted `predicted` against `measured` times: (R², worst relative error).
+pub(crate) fn goodness(pairs: impl Iterator<Item = (f64, f64)> + Clone) -> (f64, f64) {
+    let n = pairs.clone().count() as f64;
+    let mean = pairs.clone().map(|(_, m)| m).sum::<f64>() / n;
+    let (mut ss_res, mut ss_tot, mut worst) = (0.0, 0.0, 0.0f64);
+    for (p, m) in pairs {
+        ss_res += (m - p) * (m - p);
+        ss_tot += (m - mean) * (m - mean);
+        worst = worst.max((p - m).abs() / m);
+    }
+    let r2 = if ss_tot > 0.0 {
+        1.0 - ss_res / ss_tot
+    } else {
+        1.0
+    };
+    (r2, worst)
+}
+
+fn segment(sorted: &[Sample], run: &Run<2>) -> Segment {
+    let part = &sorted[run.start..run.end];
+    let [alpha_s, beta] = run.coefficients;
+    let (r_squared, max_relative_error) =
+        goodness(part.iter().map(|s| (alpha_s + beta * s.bytes, s.seconds)));
+    let (min_bytes, max_bytes) = (part[0].bytes, part[part.len() - 1].bytes);
+    let middle = boundary(min_bytes, max_bytes);
+    let regime = if alpha_s >= beta * middle {
+        Regime::LatencyBound
+    } else {
+        Regime::BandwidthBound
+    };
+    Segment {
+        min_bytes,
+        max_bytes,
+        alpha_s,
+        beta_s_per_byte: beta,
+        r_squared,
+        max_relative_error,
+        regime,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn s(bytes: f64, seconds: f64) -> Sample {
+        Sample { bytes, seconds }
+    }
+
+    #[test]
+    fn bad_inputs_are_typed_errors() {
+        let o = PiecewiseOptions::default();
+        assert!(matches!(
+            piecewise_fit(&[s(1.0, 1.0); 5], o),
+            Err(CostModelError::Degenerate { .. })
+        ));
+        assert!(matches!(
+            piecewise_fit(&[s(1.0, 0.0), s(2.0, 1.0), s(3.0, 1.0)], o),
+            Err(CostModelError::NotPositive { .. })
+        ));
+        assert!(matches!(
+            piecewise_fit(&[s(f64::NAN, 1.0), s(2.0, 1.0)], o),
+            Err(CostModelError::NonFinite { .. })
+        ));
+        assert!(matches!(
+            piecewise_fit(&[s(1.0, 1.0), s(2.0, 1.0)], o),
+            Err(CostModelError::CountTooSmall { .. })
+        ));
+        let zero = PiecewiseOptions {
+            max_segments: 0,
+            min_points: 3,
+        };
+        assert!(matches!(
+            piecewise_fit(&[s(1.0, 1.0), s(2.0, 2.0), s(3.0, 3.0)], zero),
+            Err(CostModelError::CountTooSmall {
+                what: "max_segments",
+                ..
+            })
+        ));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        /// A two-regime curve with a kink anywhere in the sizes is fitted exactly, the kink is
+        /// found, and predictions at every sample are exact.
+        #[test]
+        fn recovers_a_kinked_curve(kink in 4usize..16, alpha in 1e-6f64..1e-4, gbps in 10.0f64..900.0) {
+            let beta = 1.0 / (gbps * 1e9);
+            let sizes: Vec<f64> = (0..20).map(|i| 256.0 * f64::powi(2.0, i)).collect();
+            let flat = alpha + beta * sizes[kink];
+            let samples: Vec<Sample> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| s(b, if i <= kink { flat } else { alpha + beta * b }))
+                .collect();
+            let fit = piecewise_fit(&samples, PiecewiseOptions::default()).unwrap();
+            for x in &samples {
+                prop_assert!((fit.time_s(x.bytes) - x.seconds).abs() / x.seconds < 1e-6);
+            }
+            prop_assert!(fit.segments.len() <= 2);
+        }
+    }
+}

@@ -1,0 +1,436 @@
+//! Measured tables (the CSVs under `examples/data/measured/`, extracted from NVIDIA's
+//! `aiconfigurator-core` package) and the held-out validation of the cost models against them.
+//!
+//! * [`parse_collective_csv`]: `collective,gpus,bytes,seconds` rows (other columns ignored).
+//! * [`parse_deepep_csv`]: `mode,ranks,hidden,tokens,top_k,experts,dispatch_s,combine_s` rows.
+//! * [`plan_nccl_validation`]: per collective, fit on every other size and predict the others
+//!   (per GPU count), then fit across the smaller GPU counts and predict the largest.
+//! * [`plan_deepep_validation`]: DeepEP dispatch and combine predicted from the bytes they move,
+//!   first with the NCCL AlltoAll link alone, then with DeepEP's own fitted per-call overhead
+//!   and bandwidth on half the model shapes, scored on the other half.
+//!
+//! # Examples
+//!
+//! ```
+//! use moe_planner::measured::{parse_collective_csv, plan_nccl_validation};
+//! let mut text = String::from("collective,gpus,bytes,seconds\n");
+//! for gpus in [2u64, 4, 8] {
+//!     for i in 0..16 {
+//!         let bytes = 1024.0 * f64::powi(2.0, i);
+//!         let bus = bytes * (gpus as f64 - 1.0) / gpus as f64;
+//!         let seconds = 5e-6 + 1e-6 * (gpus as f64 - 1.0) + bus / 300e9;
+//!         text += &format!("all_gather,{gpus},{bytes},{seconds}\n");
+//!     }
+//! }
+//! let rows = plan_nccl_validation(&parse_collective_csv(&text)?)?;
+//! assert!(rows.iter().all(|r| r.held_out.worst < 1e-6));
+//! # Ok::<(), moe_planner::PlanError>(())
+//! ```
+
+use std::collections::BTreeMap;
+
+use comm_cost_model::deepep::{DeepEpCall, DeepEpMode, sent_bytes};
+use comm_cost_model::fit::Sample;
+use comm_cost_model::gpu_scaling::{Collective, GpuSample, fit_scaling};
+use comm_cost_model::held_out::{ErrorSummary, error_summary, every_other};
+use comm_cost_model::piecewise::{PiecewiseFit, PiecewiseOptions, piecewise_fit};
+use serde::{Deserialize, Serialize};
+
+use crate::PlanError;
+use crate::fitting::Measurement;
+
+/// Bytes per element DeepEP dispatch moves: FP8 plus one FP32 scale per 128 values.
+pub const DISPATCH_BYTES_PER_ELEMENT: f64 = 1.0 + 4.0 / 128.0;
+/// Bytes per element DeepEP combine moves: BF16.
+pub const COMBINE_BYTES_PER_ELEMENT: f64 = 2.0;
+
+/// A header-indexed comma-separated table.
+struct Table<'a> {
+    header: Vec<&'a str>,
+    rows: Vec<(usize, Vec<&'a str>)>,
+}
+
+impl<'a> Table<'a> {
+    fn parse(text: &'a str) -> Result<Self, PlanError> {
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i + 1, l.trim()))
+            .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+        let (_, header) = lines.next().ok_or_else(|| PlanError::Format {
+            line: 0,
+            message: "empty table".into(),
+        })?;
+        Ok(Self {
+            header: header.split(',').map(str::trim).collect(),
+            rows: lines
+                .map(|(i, l)| (i, l.split(',').map(str::trim).collect()))
+                .collect(),
+        })
+    }
+
+    fn column(&self, name: &'static str) -> Result<usize, PlanError> {
+        self.header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or(PlanError::MissingField {
+                field: name,
+                needed_by: "the table's header",
+            })
+    }
+
+    fn cell<T: std::str::FromStr>(row: &(usize, Vec<&str>), at: usize) -> Result<T, PlanError> {
+        let token = row.1.get(at).copied().unwrap_or("");
+        token.parse().map_err(|_| PlanError::Format {
+            line: row.0,
+            message: format!("column {}: `{token}` is not valid here", at + 1),
+        })
+    }
+}
+
+/// Reads `collective,gpus,bytes,seconds` rows (extra columns such as `gpu` are ignored;
+/// `#` lines are comments).
+///
+/// # Errors
+///
+/// [`PlanError::MissingField`] for a missing column; [`PlanError::Format`] naming the line of a
+/// bad cell or an unknown collective.
+///
+/// # Complexity
+///
+/// O(length of the text).
+pub fn parse_collective_csv(text: &str) -> Result<Vec<Measurement>, PlanError> {
+    let t = Table::parse(text)?;
+    let (c, g, b, s) = (
+        t.column("collective")?,
+        t.column("gpus")?,
+        t.column("bytes")?,
+        t.column("seconds")?,
+    );
+    t.rows
+        .iter()
+        .map(|row| {
+            let name: String = Table::cell(row, c)?;
+            let collective = Collective::from_name(&name).ok_or_else(|| PlanError::Format {
+                line: row.0,
+                message: format!("unknown collective `{name}`"),
+            })?;
+            Ok(Measurement {
+                collective,
+                gpus: Table::cell(row, g)?,
+                bytes: Table::cell(row, b)?,
+                seconds: Table::cell(row, s)?,
+            })
+        })
+        .collect()
+}
+
+/// One measured DeepEP configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DeepEpMeasurement {
+    /// Normal or low-latency kernels.
+    pub mode: DeepEpMode,
+    /// The call; `bytes_per_element` is that of dispatch.
+    pub call: DeepEpCall,
+    /// Measured dispatch time, seconds.
+    pub dispatch_s: f64,
+    /// Measured combine time, seconds.
+    pub combine_s: f64,
+}
+
+/// Reads `mode,ranks,hidden,tokens,top_k,experts,dispatch_s,combine_s` rows (`mode` is
+/// `normal` or `low-latency`).
+///
+/// # Errors
+///
+/// As [`parse_collective_csv`].
+///
+/// # Complexity
+///
+/// O(length of the text).
+pub fn parse_deepep_csv(text: &str) -> Result<Vec<DeepEpMeasurement>, PlanError> {
+    let t = Table::parse(text)?;
+    let cols = [
+        "mode",
+        "ranks",
+        "hidden",
+        "tokens",
+        "top_k",
+        "experts",
+        "dispatch_s",
+        "combine_s",
+    ]
+    .map(|name| t.column(name));
+    let [
+        mode,
+        ranks,
+        hidden,
+        tokens,
+        top_k,
+        experts,
+        dispatch,
+        combine,
+    ] = cols;
+    let (mode, ranks, hidden, tokens) = (mode?, ranks?, hidden?, tokens?);
+    let (top_k, experts, dispatch, combine) = (top_k?, experts?, dispatch?, combine?);
+    t.rows
+        .iter()
+        .map(|row| {
+            let name: String = Table::cell(row, mode)?;
+            let mode = match name.as_str() {
+                "normal" => DeepEpMode::Normal,
+                "low-latency" | "ll" => DeepEpMode::LowLatency,
+                _ => {
+                    return Err(PlanError::Format {
+                        line: row.0,
+                        message: format!("unknown DeepEP mode `{name}`"),
+                    });
+                }
+            };
+            Ok(DeepEpMeasurement {
+                mode,
+                call: DeepEpCall {
+                    ranks: Table::cell(row, ranks)?,
+                    tokens: Table::cell(row, tokens)?,
+                    hidden: Table::cell(row, hidden)?,
+                    top_k: Table::cell(row, top_k)?,
+                    experts: Table::cell(row, experts)?,
+                    bytes_per_element: DISPATCH_BYTES_PER_ELEMENT,
+                },
+                dispatch_s: Table::cell(row, dispatch)?,
+                combine_s: Table::cell(row, combine)?,
+            })
+        })
+        .collect()
+}
+
+/// The piecewise fit of one collective on one GPU count of a measured table (for example the
+/// AlltoAll link that [`plan_deepep_validation`] predicts DeepEP from).
+///
+/// # Errors
+///
+/// [`PlanError::Cost`] as [`piecewise_fit`] (no such rows gives `CountTooSmall`).
+///
+/// # Complexity
+///
+/// O(n + g^2 k) for `g` rows of that collective and GPU count.
+pub fn link_fit(
+    measurements: &[Measurement],
+    collective: Collective,
+    gpus: u64,
+) -> Result<PiecewiseFit, PlanError> {
+    let samples: Vec<Sample> = measurements
+        .iter()
+        .filter(|m| m.collective == collective && m.gpus == gpus)
+        .map(|m| Sample {
+            bytes: m.bytes,
+            seconds: m.seconds,
+        })
+        .collect();
+    Ok(piecewise_fit(&samples, PiecewiseOptions::default())?)
+}
+
+/// Held-out error of one collective under one split.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcclValidationRow {
+    /// The collective.
+    pub collective: Collective,
+    /// `every-other-size` or `smaller-gpu-counts` (fit on all but the largest GPU count,
+    /// predict it).
+    pub split: String,
+    /// Samples fitted.
+    pub fitted: usize,
+    /// Errors on the held-out samples.
+    pub held_out: ErrorSummary,
+}
+
+fn by_collective(measurements: &[Measurement]) -> BTreeMap<Collective, Vec<Measurement>> {
+    let mut groups: BTreeMap<Collective, Vec<Measurement>> = BTreeMap::new();
+    for m in measurements {
+        groups.entry(m.collective).or_default().push(*m);
+    }
+    for g in groups.values_mut() {
+        g.sort_by(|a, b| a.gpus.cmp(&b.gpus).then(a.bytes.total_cmp(&b.bytes)));
+    }
+    groups
+}
+
+fn every_other_size(group: &[Measurement]) -> Result<(usize, Vec<(f64, f64)>), PlanError> {
+    let (mut fitted, mut pairs) = (0, Vec::new());
+    let mut per_gpus: BTreeMap<u64, Vec<Sample>> = BTreeMap::new();
+    for m in group {
+        per_gpus.entry(m.gpus).or_default().push(Sample {
+            bytes: m.bytes,
+            seconds: m.seconds,
+        });
+    }
+    for samples in per_gpus.values() {
+        let (fit_on, held) = every_other(samples);
+        let fit = piecewise_fit(&fit_on, PiecewiseOptions::default())?;
+        fitted += fit_on.len();
+        pairs.extend(held.iter().map(|s| (fit.time_s(s.bytes), s.seconds)));
+    }
+    Ok((fitted, pairs))
+}
+
+fn largest_gpu_count(group: &[Measurement]) -> Result<(usize, Vec<(f64, f64)>), PlanError> {
+    let largest = group.iter().map(|m| m.gpus).max().unwrap_or(0);
+    let sample = |m: &Measurement| GpuSample {
+        gpus: m.gpus,
+        bytes: m.bytes,
+        seconds: m.seconds,
+    };
+    let fit_on: Vec<GpuSample> = group
+        .iter()
+        .filter(|m| m.gpus < largest)
+        .map(sample)
+        .collect();
+    let options = PiecewiseOptions {
+        max_segments: 3,
+        min_points: 6,
+    };
+    let fit = fit_scaling(group[0].collective, &fit_on, options)?;
+    let pairs = group
+        .iter()
+        .filter(|m| m.gpus == largest)
+        .map(|m| Ok((fit.time_s(m.gpus, m.bytes)?, m.seconds)))
+        .collect::<Result<_, PlanError>>()?;
+    Ok((fit_on.len(), pairs))
+}
+
+/// Held-out validation of the piecewise collective models on a measured table (see the module
+/// docs): two rows per collective, `every-other-size` and `smaller-gpu-counts`.
+///
+/// # Errors
+///
+/// [`PlanError::Cost`] when a split leaves too few samples to fit or to score (for example a
+/// table with a single GPU count cannot be extrapolated across GPU counts).
+///
+/// # Complexity
+///
+/// O(n^2 k) for `n` samples per collective and `k = 3` segments.
+pub fn plan_nccl_validation(
+    measurements: &[Measurement],
+) -> Result<Vec<NcclValidationRow>, PlanError> {
+    let mut rows = Vec::new();
+    for (collective, group) in by_collective(measurements) {
+        for (split, result) in [
+            ("every-other-size", every_other_size(&group)?),
+            ("smaller-gpu-counts", largest_gpu_count(&group)?),
+        ] {
+            rows.push(NcclValidationRow {
+                collective,
+                split: split.to_string(),
+                fitted: result.0,
+                held_out: error_summary(&result.1)?,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// Held-out error of one DeepEP kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeepEpValidationRow {
+    /// Normal or low-latency kernels.
+    pub mode: DeepEpMode,
+    /// `dispatch` or `combine`.
+    pub phase: String,
+    /// Every configuration predicted from the NCCL AlltoAll fit alone (no DeepEP data).
+    pub link_only: ErrorSummary,
+    /// The structural fix with one DeepEP constant: the per-call overhead (the fastest call of
+    /// the fitted shapes) plus the NCCL AlltoAll's bandwidth-bound cost per byte, scored on the
+    /// held-out shapes.
+    pub overhead_plus_link: ErrorSummary,
+    /// The per-call overhead used by `overhead_plus_link`, seconds.
+    pub overhead_s: f64,
+    /// DeepEP's own piecewise fit on half the model shapes, scored on the other half.
+    pub held_out: ErrorSummary,
+    /// The fit on half the shapes (per-call overhead and bandwidth by regime).
+    pub fit: PiecewiseFit,
+}
+
+/// Bytes one rank sends and the measured time of one phase.
+fn phase_samples(rows: &[&DeepEpMeasurement], combine: bool) -> Result<Vec<Sample>, PlanError> {
+    rows.iter()
+        .map(|m| {
+            let mut call = m.call;
+            let seconds = if combine {
+                call.bytes_per_element = COMBINE_BYTES_PER_ELEMENT;
+                m.combine_s
+            } else {
+                m.dispatch_s
+            };
+            Ok(Sample {
+                bytes: sent_bytes(&call, m.mode)?,
+                seconds,
+            })
+        })
+        .collect()
+}
+
+/// Held-out validation of the DeepEP model (see the module docs): for each mode and phase,
+/// the error of predicting from `alltoall` (the NCCL AlltoAll fit of the same GPU count) and
+/// of DeepEP's own fit on every other model shape `(hidden, top_k, experts)`, scored on the
+/// rest.
+///
+/// # Errors
+///
+/// [`PlanError::Cost`] for an invalid configuration (experts not divisible by ranks, ...) or
+/// a split with too few samples.
+///
+/// # Complexity
+///
+/// O(n^2 k) for `n` configurations per mode.
+pub fn plan_deepep_validation(
+    measured: &[DeepEpMeasurement],
+    alltoall: &PiecewiseFit,
+) -> Result<Vec<DeepEpValidationRow>, PlanError> {
+    let mut out = Vec::new();
+    for mode in [DeepEpMode::Normal, DeepEpMode::LowLatency] {
+        let rows: Vec<&DeepEpMeasurement> = measured.iter().filter(|m| m.mode == mode).collect();
+        let mut shapes: Vec<(u64, u64, u64)> = rows
+            .iter()
+            .map(|m| (m.call.hidden, m.call.top_k, m.call.experts))
+            .collect();
+        shapes.sort_unstable();
+        shapes.dedup();
+        let (fit_shapes, _) = every_other(&shapes);
+        let (fit_rows, held_rows): (Vec<&DeepEpMeasurement>, Vec<&DeepEpMeasurement>) = rows
+            .iter()
+            .partition(|m| fit_shapes.contains(&(m.call.hidden, m.call.top_k, m.call.experts)));
+        for (phase, combine) in [("dispatch", false), ("combine", true)] {
+            let all = phase_samples(&rows, combine)?;
+            let link: Vec<(f64, f64)> = all
+                .iter()
+                .map(|s| (alltoall.time_s(s.bytes), s.seconds))
+                .collect();
+            let fit_samples = phase_samples(&fit_rows, combine)?;
+            let held_samples = phase_samples(&held_rows, combine)?;
+            let fit = piecewise_fit(&fit_samples, PiecewiseOptions::default())?;
+            let held: Vec<(f64, f64)> = held_samples
+                .iter()
+                .map(|s| (fit.time_s(s.bytes), s.seconds))
+                .collect();
+            let overhead_s = fit_samples
+                .iter()
+                .map(|s| s.seconds)
+                .fold(f64::INFINITY, f64::min);
+            let beta = alltoall.largest().map_or(0.0, |s| s.beta_s_per_byte);
+            let fixed: Vec<(f64, f64)> = held_samples
+                .iter()
+                .map(|s| (overhead_s + beta * s.bytes, s.seconds))
+                .collect();
+            out.push(DeepEpValidationRow {
+                mode,
+                phase: phase.to_string(),
+                link_only: error_summary(&link)?,
+                overhead_plus_link: error_summary(&fixed)?,
+                overhead_s,
+                held_out: error_summary(&held)?,
+                fit,
+            });
+        }
+    }
+    Ok(out)
+}
