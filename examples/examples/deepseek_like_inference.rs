@@ -52,6 +52,7 @@ fn spec() -> Result<InferenceSpec, Box<dyn std::error::Error>> {
         seed: SEED,
         slots_per_gpu: Some(SLOTS_PER_GPU),
         gpus_per_node: Some(GPUS_PER_NODE),
+        ..Default::default()
     })
 }
 

@@ -127,6 +127,16 @@ pub struct InferenceSpec {
     /// by the replica choice (same node first) and NCCL's node-aware peer order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus_per_node: Option<usize>,
+    /// One expert per GPU: a fixed deployment to evaluate instead of optimizing one (for
+    /// example a plan made on older statistics, evaluated on today's traffic), `[G][models]`
+    /// as in the plan's `experts_of_gpu`. The send orders are still planned per layer and the
+    /// baselines computed as usual.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Vec<Vec<usize>>>,
+    /// Many experts per GPU: fixed per-layer placements to evaluate instead of optimizing,
+    /// `[layers][G][slots_per_gpu]` as in the plan's `layers[i].experts_of_gpu`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layer_placements: Vec<Vec<Vec<usize>>>,
 }
 
 /// Which of Aurora's four scenarios the spec falls in.
@@ -255,9 +265,18 @@ pub fn plan_inference(spec: &InferenceSpec) -> Result<InferencePlan, PlanError> 
     {
         return experts::plan_experts(spec);
     }
+    if !spec.layer_placements.is_empty() {
+        return Err(PlanError::MissingField {
+            field: "routed_tokens or expert_tokens",
+            needed_by: "layer_placements (many experts per GPU)",
+        });
+    }
     let work = Workload::new(spec)?;
     let scenario = work.scenario();
-    let placement = work.optimized_placement(scenario)?;
+    let placement = match &spec.placement {
+        Some(fixed) => work.fixed_placement(fixed)?,
+        None => work.optimized_placement(scenario)?,
+    };
     let baseline_placement = random_placement(work.gpus.len(), work.models.len() == 2, spec.seed);
     let planned = work.evaluate(&placement, Algorithm::Optimal, spec.seed)?;
     let baseline = work.evaluate(&baseline_placement, Algorithm::Sjf, spec.seed)?;
@@ -278,6 +297,23 @@ pub fn plan_inference(spec: &InferenceSpec) -> Result<InferencePlan, PlanError> 
         baseline,
         speedup_over_baseline: speedup,
     })
+}
+
+/// [`PlanError::SizeMismatch`] unless `actual == expected`.
+pub(crate) fn check_len(
+    what: &'static str,
+    expected: usize,
+    actual: usize,
+) -> Result<(), PlanError> {
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(PlanError::SizeMismatch {
+            what,
+            expected,
+            actual,
+        })
+    }
 }
 
 /// `baseline / planned`, 1 when the plan takes no time.
@@ -359,6 +395,20 @@ impl Workload {
             (true, true) => Scenario::ColocatingHomogeneous,
             (true, false) => Scenario::ColocatingHeterogeneous,
         }
+    }
+
+    /// A given `experts_of_gpu[g][m]`, checked for shape (each model's column is checked to be
+    /// a permutation when its traffic is relabelled).
+    fn fixed_placement(&self, fixed: &[Vec<usize>]) -> Result<Vec<Vec<usize>>, PlanError> {
+        check_len("GPUs of the fixed placement", self.gpus.len(), fixed.len())?;
+        for row in fixed {
+            check_len(
+                "experts per GPU of the fixed placement (one per model)",
+                self.models.len(),
+                row.len(),
+            )?;
+        }
+        Ok(fixed.to_vec())
     }
 
     /// `experts_of_gpu[g][m]` chosen by the scenario's optimizer.
