@@ -44,9 +44,9 @@ const TYPES: [(f64, f64); 4] = [(100.0, 312.0), (80.0, 250.0), (50.0, 156.0), (4
 fn gpus() -> Vec<GpuInput> {
     (0..GPUS)
         .map(|g| {
-            let (gbps, tflops) = TYPES[g * TYPES.len() / GPUS];
+            let (gbps, tflop_per_s) = TYPES[g * TYPES.len() / GPUS];
             GpuInput {
-                tflops,
+                tflop_per_s,
                 bandwidth_gbps: gbps,
             }
         })
@@ -143,7 +143,7 @@ fn sweep_seed(two_models: bool, seed: u64) -> Res<Vec<Row>> {
 /// One expert per GPU planned against every layer as a window (worst window's busiest GPU),
 /// GPU speed proportional to its compute (and, in §8.1, to its bandwidth).
 fn robust_assignment(layers: &[TrafficMatrix]) -> Res<Vec<Vec<usize>>> {
-    let speeds: Vec<f64> = gpus().iter().map(|g| g.tflops / TYPES[0].1).collect();
+    let speeds: Vec<f64> = gpus().iter().map(|g| g.tflop_per_s / TYPES[0].1).collect();
     let cluster = PlacementCluster::new(vec![1; GPUS], speeds, vec![0; GPUS])?;
     let windows: Vec<LayerLoads> = layers
         .iter()

@@ -37,7 +37,7 @@
 //!     ..Default::default()
 //! };
 //! let spec = InferenceSpec {
-//!     gpus: vec![GpuInput { tflops: 100.0, bandwidth_gbps: 100.0 }; 3],
+//!     gpus: vec![GpuInput { tflop_per_s: 100.0, bandwidth_gbps: 100.0 }; 3],
 //!     models: vec![model],
 //!     seed: 7,
 //!     ..Default::default()
@@ -71,8 +71,9 @@ use crate::PlanError;
 /// One GPU, in vendor units (converted to SI on entry).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GpuInput {
-    /// Sustained compute throughput, TFLOP/s.
-    pub tflops: f64,
+    /// Sustained compute throughput, TFLOP/s (`tflops` is accepted as an older spelling).
+    #[serde(alias = "tflops")]
+    pub tflop_per_s: f64,
     /// Network bandwidth of the GPU's port, Gbps.
     pub bandwidth_gbps: f64,
 }
@@ -357,7 +358,7 @@ impl Workload {
             .iter()
             .map(|g| {
                 Ok(GpuSpec {
-                    flop_per_s: units::tflop_per_s(check_positive("GPU TFLOP/s", g.tflops)?),
+                    flop_per_s: units::tflop_per_s(check_positive("GPU TFLOP/s", g.tflop_per_s)?),
                     bandwidth_bytes_per_s: units::gbps(check_positive(
                         "GPU bandwidth (Gbps)",
                         g.bandwidth_gbps,
@@ -664,7 +665,7 @@ mod tests {
     fn uniform_gpus(n: usize) -> Vec<GpuInput> {
         vec![
             GpuInput {
-                tflops: 100.0,
+                tflop_per_s: 100.0,
                 bandwidth_gbps: 100.0
             };
             n
@@ -703,7 +704,7 @@ mod tests {
         let spec = InferenceSpec {
             gpus: vec![
                 GpuInput {
-                    tflops: 1.0,
+                    tflop_per_s: 1.0,
                     bandwidth_gbps: 8.0
                 };
                 3
@@ -753,7 +754,7 @@ mod tests {
     fn heterogeneous_scenarios_are_detected_and_planned() {
         let mut gpus = uniform_gpus(4);
         gpus[0] = GpuInput {
-            tflops: 300.0,
+            tflop_per_s: 300.0,
             bandwidth_gbps: 400.0,
         };
         let one =
@@ -778,7 +779,7 @@ mod tests {
         let mut gpus = uniform_gpus(6);
         for g in &mut gpus[3..] {
             *g = GpuInput {
-                tflops: 25.0,
+                tflop_per_s: 25.0,
                 bandwidth_gbps: 50.0,
             };
         }
@@ -798,6 +799,21 @@ mod tests {
                 assert!(plan.baseline.inference_time_s > 0.0);
             }
         }
+    }
+
+    #[test]
+    fn gpus_load_under_both_spellings_of_their_compute() {
+        let new: GpuInput =
+            serde_json::from_str(r#"{"tflop_per_s": 312.0, "bandwidth_gbps": 100.0}"#).unwrap();
+        let old: GpuInput =
+            serde_json::from_str(r#"{"tflops": 312.0, "bandwidth_gbps": 100.0}"#).unwrap();
+        assert_eq!(new, old);
+        assert_eq!(new.tflop_per_s, 312.0);
+        assert!(
+            serde_json::to_string(&new)
+                .unwrap()
+                .contains("\"tflop_per_s\"")
+        );
     }
 
     #[test]

@@ -30,7 +30,7 @@ fn model(exponent: f64, seed: u64) -> InferenceModelSpec {
 fn mixed_gpus() -> Vec<GpuInput> {
     (0..4)
         .map(|g| GpuInput {
-            tflops: if g < 2 { 100.0 } else { 25.0 },
+            tflop_per_s: if g < 2 { 100.0 } else { 25.0 },
             bandwidth_gbps: if g < 2 { 100.0 } else { 50.0 },
         })
         .collect()

@@ -157,7 +157,7 @@ impl Experts {
         for gpu in &spec.gpus {
             flop_per_s.push(units::tflop_per_s(check_positive(
                 "GPU TFLOP/s",
-                gpu.tflops,
+                gpu.tflop_per_s,
             )?));
             bytes_per_s.push(units::gbps(check_positive(
                 "GPU bandwidth (Gbps)",
