@@ -34,11 +34,11 @@ fn gpus(n: usize, heterogeneous: bool) -> Vec<GpuInput> {
     (0..n)
         .map(|g| match heterogeneous && g >= n / 2 {
             true => GpuInput {
-                tflops: 37.5,
+                tflop_per_s: 37.5,
                 bandwidth_gbps: 50.0,
             },
             false => GpuInput {
-                tflops: 150.0,
+                tflop_per_s: 150.0,
                 bandwidth_gbps: 100.0,
             },
         })

@@ -35,7 +35,7 @@ fn spec() -> Result<InferenceSpec, Box<dyn std::error::Error>> {
     Ok(InferenceSpec {
         gpus: vec![
             GpuInput {
-                tflops: 400.0,
+                tflop_per_s: 400.0,
                 bandwidth_gbps: 400.0
             };
             GPUS

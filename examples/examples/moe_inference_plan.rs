@@ -48,12 +48,12 @@ fn cluster(heterogeneous: bool) -> Vec<GpuInput> {
         .map(|g| {
             if heterogeneous && g >= GPUS / 2 {
                 GpuInput {
-                    tflops: 37.5,
+                    tflop_per_s: 37.5,
                     bandwidth_gbps: 50.0,
                 }
             } else {
                 GpuInput {
-                    tflops: 150.0,
+                    tflop_per_s: 150.0,
                     bandwidth_gbps: 100.0,
                 }
             }

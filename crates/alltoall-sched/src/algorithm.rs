@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::baselines::{random, shift, sjf};
+use crate::baselines::{nccl, random, shift, sjf};
 use crate::{
     Bandwidth, ScheduleError, Timetable, TrafficMatrix, aurora_greedy, lower_bound_s,
     non_preemptive, optimal,
@@ -28,17 +28,22 @@ pub enum Algorithm {
     Random,
     /// [`crate::baselines::shift`]: pairwise shift order, simulated.
     Shift,
+    /// [`crate::baselines::nccl`]: NCCL's load-oblivious p2p peer order, simulated, with all GPUs
+    /// in one node (for NCCL's node-aware order over several nodes call
+    /// [`crate::baselines::nccl`] with the node size).
+    Nccl,
 }
 
 impl Algorithm {
     /// Every algorithm, the optimal one first.
-    pub const ALL: [Algorithm; 6] = [
+    pub const ALL: [Algorithm; 7] = [
         Self::Optimal,
         Self::AuroraGreedy,
         Self::NonPreemptive,
         Self::Sjf,
         Self::Random,
         Self::Shift,
+        Self::Nccl,
     ];
 
     /// The kebab-case name (`optimal`, `aurora-greedy`, ...).
@@ -51,13 +56,14 @@ impl Algorithm {
             Self::Sjf => "sjf",
             Self::Random => "random",
             Self::Shift => "shift",
+            Self::Nccl => "nccl",
         }
     }
 
     /// Whether the timetable comes from the contention simulator (an order, not a timetable).
     #[must_use]
     pub fn is_simulated(self) -> bool {
-        matches!(self, Self::Sjf | Self::Random | Self::Shift)
+        matches!(self, Self::Sjf | Self::Random | Self::Shift | Self::Nccl)
     }
 }
 
@@ -70,7 +76,7 @@ impl fmt::Display for Algorithm {
 /// The name given to [`Algorithm::from_str`] is not an algorithm.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown algorithm `{0}` (expected optimal, aurora-greedy, non-preemptive, sjf, random or shift)"
+    "unknown algorithm `{0}` (expected optimal, aurora-greedy, non-preemptive, sjf, random, shift or nccl)"
 )]
 pub struct UnknownAlgorithm(pub String);
 
@@ -151,6 +157,7 @@ pub fn schedule(
         Algorithm::Sjf => sjf(matrix, bandwidth)?,
         Algorithm::Random => random(matrix, bandwidth, seed)?,
         Algorithm::Shift => shift(matrix, bandwidth)?,
+        Algorithm::Nccl => nccl(matrix, bandwidth, matrix.n())?,
     };
     Ok(Plan {
         algorithm,

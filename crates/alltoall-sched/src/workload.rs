@@ -146,6 +146,69 @@ pub fn router_trace(
         .collect())
 }
 
+/// Traffic a plan made on `base` meets when a fraction `noise` of it comes from other
+/// patterns: `(1 - noise) · base + noise · mean(others)`, entry by entry.
+///
+/// Aurora's robustness experiment (§8.2 Q4, Fig. 14) plans on the first layer's statistics
+/// and evaluates with the other layers' traffic mixed in, from 0% to 75% imprecision as each
+/// further layer is added. With `others` = layers 2..=k+1 and `noise = k/4`, every added layer
+/// contributes a quarter of the traffic, and at 75% the four layers weigh the same. The total
+/// volume stays that of the blend of the inputs, so a plan is not helped or hurt by a change of
+/// scale.
+///
+/// # Errors
+///
+/// [`ScheduleError::Cost`] for a noise that is negative, non-finite or above 1 (reported as
+/// `1 - noise` negative); [`ScheduleError::Empty`] for a positive noise and no other matrix;
+/// [`ScheduleError::SizeMismatch`] for matrices of different sizes.
+///
+/// # Complexity
+///
+/// `O(k · n^2)` time for `k` other matrices.
+///
+/// # Examples
+///
+/// ```
+/// use alltoall_sched::TrafficMatrix;
+/// use alltoall_sched::workload::blend_traffic;
+/// let planned = TrafficMatrix::from_rows_u64(&[vec![0, 8], vec![4, 0]])?;
+/// let other = TrafficMatrix::from_rows_u64(&[vec![0, 0], vec![12, 0]])?;
+/// let actual = blend_traffic(&planned, &[other], 0.25)?;
+/// assert_eq!(actual.to_rows(), vec![vec![0.0, 6.0], vec![6.0, 0.0]]);
+/// assert_eq!(blend_traffic(&planned, &[], 0.0)?, planned);
+/// # Ok::<(), alltoall_sched::ScheduleError>(())
+/// ```
+pub fn blend_traffic(
+    base: &TrafficMatrix,
+    others: &[TrafficMatrix],
+    noise: f64,
+) -> Result<TrafficMatrix, ScheduleError> {
+    let noise = check_non_negative("noise fraction", noise)?;
+    check_non_negative("1 - noise fraction", 1.0 - noise)?;
+    let n = base.n();
+    for other in others {
+        crate::error::check_size("GPUs of a noise matrix", n, other.n())?;
+    }
+    if noise == 0.0 {
+        return Ok(base.clone());
+    }
+    if others.is_empty() {
+        return Err(ScheduleError::Empty);
+    }
+    let weight = noise / others.len() as f64;
+    let rows: Vec<Vec<f64>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    let mixed: f64 = others.iter().map(|o| o.at(i, j)).sum();
+                    (1.0 - noise) * base.at(i, j) + weight * mixed
+                })
+                .collect()
+        })
+        .collect();
+    TrafficMatrix::from_rows(&rows)
+}
+
 /// Stream of [`seeded_rng`] that permutes the experts' popularity ranks.
 const POPULARITY_STREAM: u64 = 0;
 /// Stream of [`seeded_rng`] that draws the per-pair noise.
@@ -264,5 +327,45 @@ mod tests {
             Err(ScheduleError::Overflow { .. })
         ));
         assert_eq!(uniform_traffic(0, 1, 0), Err(ScheduleError::Empty));
+    }
+
+    #[test]
+    fn blends_weigh_every_added_layer_alike() {
+        let layer = |k: u64| zipf_traffic(5, 1.0, 400, 2, k).unwrap();
+        let layers: Vec<TrafficMatrix> = (0..4).map(layer).collect();
+        let all = blend_traffic(&layers[0], &layers[1..], 0.75).unwrap();
+        for (i, j, bytes) in all.pairs() {
+            let mean = layers.iter().map(|l| l.at(i, j)).sum::<f64>() / 4.0;
+            assert!((bytes - mean).abs() <= 1e-9 * mean.max(1.0), "{i} {j}");
+        }
+        assert_eq!(
+            blend_traffic(&layers[0], &layers[1..], 0.0).unwrap(),
+            layers[0]
+        );
+        let full = blend_traffic(&layers[0], &layers[1..2], 1.0).unwrap();
+        assert_eq!(full.to_rows(), layers[1].to_rows());
+    }
+
+    #[test]
+    fn bad_blends_are_errors() {
+        let d = zipf_traffic(3, 1.0, 100, 1, 0).unwrap();
+        let small = zipf_traffic(2, 1.0, 100, 1, 0).unwrap();
+        assert!(matches!(
+            blend_traffic(&d, std::slice::from_ref(&d), 1.5),
+            Err(ScheduleError::Cost(CostModelError::Negative { .. }))
+        ));
+        assert!(matches!(
+            blend_traffic(&d, std::slice::from_ref(&d), f64::NAN),
+            Err(ScheduleError::Cost(CostModelError::NonFinite { .. }))
+        ));
+        assert_eq!(blend_traffic(&d, &[], 0.5), Err(ScheduleError::Empty));
+        assert!(matches!(
+            blend_traffic(&d, &[small], 0.5),
+            Err(ScheduleError::SizeMismatch {
+                expected: 3,
+                actual: 2,
+                ..
+            })
+        ));
     }
 }

@@ -111,3 +111,16 @@ fn serde_round_trip_of_a_plan() {
     ));
     assert!(err.to_string().contains(&expected.to_string()), "{err}");
 }
+
+#[test]
+fn nccl_by_name_is_the_one_node_nccl_order() {
+    let d = fig4();
+    let b = Bandwidth::uniform(1.0).unwrap();
+    let algorithm: Algorithm = "nccl".parse().unwrap();
+    assert_eq!(algorithm, Algorithm::Nccl);
+    assert!(algorithm.is_simulated());
+    let plan = schedule(&d, &b, algorithm, 0).unwrap();
+    let direct = alltoall_sched::baselines::nccl(&d, &b, d.n()).unwrap();
+    assert_eq!(plan.timetable, direct);
+    assert_eq!(serde_json::to_string(&Algorithm::Nccl).unwrap(), "\"nccl\"");
+}

@@ -37,7 +37,7 @@
 //!     ..Default::default()
 //! };
 //! let spec = InferenceSpec {
-//!     gpus: vec![GpuInput { tflops: 100.0, bandwidth_gbps: 100.0 }; 3],
+//!     gpus: vec![GpuInput { tflop_per_s: 100.0, bandwidth_gbps: 100.0 }; 3],
 //!     models: vec![model],
 //!     seed: 7,
 //!     ..Default::default()
@@ -71,8 +71,9 @@ use crate::PlanError;
 /// One GPU, in vendor units (converted to SI on entry).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GpuInput {
-    /// Sustained compute throughput, TFLOP/s.
-    pub tflops: f64,
+    /// Sustained compute throughput, TFLOP/s (`tflops` is accepted as an older spelling).
+    #[serde(alias = "tflops")]
+    pub tflop_per_s: f64,
     /// Network bandwidth of the GPU's port, Gbps.
     pub bandwidth_gbps: f64,
 }
@@ -132,6 +133,16 @@ pub struct InferenceSpec {
     /// ([`crate::fitting::CollectiveFitPlan::link_for`]), replacing `bandwidth_gbps`.
     #[serde(default)]
     pub link_fits: Option<crate::fitting::CollectiveFitPlan>,
+    /// One expert per GPU: a fixed deployment to evaluate instead of optimizing one (for
+    /// example a plan made on older statistics, evaluated on today's traffic), `[G][models]`
+    /// as in the plan's `experts_of_gpu`. The send orders are still planned per layer and the
+    /// baselines computed as usual.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Vec<Vec<usize>>>,
+    /// Many experts per GPU: fixed per-layer placements to evaluate instead of optimizing,
+    /// `[layers][G][slots_per_gpu]` as in the plan's `layers[i].experts_of_gpu`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layer_placements: Vec<Vec<Vec<usize>>>,
 }
 
 /// Which of Aurora's four scenarios the spec falls in.
@@ -260,9 +271,18 @@ pub fn plan_inference(spec: &InferenceSpec) -> Result<InferencePlan, PlanError> 
     {
         return experts::plan_experts(spec);
     }
+    if !spec.layer_placements.is_empty() {
+        return Err(PlanError::MissingField {
+            field: "routed_tokens or expert_tokens",
+            needed_by: "layer_placements (many experts per GPU)",
+        });
+    }
     let work = Workload::new(spec)?;
     let scenario = work.scenario();
-    let placement = work.optimized_placement(scenario)?;
+    let placement = match &spec.placement {
+        Some(fixed) => work.fixed_placement(fixed)?,
+        None => work.optimized_placement(scenario)?,
+    };
     let baseline_placement = random_placement(work.gpus.len(), work.models.len() == 2, spec.seed);
     let planned = work.evaluate(&placement, Algorithm::Optimal, spec.seed)?;
     let baseline = work.evaluate(&baseline_placement, Algorithm::Sjf, spec.seed)?;
@@ -283,6 +303,23 @@ pub fn plan_inference(spec: &InferenceSpec) -> Result<InferencePlan, PlanError> 
         baseline,
         speedup_over_baseline: speedup,
     })
+}
+
+/// [`PlanError::SizeMismatch`] unless `actual == expected`.
+pub(crate) fn check_len(
+    what: &'static str,
+    expected: usize,
+    actual: usize,
+) -> Result<(), PlanError> {
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(PlanError::SizeMismatch {
+            what,
+            expected,
+            actual,
+        })
+    }
 }
 
 /// `baseline / planned`, 1 when the plan takes no time.
@@ -326,7 +363,7 @@ impl Workload {
             .iter()
             .map(|g| {
                 Ok(GpuSpec {
-                    flop_per_s: units::tflop_per_s(check_positive("GPU TFLOP/s", g.tflops)?),
+                    flop_per_s: units::tflop_per_s(check_positive("GPU TFLOP/s", g.tflop_per_s)?),
                     bandwidth_bytes_per_s: units::gbps(check_positive(
                         "GPU bandwidth (Gbps)",
                         g.bandwidth_gbps,
@@ -372,6 +409,20 @@ impl Workload {
             (true, true) => Scenario::ColocatingHomogeneous,
             (true, false) => Scenario::ColocatingHeterogeneous,
         }
+    }
+
+    /// A given `experts_of_gpu[g][m]`, checked for shape (each model's column is checked to be
+    /// a permutation when its traffic is relabelled).
+    fn fixed_placement(&self, fixed: &[Vec<usize>]) -> Result<Vec<Vec<usize>>, PlanError> {
+        check_len("GPUs of the fixed placement", self.gpus.len(), fixed.len())?;
+        for row in fixed {
+            check_len(
+                "experts per GPU of the fixed placement (one per model)",
+                self.models.len(),
+                row.len(),
+            )?;
+        }
+        Ok(fixed.to_vec())
     }
 
     /// `experts_of_gpu[g][m]` chosen by the scenario's optimizer.
@@ -627,7 +678,7 @@ mod tests {
     fn uniform_gpus(n: usize) -> Vec<GpuInput> {
         vec![
             GpuInput {
-                tflops: 100.0,
+                tflop_per_s: 100.0,
                 bandwidth_gbps: 100.0
             };
             n
@@ -666,7 +717,7 @@ mod tests {
         let spec = InferenceSpec {
             gpus: vec![
                 GpuInput {
-                    tflops: 1.0,
+                    tflop_per_s: 1.0,
                     bandwidth_gbps: 8.0
                 };
                 3
@@ -716,7 +767,7 @@ mod tests {
     fn heterogeneous_scenarios_are_detected_and_planned() {
         let mut gpus = uniform_gpus(4);
         gpus[0] = GpuInput {
-            tflops: 300.0,
+            tflop_per_s: 300.0,
             bandwidth_gbps: 400.0,
         };
         let one =
@@ -741,7 +792,7 @@ mod tests {
         let mut gpus = uniform_gpus(6);
         for g in &mut gpus[3..] {
             *g = GpuInput {
-                tflops: 25.0,
+                tflop_per_s: 25.0,
                 bandwidth_gbps: 50.0,
             };
         }
@@ -761,6 +812,21 @@ mod tests {
                 assert!(plan.baseline.inference_time_s > 0.0);
             }
         }
+    }
+
+    #[test]
+    fn gpus_load_under_both_spellings_of_their_compute() {
+        let new: GpuInput =
+            serde_json::from_str(r#"{"tflop_per_s": 312.0, "bandwidth_gbps": 100.0}"#).unwrap();
+        let old: GpuInput =
+            serde_json::from_str(r#"{"tflops": 312.0, "bandwidth_gbps": 100.0}"#).unwrap();
+        assert_eq!(new, old);
+        assert_eq!(new.tflop_per_s, 312.0);
+        assert!(
+            serde_json::to_string(&new)
+                .unwrap()
+                .contains("\"tflop_per_s\"")
+        );
     }
 
     #[test]

@@ -112,7 +112,7 @@ fn inference_takes_the_fitted_alltoall_bandwidth() {
     let spec = |gbps: f64, link_fits| InferenceSpec {
         gpus: vec![
             GpuInput {
-                tflops: 1.0,
+                tflop_per_s: 1.0,
                 bandwidth_gbps: gbps,
             };
             3

@@ -25,7 +25,7 @@ pub(crate) struct Args {
     /// File with one bandwidth per GPU in Gbps (CSV/whitespace numbers or a JSON array).
     #[arg(long)]
     pub bandwidths: Option<PathBuf>,
-    /// Algorithm: optimal, aurora-greedy, non-preemptive, sjf, random or shift.
+    /// Algorithm: optimal, aurora-greedy, non-preemptive, sjf, random, shift or nccl.
     #[arg(long, default_value = "optimal", value_parser = parse_algorithm)]
     pub algorithm: Algorithm,
     /// Seed of the randomized algorithms (aurora-greedy, random).

@@ -13,14 +13,15 @@ use alltoall_sched::{
     uniform_sources,
 };
 use colocation_matching::{
-    EplbPolicy, LayerLoads, PlacementAlgorithm, PlacementCluster, place, random_slot_placement,
+    EplbPolicy, LayerLoads, Placement, PlacementAlgorithm, PlacementCluster, place,
+    random_slot_placement,
 };
 use comm_cost_model::timeline::{ExclusiveLayer, exclusive_time, ffn_times_s};
 use comm_cost_model::{check_count, check_non_negative, check_positive, units};
 
 use super::{
     AllToAllSummary, BaselineSummary, InferenceModelSpec, InferencePlan, InferenceSpec, LayerPlan,
-    Scenario, speedup, summary,
+    Scenario, check_len, speedup, summary,
 };
 use crate::PlanError;
 
@@ -62,11 +63,21 @@ struct Timed {
 /// Plans a spec whose model is given per logical expert (see [`super::plan_inference`]).
 pub(super) fn plan_experts(spec: &InferenceSpec) -> Result<InferencePlan, PlanError> {
     let work = Experts::new(spec)?;
+    if spec.placement.is_some() {
+        return Err(PlanError::MissingField {
+            field: "layer_placements",
+            needed_by: "a fixed placement with many experts per GPU",
+        });
+    }
+    let fixed = work.fixed_maps(&spec.layer_placements)?;
     let mut layers = Vec::with_capacity(work.loads.len());
     let mut totals = [0.0; 4];
     let mut utilization = 0.0;
     for (l, loads) in work.loads.iter().enumerate() {
-        let ours = place(loads, &work.cluster, PlacementAlgorithm::Optimal)?;
+        let ours = match fixed.get(l) {
+            Some(map) => Placement::evaluate(loads, &work.cluster, map.clone())?,
+            None => place(loads, &work.cluster, PlacementAlgorithm::Optimal)?,
+        };
         let eplb = place(
             loads,
             &work.cluster,
@@ -146,7 +157,7 @@ impl Experts {
         for gpu in &spec.gpus {
             flop_per_s.push(units::tflop_per_s(check_positive(
                 "GPU TFLOP/s",
-                gpu.tflops,
+                gpu.tflop_per_s,
             )?));
             bytes_per_s.push(units::gbps(check_positive(
                 "GPU bandwidth (Gbps)",
@@ -190,6 +201,28 @@ impl Experts {
             gate_s: check_non_negative("gate time (s)", model.gate_s)?,
             aggregation_s: check_non_negative("aggregation time (s)", model.aggregation_s)?,
         })
+    }
+
+    /// The slot maps (`physical_to_logical`) of fixed `[layers][G][slots]` placements (none
+    /// when none is given).
+    fn fixed_maps(&self, layers: &[Vec<Vec<usize>>]) -> Result<Vec<Vec<usize>>, PlanError> {
+        if !layers.is_empty() {
+            check_len("layers of layer_placements", self.loads.len(), layers.len())?;
+        }
+        layers
+            .iter()
+            .map(|rows| {
+                check_len("GPUs of a layer placement", self.cluster.gpus(), rows.len())?;
+                for (gpu, row) in rows.iter().enumerate() {
+                    check_len(
+                        "experts per GPU of a layer placement (slots per GPU)",
+                        self.cluster.slot_range(gpu).len(),
+                        row.len(),
+                    )?;
+                }
+                Ok(rows.concat())
+            })
+            .collect()
     }
 
     /// Layer `l` with the slot map `map`, its sends ordered by `order`: Eq. 1.

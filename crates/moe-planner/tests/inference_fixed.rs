@@ -1,0 +1,162 @@
+//! A fixed deployment (`InferenceSpec::placement`) evaluated on the spec's traffic: the plan's
+//! own placement reproduces the plan, another one is timed on the same cost model, and a
+//! malformed one is a typed error.
+
+use moe_planner::PlanError;
+use moe_planner::alltoall_sched::ScheduleError;
+use moe_planner::alltoall_sched::workload::zipf_traffic;
+use moe_planner::colocation_matching::MatchingError;
+use moe_planner::inference::{GpuInput, InferenceModelSpec, InferenceSpec, plan_inference};
+
+const DEEPSEEK: &str = include_str!("../../../examples/data/inference_deepseek_like.json");
+
+fn model(exponent: f64, seed: u64) -> InferenceModelSpec {
+    InferenceModelSpec {
+        name: format!("zipf-{exponent}"),
+        layers: (0..2)
+            .map(|l| {
+                zipf_traffic(4, exponent, 512, 4096, seed + l)
+                    .unwrap()
+                    .to_rows()
+            })
+            .collect(),
+        gate_s: 1e-4,
+        aggregation_s: 1e-4,
+        ffn_flop_per_byte: 1e3,
+        ..Default::default()
+    }
+}
+
+fn mixed_gpus() -> Vec<GpuInput> {
+    (0..4)
+        .map(|g| GpuInput {
+            tflop_per_s: if g < 2 { 100.0 } else { 25.0 },
+            bandwidth_gbps: if g < 2 { 100.0 } else { 50.0 },
+        })
+        .collect()
+}
+
+#[test]
+fn the_plans_own_placement_reproduces_the_plan() {
+    for models in [vec![model(1.0, 1)], vec![model(1.0, 1), model(1.2, 9)]] {
+        let mut spec = InferenceSpec {
+            gpus: mixed_gpus(),
+            models,
+            seed: 5,
+            ..Default::default()
+        };
+        let plan = plan_inference(&spec).unwrap();
+        spec.placement = Some(plan.experts_of_gpu.clone());
+        let again = plan_inference(&spec).unwrap();
+        assert_eq!(again, plan);
+        // Any other placement is timed on the same model, and the baseline does not change.
+        let mut other = plan.experts_of_gpu.clone();
+        other.rotate_left(1);
+        spec.placement = Some(other.clone());
+        let moved = plan_inference(&spec).unwrap();
+        assert_eq!(moved.experts_of_gpu, other);
+        assert_eq!(
+            moved.baseline.inference_time_s,
+            plan.baseline.inference_time_s
+        );
+        assert!(moved.inference_time_s > 0.0);
+    }
+}
+
+#[test]
+fn fixed_layer_placements_with_many_experts_per_gpu_are_evaluated() {
+    let mut spec: InferenceSpec = serde_json::from_str(DEEPSEEK).unwrap();
+    let plan = plan_inference(&spec).unwrap();
+    spec.layer_placements = plan
+        .layers
+        .iter()
+        .map(|l| l.experts_of_gpu.clone())
+        .collect();
+    assert_eq!(plan_inference(&spec).unwrap(), plan);
+    // Every layer given the first layer's placement.
+    let first = plan.layers[0].experts_of_gpu.clone();
+    spec.layer_placements = vec![first.clone(); plan.layers.len()];
+    let fixed = plan_inference(&spec).unwrap();
+    assert_eq!(fixed.layers[0], plan.layers[0]);
+    for layer in &fixed.layers {
+        assert_eq!(layer.experts_of_gpu, first);
+    }
+    // The EPLB baselines do not depend on the plan (the random one copies its replica counts).
+    for (a, b) in fixed.baselines.iter().zip(&plan.baselines).take(3) {
+        assert_eq!(a.inference_time_s, b.inference_time_s);
+    }
+}
+
+#[test]
+fn malformed_fixed_placements_are_typed_errors() {
+    let mut spec = InferenceSpec {
+        gpus: mixed_gpus(),
+        models: vec![model(1.0, 1)],
+        ..Default::default()
+    };
+    spec.placement = Some(vec![vec![0], vec![1], vec![2]]);
+    assert!(matches!(
+        plan_inference(&spec),
+        Err(PlanError::SizeMismatch {
+            expected: 4,
+            actual: 3,
+            ..
+        })
+    ));
+    spec.placement = Some(vec![vec![0, 1], vec![1], vec![2], vec![3]]);
+    assert!(matches!(
+        plan_inference(&spec),
+        Err(PlanError::SizeMismatch {
+            expected: 1,
+            actual: 2,
+            ..
+        })
+    ));
+    spec.placement = Some(vec![vec![0], vec![0], vec![2], vec![3]]);
+    assert!(matches!(
+        plan_inference(&spec),
+        Err(PlanError::Schedule(ScheduleError::NotAPartition { .. }))
+    ));
+
+    let mut deepseek: InferenceSpec = serde_json::from_str(DEEPSEEK).unwrap();
+    let slots = deepseek.slots_per_gpu.unwrap();
+    let layers = deepseek.models[0].routed_tokens.len();
+    let mut rows = vec![vec![0; slots]; deepseek.gpus.len()];
+    deepseek.layer_placements = vec![rows.clone(); layers];
+    assert!(matches!(
+        plan_inference(&deepseek),
+        Err(PlanError::Matching(MatchingError::MissingExpert { .. }))
+    ));
+    deepseek.layer_placements = vec![rows.clone(); layers + 1];
+    assert!(matches!(
+        plan_inference(&deepseek),
+        Err(PlanError::SizeMismatch { .. })
+    ));
+    rows[3].pop();
+    deepseek.layer_placements = vec![rows; layers];
+    assert!(matches!(
+        plan_inference(&deepseek),
+        Err(PlanError::SizeMismatch {
+            actual: 8,
+            expected: 9,
+            ..
+        })
+    ));
+    deepseek.placement = Some(vec![vec![0]; 32]);
+    assert!(matches!(
+        plan_inference(&deepseek),
+        Err(PlanError::MissingField {
+            field: "layer_placements",
+            ..
+        })
+    ));
+    spec.placement = None;
+    spec.layer_placements = vec![vec![vec![0]; 4]];
+    assert!(matches!(
+        plan_inference(&spec),
+        Err(PlanError::MissingField {
+            needed_by: "layer_placements (many experts per GPU)",
+            ..
+        })
+    ));
+}
