@@ -22,7 +22,10 @@ fn loads() -> Vec<Vec<f64>> {
 
 fn main() -> Result<(), moe_planner::PlanError> {
     let w = loads();
-    for (name, groups, nodes) in [("global (1 node)", 1, 1), ("node-aware (8 groups, 4 nodes)", 8, 4)] {
+    for (name, groups, nodes) in [
+        ("global (1 node)", 1, 1),
+        ("node-aware (8 groups, 4 nodes)", 8, 4),
+    ] {
         rebalance_experts(w.clone(), 288, groups, nodes, 32)?; // warm-up
         let mut times: Vec<f64> = (0..11)
             .map(|_| {

@@ -19,14 +19,18 @@ pub(crate) fn run<T: Send>(
     py: Python<'_>,
     plan: impl FnOnce() -> Result<T, PlanError> + Send,
 ) -> PyResult<T> {
-    let outcome = py.detach(|| catch_unwind(AssertUnwindSafe(plan)));
-    match outcome {
+    py.detach(|| guarded(plan)).map_err(PyValueError::new_err)
+}
+
+/// `plan`'s value, or the message of its error or of its panic.
+fn guarded<T>(plan: impl FnOnce() -> Result<T, PlanError>) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(plan)) {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(err)) => Err(PyValueError::new_err(err.to_string())),
-        Err(payload) => Err(PyValueError::new_err(format!(
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(payload) => Err(format!(
             "internal error in moe_planner (please report it): {}",
             panic_message(payload.as_ref())
-        ))),
+        )),
     }
 }
 
@@ -60,6 +64,24 @@ pub(crate) fn rows<T: numpy::Element + Copy>(array: &PyReadonlyArray2<'_, T>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_and_panics_become_messages() {
+        assert_eq!(guarded(|| Ok(3)), Ok(3));
+        let err = PlanError::MissingField {
+            field: "groups",
+            needed_by: "policy optimal-node-aware",
+        };
+        assert_eq!(
+            guarded::<()>(|| Err(err)),
+            Err("policy optimal-node-aware needs `groups`".to_string())
+        );
+        let panicked = guarded::<()>(|| panic!("slot {} out of range", 9)).unwrap_err();
+        assert_eq!(
+            panicked,
+            "internal error in moe_planner (please report it): slot 9 out of range"
+        );
+    }
 
     #[test]
     fn panic_payloads_keep_their_text() {
