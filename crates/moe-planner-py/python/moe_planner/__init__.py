@@ -1,0 +1,33 @@
+"""moe-planner for Python: plan how Mixture-of-Experts jobs use a GPU cluster.
+
+* :func:`moe_planner.eplb.rebalance_experts`: a drop-in for DeepSeek's EPLB (same arguments and
+  return shapes) that runs our optimal placement and never puts two replicas of an expert on
+  one GPU;
+* :func:`place`: expert replication and placement with the current placement, tolerance and
+  load windows (fewest-move rebalancing), EPLB beside every plan;
+* :func:`schedule`: a contention-free all-to-all timetable;
+* :func:`iteration_search`: the fastest parallelization of an LLM training job on a fabric.
+
+Every planner runs in Rust (the ``moe-planner`` crates) without holding the GIL. Bad input
+raises ``ValueError`` with the library's message.
+
+Example:
+    >>> import moe_planner
+    >>> r = moe_planner.place([[600, 560, 120, 120, 20, 10, 10, 10]], num_gpus=8, slots_per_gpu=2)
+    >>> r.physical_to_logical_map.shape
+    (1, 16)
+"""
+
+from . import eplb
+from ._placement import PlacementResult, place
+from ._schedule import Schedule, schedule
+from ._search import iteration_search
+
+__all__ = [
+    "PlacementResult",
+    "Schedule",
+    "eplb",
+    "iteration_search",
+    "place",
+    "schedule",
+]

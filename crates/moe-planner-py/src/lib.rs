@@ -1,0 +1,43 @@
+//! Python bindings of moe-planner: the native module `moe_planner._native`.
+//!
+//! Built with `maturin` into the `moe_planner` package (`pip install ./crates/moe-planner-py`),
+//! whose Python layer (`python/moe_planner/`) converts inputs to numpy arrays, documents every
+//! function and wraps results in dataclasses. Everything here goes through the facade crate
+//! [`moe_planner`]; every planner error, and any panic, reaches Python as a `ValueError`
+//! carrying the library's message.
+//!
+//! | Python | Rust |
+//! |---|---|
+//! | `moe_planner.eplb.rebalance_experts` | [`eplb::rebalance_experts`] (our optimal planner in EPLB's shapes) |
+//! | `moe_planner.place` | [`moe_planner::placement::plan_placement`] |
+//! | `moe_planner.schedule` | [`moe_planner::schedule::plan_schedule`] |
+//! | `moe_planner.iteration_search` | [`moe_planner::network::plan_search`] |
+//!
+//! # Examples
+//!
+//! ```
+//! use _native::eplb::rebalance_experts;
+//! // One layer of 4 experts, 6 replicas on 3 GPUs of 2 slots; one group, one node.
+//! let t = rebalance_experts(vec![vec![60.0, 20.0, 10.0, 10.0]], 6, 1, 1, 3)?;
+//! assert_eq!(t.physical_to_logical_map.dim(), (1, 6));
+//! assert_eq!(t.expert_count.row(0).sum(), 6);
+//! # Ok::<(), moe_planner::PlanError>(())
+//! ```
+
+use pyo3::prelude::*;
+
+mod boundary;
+pub mod eplb;
+mod place;
+mod schedule;
+mod search;
+
+/// The native module; the public API is the `moe_planner` package around it.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(eplb::py_rebalance_experts, m)?)?;
+    m.add_function(wrap_pyfunction!(place::py_place, m)?)?;
+    m.add_function(wrap_pyfunction!(schedule::py_schedule, m)?)?;
+    m.add_function(wrap_pyfunction!(search::py_iteration_search, m)?)?;
+    Ok(())
+}
