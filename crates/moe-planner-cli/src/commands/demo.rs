@@ -41,8 +41,16 @@ const EMBEDDED_DEEPSEEK_INFERENCE: &str =
 /// Bytes of one DeepSeek-V3 routed expert in FP8: three 7168 x 2048 matrices.
 const DEEPSEEK_EXPERT_BYTES: f64 = 3.0 * 7168.0 * 2048.0;
 
+/// Examples printed at the end of `--help`.
+const EXAMPLES: &str = r"Examples:
+  moe-planner demo --out moe-planner-demo
+  moe-planner demo --json > demo.json
+
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#demo";
+
 /// Arguments of `moe-planner demo`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// Run on this workload file instead of the embedded one (same JSON shape).
     #[arg(long)]

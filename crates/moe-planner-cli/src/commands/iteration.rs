@@ -17,8 +17,16 @@ use crate::error::CliError;
 use crate::input::read_json;
 use crate::output::{Context, print_json};
 
+/// Examples printed at the end of `--help`.
+const EXAMPLES: &str = r"Examples:
+  moe-planner iteration --model gpt-1t --system dgx-a100 --gpus 512 --tp 8 --pp 64 --global-batch 512
+  moe-planner iteration --model gpt-175b --system dgx-h100 --gpus 1024 --search --top 5
+
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#iteration";
+
 /// Arguments of `moe-planner iteration`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// Model preset (gpt-22b, gpt-175b, gpt-530b, gpt-1t, gpt-145.6b, gpt-310.1b, gpt-529.6b,
     /// gpt-1008b) or a JSON file {heads, hidden, layers, `seq_len`, vocab}.
@@ -60,7 +68,8 @@ pub(crate) struct Args {
     #[arg(long, requires = "search")]
     pub svg: Option<PathBuf>,
     /// Compute model: `paper` (the rail-only paper's assumptions) or `calibrated` (fitted on
-    /// nine published runs; valid for hidden >= 6144, see docs/reproduction.md).
+    /// nine published runs; valid for hidden >= 6144; its accuracy is in the docs
+    /// linked below).
     #[arg(long, default_value = "paper")]
     pub compute: String,
     /// Activation recomputation: none, selective (Korthikanti et al.) or full (Megatron-LM).

@@ -9,8 +9,16 @@ use moe_planner::rail_network::fabric::FabricCounts;
 use crate::error::CliError;
 use crate::output::{Context, print_json};
 
+/// Examples printed at the end of `--help`.
+const EXAMPLES: &str = r"Examples:
+  moe-planner network --gpus 32768 --hb-domain 256 --radix 64
+  moe-planner network --gpus 32768 --hb-domain 256 --radix 64 --svg network.svg
+
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#network";
+
 /// Arguments of `moe-planner network`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// Total GPUs N.
     #[arg(long)]
