@@ -5,7 +5,7 @@
 //! of 128 experts on 16 Perlmutter GPUs, and a rail-only fabric plus a parallelization search for
 //! GPT-1T on GH200. `--workload FILE` runs the same report on your own file of that shape.
 //! The expert-placement part always runs on the embedded DeepSeek-like loads
-//! (`examples/data/placement/deepseek_like_loads.json`: 58 layers x 256 experts) on 32 GPUs with
+//! (`crates/moe-planner-cli/data/deepseek_like_loads.json`: 58 layers x 256 experts) on 32 GPUs with
 //! 9 slots each in 4 nodes, then rebalances after 20% drift.
 
 use std::path::{Path, PathBuf};
@@ -30,13 +30,11 @@ use crate::plot::demo::DemoPlots;
 const EMBEDDED_WORKLOAD: &str = include_str!("../demo_workload.json");
 
 /// The DeepSeek-like expert loads compiled into the binary (SGLang `logical_count` format).
-const EMBEDDED_LOADS: &str =
-    include_str!("../../../../examples/data/placement/deepseek_like_loads.json");
+const EMBEDDED_LOADS: &str = include_str!("../../data/deepseek_like_loads.json");
 
 /// The DeepSeek-like inference spec compiled into the binary (32 GPUs in 4 nodes, 256 experts,
 /// 4 layers of router traces; `examples/examples/deepseek_like_inference.rs` writes it).
-const EMBEDDED_DEEPSEEK_INFERENCE: &str =
-    include_str!("../../../../examples/data/inference_deepseek_like.json");
+const EMBEDDED_DEEPSEEK_INFERENCE: &str = include_str!("../../data/inference_deepseek_like.json");
 
 /// Bytes of one DeepSeek-V3 routed expert in FP8: three 7168 x 2048 matrices.
 const DEEPSEEK_EXPERT_BYTES: f64 = 3.0 * 7168.0 * 2048.0;
