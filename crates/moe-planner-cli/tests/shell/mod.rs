@@ -40,6 +40,8 @@ pub(crate) fn run_line(line: &str, dir: &Path) -> Output {
 }
 
 /// Runs `line` and panics with its stderr unless it succeeds; returns stdout.
+// Every test file compiles this module on its own, and not all of them use every helper.
+#[allow(dead_code)]
 pub(crate) fn run_ok(line: &str, dir: &Path) -> String {
     let out = run_line(line, dir);
     assert!(
