@@ -42,8 +42,11 @@ pub(crate) struct Args {
 
 fn row(name: &str, f: &FabricCounts) {
     println!(
-        "{name:<16} {:>5} {:>10} {:>13} {:>16.0}",
-        f.tiers, f.switches, f.transceivers, f.cost_usd
+        "{name:<16} {:>5} {:>10} {:>13} {:>10}",
+        f.tiers,
+        f.switches,
+        f.transceivers,
+        crate::format::usd(f.cost_usd)
     );
 }
 
@@ -66,8 +69,8 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         args.gpus, args.hb_domain, args.radix
     );
     println!(
-        "{:<16} {:>5} {:>10} {:>13} {:>16}",
-        "fabric", "tiers", "switches", "transceivers", "cost (USD)"
+        "{:<16} {:>5} {:>10} {:>13} {:>10}",
+        "fabric", "tiers", "switches", "transceivers", "cost"
     );
     row("rail-optimized", &cmp.rail_optimized);
     row("rail-only", &cmp.rail_only);

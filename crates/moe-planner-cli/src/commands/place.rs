@@ -9,6 +9,7 @@ use moe_planner::placement::{
 };
 
 use crate::error::CliError;
+use crate::format;
 use crate::input::{parse_csv_rows, read_json, read_text};
 use crate::output::{Context, print_json};
 
@@ -228,9 +229,9 @@ fn print_report(plan: &PlacementPlan) {
     }
     if let (Some(bytes), Some(time)) = (t.transfer_bytes, t.transfer_time_s) {
         println!(
-            "weights moved: {:.3} GB in {:.3} ms (contention-free, layer after layer)",
-            bytes / 1e9,
-            time * 1e3
+            "weights moved: {} in {} (contention-free, layer after layer)",
+            format::bytes(bytes),
+            format::duration(time)
         );
     }
 }
