@@ -1,8 +1,8 @@
-//! Writes the embedded DeepSeek-like inference spec to `examples/data/inference_deepseek_like.json`
+//! Writes the embedded DeepSeek-like inference spec to `crates/moe-planner-cli/data/inference_deepseek_like.json`
 //! and plans it.
 //!
 //! 32 GPUs in 4 nodes of 8 with 9 expert slots each (256 routed experts plus 32 replicas), the
-//! first 4 layers of the DeepSeek-like loads (`data/placement/deepseek_like_loads.json`: 131,072
+//! first 4 layers of the DeepSeek-like loads (`crates/moe-planner-cli/data/deepseek_like_loads.json`: 131,072
 //! routings per layer, 16,384 tokens with top-8) turned into router traces `[G][E]` with
 //! [`alltoall_sched::workload::router_trace`] (each GPU the source of 1/32 of every expert's
 //! tokens, +-25% per-source jitter, seed 2026 + layer). A token is 7,168 bytes (DeepSeek-V3's
@@ -23,7 +23,7 @@ const SEED: u64 = 2026;
 
 /// The spec: shared with the demo through the data file.
 fn spec() -> Result<InferenceSpec, Box<dyn std::error::Error>> {
-    let text = include_str!("../data/placement/deepseek_like_loads.json");
+    let text = include_str!("../../crates/moe-planner-cli/data/deepseek_like_loads.json");
     let file: LogicalCountFile = serde_json::from_str(text)?;
     let loads = file.logical_count.summed()?;
     let routed_tokens = loads
@@ -60,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let spec = spec()?;
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/data/inference_deepseek_like.json"
+        "/../crates/moe-planner-cli/data/inference_deepseek_like.json"
     );
     std::fs::write(path, serde_json::to_string(&spec)? + "\n")?;
     println!("wrote {path}");

@@ -32,7 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let text = format!("{{\"logical_count\": [\n{}\n]}}\n", rows.join(",\n"));
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/data/placement/deepseek_like_loads.json"
+        "/../crates/moe-planner-cli/data/deepseek_like_loads.json"
     );
     std::fs::write(path, text)?;
     println!("wrote {LAYERS} x {EXPERTS} loads to {path}");

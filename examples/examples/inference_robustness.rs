@@ -206,8 +206,9 @@ fn ahead(map: &[usize], later: &[LayerLoads], cluster: &PlacementCluster) -> Res
 }
 
 fn deepseek_windows() -> Res<()> {
-    let file: LogicalCountFile =
-        serde_json::from_str(include_str!("../data/placement/deepseek_like_loads.json"))?;
+    let file: LogicalCountFile = serde_json::from_str(include_str!(
+        "../../crates/moe-planner-cli/data/deepseek_like_loads.json"
+    ))?;
     let start = file.logical_count.summed()?;
     let cluster = PlacementCluster::uniform(DS_GPUS, DS_SLOTS, DS_NODES)?;
     println!();

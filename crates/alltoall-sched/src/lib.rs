@@ -42,6 +42,11 @@
 //! # Ok::<(), alltoall_sched::ScheduleError>(())
 //! ```
 
+// The README's examples run as doctests, so the crate's front page cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod algorithm;
 mod aurora_greedy;
 mod bandwidth;

@@ -45,6 +45,11 @@
 //! # Ok::<(), colocation_matching::MatchingError>(())
 //! ```
 
+// The README's examples run as doctests, so the crate's front page cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod allowed;
 mod bottleneck;
 mod dominance;

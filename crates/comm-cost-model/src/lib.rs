@@ -41,6 +41,11 @@
 //! # Ok::<(), comm_cost_model::CostModelError>(())
 //! ```
 
+// The README's examples run as doctests, so the crate's front page cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub mod allgather_bound;
 mod alpha_beta;
 pub mod collectives;

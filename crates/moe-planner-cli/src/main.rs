@@ -7,6 +7,7 @@
 
 mod commands;
 mod error;
+mod format;
 mod input;
 mod output;
 mod plot;

@@ -362,7 +362,7 @@ fn place_reads_sglang_dumps_and_rejects_bad_input() {
     let v = json(&[
         "place",
         "--loads",
-        &data("placement/deepseek_like_loads.json"),
+        concat!(env!("CARGO_MANIFEST_DIR"), "/data/deepseek_like_loads.json"),
         "--gpus",
         "32",
         "--slots-per-gpu",
@@ -418,7 +418,10 @@ fn infer_gives_timetables_for_many_experts_per_gpu() {
     let v = json(&[
         "infer",
         "--spec",
-        &data("inference_deepseek_like.json"),
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/data/inference_deepseek_like.json"
+        ),
         "--timetable-out",
         csv.to_str().unwrap(),
     ]);

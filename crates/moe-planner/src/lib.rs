@@ -43,6 +43,11 @@
 //! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
+// The README's examples run as doctests, so the crate's front page cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use alltoall_sched;
 pub use colocation_matching;
 pub use comm_cost_model;

@@ -4,7 +4,7 @@
 use moe_planner::alltoall_sched::{Bandwidth, Timetable, TrafficMatrix, dispatch_tokens};
 use moe_planner::inference::{InferenceSpec, plan_inference};
 
-const DEEPSEEK: &str = include_str!("../../../examples/data/inference_deepseek_like.json");
+const DEEPSEEK: &str = include_str!("../../moe-planner-cli/data/inference_deepseek_like.json");
 
 #[test]
 fn deepseek_like_plan_delivers_every_token_on_the_bound() {

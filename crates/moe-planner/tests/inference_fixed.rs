@@ -8,7 +8,7 @@ use moe_planner::alltoall_sched::workload::zipf_traffic;
 use moe_planner::colocation_matching::MatchingError;
 use moe_planner::inference::{GpuInput, InferenceModelSpec, InferenceSpec, plan_inference};
 
-const DEEPSEEK: &str = include_str!("../../../examples/data/inference_deepseek_like.json");
+const DEEPSEEK: &str = include_str!("../../moe-planner-cli/data/inference_deepseek_like.json");
 
 fn model(exponent: f64, seed: u64) -> InferenceModelSpec {
     InferenceModelSpec {

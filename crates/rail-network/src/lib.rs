@@ -43,6 +43,11 @@
 //! # Ok::<(), rail_network::RailNetworkError>(())
 //! ```
 
+// The README's examples run as doctests, so the crate's front page cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub mod accuracy;
 pub mod compute;
 mod error;

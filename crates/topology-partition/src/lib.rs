@@ -33,6 +33,11 @@
 //! # Ok::<(), topology_partition::TopologyError>(())
 //! ```
 
+// The README's examples run as doctests, so the crate's front page cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod baselines;
 mod builders;
 mod cluster;

@@ -8,8 +8,16 @@ use crate::error::CliError;
 use crate::input::read_matrix;
 use crate::output::{Context, print_json};
 
+/// Examples printed at the end of `--help`.
+const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
+  moe-planner colocate --model-a examples/data/model_a_traffic.csv \
+      --model-b examples/data/model_b_traffic.csv --seed 3
+
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#colocate";
+
 /// Arguments of `moe-planner colocate`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// Traffic matrix of model A's first all-to-all (CSV rows or JSON `{"traffic": [[...]]}`),
     /// bytes, expert i on GPU i.

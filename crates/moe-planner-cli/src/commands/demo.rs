@@ -5,7 +5,7 @@
 //! of 128 experts on 16 Perlmutter GPUs, and a rail-only fabric plus a parallelization search for
 //! GPT-1T on GH200. `--workload FILE` runs the same report on your own file of that shape.
 //! The expert-placement part always runs on the embedded DeepSeek-like loads
-//! (`examples/data/placement/deepseek_like_loads.json`: 58 layers x 256 experts) on 32 GPUs with
+//! (`crates/moe-planner-cli/data/deepseek_like_loads.json`: 58 layers x 256 experts) on 32 GPUs with
 //! 9 slots each in 4 nodes, then rebalances after 20% drift.
 
 use std::path::{Path, PathBuf};
@@ -22,6 +22,7 @@ use moe_planner::training::{TrainingPlan, TrainingSpec, plan_training};
 use serde::{Deserialize, Serialize};
 
 use crate::error::CliError;
+use crate::format;
 use crate::input::read_json;
 use crate::output::{Context, print_json};
 use crate::plot::demo::DemoPlots;
@@ -30,19 +31,25 @@ use crate::plot::demo::DemoPlots;
 const EMBEDDED_WORKLOAD: &str = include_str!("../demo_workload.json");
 
 /// The DeepSeek-like expert loads compiled into the binary (SGLang `logical_count` format).
-const EMBEDDED_LOADS: &str =
-    include_str!("../../../../examples/data/placement/deepseek_like_loads.json");
+const EMBEDDED_LOADS: &str = include_str!("../../data/deepseek_like_loads.json");
 
 /// The DeepSeek-like inference spec compiled into the binary (32 GPUs in 4 nodes, 256 experts,
 /// 4 layers of router traces; `examples/examples/deepseek_like_inference.rs` writes it).
-const EMBEDDED_DEEPSEEK_INFERENCE: &str =
-    include_str!("../../../../examples/data/inference_deepseek_like.json");
+const EMBEDDED_DEEPSEEK_INFERENCE: &str = include_str!("../../data/inference_deepseek_like.json");
 
 /// Bytes of one DeepSeek-V3 routed expert in FP8: three 7168 x 2048 matrices.
 const DEEPSEEK_EXPERT_BYTES: f64 = 3.0 * 7168.0 * 2048.0;
 
+/// Examples printed at the end of `--help`.
+const EXAMPLES: &str = r"Examples:
+  moe-planner demo --out moe-planner-demo
+  moe-planner demo --json > demo.json
+
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#demo";
+
 /// Arguments of `moe-planner demo`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// Run on this workload file instead of the embedded one (same JSON shape).
     #[arg(long)]
@@ -214,8 +221,8 @@ fn print_report(r: &DemoReport) {
     print_inference(&r.deepseek_like_inference);
     for b in &r.deepseek_like_inference.baselines[1..] {
         println!(
-            "  vs {:.3} ms ({:.2}x): {}",
-            b.inference_time_s * 1e3,
+            "  vs {} ({:.2}x): {}",
+            format::duration(b.inference_time_s),
             b.speedup,
             b.description
         );
@@ -225,19 +232,19 @@ fn print_report(r: &DemoReport) {
     heading("MoE training layer (Parm Algorithm 1)");
     let t = &r.training;
     println!(
-        "baseline {:.3} ms, S1 {:.3} ms, S2 {:.3} ms -> run {} ({:.2}x over the baseline)",
-        t.baseline_s * 1e3,
-        t.s1_s * 1e3,
-        t.s2_s * 1e3,
+        "baseline {}, S1 {}, S2 {} -> run {} ({:.2}x over the baseline)",
+        format::duration(t.baseline_s),
+        format::duration(t.s1_s),
+        format::duration(t.s2_s),
         json_name(&t.choice),
         t.speedup
     );
     heading("Expert-parallel groups (Aristos LysiGroup)");
     let g = &r.grouping;
     println!(
-        "{} groups, largest T(g) {:.4} s",
+        "{} groups, largest T(g) {}",
         g.partition.groups.len(),
-        g.max_objective_s
+        format::duration(g.max_objective_s)
     );
     for b in &g.baselines {
         match b.ratio_to_lysigroup {
@@ -248,24 +255,24 @@ fn print_report(r: &DemoReport) {
     heading("Network (rail-only, Table 2 and Appendix C)");
     let f = &r.fabric;
     println!(
-        "{} GPUs, HB domain {}: rail-optimized ${:.0}M vs rail-only ${:.0}M ({:.1}% cheaper)",
+        "{} GPUs, HB domain {}: rail-optimized {} vs rail-only {} ({:.1}% cheaper)",
         f.params.gpus,
         f.params.hb_domain,
-        f.rail_optimized.cost_usd / 1e6,
-        f.rail_only.cost_usd / 1e6,
+        format::usd(f.rail_optimized.cost_usd),
+        format::usd(f.rail_only.cost_usd),
         f.cost_reduction * 100.0
     );
     let best = &r.parallelization.best;
     let p = &best.parallelization;
     println!(
-        "best of {} parallelizations: t = {}, p = {}, d = {}, b = {}, v = {} -> {:.2} s per iteration",
+        "best of {} parallelizations: t = {}, p = {}, d = {}, b = {}, v = {} -> {} per iteration",
         r.parallelization.evaluated,
         p.tp,
         p.pp,
         p.dp,
         p.micro_batch,
         p.interleave,
-        best.iteration_time_s
+        format::duration(best.iteration_time_s)
     );
 }
 
@@ -273,19 +280,19 @@ fn print_inference(plan: &InferencePlan) {
     let bound: f64 = plan.layers.iter().map(|l| l.dispatch.lower_bound_s).sum();
     let made: f64 = plan.layers.iter().map(|l| l.dispatch.makespan_s).sum();
     println!(
-        "scenario {}: {} layers; dispatch all-to-all summed over the layers {:.3} ms (lower bound {:.3} ms)",
+        "scenario {}: {} layers; dispatch all-to-all summed over the layers {} (lower bound {})",
         json_name(&plan.scenario),
         plan.layers.len(),
-        made * 1e3,
-        bound * 1e3
+        format::duration(made),
+        format::duration(bound)
     );
     println!(
-        "inference time (all layers) {:.3} ms, GPU compute busy {:.1}% of it; baseline \
-         ({}) {:.3} ms -> ours is {:.2}x faster",
-        plan.inference_time_s * 1e3,
+        "inference time (all layers) {}, GPU compute busy {:.1}% of it; baseline \
+         ({}) {} -> ours is {:.2}x faster",
+        format::duration(plan.inference_time_s),
         plan.gpu_utilization * 100.0,
         plan.baseline.description,
-        plan.baseline.inference_time_s * 1e3,
+        format::duration(plan.baseline.inference_time_s),
         plan.speedup_over_baseline
     );
 }
@@ -323,9 +330,9 @@ fn print_placement(fresh: &PlacementPlan, rebalance: &PlacementPlan) {
     }
     if let (Some(bytes), Some(time)) = (r.transfer_bytes, r.transfer_time_s) {
         println!(
-            "  {:.2} GB of FP8 expert weights, {:.1} ms as contention-free all-to-alls at 400 Gbps",
-            bytes / 1e9,
-            time * 1e3
+            "  {} of FP8 expert weights, {} as contention-free all-to-alls at 400 Gbps",
+            format::bytes(bytes),
+            format::duration(time)
         );
     }
 }

@@ -20,8 +20,16 @@ use crate::error::CliError;
 use crate::input::read_text;
 use crate::output::{Context, print_json};
 
+/// Examples printed at the end of `--help`.
+const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
+  moe-planner fit --measurements examples/data/allgather_measurements.csv
+  moe-planner fit --measurements examples/data/measured/nccl_h100_sxm.csv --json > h100_fits.json
+
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#fit";
+
 /// Arguments of `moe-planner fit`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// A `bytes,seconds` CSV, a `collective,gpus,bytes,seconds` CSV, or nccl-tests output.
     #[arg(long)]

@@ -10,10 +10,17 @@ use crate::error::CliError;
 use crate::input::read_json;
 use crate::output::{Context, print_json};
 
+/// Examples printed at the end of `--help`.
+const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
+  moe-planner group --spec examples/data/perlmutter_group.json
+
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#group";
+
 /// Arguments of `moe-planner group`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
-    /// JSON group spec: cluster, experts, training constants (see docs/cli.md).
+    /// JSON group spec: cluster, experts, training constants (see the docs linked below).
     #[arg(long)]
     pub spec: PathBuf,
 }

@@ -8,11 +8,19 @@ use crate::error::CliError;
 use crate::input::read_json;
 use crate::output::{Context, print_json};
 
+/// Examples printed at the end of `--help`.
+const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
+  moe-planner infer --spec examples/data/inference_colocated.json
+  moe-planner infer --spec examples/data/inference_colocated.json --svg infer.svg
+
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#infer";
+
 /// Arguments of `moe-planner infer`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// JSON inference spec: `gpus` (TFLOP/s and Gbps each), `models` (one or two, each with
-    /// per-layer dispatch traffic matrices in bytes), `seed` (see docs/cli.md).
+    /// per-layer dispatch traffic matrices in bytes), `seed` (see the docs linked below).
     #[arg(long)]
     pub spec: PathBuf,
     /// Override the spec's seed for the random baselines.

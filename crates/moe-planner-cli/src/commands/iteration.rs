@@ -17,8 +17,16 @@ use crate::error::CliError;
 use crate::input::read_json;
 use crate::output::{Context, print_json};
 
+/// Examples printed at the end of `--help`.
+const EXAMPLES: &str = r"Examples:
+  moe-planner iteration --model gpt-1t --system dgx-a100 --gpus 512 --tp 8 --pp 64 --global-batch 512
+  moe-planner iteration --model gpt-175b --system dgx-h100 --gpus 1024 --search --top 5
+
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#iteration";
+
 /// Arguments of `moe-planner iteration`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// Model preset (gpt-22b, gpt-175b, gpt-530b, gpt-1t, gpt-145.6b, gpt-310.1b, gpt-529.6b,
     /// gpt-1008b) or a JSON file {heads, hidden, layers, `seq_len`, vocab}.
@@ -49,18 +57,20 @@ pub(crate) struct Args {
     /// Interleaved pipeline stages per GPU.
     #[arg(long, default_value_t = 1)]
     pub interleave: u64,
-    /// Search every valid parallelization and print the best under `best`.
-    #[arg(long)]
+    /// Search every valid parallelization and print the best under `best` (the search chooses
+    /// t, p, d, b and v itself, so giving any of them is a usage error).
+    #[arg(long, conflicts_with_all = ["tp", "pp", "dp", "microbatch", "interleave"])]
     pub search: bool,
-    /// Configurations listed with --search.
-    #[arg(long, default_value_t = 5)]
+    /// Configurations listed with --search (at least 1).
+    #[arg(long, default_value_t = 5, value_parser = at_least_one)]
     pub top: usize,
     /// Write a plot to this SVG file: with --search, the best iteration time against the HB-domain size
     /// K = 1, 2, 4, ... (rail-only Fig. 9).
     #[arg(long, requires = "search")]
     pub svg: Option<PathBuf>,
     /// Compute model: `paper` (the rail-only paper's assumptions) or `calibrated` (fitted on
-    /// nine published runs; valid for hidden >= 6144, see docs/reproduction.md).
+    /// nine published runs; valid for hidden >= 6144; its accuracy is in the docs
+    /// linked below).
     #[arg(long, default_value = "paper")]
     pub compute: String,
     /// Activation recomputation: none, selective (Korthikanti et al.) or full (Megatron-LM).
@@ -70,6 +80,15 @@ pub(crate) struct Args {
     /// latency come from its AllGather fit.
     #[arg(long)]
     pub fit: Option<PathBuf>,
+}
+
+/// Parses a count that must be at least 1 (a usage error otherwise, exit 2).
+fn at_least_one(arg: &str) -> Result<usize, String> {
+    match arg.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn model_ref(arg: &str) -> Result<ModelRef, CliError> {
@@ -154,7 +173,7 @@ fn run_search(
         system,
         gpus: args.gpus,
         global_batch: args.global_batch.unwrap_or(args.gpus),
-        keep: args.top.max(1),
+        keep: args.top,
         compute,
         link_fits: link_fits.clone(),
     };
@@ -233,9 +252,31 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         link_fits: link_fits.clone(),
     };
     let plan = plan_iteration(&spec)?;
+    if args.global_batch.is_none() {
+        warn_if_degenerate_pipeline(&plan);
+    }
     if ctx.json {
         return print_json(&plan);
     }
     print_plan(&plan);
     Ok(())
+}
+
+/// Warns on stderr when the default global batch (d x b) leaves a pipeline of p > 1 stages
+/// fewer micro-batches than stages: the bubble (p - 1 of m + p - 1 slots) then dominates the
+/// iteration, which is almost never the configuration the user meant to evaluate.
+fn warn_if_degenerate_pipeline(plan: &IterationPlan) {
+    let p = &plan.parallelization;
+    let m = plan.terms.micro_batches;
+    if p.pp > 1 && m < p.pp {
+        eprintln!(
+            "moe-planner: warning: --global-batch defaulted to d x b = {}, so the {} pipeline \
+             stages run {m} micro-batch(es) and the pipeline bubble is {:.0}% of the iteration; \
+             give --global-batch",
+            p.global_batch,
+            p.pp,
+            100.0 * (plan.terms.bubble_compute_s + plan.terms.bubble_comm_s)
+                / plan.iteration_time_s.max(f64::MIN_POSITIVE)
+        );
+    }
 }

@@ -9,8 +9,16 @@ use moe_planner::rail_network::fabric::FabricCounts;
 use crate::error::CliError;
 use crate::output::{Context, print_json};
 
+/// Examples printed at the end of `--help`.
+const EXAMPLES: &str = r"Examples:
+  moe-planner network --gpus 32768 --hb-domain 256 --radix 64
+  moe-planner network --gpus 32768 --hb-domain 256 --radix 64 --svg network.svg
+
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#network";
+
 /// Arguments of `moe-planner network`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// Total GPUs N.
     #[arg(long)]
@@ -34,8 +42,11 @@ pub(crate) struct Args {
 
 fn row(name: &str, f: &FabricCounts) {
     println!(
-        "{name:<16} {:>5} {:>10} {:>13} {:>16.0}",
-        f.tiers, f.switches, f.transceivers, f.cost_usd
+        "{name:<16} {:>5} {:>10} {:>13} {:>10}",
+        f.tiers,
+        f.switches,
+        f.transceivers,
+        crate::format::usd(f.cost_usd)
     );
 }
 
@@ -58,8 +69,8 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         args.gpus, args.hb_domain, args.radix
     );
     println!(
-        "{:<16} {:>5} {:>10} {:>13} {:>16}",
-        "fabric", "tiers", "switches", "transceivers", "cost (USD)"
+        "{:<16} {:>5} {:>10} {:>13} {:>10}",
+        "fabric", "tiers", "switches", "transceivers", "cost"
     );
     row("rail-optimized", &cmp.rail_optimized);
     row("rail-only", &cmp.rail_only);

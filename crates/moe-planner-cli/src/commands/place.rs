@@ -9,11 +9,22 @@ use moe_planner::placement::{
 };
 
 use crate::error::CliError;
+use crate::format;
 use crate::input::{parse_csv_rows, read_json, read_text};
 use crate::output::{Context, print_json};
 
+/// Examples printed at the end of `--help`.
+const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
+  moe-planner place --loads examples/data/placement/eplb_readme_loads.csv \
+      --gpus 8 --slots-per-gpu 2 --nodes 2 --groups 4
+  moe-planner place --loads examples/data/placement/vllm_pr37656_loads.csv \
+      --gpus 8 --slots-per-gpu 2 --out placement.json --svg placement.svg
+
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#place";
+
 /// Arguments of `moe-planner place`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// Per-expert loads: CSV with one layer per row, or JSON `{"logical_count": [[...]]}`
     /// (SGLang's expert-distribution dump; a 3-D `[windows][layers][experts]` count is summed
@@ -218,9 +229,9 @@ fn print_report(plan: &PlacementPlan) {
     }
     if let (Some(bytes), Some(time)) = (t.transfer_bytes, t.transfer_time_s) {
         println!(
-            "weights moved: {:.3} GB in {:.3} ms (contention-free, layer after layer)",
-            bytes / 1e9,
-            time * 1e3
+            "weights moved: {} in {} (contention-free, layer after layer)",
+            format::bytes(bytes),
+            format::duration(time)
         );
     }
 }

@@ -13,8 +13,16 @@ use crate::output::{Context, print_json};
 /// Transfers listed in the human-readable report (all of them are in `--json`).
 const REPORT_ROWS: usize = 40;
 
+/// Examples printed at the end of `--help`.
+const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
+  moe-planner schedule --traffic examples/data/traffic_zipf8.csv
+  moe-planner schedule --traffic examples/data/traffic_zipf8.csv --algorithm sjf --svg sjf.svg
+
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#schedule";
+
 /// Arguments of `moe-planner schedule`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// Traffic matrix in bytes: CSV (n rows of n numbers) or JSON `{"traffic": [[...]]}`.
     #[arg(long)]

@@ -10,10 +10,19 @@ use crate::error::CliError;
 use crate::input::read_json;
 use crate::output::{Context, print_json};
 
+/// Examples printed at the end of `--help`.
+const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
+  moe-planner train --spec examples/data/parm_layer.json
+  moe-planner train --spec examples/data/measured/parm_layer_8gpu.json \
+      --fit examples/data/measured/h100_fits.json
+
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#train";
+
 /// Arguments of `moe-planner train`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
-    /// JSON Parm layer spec (see docs/cli.md `## train`).
+    /// JSON Parm layer spec (fields in the docs linked below).
     #[arg(long)]
     pub spec: PathBuf,
     /// `fit --json` output of measured collectives: every cost comes from it (the spec's
