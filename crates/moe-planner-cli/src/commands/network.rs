@@ -7,7 +7,7 @@ use moe_planner::network::{FabricSpec, plan_fabrics};
 use moe_planner::rail_network::fabric::FabricCounts;
 
 use crate::error::CliError;
-use crate::output::{Context, print_json};
+use crate::output::{Context, print_json, report};
 
 /// Arguments of `moe-planner network`.
 #[derive(Debug, clap::Args)]
@@ -32,11 +32,15 @@ pub(crate) struct Args {
     pub svg: Option<PathBuf>,
 }
 
-fn row(name: &str, f: &FabricCounts) {
-    println!(
+fn row(name: &str, f: &FabricCounts) -> Result<(), CliError> {
+    report!(
         "{name:<16} {:>5} {:>10} {:>13} {:>16.0}",
-        f.tiers, f.switches, f.transceivers, f.cost_usd
-    );
+        f.tiers,
+        f.switches,
+        f.transceivers,
+        f.cost_usd
+    )?;
+    Ok(())
 }
 
 /// Counts both fabrics and prints them.
@@ -53,16 +57,22 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     if ctx.json {
         return print_json(&cmp);
     }
-    println!(
+    report!(
         "N = {}, K = {}, radix = {}",
-        args.gpus, args.hb_domain, args.radix
-    );
-    println!(
+        args.gpus,
+        args.hb_domain,
+        args.radix
+    )?;
+    report!(
         "{:<16} {:>5} {:>10} {:>13} {:>16}",
-        "fabric", "tiers", "switches", "transceivers", "cost (USD)"
-    );
-    row("rail-optimized", &cmp.rail_optimized);
-    row("rail-only", &cmp.rail_only);
-    println!("cost reduction   {:.1}%", cmp.cost_reduction * 100.0);
+        "fabric",
+        "tiers",
+        "switches",
+        "transceivers",
+        "cost (USD)"
+    )?;
+    row("rail-optimized", &cmp.rail_optimized)?;
+    row("rail-only", &cmp.rail_only)?;
+    report!("cost reduction   {:.1}%", cmp.cost_reduction * 100.0)?;
     Ok(())
 }

@@ -10,7 +10,7 @@ use moe_planner::placement::{
 
 use crate::error::CliError;
 use crate::input::{parse_csv_rows, read_json, read_text};
-use crate::output::{Context, print_json};
+use crate::output::{Context, print_json, report, report_part};
 
 /// Arguments of `moe-planner place`.
 #[derive(Debug, clap::Args)]
@@ -101,7 +101,7 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     if ctx.json {
         return print_json(&plan);
     }
-    print_report(&plan);
+    print_report(&plan)?;
     Ok(())
 }
 
@@ -167,37 +167,42 @@ fn write_engine_file(path: &Path, plan: &PlacementPlan) -> Result<(), CliError> 
         .map_err(|e| CliError::input(format!("cannot write {}: {e}", path.display())))
 }
 
-fn print_report(plan: &PlacementPlan) {
-    println!(
+fn print_report(plan: &PlacementPlan) -> Result<(), CliError> {
+    report!(
         "{} experts on {} GPUs x {} slots in {} node(s); planner {}, baseline {}",
-        plan.experts, plan.gpus, plan.slots_per_gpu, plan.nodes, plan.policy, plan.baseline_policy
-    );
+        plan.experts,
+        plan.gpus,
+        plan.slots_per_gpu,
+        plan.nodes,
+        plan.policy,
+        plan.baseline_policy
+    )?;
     let rebalance = plan.layers.iter().any(|l| l.moves.is_some());
-    print!("layer   max/mean   bound/mean      gap   EPLB max/mean");
+    report_part!("layer   max/mean   bound/mean      gap   EPLB max/mean")?;
     if rebalance {
-        print!("   moves   EPLB moves");
+        report_part!("   moves   EPLB moves")?;
     }
-    println!();
+    report!()?;
     for (i, l) in plan.layers.iter().enumerate() {
         let mean = if l.mean_gpu_load > 0.0 {
             l.mean_gpu_load
         } else {
             1.0
         };
-        print!(
+        report_part!(
             "{i:>5}   {:>8.4}   {:>10.4}   {:>5.2}%   {:>13.4}",
             l.max_gpu_load / mean,
             l.lower_bound / mean,
             100.0 * l.gap,
             l.baseline_max_gpu_load / mean
-        );
+        )?;
         if let (Some(m), Some(b)) = (l.moves, l.baseline_moves) {
-            print!("   {m:>5}   {b:>10}");
+            report_part!("   {m:>5}   {b:>10}")?;
         }
-        println!();
+        report!()?;
     }
     let t = &plan.totals;
-    println!(
+    report!(
         "mean max/mean {:.4} (EPLB {:.4}); worst gap to bound {:.2}%; better than EPLB on {} of {} layers, worse on {}",
         t.mean_imbalance,
         t.baseline_mean_imbalance,
@@ -205,22 +210,24 @@ fn print_report(plan: &PlacementPlan) {
         t.layers_better_than_baseline,
         t.layers,
         t.layers_worse_than_baseline
-    );
-    println!(
+    )?;
+    report!(
         "duplicate replicas on one GPU: {} (EPLB {})",
-        t.duplicates_on_gpu, t.baseline_duplicates_on_gpu
-    );
+        t.duplicates_on_gpu,
+        t.baseline_duplicates_on_gpu
+    )?;
     if let (Some(m), Some(b)) = (t.moves, t.baseline_moves) {
-        println!("expert copies to transfer: {m} (EPLB's fresh plan: {b})");
+        report!("expert copies to transfer: {m} (EPLB's fresh plan: {b})")?;
     }
     if let Some(m) = t.moves_at_baseline_load {
-        println!("expert copies to reach EPLB's maximum load on every layer: {m}");
+        report!("expert copies to reach EPLB's maximum load on every layer: {m}")?;
     }
     if let (Some(bytes), Some(time)) = (t.transfer_bytes, t.transfer_time_s) {
-        println!(
+        report!(
             "weights moved: {:.3} GB in {:.3} ms (contention-free, layer after layer)",
             bytes / 1e9,
             time * 1e3
-        );
+        )?;
     }
+    Ok(())
 }
