@@ -17,7 +17,7 @@ use moe_planner::measured::parse_collective_csv;
 use moe_planner::nccl_tests::parse_nccl_tests;
 
 use crate::error::CliError;
-use crate::input::read_text;
+use crate::input::{display_name, read_text};
 use crate::output::{Context, print_json, report};
 
 /// Arguments of `moe-planner fit`.
@@ -48,7 +48,7 @@ fn read_samples(text: &str, path: &Path) -> Result<Vec<Sample>, CliError> {
         .deserialize::<Sample>()
         .enumerate()
         .map(|(i, row)| {
-            row.map_err(|e| CliError::input(format!("{}: row {}: {e}", path.display(), i + 1)))
+            row.map_err(|e| CliError::input(format!("{}: row {}: {e}", display_name(path), i + 1)))
         })
         .collect()
 }
@@ -143,7 +143,7 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         return Err(CliError::input(format!(
             "{}: expected a `bytes,seconds` or `collective,gpus,bytes,seconds` CSV header, or \
              nccl-tests output",
-            args.measurements.display()
+            display_name(&args.measurements)
         )));
     }
     let samples = read_samples(&text, &args.measurements)?;

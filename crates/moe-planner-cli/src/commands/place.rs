@@ -9,7 +9,7 @@ use moe_planner::placement::{
 };
 
 use crate::error::CliError;
-use crate::input::{parse_csv_rows, read_json, read_text};
+use crate::input::{looks_like_json_object, parse_csv_rows, parse_json, read_json, read_text};
 use crate::output::{Context, print_json, report, report_part};
 
 /// Arguments of `moe-planner place`.
@@ -137,15 +137,10 @@ fn spec(args: &Args) -> Result<PlacementSpec, CliError> {
 /// Reads loads from CSV (one layer per row) or SGLang's `logical_count` JSON.
 pub(crate) fn read_loads(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
     let text = read_text(path)?;
-    let is_json = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
-        || text.trim_start().starts_with('{');
-    if !is_json {
+    if !looks_like_json_object(path, &text) {
         return parse_csv_rows(&text, path);
     }
-    let file: LogicalCountFile = serde_json::from_str(&text)
-        .map_err(|e| CliError::input(format!("invalid JSON in {}: {e}", path.display())))?;
+    let file: LogicalCountFile = parse_json(&text, path)?;
     Ok(file.logical_count.summed()?)
 }
 

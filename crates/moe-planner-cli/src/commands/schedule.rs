@@ -7,7 +7,7 @@ use moe_planner::alltoall_sched::Algorithm;
 use moe_planner::schedule::{GbpsSpec, SchedulePlan, ScheduleSpec, plan_schedule};
 
 use crate::error::CliError;
-use crate::input::{parse_csv_rows, read_matrix, read_text};
+use crate::input::{parse_csv_rows, parse_json, read_matrix, read_text};
 use crate::output::{Context, print_json, report};
 
 /// Transfers listed in the human-readable report (all of them are in `--json`).
@@ -67,8 +67,7 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
 fn read_numbers(path: &Path) -> Result<Vec<f64>, CliError> {
     let text = read_text(path)?;
     if text.trim_start().starts_with('[') {
-        return serde_json::from_str(&text)
-            .map_err(|e| CliError::input(format!("invalid JSON in {}: {e}", path.display())));
+        return parse_json(&text, path);
     }
     let commas = text.split_whitespace().collect::<Vec<_>>().join(",");
     Ok(parse_csv_rows(&commas, path)?.concat())
