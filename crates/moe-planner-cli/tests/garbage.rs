@@ -120,6 +120,15 @@ fn assert_json_ok(args: &[&str], io: &Io<'_>) -> Value {
     serde_json::from_str(&r.stdout).expect("stdout is one JSON document")
 }
 
+/// `group` on the example spec with `nodes` Perlmutter nodes fails in one line.
+fn assert_group_refused(nodes: &str) {
+    let spec = perlmutter_nodes(nodes);
+    assert_one_line_error(
+        &["group", "--spec", spec.to_str().expect("utf-8")],
+        &Io::Plain,
+    );
+}
+
 /// The example group spec with `nodes` Perlmutter nodes.
 fn perlmutter_nodes(nodes: &str) -> PathBuf {
     let text = fs::read_to_string(data("perlmutter_group.json")).expect("example spec");
@@ -275,22 +284,14 @@ fn line_sum_of_u64_max_is_scheduled_exactly_or_refused() {
 #[ignore = "needs the library fix: Cluster::perlmutter allocates 4 * nodes workers unchecked \
             (capacity overflow panic, exit 101)"]
 fn group_with_10_pow_18_perlmutter_nodes_is_refused() {
-    let spec = perlmutter_nodes("1000000000000000000");
-    assert_one_line_error(
-        &["group", "--spec", spec.to_str().expect("utf-8")],
-        &Io::Plain,
-    );
+    assert_group_refused("1000000000000000000");
 }
 
 #[test]
 #[ignore = "needs the library fix: Cluster::perlmutter(100000) builds a 400000^2 alpha-beta \
             graph (out of memory, abort 134)"]
 fn group_with_100000_perlmutter_nodes_is_refused() {
-    let spec = perlmutter_nodes("100000");
-    assert_one_line_error(
-        &["group", "--spec", spec.to_str().expect("utf-8")],
-        &Io::Plain,
-    );
+    assert_group_refused("100000");
 }
 
 #[test]

@@ -411,7 +411,12 @@ fn fitting() {
 #[test]
 #[ignore = "needs the library fix: Cluster::perlmutter with expert_slots = u64::MAX aborts out of memory"]
 fn grouping() {
-    let seed = json!({
+    fuzz(&group_seed(), no_floats, plan_groups);
+}
+
+/// A small Perlmutter grouping: 2 nodes of 4 GPUs, 16 experts.
+fn group_seed() -> Value {
+    json!({
         "cluster": { "kind": "perlmutter", "nodes": 2, "expert_slots": 8 },
         "experts": { "count": 16, "flop_per_expert": 1.073741824e9 },
         "training": { "recompute": 1.0, "layers": 4, "global_batch": 32, "moe_every": 2, "micro_batch": 4 },
@@ -420,8 +425,7 @@ fn grouping() {
         "all_reduce_mb": 1610.612736,
         "inference": false,
         "assign": "refined"
-    });
-    fuzz(&seed, no_floats, plan_groups);
+    })
 }
 
 #[test]
@@ -498,16 +502,8 @@ fn training_huge_bytes_per_element_is_refused() {
 #[ignore = "needs the library fix: topology-partition allocates from expert_slots unchecked \
             (aborts the test process out of memory)"]
 fn grouping_u64_max_expert_slots_is_refused() {
-    let spec = json!({
-        "cluster": { "kind": "perlmutter", "nodes": 2, "expert_slots": u64::MAX },
-        "experts": { "count": 16, "flop_per_expert": 1.073741824e9 },
-        "training": { "recompute": 1.0, "layers": 4, "global_batch": 32, "moe_every": 2, "micro_batch": 4 },
-        "messages_per_edge": 2.0,
-        "all_to_all_mb": 16.777216,
-        "all_reduce_mb": 1610.612736,
-        "inference": false,
-        "assign": "refined"
-    });
+    let mut spec = group_seed();
+    spec["cluster"]["expert_slots"] = json!(u64::MAX);
     regression(spec, plan_groups);
 }
 
