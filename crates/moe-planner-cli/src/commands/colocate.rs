@@ -6,7 +6,7 @@ use moe_planner::colocation::{ColocationSpec, plan_colocation};
 
 use crate::error::CliError;
 use crate::input::read_matrix;
-use crate::output::{Context, print_json};
+use crate::output::{Context, print_json, report};
 
 /// Examples printed at the end of `--help`.
 const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
@@ -42,22 +42,22 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     if ctx.json {
         return print_json(&plan);
     }
-    println!("GPU  expert A  expert B   send (MB)   recv (MB)");
+    report!("GPU  expert A  expert B   send (MB)   recv (MB)")?;
     for (g, pair) in plan.pairs.iter().enumerate() {
-        println!(
+        report!(
             "{g:>3}  {:>8}  {:>8}  {:>10.3}  {:>10.3}",
             pair[0],
             pair[1],
             plan.gpu_send_bytes[g] / 1e6,
             plan.gpu_recv_bytes[g] / 1e6
-        );
+        )?;
     }
-    println!(
+    report!(
         "bottleneck: {:.3} MB (random colocation, seed {}: {:.3} MB, {:.2}x)",
         plan.bottleneck_bytes / 1e6,
         args.seed,
         plan.random_bottleneck_bytes / 1e6,
         plan.random_bottleneck_bytes / plan.bottleneck_bytes.max(f64::MIN_POSITIVE)
-    );
+    )?;
     Ok(())
 }

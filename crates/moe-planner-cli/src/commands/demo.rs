@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::CliError;
 use crate::format;
 use crate::input::read_json;
-use crate::output::{Context, print_json};
+use crate::output::{Context, print_json, report};
 use crate::plot::demo::DemoPlots;
 
 /// The workload compiled into the binary.
@@ -103,14 +103,14 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     if ctx.json {
         return print_json(&report);
     }
-    print_report(&report);
-    println!("\nPlots written to {}:", args.out.display());
+    print_report(&report)?;
+    report!("\nPlots written to {}:", args.out.display())?;
     for f in &files {
         let name = f.file_name().map_or_else(
             || f.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        println!("  {name}");
+        report!("  {name}")?;
     }
     Ok(())
 }
@@ -207,64 +207,65 @@ fn json_name<T: Serialize>(value: &T) -> String {
     }
 }
 
-fn heading(title: &str) {
-    println!("\n== {title} ==");
+fn heading(title: &str) -> Result<(), CliError> {
+    report!("\n== {title} ==")?;
+    Ok(())
 }
 
-fn print_report(r: &DemoReport) {
-    println!("{}", r.description);
-    heading("MoE inference, one model (Aurora §4)");
-    print_inference(&r.exclusive_inference);
-    heading("MoE inference, two colocated models (Aurora §6)");
-    print_inference(&r.colocated_inference);
-    heading("MoE inference, DeepSeek-like (32 GPUs in 4 nodes, 256 experts, top-8, 4 layers)");
-    print_inference(&r.deepseek_like_inference);
+fn print_report(r: &DemoReport) -> Result<(), CliError> {
+    report!("{}", r.description)?;
+    heading("MoE inference, one model (Aurora §4)")?;
+    print_inference(&r.exclusive_inference)?;
+    heading("MoE inference, two colocated models (Aurora §6)")?;
+    print_inference(&r.colocated_inference)?;
+    heading("MoE inference, DeepSeek-like (32 GPUs in 4 nodes, 256 experts, top-8, 4 layers)")?;
+    print_inference(&r.deepseek_like_inference)?;
     for b in &r.deepseek_like_inference.baselines[1..] {
-        println!(
+        report!(
             "  vs {} ({:.2}x): {}",
             format::duration(b.inference_time_s),
             b.speedup,
             b.description
-        );
+        )?;
     }
-    heading("Expert replication and placement (DeepSeek-like, 58 layers x 256 experts)");
-    print_placement(&r.expert_placement, &r.expert_rebalance);
-    heading("MoE training layer (Parm Algorithm 1)");
+    heading("Expert replication and placement (DeepSeek-like, 58 layers x 256 experts)")?;
+    print_placement(&r.expert_placement, &r.expert_rebalance)?;
+    heading("MoE training layer (Parm Algorithm 1)")?;
     let t = &r.training;
-    println!(
+    report!(
         "baseline {}, S1 {}, S2 {} -> run {} ({:.2}x over the baseline)",
         format::duration(t.baseline_s),
         format::duration(t.s1_s),
         format::duration(t.s2_s),
         json_name(&t.choice),
         t.speedup
-    );
-    heading("Expert-parallel groups (Aristos LysiGroup)");
+    )?;
+    heading("Expert-parallel groups (Aristos LysiGroup)")?;
     let g = &r.grouping;
-    println!(
+    report!(
         "{} groups, largest T(g) {}",
         g.partition.groups.len(),
         format::duration(g.max_objective_s)
-    );
+    )?;
     for b in &g.baselines {
         match b.ratio_to_lysigroup {
-            Some(ratio) => println!("  {:<17} {ratio:.3}x LysiGroup", b.name),
-            None => println!("  {:<17} infeasible", b.name),
+            Some(ratio) => report!("  {:<17} {ratio:.3}x LysiGroup", b.name)?,
+            None => report!("  {:<17} infeasible", b.name)?,
         }
     }
-    heading("Network (rail-only, Table 2 and Appendix C)");
+    heading("Network (rail-only, Table 2 and Appendix C)")?;
     let f = &r.fabric;
-    println!(
+    report!(
         "{} GPUs, HB domain {}: rail-optimized {} vs rail-only {} ({:.1}% cheaper)",
         f.params.gpus,
         f.params.hb_domain,
         format::usd(f.rail_optimized.cost_usd),
         format::usd(f.rail_only.cost_usd),
         f.cost_reduction * 100.0
-    );
+    )?;
     let best = &r.parallelization.best;
     let p = &best.parallelization;
-    println!(
+    report!(
         "best of {} parallelizations: t = {}, p = {}, d = {}, b = {}, v = {} -> {} per iteration",
         r.parallelization.evaluated,
         p.tp,
@@ -273,20 +274,21 @@ fn print_report(r: &DemoReport) {
         p.micro_batch,
         p.interleave,
         format::duration(best.iteration_time_s)
-    );
+    )?;
+    Ok(())
 }
 
-fn print_inference(plan: &InferencePlan) {
+fn print_inference(plan: &InferencePlan) -> Result<(), CliError> {
     let bound: f64 = plan.layers.iter().map(|l| l.dispatch.lower_bound_s).sum();
     let made: f64 = plan.layers.iter().map(|l| l.dispatch.makespan_s).sum();
-    println!(
+    report!(
         "scenario {}: {} layers; dispatch all-to-all summed over the layers {} (lower bound {})",
         json_name(&plan.scenario),
         plan.layers.len(),
         format::duration(made),
         format::duration(bound)
-    );
-    println!(
+    )?;
+    report!(
         "inference time (all layers) {}, GPU compute busy {:.1}% of it; baseline \
          ({}) {} -> ours is {:.2}x faster",
         format::duration(plan.inference_time_s),
@@ -294,12 +296,13 @@ fn print_inference(plan: &InferencePlan) {
         plan.baseline.description,
         format::duration(plan.baseline.inference_time_s),
         plan.speedup_over_baseline
-    );
+    )?;
+    Ok(())
 }
 
-fn print_placement(fresh: &PlacementPlan, rebalance: &PlacementPlan) {
+fn print_placement(fresh: &PlacementPlan, rebalance: &PlacementPlan) -> Result<(), CliError> {
     let t = &fresh.totals;
-    println!(
+    report!(
         "{} GPUs x {} slots in {} nodes: busiest GPU at {:.4}x the mean load on average over layers \
          ({}: {:.4}x); worst gap to the lower bound {:.2}%; EPLB puts {} replicas on a GPU \
          that already holds their expert, we put {}",
@@ -312,27 +315,29 @@ fn print_placement(fresh: &PlacementPlan, rebalance: &PlacementPlan) {
         100.0 * t.max_gap,
         t.baseline_duplicates_on_gpu,
         t.duplicates_on_gpu
-    );
+    )?;
     let r = &rebalance.totals;
     if let (Some(moves), Some(eplb_moves)) = (r.moves, r.baseline_moves) {
-        println!(
+        report!(
             "after 20% load drift: rebalanced at {:.4}x the mean with {moves} expert copies \
              (EPLB's fresh plan: {:.4}x with {eplb_moves} copies)",
-            r.mean_imbalance, r.baseline_mean_imbalance
-        );
+            r.mean_imbalance,
+            r.baseline_mean_imbalance
+        )?;
     }
     if let (Some(matching), Some(eplb_moves)) = (r.moves_at_baseline_load, r.baseline_moves) {
-        println!(
+        report!(
             "  matching EPLB's balance instead (layer by layer) takes {matching} copies, \
              1/{:.0} of EPLB's",
             eplb_moves as f64 / matching.max(1) as f64
-        );
+        )?;
     }
     if let (Some(bytes), Some(time)) = (r.transfer_bytes, r.transfer_time_s) {
-        println!(
+        report!(
             "  {} of FP8 expert weights, {} as contention-free all-to-alls at 400 Gbps",
             format::bytes(bytes),
             format::duration(time)
-        );
+        )?;
     }
+    Ok(())
 }

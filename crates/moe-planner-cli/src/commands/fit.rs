@@ -17,8 +17,8 @@ use moe_planner::measured::parse_collective_csv;
 use moe_planner::nccl_tests::parse_nccl_tests;
 
 use crate::error::CliError;
-use crate::input::read_text;
-use crate::output::{Context, print_json};
+use crate::input::{display_name, read_text};
+use crate::output::{Context, print_json, report};
 
 /// Examples printed at the end of `--help`.
 const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
@@ -56,7 +56,7 @@ fn read_samples(text: &str, path: &Path) -> Result<Vec<Sample>, CliError> {
         .deserialize::<Sample>()
         .enumerate()
         .map(|(i, row)| {
-            row.map_err(|e| CliError::input(format!("{}: row {}: {e}", path.display(), i + 1)))
+            row.map_err(|e| CliError::input(format!("{}: row {}: {e}", display_name(path), i + 1)))
         })
         .collect()
 }
@@ -105,16 +105,16 @@ fn fit_table(args: &Args, text: &str, ctx: &Context) -> Result<(), CliError> {
     if ctx.json {
         return print_json(&plan);
     }
-    print_fits(&plan);
+    print_fits(&plan)?;
     Ok(())
 }
 
-fn print_segment(s: &SegmentPlan) {
+fn print_segment(s: &SegmentPlan) -> Result<(), CliError> {
     let bus = s
         .bus_bandwidth_bytes_per_s
         .map_or_else(|| "-".to_string(), |b| format!("{:.1}", b / 1e9));
     let regime = format!("{:?}", s.regime);
-    println!(
+    report!(
         "  {:>12.0} - {:<12.0} {:<15} alpha {:>8.2} us  bus {:>7} GB/s  R^2 {:.4}  worst {:.1}%",
         s.min_bytes,
         s.max_bytes,
@@ -123,17 +123,21 @@ fn print_segment(s: &SegmentPlan) {
         bus,
         s.r_squared,
         100.0 * s.max_relative_error
-    );
+    )?;
+    Ok(())
 }
 
-fn print_fits(plan: &CollectiveFitPlan) {
+fn print_fits(plan: &CollectiveFitPlan) -> Result<(), CliError> {
     for fit in &plan.fits {
-        println!(
+        report!(
             "{:?} on {} GPUs ({} samples)",
-            fit.collective, fit.gpus, fit.samples
-        );
-        fit.segments.iter().for_each(print_segment);
+            fit.collective,
+            fit.gpus,
+            fit.samples
+        )?;
+        fit.segments.iter().try_for_each(print_segment)?;
     }
+    Ok(())
 }
 
 /// Fits the measurements and prints the fits.
@@ -147,7 +151,7 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         return Err(CliError::input(format!(
             "{}: expected a `bytes,seconds` or `collective,gpus,bytes,seconds` CSV header, or \
              nccl-tests output",
-            args.measurements.display()
+            display_name(&args.measurements)
         )));
     }
     let samples = read_samples(&text, &args.measurements)?;
@@ -155,19 +159,19 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     if ctx.json {
         return print_json(&report);
     }
-    println!("samples            {}", report.samples);
-    println!("alpha              {:.3} us", report.alpha_s * 1e6);
-    println!("beta               {:.4e} s/byte", report.beta_s_per_byte);
-    println!(
+    report!("samples            {}", report.samples)?;
+    report!("alpha              {:.3} us", report.alpha_s * 1e6)?;
+    report!("beta               {:.4e} s/byte", report.beta_s_per_byte)?;
+    report!(
         "bandwidth          {:.2} GB/s",
         report.bandwidth_bytes_per_s / 1e9
-    );
-    println!("R^2                {:.6}", report.r_squared);
-    println!(
+    )?;
+    report!("R^2                {:.6}", report.r_squared)?;
+    report!(
         "max |residual|     {:.3} us",
         report.max_abs_residual_s * 1e6
-    );
-    println!("segments:");
-    report.segments.iter().for_each(print_segment);
+    )?;
+    report!("segments:")?;
+    report.segments.iter().try_for_each(print_segment)?;
     Ok(())
 }

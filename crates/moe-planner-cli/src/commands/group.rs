@@ -8,7 +8,7 @@ use moe_planner::topology_partition::Partition;
 
 use crate::error::CliError;
 use crate::input::read_json;
-use crate::output::{Context, print_json};
+use crate::output::{Context, print_json, report};
 
 /// Examples printed at the end of `--help`.
 const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
@@ -33,10 +33,11 @@ fn seconds(t: f64) -> String {
     }
 }
 
-fn print_groups(p: &Partition) {
+fn print_groups(p: &Partition) -> Result<(), CliError> {
     for (g, (members, t)) in p.groups.iter().zip(&p.objective_s).enumerate() {
-        println!("  group {g:<3} T = {:<12} workers {members:?}", seconds(*t));
+        report!("  group {g:<3} T = {:<12} workers {members:?}", seconds(*t))?;
     }
+    Ok(())
 }
 
 /// Reads the spec, runs LysiGroup and the baselines, and prints the plan.
@@ -46,41 +47,41 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     if ctx.json {
         return print_json(&plan);
     }
-    println!(
+    report!(
         "LysiGroup: {} groups, iteration objective max T(g) = {}",
         plan.partition.groups.len(),
         seconds(plan.max_objective_s)
-    );
-    print_groups(&plan.partition);
-    println!("baselines on the same objective:");
+    )?;
+    print_groups(&plan.partition)?;
+    report!("baselines on the same objective:")?;
     for b in &plan.baselines {
         let ratio = b
             .ratio_to_lysigroup
             .map_or("infeasible".to_string(), |r| format!("{r:.3}x LysiGroup"));
-        println!(
+        report!(
             "  {:<17} {} groups, max T = {:<12} {ratio}",
             b.name,
             b.partition.groups.len(),
             seconds(b.partition.max_objective_s())
-        );
+        )?;
     }
-    println!(
+    report!(
         "LysiAssign ({}) inside each group: expert compute time vs the FLOPS-proportional bound \
          and Algorithm 2 as written (paper):",
         plan.assign.name()
-    );
+    )?;
     for (g, members) in plan.partition.groups.iter().enumerate() {
         let counts: Vec<String> = members
             .iter()
             .map(|&w| format!("{w}:{}", plan.experts_of_gpu[w].len()))
             .collect();
-        println!(
+        report!(
             "  group {g:<3} {} vs bound {}, paper {}   experts per worker {}",
             seconds(plan.assignment_compute_s[g]),
             seconds(plan.assignment_lower_bound_s[g]),
             seconds(plan.paper_assignment_compute_s[g]),
             counts.join(" ")
-        );
+        )?;
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use moe_planner::inference::{InferencePlan, InferenceSpec, plan_inference};
 
 use crate::error::CliError;
 use crate::input::read_json;
-use crate::output::{Context, print_json};
+use crate::output::{Context, print_json, report};
 
 /// Examples printed at the end of `--help`.
 const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
@@ -52,7 +52,7 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     if ctx.json {
         return print_json(&plan);
     }
-    print_report(&spec, &plan);
+    print_report(&spec, &plan)?;
     Ok(())
 }
 
@@ -73,25 +73,25 @@ fn timetable_csv(plan: &InferencePlan) -> String {
 }
 
 /// The human-readable report, shared with `demo`.
-pub(crate) fn print_report(spec: &InferenceSpec, plan: &InferencePlan) {
+pub(crate) fn print_report(spec: &InferenceSpec, plan: &InferencePlan) -> Result<(), CliError> {
     let names: Vec<&str> = spec.models.iter().map(|m| m.name.as_str()).collect();
-    println!("scenario: {:?}, {} GPUs", plan.scenario, spec.gpus.len());
+    report!("scenario: {:?}, {} GPUs", plan.scenario, spec.gpus.len())?;
     if plan.experts_of_gpu.is_empty() {
-        println!(
+        report!(
             "placement: one per layer (many experts per GPU; see --json layers[i].experts_of_gpu)"
-        );
+        )?;
     } else {
-        println!("placement (GPU: {}):", names.join(" + "));
+        report!("placement (GPU: {}):", names.join(" + "))?;
     }
     for (g, experts) in plan.experts_of_gpu.iter().enumerate() {
         let list: Vec<String> = experts.iter().map(usize::to_string).collect();
-        println!("  GPU {g:>3}: expert {}", list.join(" + "));
+        report!("  GPU {g:>3}: expert {}", list.join(" + "))?;
     }
-    println!(
+    report!(
         "layer  dispatch bound / makespan (ms)  combine bound / makespan (ms)  layer time (ms)  dispatch pieces / pairs"
-    );
+    )?;
     for (l, layer) in plan.layers.iter().enumerate() {
-        println!(
+        report!(
             "{l:>5}  {:>12.3} / {:<12.3}       {:>12.3} / {:<12.3}      {:>10.3}  {:>8} / {}",
             layer.dispatch.lower_bound_s * 1e3,
             layer.dispatch.makespan_s * 1e3,
@@ -100,19 +100,20 @@ pub(crate) fn print_report(spec: &InferenceSpec, plan: &InferencePlan) {
             layer.inference_time_s * 1e3,
             layer.dispatch.pieces,
             layer.dispatch.nonzero_pairs
-        );
+        )?;
     }
-    println!(
+    report!(
         "inference time {:.3} ms, GPU utilization {:.1}%",
         plan.inference_time_s * 1e3,
         plan.gpu_utilization * 100.0
-    );
+    )?;
     for b in &plan.baselines {
-        println!(
+        report!(
             "baseline ({}): {:.3} ms -> speedup {:.2}x",
             b.description,
             b.inference_time_s * 1e3,
             b.speedup
-        );
+        )?;
     }
+    Ok(())
 }

@@ -15,7 +15,7 @@ use moe_planner::rail_network::model::Recompute;
 
 use crate::error::CliError;
 use crate::input::read_json;
-use crate::output::{Context, print_json};
+use crate::output::{Context, print_json, report};
 
 /// Examples printed at the end of `--help`.
 const EXAMPLES: &str = r"Examples:
@@ -121,10 +121,10 @@ fn compute_model(args: &Args) -> Result<ComputeModel, CliError> {
     })
 }
 
-fn print_plan(plan: &IterationPlan) {
+fn print_plan(plan: &IterationPlan) -> Result<(), CliError> {
     let p = &plan.parallelization;
     let t = &plan.terms;
-    println!(
+    report!(
         "t = {} (HB {}), p = {} (HB {}), d = {} (HB {}), b = {}, B = {}, v = {}, m = {}",
         p.tp,
         p.tp_hb,
@@ -136,8 +136,8 @@ fn print_plan(plan: &IterationPlan) {
         p.global_batch,
         p.interleave,
         t.micro_batches
-    );
-    println!("iteration time        {:10.4} s", plan.iteration_time_s);
+    )?;
+    report!("iteration time        {:10.4} s", plan.iteration_time_s)?;
     for (name, v) in [
         ("  bubble compute", t.bubble_compute_s),
         ("  bubble comm", t.bubble_comm_s),
@@ -147,9 +147,9 @@ fn print_plan(plan: &IterationPlan) {
         ("  parameter sync", t.sync_s),
         ("  latency", t.latency_s),
     ] {
-        println!("{name:<22}{v:10.4} s");
+        report!("{name:<22}{v:10.4} s")?;
     }
-    println!(
+    report!(
         "memory per GPU        {:10.2} GB{}",
         plan.memory.total_bytes / 1e9,
         if plan.fits_in_memory {
@@ -157,7 +157,8 @@ fn print_plan(plan: &IterationPlan) {
         } else {
             "  (does NOT fit)"
         }
-    );
+    )?;
+    Ok(())
 }
 
 fn run_search(
@@ -199,15 +200,16 @@ fn run_search(
     if ctx.json {
         return print_json(&plan);
     }
-    println!(
+    report!(
         "searched {} configurations over {} (p, t, d) shapes; best:",
-        plan.evaluated, plan.shapes
-    );
-    print_plan(&plan.best);
-    println!("\nrank  time (s)   t  p  d  b  v  (t_h p_h d_h)");
+        plan.evaluated,
+        plan.shapes
+    )?;
+    print_plan(&plan.best)?;
+    report!("\nrank  time (s)   t  p  d  b  v  (t_h p_h d_h)")?;
     for (i, c) in plan.ranked.iter().enumerate() {
         let p = &c.parallelization;
-        println!(
+        report!(
             "{:>4} {:9.4} {:>3} {:>2} {:>2} {:>2} {:>2}  ({} {} {})",
             i + 1,
             c.iteration_time_s,
@@ -219,7 +221,7 @@ fn run_search(
             p.tp_hb,
             p.pp_hb,
             p.dp_hb
-        );
+        )?;
     }
     Ok(())
 }
@@ -258,7 +260,7 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     if ctx.json {
         return print_json(&plan);
     }
-    print_plan(&plan);
+    print_plan(&plan)?;
     Ok(())
 }
 

@@ -7,7 +7,7 @@ use moe_planner::network::{FabricSpec, plan_fabrics};
 use moe_planner::rail_network::fabric::FabricCounts;
 
 use crate::error::CliError;
-use crate::output::{Context, print_json};
+use crate::output::{Context, print_json, report};
 
 /// Examples printed at the end of `--help`.
 const EXAMPLES: &str = r"Examples:
@@ -40,14 +40,15 @@ pub(crate) struct Args {
     pub svg: Option<PathBuf>,
 }
 
-fn row(name: &str, f: &FabricCounts) {
-    println!(
+fn row(name: &str, f: &FabricCounts) -> Result<(), CliError> {
+    report!(
         "{name:<16} {:>5} {:>10} {:>13} {:>10}",
         f.tiers,
         f.switches,
         f.transceivers,
         crate::format::usd(f.cost_usd)
-    );
+    )?;
+    Ok(())
 }
 
 /// Counts both fabrics and prints them.
@@ -64,16 +65,22 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     if ctx.json {
         return print_json(&cmp);
     }
-    println!(
+    report!(
         "N = {}, K = {}, radix = {}",
-        args.gpus, args.hb_domain, args.radix
-    );
-    println!(
+        args.gpus,
+        args.hb_domain,
+        args.radix
+    )?;
+    report!(
         "{:<16} {:>5} {:>10} {:>13} {:>10}",
-        "fabric", "tiers", "switches", "transceivers", "cost"
-    );
-    row("rail-optimized", &cmp.rail_optimized);
-    row("rail-only", &cmp.rail_only);
-    println!("cost reduction   {:.1}%", cmp.cost_reduction * 100.0);
+        "fabric",
+        "tiers",
+        "switches",
+        "transceivers",
+        "cost"
+    )?;
+    row("rail-optimized", &cmp.rail_optimized)?;
+    row("rail-only", &cmp.rail_only)?;
+    report!("cost reduction   {:.1}%", cmp.cost_reduction * 100.0)?;
     Ok(())
 }

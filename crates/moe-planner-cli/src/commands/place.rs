@@ -10,8 +10,8 @@ use moe_planner::placement::{
 
 use crate::error::CliError;
 use crate::format;
-use crate::input::{parse_csv_rows, read_json, read_text};
-use crate::output::{Context, print_json};
+use crate::input::{looks_like_json_object, parse_csv_rows, parse_json, read_json, read_text};
+use crate::output::{Context, print_json, report, report_part};
 
 /// Examples printed at the end of `--help`.
 const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
@@ -112,7 +112,7 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     if ctx.json {
         return print_json(&plan);
     }
-    print_report(&plan);
+    print_report(&plan)?;
     Ok(())
 }
 
@@ -148,15 +148,10 @@ fn spec(args: &Args) -> Result<PlacementSpec, CliError> {
 /// Reads loads from CSV (one layer per row) or SGLang's `logical_count` JSON.
 pub(crate) fn read_loads(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
     let text = read_text(path)?;
-    let is_json = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
-        || text.trim_start().starts_with('{');
-    if !is_json {
+    if !looks_like_json_object(path, &text) {
         return parse_csv_rows(&text, path);
     }
-    let file: LogicalCountFile = serde_json::from_str(&text)
-        .map_err(|e| CliError::input(format!("invalid JSON in {}: {e}", path.display())))?;
+    let file: LogicalCountFile = parse_json(&text, path)?;
     Ok(file.logical_count.summed()?)
 }
 
@@ -178,37 +173,42 @@ fn write_engine_file(path: &Path, plan: &PlacementPlan) -> Result<(), CliError> 
         .map_err(|e| CliError::input(format!("cannot write {}: {e}", path.display())))
 }
 
-fn print_report(plan: &PlacementPlan) {
-    println!(
+fn print_report(plan: &PlacementPlan) -> Result<(), CliError> {
+    report!(
         "{} experts on {} GPUs x {} slots in {} node(s); planner {}, baseline {}",
-        plan.experts, plan.gpus, plan.slots_per_gpu, plan.nodes, plan.policy, plan.baseline_policy
-    );
+        plan.experts,
+        plan.gpus,
+        plan.slots_per_gpu,
+        plan.nodes,
+        plan.policy,
+        plan.baseline_policy
+    )?;
     let rebalance = plan.layers.iter().any(|l| l.moves.is_some());
-    print!("layer   max/mean   bound/mean      gap   EPLB max/mean");
+    report_part!("layer   max/mean   bound/mean      gap   EPLB max/mean")?;
     if rebalance {
-        print!("   moves   EPLB moves");
+        report_part!("   moves   EPLB moves")?;
     }
-    println!();
+    report!()?;
     for (i, l) in plan.layers.iter().enumerate() {
         let mean = if l.mean_gpu_load > 0.0 {
             l.mean_gpu_load
         } else {
             1.0
         };
-        print!(
+        report_part!(
             "{i:>5}   {:>8.4}   {:>10.4}   {:>5.2}%   {:>13.4}",
             l.max_gpu_load / mean,
             l.lower_bound / mean,
             100.0 * l.gap,
             l.baseline_max_gpu_load / mean
-        );
+        )?;
         if let (Some(m), Some(b)) = (l.moves, l.baseline_moves) {
-            print!("   {m:>5}   {b:>10}");
+            report_part!("   {m:>5}   {b:>10}")?;
         }
-        println!();
+        report!()?;
     }
     let t = &plan.totals;
-    println!(
+    report!(
         "mean max/mean {:.4} (EPLB {:.4}); worst gap to bound {:.2}%; better than EPLB on {} of {} layers, worse on {}",
         t.mean_imbalance,
         t.baseline_mean_imbalance,
@@ -216,22 +216,24 @@ fn print_report(plan: &PlacementPlan) {
         t.layers_better_than_baseline,
         t.layers,
         t.layers_worse_than_baseline
-    );
-    println!(
+    )?;
+    report!(
         "duplicate replicas on one GPU: {} (EPLB {})",
-        t.duplicates_on_gpu, t.baseline_duplicates_on_gpu
-    );
+        t.duplicates_on_gpu,
+        t.baseline_duplicates_on_gpu
+    )?;
     if let (Some(m), Some(b)) = (t.moves, t.baseline_moves) {
-        println!("expert copies to transfer: {m} (EPLB's fresh plan: {b})");
+        report!("expert copies to transfer: {m} (EPLB's fresh plan: {b})")?;
     }
     if let Some(m) = t.moves_at_baseline_load {
-        println!("expert copies to reach EPLB's maximum load on every layer: {m}");
+        report!("expert copies to reach EPLB's maximum load on every layer: {m}")?;
     }
     if let (Some(bytes), Some(time)) = (t.transfer_bytes, t.transfer_time_s) {
-        println!(
+        report!(
             "weights moved: {} in {} (contention-free, layer after layer)",
             format::bytes(bytes),
             format::duration(time)
-        );
+        )?;
     }
+    Ok(())
 }

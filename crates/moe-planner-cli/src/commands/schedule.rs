@@ -7,8 +7,8 @@ use moe_planner::alltoall_sched::Algorithm;
 use moe_planner::schedule::{GbpsSpec, SchedulePlan, ScheduleSpec, plan_schedule};
 
 use crate::error::CliError;
-use crate::input::{parse_csv_rows, read_matrix, read_text};
-use crate::output::{Context, print_json};
+use crate::input::{parse_csv_rows, parse_json, read_matrix, read_text};
+use crate::output::{Context, print_json, report};
 
 /// Transfers listed in the human-readable report (all of them are in `--json`).
 const REPORT_ROWS: usize = 40;
@@ -67,7 +67,7 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     if ctx.json {
         return print_json(&plan);
     }
-    print_report(&plan);
+    print_report(&plan)?;
     Ok(())
 }
 
@@ -75,43 +75,44 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
 fn read_numbers(path: &Path) -> Result<Vec<f64>, CliError> {
     let text = read_text(path)?;
     if text.trim_start().starts_with('[') {
-        return serde_json::from_str(&text)
-            .map_err(|e| CliError::input(format!("invalid JSON in {}: {e}", path.display())));
+        return parse_json(&text, path);
     }
     let commas = text.split_whitespace().collect::<Vec<_>>().join(",");
     Ok(parse_csv_rows(&commas, path)?.concat())
 }
 
-fn print_report(plan: &SchedulePlan) {
-    println!("algorithm:    {}", plan.algorithm);
-    println!("lower bound:  {:.6} ms", plan.lower_bound_s * 1e3);
-    println!(
+fn print_report(plan: &SchedulePlan) -> Result<(), CliError> {
+    report!("algorithm:    {}", plan.algorithm)?;
+    report!("lower bound:  {:.6} ms", plan.lower_bound_s * 1e3)?;
+    report!(
         "makespan:     {:.6} ms ({:.4}x the bound)",
         plan.makespan_s * 1e3,
         plan.ratio_to_bound
-    );
-    println!(
+    )?;
+    report!(
         "pieces:       {} ({} non-zero pairs, the fewest possible)",
-        plan.pieces, plan.nonzero_pairs
-    );
+        plan.pieces,
+        plan.nonzero_pairs
+    )?;
     if plan.transfers.is_empty() {
-        return;
+        return Ok(());
     }
-    println!("\n  src   dst         bytes   start (ms)     end (ms)");
+    report!("\n  src   dst         bytes   start (ms)     end (ms)")?;
     for t in plan.transfers.iter().take(REPORT_ROWS) {
-        println!(
+        report!(
             "{:>5} {:>5} {:>13.0} {:>12.6} {:>12.6}",
             t.src,
             t.dst,
             t.bytes,
             t.start_s * 1e3,
             t.end_s * 1e3
-        );
+        )?;
     }
     if plan.transfers.len() > REPORT_ROWS {
-        println!(
+        report!(
             "  ... {} more (use --json for all)",
             plan.transfers.len() - REPORT_ROWS
-        );
+        )?;
     }
+    Ok(())
 }

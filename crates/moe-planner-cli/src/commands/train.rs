@@ -8,7 +8,7 @@ use moe_planner::training::{TrainingSpec, parm_costs_from_fits, plan_training};
 
 use crate::error::CliError;
 use crate::input::read_json;
-use crate::output::{Context, print_json};
+use crate::output::{Context, print_json, report};
 
 /// Examples printed at the end of `--help`.
 const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
@@ -50,30 +50,31 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         return print_json(&plan);
     }
     let d = &plan.details;
-    println!("schedule   time (ms)   terms (ms)");
-    println!(
+    report!("schedule   time (ms)   terms (ms)")?;
+    report!(
         "baseline   {:>9.3}   AG_ESP {:.3}, AR_ESP {:.3}, 2 x A2A_EP {:.3}",
         plan.baseline_s * 1e3,
         d.baseline.ag_esp_s * 1e3,
         d.baseline.ar_esp_s * 1e3,
         d.baseline.a2a_dispatch_s * 1e3
-    );
-    println!(
+    )?;
+    report!(
         "S1         {:>9.3}   2 x A2A_EP&ESP {:.3}, AG_MP(BLM) {:.3}",
         plan.s1_s * 1e3,
         d.s1.a2a_dispatch_s * 1e3,
         d.s1.ag_mp_s * 1e3
-    );
-    println!(
+    )?;
+    report!(
         "S2         {:>9.3}   A2A_EP&ESP {:.3}, SAA {:.3} (sequential {:.3})",
         plan.s2_s * 1e3,
         d.s2.a2a_dispatch_s * 1e3,
         d.s2.saa_s * 1e3,
         d.s2.sequential_s * 1e3
-    );
-    println!(
+    )?;
+    report!(
         "choice: {:?} ({:.2}x faster than the baseline)",
-        plan.choice, plan.speedup
-    );
+        plan.choice,
+        plan.speedup
+    )?;
     Ok(())
 }
