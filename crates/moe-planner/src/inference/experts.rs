@@ -138,7 +138,9 @@ impl Experts {
         let g = check_count("GPUs", spec.gpus.len(), 1)?;
         if spec.models.len() != 1 {
             return Err(PlanError::TooLarge {
-                what: "models with many experts per GPU (one model, exclusive)",
+                what: "models given per logical expert (routed_tokens / expert_tokens): one \
+                       model may have many experts per GPU; two colocated models need one \
+                       expert each per GPU (layers as GPU x GPU byte matrices); models",
                 limit: 1,
                 value: spec.models.len(),
             });
