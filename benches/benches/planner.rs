@@ -77,39 +77,24 @@ fn inference(c: &mut Criterion) {
     group.finish();
 }
 
-/// The DeepSeek-like workload on `nodes` x `per_node` GPUs with `slots` experts each: the loads
-/// of `deepseek_like_workload` (58 layers, 256 experts, log-normal sigma 1, 131,072 routings per
-/// layer, seed 2026) as router traces like `deepseek_like_inference` (+-25% per-source jitter).
+/// The embedded DeepSeek-like spec (`examples/data/inference_deepseek_like.json`: GPUs, token
+/// sizes, FLOP) on `nodes` x `per_node` GPUs with `slots` experts each, with all 58 layers of the
+/// loads of `deepseek_like_workload` (256 experts, log-normal sigma 1, 131,072 routings per layer,
+/// seed 2026) as router traces (+-25% per-source jitter, as `deepseek_like_inference`).
 fn deepseek_like(nodes: usize, per_node: usize, slots: usize) -> InferenceSpec {
+    let text = include_str!("../../examples/data/inference_deepseek_like.json");
+    let mut spec: InferenceSpec = serde_json::from_str(text).unwrap();
     let gpus = nodes * per_node;
-    let loads = lognormal_loads(58, 256, 1.0, 131_072.0, 2026).unwrap();
-    let routed_tokens = loads
+    let loads = lognormal_loads(58, 256, 1.0, 131_072.0, spec.seed).unwrap();
+    spec.models[0].routed_tokens = loads
         .iter()
         .enumerate()
-        .map(|(l, row)| router_trace(row, gpus, 0.25, 2026 + l as u64).unwrap())
+        .map(|(l, row)| router_trace(row, gpus, 0.25, spec.seed + l as u64).unwrap())
         .collect();
-    InferenceSpec {
-        gpus: vec![
-            GpuInput {
-                tflop_per_s: 400.0,
-                bandwidth_gbps: 400.0
-            };
-            gpus
-        ],
-        models: vec![InferenceModelSpec {
-            name: "deepseek-like".into(),
-            gate_s: 20e-6,
-            aggregation_s: 20e-6,
-            routed_tokens,
-            bytes_per_token: Some(7168.0),
-            flop_per_token: Some(2.0 * 3.0 * 7168.0 * 2048.0),
-            ..Default::default()
-        }],
-        seed: 2026,
-        slots_per_gpu: Some(slots),
-        gpus_per_node: Some(per_node),
-        ..Default::default()
-    }
+    spec.gpus = vec![spec.gpus[0]; gpus];
+    spec.slots_per_gpu = Some(slots);
+    spec.gpus_per_node = Some(per_node);
+    spec
 }
 
 /// Many experts per GPU: 32 GPUs (4 nodes x 8, 9 slots) and 256 GPUs (32 nodes x 8, 2 slots).

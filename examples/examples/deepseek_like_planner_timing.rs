@@ -9,43 +9,27 @@ use std::time::Instant;
 
 use alltoall_sched::workload::router_trace;
 use colocation_matching::lognormal_loads;
-use moe_planner::inference::{GpuInput, InferenceModelSpec, InferenceSpec, plan_inference};
+use moe_planner::inference::{InferenceSpec, plan_inference};
 
 const LAYERS: usize = 58;
 const EXPERTS: usize = 256;
-const SEED: u64 = 2026;
 
-/// The workload on `nodes` x 8 GPUs with `slots` expert slots each.
+/// The embedded DeepSeek-like spec (GPUs, token sizes, FLOP) on `nodes` x 8 GPUs with `slots`
+/// expert slots each and all 58 layers as router traces.
 fn spec(nodes: usize, slots: usize) -> Result<InferenceSpec, Box<dyn std::error::Error>> {
+    let text = include_str!("../data/inference_deepseek_like.json");
+    let mut spec: InferenceSpec = serde_json::from_str(text)?;
     let gpus = nodes * 8;
-    let loads = lognormal_loads(LAYERS, EXPERTS, 1.0, 131_072.0, SEED)?;
-    let routed_tokens = loads
+    let loads = lognormal_loads(LAYERS, EXPERTS, 1.0, 131_072.0, spec.seed)?;
+    spec.models[0].routed_tokens = loads
         .iter()
         .enumerate()
-        .map(|(l, row)| router_trace(row, gpus, 0.25, SEED + l as u64))
+        .map(|(l, row)| router_trace(row, gpus, 0.25, spec.seed + l as u64))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(InferenceSpec {
-        gpus: vec![
-            GpuInput {
-                tflop_per_s: 400.0,
-                bandwidth_gbps: 400.0
-            };
-            gpus
-        ],
-        models: vec![InferenceModelSpec {
-            name: "deepseek-like".into(),
-            gate_s: 20e-6,
-            aggregation_s: 20e-6,
-            routed_tokens,
-            bytes_per_token: Some(7168.0),
-            flop_per_token: Some(2.0 * 3.0 * 7168.0 * 2048.0),
-            ..Default::default()
-        }],
-        seed: SEED,
-        slots_per_gpu: Some(slots),
-        gpus_per_node: Some(8),
-        ..Default::default()
-    })
+    spec.gpus = vec![spec.gpus[0]; gpus];
+    spec.slots_per_gpu = Some(slots);
+    spec.gpus_per_node = Some(8);
+    Ok(spec)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
