@@ -1,5 +1,6 @@
 //! The facade's end-to-end inference planner (Aurora's four scenarios composed): placement,
-//! an optimal all-to-all per layer and direction, timelines, and the simulated SJF baseline.
+//! an optimal all-to-all per layer and direction, timelines, and the simulated SJF baseline; and
+//! the many-experts planner on the DeepSeek-like workload (58 layers, 256 experts, top-8).
 
 // criterion's macros generate undocumented items.
 #![allow(missing_docs)]
@@ -7,7 +8,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use alltoall_sched::workload::zipf_traffic;
+use alltoall_sched::workload::{router_trace, zipf_traffic};
+use colocation_matching::lognormal_loads;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use moe_planner::inference::{GpuInput, InferenceModelSpec, InferenceSpec, plan_inference};
 
@@ -75,5 +77,40 @@ fn inference(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, inference);
+/// The embedded DeepSeek-like spec (`examples/data/inference_deepseek_like.json`: GPUs, token
+/// sizes, FLOP) on `nodes` x `per_node` GPUs with `slots` experts each, with all 58 layers of the
+/// loads of `deepseek_like_workload` (256 experts, log-normal sigma 1, 131,072 routings per layer,
+/// seed 2026) as router traces (+-25% per-source jitter, as `deepseek_like_inference`).
+fn deepseek_like(nodes: usize, per_node: usize, slots: usize) -> InferenceSpec {
+    let text = include_str!("../../examples/data/inference_deepseek_like.json");
+    let mut spec: InferenceSpec = serde_json::from_str(text).unwrap();
+    let gpus = nodes * per_node;
+    let loads = lognormal_loads(58, 256, 1.0, 131_072.0, spec.seed).unwrap();
+    spec.models[0].routed_tokens = loads
+        .iter()
+        .enumerate()
+        .map(|(l, row)| router_trace(row, gpus, 0.25, spec.seed + l as u64).unwrap())
+        .collect();
+    spec.gpus = vec![spec.gpus[0]; gpus];
+    spec.slots_per_gpu = Some(slots);
+    spec.gpus_per_node = Some(per_node);
+    spec
+}
+
+/// Many experts per GPU: 32 GPUs (4 nodes x 8, 9 slots) and 256 GPUs (32 nodes x 8, 2 slots).
+fn many_experts(c: &mut Criterion) {
+    let mut group = c.benchmark_group("plan_inference_deepseek_like_58_layers");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    for (nodes, slots) in [(4, 9), (32, 2)] {
+        let spec = deepseek_like(nodes, 8, slots);
+        group.bench_with_input(BenchmarkId::new("gpus", nodes * 8), &spec, |b, s| {
+            b.iter(|| plan_inference(black_box(s)).unwrap())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, inference, many_experts);
 criterion_main!(benches);

@@ -40,12 +40,27 @@ impl MinTree {
 
     /// Sets the key of `slot`.
     pub(crate) fn set(&mut self, slot: usize, key: u64) {
+        self.set_packed(slot, pack(key, slot));
+    }
+
+    /// The smallest packed value (its high 64 bits are [`NEVER`] when no slot has a key).
+    pub(crate) fn min_packed(&self) -> u128 {
+        self.levels.last().map_or(u128::MAX, |level| level[0])
+    }
+
+    /// Sets the value of `slot` to `packed`, any key whose order as a `u128` is the order
+    /// wanted (the slot is not appended: ties break on the value's low bits).
+    pub(crate) fn set_packed(&mut self, slot: usize, packed: u128) {
         let mut idx = slot;
-        self.levels[0][idx] = pack(key, slot);
+        self.levels[0][idx] = packed;
         for k in 1..self.levels.len() {
             let base = idx & !3;
             let best = min_of(&self.levels[k - 1][base..base + 4]);
             idx /= 4;
+            // An unchanged minimum leaves every level above unchanged too.
+            if self.levels[k][idx] == best {
+                break;
+            }
             self.levels[k][idx] = best;
         }
     }

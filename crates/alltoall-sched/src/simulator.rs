@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use comm_cost_model::check_non_negative;
 
+use crate::min_tree::{MinTree, NEVER};
 use crate::{Bandwidth, ScheduleError, Timetable, Transfer};
 
 /// Relative time within which a flow's end and another flow's release count as simultaneous.
@@ -122,12 +123,10 @@ pub fn simulate(orders: &[Vec<Flow>], bandwidth: &Bandwidth) -> Result<Timetable
     check_flows(orders)?;
     let mut sim = Simulation::new(orders, bandwidth);
     sim.run();
-    let mut timetable = Timetable {
+    Ok(Timetable {
         n,
-        transfers: sim.done,
-    };
-    timetable.sort();
-    Ok(timetable)
+        transfers: sim.transfers(),
+    })
 }
 
 fn check_flows(orders: &[Vec<Flow>]) -> Result<(), ScheduleError> {
@@ -165,10 +164,13 @@ struct Active {
     dst: usize,
     bytes: f64,
     start_s: f64,
+    end_s: f64,
     remaining: f64,
     rate: f64,
     updated_s: f64,
-    version: u32,
+    /// `finish_s.to_bits() << 64 | id` since the last re-share (`u128::MAX` before the first
+    /// or once ended): finish times are non-negative, so their bits order like the times.
+    finish: u128,
 }
 
 struct Simulation<'a> {
@@ -177,10 +179,11 @@ struct Simulation<'a> {
     next: Vec<usize>,
     flows: Vec<Active>,
     at_receiver: Vec<Vec<usize>>,
-    finishes: BinaryHeap<Reverse<(Time, usize, u32)>>,
+    /// Per receiver, the earliest `finish` of its flows: one live event per receiver, updated
+    /// in place, so no stale events pile up when a busy receiver is re-shared again and again.
+    finishes: MinTree,
     releases: BinaryHeap<Reverse<(Time, usize)>>,
     dirty: Vec<usize>,
-    done: Vec<Transfer>,
 }
 
 impl<'a> Simulation<'a> {
@@ -190,13 +193,34 @@ impl<'a> Simulation<'a> {
             orders,
             bandwidth,
             next: vec![0; n],
-            flows: Vec::new(),
+            flows: Vec::with_capacity(orders.iter().map(Vec::len).sum()),
             at_receiver: vec![Vec::new(); n],
-            finishes: BinaryHeap::new(),
+            finishes: MinTree::new(n),
             releases: BinaryHeap::new(),
             dirty: Vec::new(),
-            done: Vec::new(),
         }
+    }
+
+    /// The flows as transfers sorted like [`Timetable::sort`]: flows start in time order (the
+    /// clock never goes back), so only runs of equal start times need sorting, by sender then
+    /// receiver. A sender's flows run one after the other, so ties on all three keep the order
+    /// a stable sort of the completion order would give.
+    fn transfers(&self) -> Vec<Transfer> {
+        let mut transfers: Vec<Transfer> = self
+            .flows
+            .iter()
+            .map(|f| Transfer {
+                src: f.src,
+                dst: f.dst,
+                bytes: f.bytes,
+                start_s: f.start_s,
+                end_s: f.end_s,
+            })
+            .collect();
+        for run in transfers.chunk_by_mut(|a, b| a.start_s.total_cmp(&b.start_s).is_eq()) {
+            run.sort_by(|a, b| a.src.cmp(&b.src).then(a.dst.cmp(&b.dst)));
+        }
+        transfers
     }
 
     fn run(&mut self) {
@@ -204,6 +228,7 @@ impl<'a> Simulation<'a> {
             self.start_next(src, 0.0);
         }
         let mut now = 0.0;
+        let mut senders = Vec::new();
         loop {
             self.reshare(now);
             let finish = self.next_finish();
@@ -216,10 +241,9 @@ impl<'a> Simulation<'a> {
                 (Some((t, _)), Some(r)) => t <= r + SNAP * r.abs().max(t.abs()),
                 (f, _) => f.is_some(),
             };
-            let mut senders = Vec::new();
+            senders.clear();
             if let (true, Some((t, id))) = (finish_first, finish) {
                 now = t.max(now);
-                self.finishes.pop();
                 senders.push(self.complete(id, now));
             } else if let Some(Reverse((t, src))) = self.releases.pop() {
                 now = t.0.max(now);
@@ -229,24 +253,29 @@ impl<'a> Simulation<'a> {
                 if t > now + SNAP * now.abs() {
                     break;
                 }
-                self.finishes.pop();
                 senders.push(self.complete(id, now));
             }
-            for src in senders {
+            for &src in &senders {
                 self.start_next(src, now);
             }
         }
     }
 
-    /// The earliest live finish event, dropping stale ones.
-    fn next_finish(&mut self) -> Option<(f64, usize)> {
-        while let Some(&Reverse((t, id, version))) = self.finishes.peek() {
-            if self.flows[id].version == version {
-                return Some((t.0, id));
-            }
-            self.finishes.pop();
-        }
-        None
+    /// The earliest finish (lowest flow id on ties).
+    fn next_finish(&self) -> Option<(f64, usize)> {
+        let packed = self.finishes.min_packed();
+        let time = (packed >> 64) as u64;
+        (time != NEVER).then(|| (f64::from_bits(time), (packed as u64) as usize))
+    }
+
+    /// Re-keys receiver `dst` with the earliest finish of its flows.
+    fn rekey(&mut self, dst: usize) {
+        let first = self.at_receiver[dst]
+            .iter()
+            .map(|&id| self.flows[id].finish)
+            .min()
+            .unwrap_or(u128::MAX);
+        self.finishes.set_packed(dst, first);
     }
 
     /// Starts the next non-empty flow of `src`, or schedules its release.
@@ -267,10 +296,11 @@ impl<'a> Simulation<'a> {
                 dst: f.dst,
                 bytes: f.bytes,
                 start_s: now,
+                end_s: now,
                 remaining: f.bytes,
                 rate: 0.0,
                 updated_s: now,
-                version: 0,
+                finish: u128::MAX,
             });
             self.at_receiver[f.dst].push(id);
             self.dirty.push(f.dst);
@@ -283,15 +313,10 @@ impl<'a> Simulation<'a> {
         let (src, dst) = (self.flows[id].src, self.flows[id].dst);
         let f = &mut self.flows[id];
         f.remaining = 0.0;
-        f.version = f.version.wrapping_add(1);
-        self.done.push(Transfer {
-            src,
-            dst,
-            bytes: f.bytes,
-            start_s: f.start_s,
-            end_s: now,
-        });
+        f.finish = u128::MAX;
+        f.end_s = now;
         self.at_receiver[dst].retain(|&k| k != id);
+        self.rekey(dst);
         self.dirty.push(dst);
         src
     }
@@ -315,16 +340,18 @@ impl<'a> Simulation<'a> {
             });
             let mut capacity = self.bandwidth.port_at(dst);
             let mut left = ids.len();
+            let mut first = u128::MAX;
             for &id in &ids {
                 let f = &mut self.flows[id];
                 let rate = self.bandwidth.port_at(f.src).min(capacity / left as f64);
                 capacity -= rate;
                 left -= 1;
                 f.rate = rate;
-                f.version = f.version.wrapping_add(1);
                 let finish = now + f.remaining / rate;
-                self.finishes.push(Reverse((Time(finish), id, f.version)));
+                f.finish = u128::from(finish.to_bits()) << 64 | id as u128;
+                first = first.min(f.finish);
             }
+            self.finishes.set_packed(dst, first);
             self.at_receiver[dst] = ids;
         }
         dirty.clear();

@@ -253,7 +253,8 @@ struct ModelData {
 /// # Errors
 ///
 /// [`PlanError::Cost`] for no GPUs, no models, a model without layers, or a negative or
-/// non-finite time, rate or FLOP count; [`PlanError::TooLarge`] for more than two models;
+/// non-finite time, rate or FLOP count; [`PlanError::TooLarge`] for more than two models, or two
+/// when one gives `routed_tokens` / `expert_tokens` (many experts per GPU plans one model);
 /// [`PlanError::SizeMismatch`] for a layer matrix that does not have one row per GPU or models
 /// with different layer counts; [`PlanError::Schedule`] / [`PlanError::Matching`] for traffic
 /// the algorithm crates reject (ragged rows, negative or non-finite bytes).

@@ -1,6 +1,7 @@
 //! Many experts per GPU on the embedded DeepSeek-like spec: every token delivered once, every
 //! timetable contention-free on its bound, and the plan never slower than a baseline.
 
+use moe_planner::PlanError;
 use moe_planner::alltoall_sched::{Bandwidth, Timetable, TrafficMatrix, dispatch_tokens};
 use moe_planner::inference::{InferenceSpec, plan_inference};
 
@@ -45,6 +46,30 @@ fn deepseek_like_plan_delivers_every_token_on_the_bound() {
     }
     assert_eq!(plan.baselines.len(), 4);
     assert_eq!(plan.baseline, plan.baselines[0]);
+}
+
+#[test]
+fn two_models_with_many_experts_name_what_is_supported() {
+    let mut spec: InferenceSpec = serde_json::from_str(DEEPSEEK).unwrap();
+    spec.models.push(spec.models[0].clone());
+    let err = plan_inference(&spec).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PlanError::TooLarge {
+                limit: 1,
+                value: 2,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("one model may have many experts per GPU"),
+        "{message}"
+    );
+    assert!(message.contains("one expert each per GPU"), "{message}");
 }
 
 fn check_timetable(

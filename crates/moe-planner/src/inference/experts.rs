@@ -18,6 +18,7 @@ use colocation_matching::{
 };
 use comm_cost_model::timeline::{ExclusiveLayer, exclusive_time, ffn_times_s};
 use comm_cost_model::{check_count, check_non_negative, check_positive, units};
+use rayon::prelude::*;
 
 use super::{
     AllToAllSummary, BaselineSummary, InferenceModelSpec, InferencePlan, InferenceSpec, LayerPlan,
@@ -54,6 +55,16 @@ struct Experts {
     aggregation_s: f64,
 }
 
+/// One layer's traffic under a slot map, before any send order is chosen.
+struct Routed {
+    experts_of_gpu: Vec<Vec<usize>>,
+    /// The dispatch (bytes); the combine is its transpose.
+    there: TrafficMatrix,
+    back: TrafficMatrix,
+    /// Expert computation time of each GPU.
+    ffn_s: Vec<f64>,
+}
+
 /// One layer timed: its plan and the utilization of Eq. 1.
 struct Timed {
     plan: LayerPlan,
@@ -70,30 +81,20 @@ pub(super) fn plan_experts(spec: &InferenceSpec) -> Result<InferencePlan, PlanEr
         });
     }
     let fixed = work.fixed_maps(&spec.layer_placements)?;
+    // Layers are independent: planned in parallel, then summed in layer order (the first
+    // failing layer's error wins), so the result does not depend on the thread count.
+    let planned: Vec<Result<(Timed, [f64; 4]), PlanError>> = (0..work.loads.len())
+        .into_par_iter()
+        .map(|l| work.plan_layer(l, fixed.get(l), spec.seed))
+        .collect();
     let mut layers = Vec::with_capacity(work.loads.len());
     let mut totals = [0.0; 4];
     let mut utilization = 0.0;
-    for (l, loads) in work.loads.iter().enumerate() {
-        let ours = match fixed.get(l) {
-            Some(map) => Placement::evaluate(loads, &work.cluster, map.clone())?,
-            None => place(loads, &work.cluster, PlacementAlgorithm::Optimal)?,
-        };
-        let eplb = place(
-            loads,
-            &work.cluster,
-            PlacementAlgorithm::Eplb(EplbPolicy::Global),
-        )?;
-        let random = random_slot_placement(loads, &work.cluster, &ours, spec.seed ^ l as u64)?;
-        let timed = work.layer(l, &ours.physical_to_logical, Order::Planned)?;
+    for result in planned {
+        let (timed, baselines) = result?;
         utilization += timed.utilization;
-        let runs = [
-            (&eplb.physical_to_logical, Order::Nccl),
-            (&eplb.physical_to_logical, Order::Shift),
-            (&eplb.physical_to_logical, Order::Sjf),
-            (&random.physical_to_logical, Order::Sjf),
-        ];
-        for (total, (map, order)) in totals.iter_mut().zip(runs) {
-            *total += work.layer(l, map, order)?.plan.inference_time_s;
+        for (total, t) in totals.iter_mut().zip(baselines) {
+            *total += t;
         }
         layers.push(timed.plan);
     }
@@ -137,7 +138,9 @@ impl Experts {
         let g = check_count("GPUs", spec.gpus.len(), 1)?;
         if spec.models.len() != 1 {
             return Err(PlanError::TooLarge {
-                what: "models with many experts per GPU (one model, exclusive)",
+                what: "models given per logical expert (routed_tokens / expert_tokens): one \
+                       model may have many experts per GPU; two colocated models need one \
+                       expert each per GPU (layers as GPU x GPU byte matrices); models",
                 limit: 1,
                 value: spec.models.len(),
             });
@@ -225,25 +228,74 @@ impl Experts {
             .collect()
     }
 
-    /// Layer `l` with the slot map `map`, its sends ordered by `order`: Eq. 1.
-    fn layer(&self, l: usize, map: &[usize], order: Order) -> Result<Timed, PlanError> {
-        let g = self.cluster.gpus();
-        let experts_of_gpu: Vec<Vec<usize>> = (0..g)
+    /// Layer `l` planned (on the fixed slot map if given), and the inference times of the four
+    /// baselines in the order of `plan_experts`' descriptions.
+    fn plan_layer(
+        &self,
+        l: usize,
+        fixed: Option<&Vec<usize>>,
+        seed: u64,
+    ) -> Result<(Timed, [f64; 4]), PlanError> {
+        let loads = &self.loads[l];
+        let ours = match fixed {
+            Some(map) => Placement::evaluate(loads, &self.cluster, map.clone())?,
+            None => place(loads, &self.cluster, PlacementAlgorithm::Optimal)?,
+        };
+        let eplb = place(
+            loads,
+            &self.cluster,
+            PlacementAlgorithm::Eplb(EplbPolicy::Global),
+        )?;
+        let random = random_slot_placement(loads, &self.cluster, &ours, seed ^ l as u64)?;
+        let timed = self.time(&self.route(l, &ours.physical_to_logical)?, Order::Planned)?;
+        // EPLB's traffic is routed once and timed under each of its three orders.
+        let eplb = self.route(l, &eplb.physical_to_logical)?;
+        let random = self.route(l, &random.physical_to_logical)?;
+        let runs = [
+            (&eplb, Order::Nccl),
+            (&eplb, Order::Shift),
+            (&eplb, Order::Sjf),
+            (&random, Order::Sjf),
+        ];
+        let mut baselines = [0.0; 4];
+        for (t, (routed, order)) in baselines.iter_mut().zip(runs) {
+            *t = self.time(routed, order)?.plan.inference_time_s;
+        }
+        Ok((timed, baselines))
+    }
+
+    /// Layer `l`'s traffic and expert times with the slot map `map`.
+    fn route(&self, l: usize, map: &[usize]) -> Result<Routed, PlanError> {
+        let experts_of_gpu: Vec<Vec<usize>> = (0..self.cluster.gpus())
             .map(|gpu| self.cluster.slot_range(gpu).map(|s| map[s]).collect())
             .collect();
         let dispatch =
             dispatch_tokens(&self.routed[l], &experts_of_gpu, self.cluster.node_of_gpu())?;
         let there = dispatch.traffic(self.bytes_per_token)?;
-        let back = there.transposed();
-        let (out, home) = (self.run(&there, order)?, self.run(&back, order)?);
+        let ffn_s = ffn_times_s(
+            &dispatch.computed_tokens(),
+            self.flop_per_token,
+            &self.flop_per_s,
+        )?;
+        Ok(Routed {
+            experts_of_gpu,
+            back: there.transposed(),
+            there,
+            ffn_s,
+        })
+    }
+
+    /// A routed layer with its sends ordered by `order`: Eq. 1.
+    fn time(&self, routed: &Routed, order: Order) -> Result<Timed, PlanError> {
+        let g = self.cluster.gpus();
+        let (out, home) = (
+            self.run(&routed.there, order)?,
+            self.run(&routed.back, order)?,
+        );
         let time = exclusive_time(&ExclusiveLayer {
             gate_s: vec![self.gate_s; g],
             dispatch_s: out.1.port_finish_times(),
-            ffn_s: ffn_times_s(
-                &dispatch.computed_tokens(),
-                self.flop_per_token,
-                &self.flop_per_s,
-            )?,
+            ffn_s: routed.ffn_s.clone(),
             combine_s: home.1.port_finish_times(),
             aggregation_s: vec![self.aggregation_s; g],
         })?;
@@ -252,7 +304,7 @@ impl Experts {
                 dispatch: out.0,
                 combine: home.0,
                 inference_time_s: time.inference_time_s,
-                experts_of_gpu,
+                experts_of_gpu: routed.experts_of_gpu.clone(),
             },
             utilization: time.gpu_utilization,
         })
