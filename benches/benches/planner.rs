@@ -77,12 +77,12 @@ fn inference(c: &mut Criterion) {
     group.finish();
 }
 
-/// The embedded DeepSeek-like spec (`examples/data/inference_deepseek_like.json`: GPUs, token
+/// The embedded DeepSeek-like spec (`crates/moe-planner-cli/data/inference_deepseek_like.json`: GPUs, token
 /// sizes, FLOP) on `nodes` x `per_node` GPUs with `slots` experts each, with all 58 layers of the
 /// loads of `deepseek_like_workload` (256 experts, log-normal sigma 1, 131,072 routings per layer,
 /// seed 2026) as router traces (+-25% per-source jitter, as `deepseek_like_inference`).
 fn deepseek_like(nodes: usize, per_node: usize, slots: usize) -> InferenceSpec {
-    let text = include_str!("../../examples/data/inference_deepseek_like.json");
+    let text = include_str!("../../crates/moe-planner-cli/data/inference_deepseek_like.json");
     let mut spec: InferenceSpec = serde_json::from_str(text).unwrap();
     let gpus = nodes * per_node;
     let loads = lognormal_loads(58, 256, 1.0, 131_072.0, spec.seed).unwrap();

@@ -17,7 +17,7 @@ const EXPERTS: usize = 256;
 /// The embedded DeepSeek-like spec (GPUs, token sizes, FLOP) on `nodes` x 8 GPUs with `slots`
 /// expert slots each and all 58 layers as router traces.
 fn spec(nodes: usize, slots: usize) -> Result<InferenceSpec, Box<dyn std::error::Error>> {
-    let text = include_str!("../data/inference_deepseek_like.json");
+    let text = include_str!("../../crates/moe-planner-cli/data/inference_deepseek_like.json");
     let mut spec: InferenceSpec = serde_json::from_str(text)?;
     let gpus = nodes * 8;
     let loads = lognormal_loads(LAYERS, EXPERTS, 1.0, 131_072.0, spec.seed)?;
