@@ -73,6 +73,13 @@ pub enum ScheduleError {
         /// What overflowed.
         what: &'static str,
     },
+    /// A positive time is below the smallest normal `f64` (about 2.2e-308), so it cannot be
+    /// scaled to ticks; traffic is too small for its bandwidth.
+    #[error("{what} underflows: below 2.2e-308 for non-zero traffic")]
+    Underflow {
+        /// What underflowed.
+        what: &'static str,
+    },
     /// A send order names a GPU that does not exist.
     #[error("send order of GPU {src} names GPU {dst}, but there are only {n} GPUs")]
     UnknownGpu {

@@ -57,6 +57,14 @@ impl Ticks {
         }
         let rate = |i: usize, j: usize| bandwidth.rate_at(i, j);
         let bound_s = lower_bound_s(matrix, bandwidth)?;
+        // A subnormal (or underflowed) bound has too few significant bits to scale ticks by:
+        // `2^48 / bound_s` overflows and pair times round to zero (issue 13: bandwidth 1e308
+        // with tiny byte counts).
+        if bound_s < f64::MIN_POSITIVE && bytes.iter().any(|&b| b > 0.0) {
+            return Err(ScheduleError::Underflow {
+                what: "the lower bound in seconds (bytes / bandwidth)",
+            });
+        }
         let scale = if bound_s > 0.0 {
             SCALED_LINE_TICKS / bound_s
         } else {
