@@ -173,7 +173,10 @@ pub fn flat_all_to_all_time_s(
 ///
 /// `hb_bytes_per_s` is `C_F`, the per-GPU bandwidth inside an HB domain (NVLink class);
 /// `network_bytes_per_s` is `C_S`, the per-GPU bandwidth of the network between domains.
+///
+/// Deserializes through [`TwoTierGrid::new`], so a parsed grid is valid.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "TwoTierGridFields")]
 pub struct TwoTierGrid {
     /// GPUs of the group inside one HB domain (`x`, at least 1).
     pub x: usize,
@@ -190,17 +193,24 @@ impl TwoTierGrid {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] if `x` or `y` is zero; `NotPositive`/`NonFinite` if a
-    /// bandwidth is not a positive finite number.
+    /// [`CostModelError::CountTooSmall`] if `x` or `y` is zero; [`CostModelError::Overflow`]
+    /// if `x * y` does not fit in `usize`; `NotPositive`/`NonFinite` if a bandwidth is not a
+    /// positive finite number.
     pub fn new(
         x: usize,
         y: usize,
         hb_bytes_per_s: BytesPerSecond,
         network_bytes_per_s: BytesPerSecond,
     ) -> Result<Self, CostModelError> {
+        let x = check_count("GPUs per HB domain (x)", x, 1)?;
+        let y = check_count("HB domains (y)", y, 1)?;
+        // Every user multiplies the two; a wrapped product made the exact bound loop for ages.
+        x.checked_mul(y).ok_or(CostModelError::Overflow {
+            what: "GPUs in the grid (x * y)",
+        })?;
         Ok(Self {
-            x: check_count("GPUs per HB domain (x)", x, 1)?,
-            y: check_count("HB domains (y)", y, 1)?,
+            x,
+            y,
             hb_bytes_per_s: check_positive("HB-domain bandwidth C_F (bytes/s)", hb_bytes_per_s)?,
             network_bytes_per_s: check_positive(
                 "network bandwidth C_S (bytes/s)",
@@ -216,6 +226,23 @@ impl TwoTierGrid {
             self.hb_bytes_per_s,
             self.network_bytes_per_s,
         )
+    }
+}
+
+/// The serialized form of [`TwoTierGrid`], validated on the way in.
+#[derive(serde::Deserialize)]
+struct TwoTierGridFields {
+    x: usize,
+    y: usize,
+    hb_bytes_per_s: BytesPerSecond,
+    network_bytes_per_s: BytesPerSecond,
+}
+
+impl TryFrom<TwoTierGridFields> for TwoTierGrid {
+    type Error = CostModelError;
+
+    fn try_from(f: TwoTierGridFields) -> Result<Self, Self::Error> {
+        Self::new(f.x, f.y, f.hb_bytes_per_s, f.network_bytes_per_s)
     }
 }
 
@@ -421,6 +448,21 @@ pub fn rail_only_all_to_all_slowdown(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 13: a grid deserializes through `TwoTierGrid::new`.
+    #[test]
+    fn grids_deserialize_validated() {
+        let json = |x: &str| {
+            format!(r#"{{"x": {x}, "y": 2, "hb_bytes_per_s": 1.0, "network_bytes_per_s": 1.0}}"#)
+        };
+        let grid: TwoTierGrid = serde_json::from_str(&json("4")).unwrap();
+        assert_eq!(grid, TwoTierGrid::new(4, 2, 1.0, 1.0).unwrap());
+        for bad in ["0", "18446744073709551615"] {
+            assert!(serde_json::from_str::<TwoTierGrid>(&json(bad)).is_err());
+        }
+        let negative = r#"{"x": 1, "y": 2, "hb_bytes_per_s": -1.0, "network_bytes_per_s": 1.0}"#;
+        assert!(serde_json::from_str::<TwoTierGrid>(negative).is_err());
+    }
 
     #[test]
     fn single_participant_costs_nothing() {

@@ -63,7 +63,7 @@ mod worker;
 pub use alpha_beta::AlphaBeta;
 pub use count::{checked_product, gcd};
 pub use error::CostModelError;
-pub use matrix::SquareMatrix;
+pub use matrix::{MAX_MATRIX_SIDE, SquareMatrix};
 pub use rng::{SeededRng, seeded_rng};
 pub use validate::{
     check_count, check_count_u64, check_divides, check_non_negative, check_positive,
