@@ -131,6 +131,22 @@ pub(crate) fn check_traffic(src: usize, dst: usize, value: f64) -> Result<f64, S
     })
 }
 
+/// Largest GPU count a generator or relabeling builds a matrix for: `n²` entries of 8 bytes are
+/// then at most 8 GiB. Larger sizes used to abort the process on allocation (issue 13).
+pub const MAX_GPUS: usize = 1 << 15;
+
+/// Checks a GPU count (the side of a matrix about to be allocated) against [`MAX_GPUS`].
+pub(crate) fn check_gpus(what: &'static str, n: usize) -> Result<(), ScheduleError> {
+    if n > MAX_GPUS {
+        return Err(ScheduleError::TooLarge {
+            what,
+            limit: MAX_GPUS as u64,
+            value: n as u64,
+        });
+    }
+    Ok(())
+}
+
 /// Checks a port bandwidth with [`check_positive`], naming its GPU.
 pub(crate) fn check_bandwidth(gpu: usize, value: f64) -> Result<f64, ScheduleError> {
     check_positive("bandwidth (bytes/s)", value)

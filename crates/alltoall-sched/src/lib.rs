@@ -69,7 +69,7 @@ pub use aurora_greedy::aurora_greedy;
 pub use bandwidth::Bandwidth;
 pub use bounds::{LowerBounds, lower_bound_s, lower_bounds};
 pub use dispatch::{ExpertDispatch, dispatch_tokens, uniform_sources};
-pub use error::ScheduleError;
+pub use error::{MAX_GPUS, ScheduleError};
 pub use latency::{ParetoPoint, latency_aware, latency_pareto, with_latency};
 pub use matrix::TrafficMatrix;
 pub use non_preemptive::non_preemptive;

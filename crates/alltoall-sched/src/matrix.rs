@@ -241,6 +241,7 @@ impl TrafficMatrix {
     /// [`ScheduleError::Empty`] for no GPUs, [`ScheduleError::OutOfRange`] for an expert index
     /// `>= n`, [`ScheduleError::NotAPartition`] for an expert placed on no GPU or on several,
     /// [`ScheduleError::Overflow`] if a GPU pair's bytes overflow.
+    /// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
     ///
     /// # Complexity
     ///
@@ -265,6 +266,7 @@ impl TrafficMatrix {
         if gpus == 0 {
             return Err(ScheduleError::Empty);
         }
+        crate::error::check_gpus("GPUs of a relabeled matrix", gpus)?;
         let gpu_of = self.gpu_of_expert(experts_of_gpu)?;
         let n = self.n;
         let cell = |k: usize| gpu_of[k / n] * gpus + gpu_of[k % n];

@@ -23,6 +23,7 @@ use crate::{ScheduleError, TrafficMatrix};
 ///
 /// [`ScheduleError::Empty`] for `n = 0`, [`ScheduleError::Cost`] for a negative or
 /// non-finite exponent, [`ScheduleError::Overflow`] if an entry exceeds `u64`.
+/// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
 ///
 /// # Complexity
 ///
@@ -111,6 +112,7 @@ pub fn zipf_batch(
 /// [`ScheduleError::Empty`] for no GPU; [`ScheduleError::InvalidTraffic`] (source 0) for a
 /// negative or non-finite token count; [`ScheduleError::Cost`] for a negative or non-finite
 /// noise.
+/// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
 ///
 /// # Complexity
 ///
@@ -218,6 +220,7 @@ fn check_zipf(n: usize, exponent: f64) -> Result<(), ScheduleError> {
     if n == 0 {
         return Err(ScheduleError::Empty);
     }
+    crate::error::check_gpus("GPUs of a Zipf matrix", n)?;
     check_non_negative("Zipf exponent", exponent)?;
     Ok(())
 }
@@ -260,6 +263,7 @@ fn zipf_rows(
 /// # Errors
 ///
 /// [`ScheduleError::Empty`] for `n = 0`.
+/// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
 ///
 /// # Complexity
 ///
@@ -281,6 +285,7 @@ pub fn uniform_traffic(
     if n == 0 {
         return Err(ScheduleError::Empty);
     }
+    crate::error::check_gpus("GPUs of a uniform matrix", n)?;
     let mut rng = seeded_rng(seed, 0);
     let rows: Vec<Vec<u64>> = (0..n)
         .map(|i| {

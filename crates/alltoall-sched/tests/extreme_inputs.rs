@@ -58,3 +58,36 @@ fn huge_bandwidths_give_valid_timetables_or_underflow() {
         assert_eq!(plan.transfers.len(), 2);
     }
 }
+
+/// Generators and relabelings that allocate `n x n` from an input size check it first (they
+/// used to panic with "capacity overflow" or abort out of memory).
+#[test]
+fn huge_gpu_counts_are_too_large_before_allocating() {
+    use alltoall_sched::workload::{uniform_traffic, zipf_batch, zipf_traffic};
+    use alltoall_sched::{MAX_GPUS, dispatch_tokens, uniform_sources};
+    let too_large =
+        |r: Result<TrafficMatrix, ScheduleError>| matches!(r, Err(ScheduleError::TooLarge { .. }));
+    for n in [usize::MAX, 1 << 20, MAX_GPUS + 1] {
+        assert!(too_large(zipf_traffic(n, 1.0, 10, 1, 0)));
+        assert!(too_large(zipf_batch(n, 1.0, 10, 1, 0, 1)));
+        assert!(too_large(uniform_traffic(n, 10, 0)));
+        assert!(matches!(
+            uniform_sources(&[1.0], n),
+            Err(ScheduleError::TooLarge { .. })
+        ));
+    }
+    // 2^15 GPUs is fine alone, but not times 2^16 experts.
+    assert!(matches!(
+        uniform_sources(&vec![1.0; 1 << 16], MAX_GPUS),
+        Err(ScheduleError::TooLarge { .. })
+    ));
+    let d = TrafficMatrix::from_rows_u64(&[vec![0, 1], vec![1, 0]]).unwrap();
+    let many: Vec<Vec<usize>> = vec![Vec::new(); MAX_GPUS + 1];
+    assert!(too_large(d.relabel(&many)));
+    let routed: Vec<Vec<f64>> = vec![Vec::new(); MAX_GPUS + 1];
+    let nodes = vec![0; MAX_GPUS + 1];
+    assert!(matches!(
+        dispatch_tokens(&routed, &many, &nodes),
+        Err(ScheduleError::TooLarge { .. })
+    ));
+}
