@@ -154,7 +154,10 @@ pub fn optimal_all_gather_time_s(
 ) -> Result<Seconds, CostModelError> {
     let d = check_non_negative("AllGather size D (bytes)", total_bytes)?;
     let bound = optimal_all_gather_bound(grid, fabric)?;
-    Ok(bound.seconds_per_shard_byte * d / (grid.x * grid.y) as f64)
+    crate::check_finite_result(
+        "optimal AllGather time (s)",
+        bound.seconds_per_shard_byte * d / (grid.x * grid.y) as f64,
+    )
 }
 
 #[cfg(test)]

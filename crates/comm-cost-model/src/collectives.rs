@@ -16,13 +16,14 @@
 
 use crate::units::{Bytes, BytesPerSecond, Seconds};
 use crate::validate::check_count;
-use crate::{AlphaBeta, CostModelError, check_non_negative, check_positive};
+use crate::{AlphaBeta, CostModelError, check_finite_result, check_non_negative, check_positive};
 
 /// Ring AllGather of `total_bytes` over `n` participants: `(n - 1) * (alpha + beta * total / n)`.
 ///
 /// # Errors
 ///
-/// [`CostModelError`] if `total_bytes` is negative or not finite, or `n == 0`.
+/// [`CostModelError`] if `total_bytes` is negative or not finite, or `n == 0`;
+/// [`CostModelError::NonFinite`] if the time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -46,7 +47,10 @@ pub fn ring_all_gather_time_s(
     let total = check_non_negative("AllGather size (bytes)", total_bytes)?;
     let n = check_count("AllGather participants", n, 1)?;
     let steps = (n - 1) as f64;
-    Ok(steps * link.time_s(total / n as f64))
+    check_finite_result(
+        "ring AllGather time (s)",
+        steps * link.time_s(total / n as f64),
+    )
 }
 
 /// Ring ReduceScatter of `total_bytes` over `n` participants; the same traffic as the AllGather
@@ -101,7 +105,10 @@ pub fn ring_all_reduce_time_s(
     n: usize,
     link: &AlphaBeta,
 ) -> Result<Seconds, CostModelError> {
-    Ok(2.0 * ring_all_gather_time_s(total_bytes, n, link)?)
+    check_finite_result(
+        "ring AllReduce time (s)",
+        2.0 * ring_all_gather_time_s(total_bytes, n, link)?,
+    )
 }
 
 /// Pairwise-exchange AlltoAll: `n - 1` steps, in step `k` GPU `i` sends its shard for GPU
@@ -109,7 +116,8 @@ pub fn ring_all_reduce_time_s(
 ///
 /// # Errors
 ///
-/// [`CostModelError`] if `shard_bytes` is negative or not finite, or `n == 0`.
+/// [`CostModelError`] if `shard_bytes` is negative or not finite, or `n == 0`;
+/// [`CostModelError::NonFinite`] if the time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -131,7 +139,10 @@ pub fn pairwise_all_to_all_time_s(
 ) -> Result<Seconds, CostModelError> {
     let shard = check_non_negative("AlltoAll shard (bytes)", shard_bytes)?;
     let n = check_count("AlltoAll participants", n, 1)?;
-    Ok((n - 1) as f64 * link.time_s(shard))
+    check_finite_result(
+        "pairwise AlltoAll time (s)",
+        (n - 1) as f64 * link.time_s(shard),
+    )
 }
 
 /// Flat (one-shot) AlltoAll: every GPU posts its `n - 1` messages at once, paying the start-up
@@ -166,7 +177,10 @@ pub fn flat_all_to_all_time_s(
     if n == 1 {
         return Ok(0.0);
     }
-    Ok(link.time_s((n - 1) as f64 * shard))
+    check_finite_result(
+        "flat AlltoAll time (s)",
+        link.time_s((n - 1) as f64 * shard),
+    )
 }
 
 /// The shape and bandwidths of a two-tier grid: `x` GPUs per HB domain, `y` domains.
@@ -258,7 +272,8 @@ impl TryFrom<TwoTierGridFields> for TwoTierGrid {
 ///
 /// # Errors
 ///
-/// [`CostModelError`] if `total_bytes` is negative or not finite, or the grid is invalid.
+/// [`CostModelError`] if `total_bytes` is negative or not finite, or the grid is invalid;
+/// [`CostModelError::NonFinite`] if the time is not finite (extreme sizes or bandwidths).
 ///
 /// # Complexity
 ///
@@ -282,7 +297,10 @@ pub fn hierarchical_all_gather_time_s(
     let d = check_non_negative("AllGather size D (bytes)", total_bytes)?;
     let g = grid.validated()?;
     let (x, y) = (g.x as f64, g.y as f64);
-    Ok((y - 1.0) * d / (x * y * g.network_bytes_per_s) + (x - 1.0) * d / (x * g.hb_bytes_per_s))
+    check_finite_result(
+        "hierarchical AllGather time (s)",
+        (y - 1.0) * d / (x * y * g.network_bytes_per_s) + (x - 1.0) * d / (x * g.hb_bytes_per_s),
+    )
 }
 
 /// Hierarchical ReduceScatter: the AllGather schedule run backwards, the same time.
@@ -337,7 +355,10 @@ pub fn hierarchical_all_reduce_time_s(
     total_bytes: Bytes,
     grid: &TwoTierGrid,
 ) -> Result<Seconds, CostModelError> {
-    Ok(2.0 * hierarchical_all_gather_time_s(total_bytes, grid)?)
+    check_finite_result(
+        "hierarchical AllReduce time (s)",
+        2.0 * hierarchical_all_gather_time_s(total_bytes, grid)?,
+    )
 }
 
 /// AlltoAll on a full-bisection (rail-optimized) network, rail-only Appendix D Eq. 20:
@@ -372,7 +393,7 @@ pub fn full_bisection_all_to_all_time_s(
     let (x, y) = (g.x as f64, g.y as f64);
     let hb = (x - 1.0) * d / g.hb_bytes_per_s;
     let net = x * (y - 1.0) * d / g.network_bytes_per_s;
-    Ok(hb.max(net))
+    check_finite_result("full-bisection AlltoAll time (s)", hb.max(net))
 }
 
 /// AlltoAll on a rail-only network with hierarchical forwarding, rail-only Appendix D Eq. 21:
@@ -405,7 +426,10 @@ pub fn rail_only_all_to_all_time_s(
     let d = check_non_negative("AlltoAll shard D (bytes)", shard_bytes)?;
     let g = grid.validated()?;
     let (x, y) = (g.x as f64, g.y as f64);
-    Ok(y * (x - 1.0) * d / g.hb_bytes_per_s + x * (y - 1.0) * d / g.network_bytes_per_s)
+    check_finite_result(
+        "rail-only AlltoAll time (s)",
+        y * (x - 1.0) * d / g.hb_bytes_per_s + x * (y - 1.0) * d / g.network_bytes_per_s,
+    )
 }
 
 /// Relative slowdown of the rail-only AlltoAll over the full-bisection one,
@@ -442,7 +466,7 @@ pub fn rail_only_all_to_all_slowdown(
     if full == 0.0 {
         return Ok(0.0);
     }
-    Ok((rail - full) / full)
+    check_finite_result("rail-only AlltoAll slowdown", (rail - full) / full)
 }
 
 #[cfg(test)]

@@ -66,6 +66,7 @@ pub use error::CostModelError;
 pub use matrix::{MAX_MATRIX_SIDE, SquareMatrix};
 pub use rng::{SeededRng, seeded_rng};
 pub use validate::{
-    check_count, check_count_u64, check_divides, check_non_negative, check_positive,
+    check_count, check_count_u64, check_divides, check_finite_result, check_non_negative,
+    check_positive,
 };
 pub use worker::Worker;

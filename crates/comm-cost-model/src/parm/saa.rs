@@ -218,7 +218,10 @@ pub fn saa_phases(spec: &SaaSpec) -> Result<Vec<SaaPhase>, CostModelError> {
                 time_s: c.phase_time(j),
             }
         })
-        .collect();
+        .collect::<Vec<SaaPhase>>();
+    // Phase times are non-negative: a finite sum means finite phases.
+    let total: f64 = phases.iter().map(|p| p.time_s).sum();
+    crate::check_finite_result("SAA time (s)", total)?;
     Ok(phases)
 }
 
@@ -244,7 +247,7 @@ pub fn saa_phases(spec: &SaaSpec) -> Result<Vec<SaaPhase>, CostModelError> {
 /// ```
 pub fn saa_time_s(spec: &SaaSpec) -> Result<Seconds, CostModelError> {
     let (body, last) = check(spec)?.phase_sums_s();
-    Ok(spec.alpha_s + body + last)
+    crate::check_finite_result("SAA time (s)", spec.alpha_s + body + last)
 }
 
 #[cfg(test)]
