@@ -217,6 +217,7 @@ fn check_search_limits(
 ///
 /// [`RailNetworkError::Value`] (`CountTooSmall`, `NotDivisible`) for a bad cluster or batch,
 /// (`TooLarge`) for a GPU count, global batch or layer count above [`MAX_SEARCH_COUNT`],
+/// (`NonFinite`) when every configuration that fits in memory has a non-finite time,
 /// [`RailNetworkError::NoFeasibleConfiguration`] when no configuration satisfies Eq. 11–19 (it
 /// reports how many passed Eq. 11–18 and the smallest memory any needed).
 ///
@@ -302,6 +303,16 @@ pub fn search_with_progress(
         valid += l.valid;
         min_memory = min_memory.min(l.min_memory);
         all.extend(l.top);
+    }
+    // Extreme bandwidths or sizes can overflow a time to infinity: never rank those.
+    let fitting = all.len();
+    all.retain(|c| c.terms.iteration_time_s.is_finite());
+    if all.is_empty() && fitting > 0 {
+        return Err(CostModelError::NonFinite {
+            what: "iteration time (s) of every configuration that fits in memory",
+            value: f64::INFINITY,
+        }
+        .into());
     }
     all.sort_by(rank_cmp);
     all.truncate(keep);

@@ -92,7 +92,11 @@ pub fn sweep_point(
         network_bytes_per_s: system.network_bytes_per_s,
         iteration_time_s: time,
         ideal_time_s: ideal,
-        relative_performance: ideal / time,
+        // A time that underflows to 0 would make this infinite.
+        relative_performance: comm_cost_model::check_finite_result(
+            "relative performance",
+            ideal / time,
+        )?,
         best,
     })
 }

@@ -93,3 +93,43 @@ fn a_huge_server_failure_is_an_overflow() {
         ));
     }
 }
+
+/// A subnormal network bandwidth made the iteration time `Ok(inf)`; the search now skips such
+/// configurations and errors when none is finite.
+#[test]
+fn non_finite_iteration_times_are_errors() {
+    let mut system = system_preset("dgx-a100").unwrap();
+    system.network_bytes_per_s = 5e-324;
+    system.hb_bytes_per_s = 5e-324;
+    let im = IterationModel::new(
+        model_preset("gpt-22b").unwrap(),
+        system,
+        ComputeModel::paper(),
+    )
+    .unwrap();
+    let par = Parallelization::with_default_mapping(8, 1, 2, 1, 64, 1, 8).unwrap();
+    assert!(matches!(
+        im.evaluate(&par),
+        Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+    ));
+    assert!(matches!(
+        search(&im, 16, 64, &SearchOptions::default()),
+        Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+    ));
+}
+
+/// A system cannot be deserialized invalid.
+#[test]
+fn systems_deserialize_validated() {
+    let good = serde_json::to_string(&system_preset("dgx-h100").unwrap()).unwrap();
+    let parsed: rail_network::system::SystemSpec = serde_json::from_str(&good).unwrap();
+    assert_eq!(parsed, system_preset("dgx-h100").unwrap());
+    for (field, bad) in [
+        ("\"hb_domain\":8", "\"hb_domain\":0"),
+        ("\"latency_s\":0.0", "\"latency_s\":-1.0"),
+    ] {
+        assert!(good.contains(field), "{good}");
+        let json = good.replace(field, bad);
+        assert!(serde_json::from_str::<rail_network::system::SystemSpec>(&json).is_err());
+    }
+}
