@@ -49,3 +49,22 @@ fn extreme_but_finite_magnitudes_are_solved() {
     let b = lysi_assign_milp(&[5e-324, 1.0, 2.0], &tiny).unwrap();
     assert!(b.makespan_s.is_finite());
 }
+
+/// Expert loads cannot be deserialized invalid (negative, ragged or empty).
+#[test]
+fn expert_loads_deserialize_validated() {
+    use colocation_matching::ExpertLoads;
+    let ok: ExpertLoads =
+        serde_json::from_str(r#"{"send_bytes": [1.0, 2.0], "recv_bytes": [2.0, 1.0]}"#).unwrap();
+    assert_eq!(
+        ok,
+        ExpertLoads::new(vec![1.0, 2.0], vec![2.0, 1.0]).unwrap()
+    );
+    for bad in [
+        r#"{"send_bytes": [-1.0, 2.0], "recv_bytes": [2.0, 1.0]}"#,
+        r#"{"send_bytes": [1.0], "recv_bytes": [2.0, 1.0]}"#,
+        r#"{"send_bytes": [], "recv_bytes": []}"#,
+    ] {
+        assert!(serde_json::from_str::<ExpertLoads>(bad).is_err(), "{bad}");
+    }
+}
