@@ -185,7 +185,7 @@ impl Cluster {
 }
 
 /// Rejects a worker count whose `n x n` link matrices would not fit (before allocating).
-fn check_workers(n: usize) -> Result<(), TopologyError> {
+pub(crate) fn check_workers(n: usize) -> Result<(), TopologyError> {
     if n > MAX_MATRIX_SIDE {
         return Err(CostModelError::TooLarge {
             what: "workers in the cluster",

@@ -51,3 +51,14 @@ fn slot_totals_saturate() {
     let partition = lysi_group(&cluster, &objective).unwrap();
     assert!(!partition.groups.is_empty());
 }
+
+/// A CSV cluster allocates three `n x n` tables: the worker count is checked first.
+#[test]
+fn a_csv_cluster_with_too_many_workers_is_too_large() {
+    let workers = vec![Worker::new(1e12, 1).unwrap(); MAX_MATRIX_SIDE + 1];
+    let nodes = vec![0; MAX_MATRIX_SIDE + 1];
+    assert!(matches!(
+        Cluster::from_csv_str(workers, nodes, "0,1,1e-6,1e-9\n"),
+        Err(TopologyError::Value(CostModelError::TooLarge { .. }))
+    ));
+}
