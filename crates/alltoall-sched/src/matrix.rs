@@ -104,7 +104,8 @@ impl TrafficMatrix {
         zero_diagonal(&mut flat, n);
         let integral = flat.iter().all(|&v| v.fract() == 0.0 && v < EXACT_F64_INT);
         let entries = if integral {
-            // Exact: every value is an integer below 2^53.
+            // Exact: every value is a non-negative integer below 2^53.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             Entries::Integer(flat.iter().map(|&v| v as u64).collect())
         } else {
             // Normalize -0.0 so equality and serialization are stable.

@@ -77,7 +77,11 @@ impl Ticks {
                 let t = b / rate(k / n, k % n);
                 // Ceil (and at least one tick): never less time than the link needs.
                 if b > 0.0 {
-                    (t * scale).ceil().max(1.0) as u64
+                    // `t <= bound_s`, so this is at most about 2^48; a saturated value would
+                    // be caught as a line-sum overflow.
+                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                    let ticks = (t * scale).ceil().max(1.0) as u64;
+                    ticks
                 } else {
                     0
                 }

@@ -234,6 +234,21 @@ fn zipf_weights(n: usize, exponent: f64, rng: &mut SeededRng) -> Vec<f64> {
     weights.into_iter().map(|w| w / total).collect()
 }
 
+/// A non-negative token count rounded to an integer; up to 1.5x `tokens_per_gpu` can exceed
+/// `u64`, which `as` would silently clamp.
+fn token_count(tokens: f64) -> Result<u64, ScheduleError> {
+    let rounded = tokens.round();
+    // 2^64 as an `f64` (exact): the first value that does not fit.
+    if rounded >= 18_446_744_073_709_551_616.0 {
+        return Err(ScheduleError::Overflow {
+            what: "tokens of a Zipf pair",
+        });
+    }
+    // Non-negative (weights and noise are) and below 2^64: the conversion is exact.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    Ok(rounded as u64)
+}
+
 fn zipf_rows(
     weights: &[f64],
     tokens_per_gpu: u64,
@@ -246,7 +261,7 @@ fn zipf_rows(
         for (j, cell) in row.iter_mut().enumerate() {
             let noise: f64 = rng.random_range(0.5..1.5);
             if i != j {
-                let tokens = (tokens_per_gpu as f64 * weights[j] * noise).round() as u64;
+                let tokens = token_count(tokens_per_gpu as f64 * weights[j] * noise)?;
                 *cell = tokens
                     .checked_mul(bytes_per_token)
                     .ok_or(ScheduleError::Overflow {

@@ -213,8 +213,9 @@ impl IterationModel {
 
 fn grid(x: u64, y: u64, sys: &SystemSpec) -> TwoTierGrid {
     TwoTierGrid {
-        x: x.max(1) as usize,
-        y: y.max(1) as usize,
+        // A size above `usize` makes the grid invalid, so its time infinite (never ranked).
+        x: usize::try_from(x.max(1)).unwrap_or(usize::MAX),
+        y: usize::try_from(y.max(1)).unwrap_or(usize::MAX),
         hb_bytes_per_s: sys.hb_bytes_per_s,
         network_bytes_per_s: sys.network_bytes_per_s,
     }

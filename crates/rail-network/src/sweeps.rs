@@ -13,6 +13,7 @@ use crate::model::GptModel;
 use crate::parallel::Parallelization;
 use crate::search::{SearchOptions, search};
 use crate::system::SystemSpec;
+use comm_cost_model::CostModelError;
 use comm_cost_model::collectives::{TwoTierGrid, rail_only_all_to_all_slowdown};
 use comm_cost_model::units::{BytesPerSecond, Seconds};
 
@@ -276,8 +277,12 @@ pub fn all_to_all_slowdown_sweep(
         .iter()
         .map(|&x| {
             let grid = TwoTierGrid::new(
-                x as usize,
-                domains as usize,
+                usize::try_from(x).map_err(|_| CostModelError::Overflow {
+                    what: "HB-domain size as usize",
+                })?,
+                usize::try_from(domains).map_err(|_| CostModelError::Overflow {
+                    what: "HB domains as usize",
+                })?,
                 hb_bytes_per_s,
                 network_bytes_per_s,
             )?;

@@ -119,6 +119,8 @@ fn sorted_edges(cluster: &Cluster, d: f64) -> Vec<(u32, u32)> {
         }
     }
     keys.sort_unstable();
+    // Unpacks the two 32-bit ids packed above (`n <= u32::MAX` is checked by `lysi_group`).
+    #[allow(clippy::cast_possible_truncation)]
     keys.into_iter()
         .map(|k| ((k >> 32) as u32, k as u32))
         .collect()
