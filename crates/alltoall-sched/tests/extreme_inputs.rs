@@ -91,3 +91,18 @@ fn huge_gpu_counts_are_too_large_before_allocating() {
         Err(ScheduleError::TooLarge { .. })
     ));
 }
+
+/// Zipf token counts up to 1.5x `tokens_per_gpu` used to clamp silently at `u64::MAX`.
+#[test]
+fn zipf_token_counts_above_u64_are_an_overflow() {
+    use alltoall_sched::workload::zipf_traffic;
+    let outcomes: Vec<bool> = (0..16)
+        .map(|seed| match zipf_traffic(2, 60.0, u64::MAX, 1, seed) {
+            Ok(_) => false,
+            Err(ScheduleError::Overflow { .. }) => true,
+            Err(e) => panic!("unexpected {e}"),
+        })
+        .collect();
+    // Noise above 1 on the pair into the popular expert overflows; below 1 fits.
+    assert!(outcomes.contains(&true));
+}
