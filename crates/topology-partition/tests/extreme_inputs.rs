@@ -62,3 +62,14 @@ fn a_csv_cluster_with_too_many_workers_is_too_large() {
         Err(TopologyError::Value(CostModelError::TooLarge { .. }))
     ));
 }
+
+/// A random cluster of `usize::MAX` nodes used to try to allocate them one by one.
+#[test]
+fn a_huge_random_cluster_is_too_large() {
+    for nodes in [usize::MAX, 1 << 40] {
+        assert!(matches!(
+            topology_partition::random_cluster(nodes, 0.1, 0),
+            Err(TopologyError::Value(CostModelError::TooLarge { .. }))
+        ));
+    }
+}
