@@ -23,7 +23,7 @@
 use crate::ScheduleError;
 use crate::bitset::{self, BitRows};
 use crate::hopcroft_karp::{Matching, NONE, maximum_matching};
-use crate::min_tree::{MinTree, NEVER};
+use crate::min_tree::MinTree;
 use crate::padding::pad_to_regular;
 
 /// Pure-padding runs (adjacent to the free sender) tried as the run a repair path interrupts,
@@ -86,7 +86,7 @@ struct State {
     run_piece: Vec<usize>,
     /// Where the runs started in the current repair phase begin in `pieces`.
     phase_begin: usize,
-    /// Finish tick of each sender's current run ([`NEVER`] while it has no mate).
+    /// Finish tick of each sender's current run (none while it has no mate).
     finish: MinTree,
     /// One entry per run, in start order (then sender): the run's real part once it ends,
     /// empty (`end == start`) if it had none or was merged into the pair's previous piece.
@@ -136,12 +136,11 @@ impl State {
         self.rematch_fully(0);
         self.close_phase();
         loop {
-            let (_, now) = self.finish.min();
-            if now == NEVER {
+            let Some((_, now)) = self.finish.min() else {
                 return;
-            }
+            };
             // Every run that ends now, lowest sender first.
-            while let (i, t) = self.finish.min()
+            while let Some((i, t)) = self.finish.min()
                 && t == now
             {
                 self.exhaust(i, now);
@@ -158,7 +157,7 @@ impl State {
         self.end_run(i, j, now);
         self.matching.left[i] = NONE;
         self.matching.right[j] = NONE;
-        self.finish.set(i, NEVER);
+        self.finish.set(i, None);
         self.free_lefts.push(i);
         bitset::insert(&mut self.free_rights, j);
         bitset::remove(&mut self.padding_runs, j);
@@ -218,7 +217,7 @@ impl State {
             end: now,
             offset: 0,
         });
-        self.finish.set(i, now + self.rem[i * self.n + j]);
+        self.finish.set(i, Some(now + self.rem[i * self.n + j]));
     }
 
     fn rematch(&mut self, now: u64) {
@@ -376,7 +375,7 @@ impl State {
                     self.end_run(i, old, now);
                 }
                 if new == NONE {
-                    self.finish.set(i, NEVER);
+                    self.finish.set(i, None);
                 } else {
                     self.start_run(i, new, now);
                 }
@@ -425,5 +424,12 @@ mod tests {
         check(4, &[0, 3, 1, 4, 1, 0, 5, 9, 2, 6, 0, 5, 3, 5, 8, 0]);
         check(1, &[0]);
         check(2, &[0, 0, 0, 0]);
+    }
+
+    /// Issue 13: a line sum of exactly `2^64 - 1` lost the pair finishing at that tick.
+    #[test]
+    fn a_line_sum_of_u64_max_delivers_every_pair() {
+        check(2, &[0, u64::MAX, 0, 0]);
+        check(3, &[0, u64::MAX - 5, 5, 0, 0, 0, 0, 0, 0]);
     }
 }

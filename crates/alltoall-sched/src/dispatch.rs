@@ -9,7 +9,7 @@ use comm_cost_model::check_non_negative;
 use serde::{Deserialize, Serialize};
 
 use crate::error::check_size;
-use crate::{ScheduleError, TrafficMatrix};
+use crate::{MAX_GPUS, ScheduleError, TrafficMatrix};
 
 /// Where a layer's routed tokens go: GPU to GPU, and which expert replica computes them.
 ///
@@ -91,6 +91,7 @@ impl ExpertDispatch {
 /// [`ScheduleError::OutOfRange`] for an expert id `>=` the expert count;
 /// [`ScheduleError::NoReplica`] for an expert no GPU holds; [`ScheduleError::InvalidTraffic`]
 /// for a negative or non-finite token count.
+/// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
 ///
 /// # Complexity
 ///
@@ -118,6 +119,7 @@ pub fn dispatch_tokens(
     if g == 0 {
         return Err(ScheduleError::Empty);
     }
+    crate::error::check_gpus("GPUs of a dispatch", g)?;
     check_size("placement rows (one per GPU)", g, experts_of_gpu.len())?;
     check_size("node_of_gpu (one per GPU)", g, node_of_gpu.len())?;
     let e = routed[0].len();
@@ -209,6 +211,7 @@ fn least_loaded(candidates: &[usize], load: &[f64]) -> usize {
 ///
 /// [`ScheduleError::Empty`] for no GPU; [`ScheduleError::InvalidTraffic`] (source 0) for a
 /// negative or non-finite count.
+/// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
 ///
 /// # Complexity
 ///
@@ -224,6 +227,16 @@ fn least_loaded(candidates: &[usize], load: &[f64]) -> usize {
 pub fn uniform_sources(expert_tokens: &[f64], gpus: usize) -> Result<Vec<Vec<f64>>, ScheduleError> {
     if gpus == 0 {
         return Err(ScheduleError::Empty);
+    }
+    crate::error::check_gpus("GPUs of a router trace", gpus)?;
+    // One row of experts per GPU: bound the whole table like an `n x n` matrix.
+    let entries = gpus.saturating_mul(expert_tokens.len());
+    if entries > MAX_GPUS * MAX_GPUS {
+        return Err(ScheduleError::TooLarge {
+            what: "GPUs * experts of a router trace",
+            limit: (MAX_GPUS * MAX_GPUS) as u64,
+            value: entries as u64,
+        });
     }
     for (e, &t) in expert_tokens.iter().enumerate() {
         crate::error::check_traffic(0, e, t)?;

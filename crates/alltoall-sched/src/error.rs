@@ -73,6 +73,13 @@ pub enum ScheduleError {
         /// What overflowed.
         what: &'static str,
     },
+    /// A positive time is below the smallest normal `f64` (about 2.2e-308), so it cannot be
+    /// scaled to ticks; traffic is too small for its bandwidth.
+    #[error("{what} underflows: below 2.2e-308 for non-zero traffic")]
+    Underflow {
+        /// What underflowed.
+        what: &'static str,
+    },
     /// A send order names a GPU that does not exist.
     #[error("send order of GPU {src} names GPU {dst}, but there are only {n} GPUs")]
     UnknownGpu {
@@ -122,6 +129,22 @@ pub(crate) fn check_traffic(src: usize, dst: usize, value: f64) -> Result<f64, S
         dst,
         source,
     })
+}
+
+/// Largest GPU count a generator or relabeling builds a matrix for: `n²` entries of 8 bytes are
+/// then at most 8 GiB. Larger sizes used to abort the process on allocation (issue 13).
+pub const MAX_GPUS: usize = 1 << 15;
+
+/// Checks a GPU count (the side of a matrix about to be allocated) against [`MAX_GPUS`].
+pub(crate) fn check_gpus(what: &'static str, n: usize) -> Result<(), ScheduleError> {
+    if n > MAX_GPUS {
+        return Err(ScheduleError::TooLarge {
+            what,
+            limit: MAX_GPUS as u64,
+            value: n as u64,
+        });
+    }
+    Ok(())
 }
 
 /// Checks a port bandwidth with [`check_positive`], naming its GPU.

@@ -104,7 +104,8 @@ impl TrafficMatrix {
         zero_diagonal(&mut flat, n);
         let integral = flat.iter().all(|&v| v.fract() == 0.0 && v < EXACT_F64_INT);
         let entries = if integral {
-            // Exact: every value is an integer below 2^53.
+            // Exact: every value is a non-negative integer below 2^53.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             Entries::Integer(flat.iter().map(|&v| v as u64).collect())
         } else {
             // Normalize -0.0 so equality and serialization are stable.
@@ -241,6 +242,7 @@ impl TrafficMatrix {
     /// [`ScheduleError::Empty`] for no GPUs, [`ScheduleError::OutOfRange`] for an expert index
     /// `>= n`, [`ScheduleError::NotAPartition`] for an expert placed on no GPU or on several,
     /// [`ScheduleError::Overflow`] if a GPU pair's bytes overflow.
+    /// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
     ///
     /// # Complexity
     ///
@@ -265,6 +267,7 @@ impl TrafficMatrix {
         if gpus == 0 {
             return Err(ScheduleError::Empty);
         }
+        crate::error::check_gpus("GPUs of a relabeled matrix", gpus)?;
         let gpu_of = self.gpu_of_expert(experts_of_gpu)?;
         let n = self.n;
         let cell = |k: usize| gpu_of[k / n] * gpus + gpu_of[k % n];

@@ -31,7 +31,11 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// # Errors
 ///
 /// [`ScheduleError::SizeMismatch`] / [`ScheduleError::InvalidBandwidth`] for a bad bandwidth
-/// model; [`ScheduleError::Overflow`] if integer line sums exceed `u64`.
+/// model; [`ScheduleError::Overflow`] if integer line sums exceed `u64`;
+/// [`ScheduleError::Underflow`] if the bound of a non-integer or per-GPU model is below the
+/// smallest normal `f64` for non-zero traffic.
+///
+/// Debug builds (and so the tests) check every result with [`Timetable::validate`].
 ///
 /// # Complexity
 ///
@@ -59,11 +63,15 @@ pub fn optimal(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<Timetabl
     let ticks = Ticks::new(matrix, bandwidth)?;
     // Fewest transfers first: a one-piece-per-pair schedule on the bound has the minimum
     // possible piece count (one per non-zero pair) and is what a send loop can run unchanged.
-    if let Some(timetable) = tight_non_preemptive(&ticks) {
-        return Ok(timetable);
-    }
-    let (pieces, _) = decompose(ticks.n, &ticks.q, &ticks.q)?;
-    Ok(pieces_to_timetable(&ticks, &pieces))
+    let timetable = match tight_non_preemptive(&ticks) {
+        Some(timetable) => timetable,
+        None => {
+            let (pieces, _) = decompose(ticks.n, &ticks.q, &ticks.q)?;
+            pieces_to_timetable(&ticks, &pieces)
+        }
+    };
+    debug_assert_eq!(timetable.validate(matrix, bandwidth), Ok(()));
+    Ok(timetable)
 }
 
 /// Turns tick pieces (sorted by start tick, then sender) into a timetable in seconds and bytes.

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use comm_cost_model::check_non_negative;
 
-use crate::min_tree::{MinTree, NEVER};
+use crate::min_tree::MinTree;
 use crate::{Bandwidth, ScheduleError, Timetable, Transfer};
 
 /// Relative time within which a flow's end and another flow's release count as simultaneous.
@@ -263,9 +263,13 @@ impl<'a> Simulation<'a> {
 
     /// The earliest finish (lowest flow id on ties).
     fn next_finish(&self) -> Option<(f64, usize)> {
-        let packed = self.finishes.min_packed();
+        // Finish times are finite, so their bits never reach the tree's `u128::MAX` "no key".
+        let packed = self.finishes.min_packed()?;
         let time = (packed >> 64) as u64;
-        (time != NEVER).then(|| (f64::from_bits(time), (packed as u64) as usize))
+        // The low 64 bits hold a flow id, a `usize` index into `flows`.
+        #[allow(clippy::cast_possible_truncation)]
+        let id = (packed as u64) as usize;
+        Some((f64::from_bits(time), id))
     }
 
     /// Re-keys receiver `dst` with the earliest finish of its flows.

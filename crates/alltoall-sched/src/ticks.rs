@@ -57,6 +57,14 @@ impl Ticks {
         }
         let rate = |i: usize, j: usize| bandwidth.rate_at(i, j);
         let bound_s = lower_bound_s(matrix, bandwidth)?;
+        // A subnormal (or underflowed) bound has too few significant bits to scale ticks by:
+        // `2^48 / bound_s` overflows and pair times round to zero (issue 13: bandwidth 1e308
+        // with tiny byte counts).
+        if bound_s < f64::MIN_POSITIVE && bytes.iter().any(|&b| b > 0.0) {
+            return Err(ScheduleError::Underflow {
+                what: "the lower bound in seconds (bytes / bandwidth)",
+            });
+        }
         let scale = if bound_s > 0.0 {
             SCALED_LINE_TICKS / bound_s
         } else {
@@ -69,7 +77,11 @@ impl Ticks {
                 let t = b / rate(k / n, k % n);
                 // Ceil (and at least one tick): never less time than the link needs.
                 if b > 0.0 {
-                    (t * scale).ceil().max(1.0) as u64
+                    // `t <= bound_s`, so this is at most about 2^48; a saturated value would
+                    // be caught as a line-sum overflow.
+                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                    let ticks = (t * scale).ceil().max(1.0) as u64;
+                    ticks
                 } else {
                     0
                 }

@@ -23,6 +23,7 @@ use crate::{ScheduleError, TrafficMatrix};
 ///
 /// [`ScheduleError::Empty`] for `n = 0`, [`ScheduleError::Cost`] for a negative or
 /// non-finite exponent, [`ScheduleError::Overflow`] if an entry exceeds `u64`.
+/// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
 ///
 /// # Complexity
 ///
@@ -111,6 +112,7 @@ pub fn zipf_batch(
 /// [`ScheduleError::Empty`] for no GPU; [`ScheduleError::InvalidTraffic`] (source 0) for a
 /// negative or non-finite token count; [`ScheduleError::Cost`] for a negative or non-finite
 /// noise.
+/// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
 ///
 /// # Complexity
 ///
@@ -218,6 +220,7 @@ fn check_zipf(n: usize, exponent: f64) -> Result<(), ScheduleError> {
     if n == 0 {
         return Err(ScheduleError::Empty);
     }
+    crate::error::check_gpus("GPUs of a Zipf matrix", n)?;
     check_non_negative("Zipf exponent", exponent)?;
     Ok(())
 }
@@ -229,6 +232,21 @@ fn zipf_weights(n: usize, exponent: f64, rng: &mut SeededRng) -> Vec<f64> {
     let weights: Vec<f64> = ranks.iter().map(|&r| (r as f64).powf(-exponent)).collect();
     let total: f64 = weights.iter().sum();
     weights.into_iter().map(|w| w / total).collect()
+}
+
+/// A non-negative token count rounded to an integer; up to 1.5x `tokens_per_gpu` can exceed
+/// `u64`, which `as` would silently clamp.
+fn token_count(tokens: f64) -> Result<u64, ScheduleError> {
+    let rounded = tokens.round();
+    // 2^64 as an `f64` (exact): the first value that does not fit.
+    if rounded >= 18_446_744_073_709_551_616.0 {
+        return Err(ScheduleError::Overflow {
+            what: "tokens of a Zipf pair",
+        });
+    }
+    // Non-negative (weights and noise are) and below 2^64: the conversion is exact.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    Ok(rounded as u64)
 }
 
 fn zipf_rows(
@@ -243,7 +261,7 @@ fn zipf_rows(
         for (j, cell) in row.iter_mut().enumerate() {
             let noise: f64 = rng.random_range(0.5..1.5);
             if i != j {
-                let tokens = (tokens_per_gpu as f64 * weights[j] * noise).round() as u64;
+                let tokens = token_count(tokens_per_gpu as f64 * weights[j] * noise)?;
                 *cell = tokens
                     .checked_mul(bytes_per_token)
                     .ok_or(ScheduleError::Overflow {
@@ -260,6 +278,7 @@ fn zipf_rows(
 /// # Errors
 ///
 /// [`ScheduleError::Empty`] for `n = 0`.
+/// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
 ///
 /// # Complexity
 ///
@@ -281,6 +300,7 @@ pub fn uniform_traffic(
     if n == 0 {
         return Err(ScheduleError::Empty);
     }
+    crate::error::check_gpus("GPUs of a uniform matrix", n)?;
     let mut rng = seeded_rng(seed, 0);
     let rows: Vec<Vec<u64>> = (0..n)
         .map(|i| {

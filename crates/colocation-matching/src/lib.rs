@@ -45,6 +45,15 @@
 //! # Ok::<(), colocation_matching::MatchingError>(())
 //! ```
 
+// Issue 13: integer casts that may truncate, lose the sign or wrap are checked (`try_from`) or
+// justified with an `allow` where they appear. Set per library crate, not in
+// `[workspace.lints]`: the CLI, the Python bindings and the examples still have findings.
+#![warn(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap
+)]
+
 // The README's examples run as doctests, so the crate's front page cannot drift.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

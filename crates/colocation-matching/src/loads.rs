@@ -21,11 +21,27 @@ use crate::matrix::SquareMatrix;
 /// # Ok::<(), colocation_matching::MatchingError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ExpertLoadsFields")]
 pub struct ExpertLoads {
     /// Bytes sent by expert `i`'s GPU (row sum of the traffic matrix, diagonal excluded).
     pub send_bytes: Vec<f64>,
     /// Bytes received by expert `i`'s GPU (column sum, diagonal excluded).
     pub recv_bytes: Vec<f64>,
+}
+
+/// The serialized form of [`ExpertLoads`]: deserializing goes through [`ExpertLoads::new`].
+#[derive(Deserialize)]
+struct ExpertLoadsFields {
+    send_bytes: Vec<f64>,
+    recv_bytes: Vec<f64>,
+}
+
+impl TryFrom<ExpertLoadsFields> for ExpertLoads {
+    type Error = MatchingError;
+
+    fn try_from(f: ExpertLoadsFields) -> Result<Self, Self::Error> {
+        Self::new(f.send_bytes, f.recv_bytes)
+    }
 }
 
 impl ExpertLoads {

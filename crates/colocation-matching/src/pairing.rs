@@ -30,7 +30,8 @@ impl ExpertPairing {
     /// # Errors
     ///
     /// [`MatchingError::SizeMismatch`] when the sizes differ, [`MatchingError::IndexOutOfRange`]
-    /// when `b_of_a` is not a permutation.
+    /// when `b_of_a` is not a permutation, [`MatchingError::Cost`] when a GPU's bytes overflow to
+    /// infinity.
     ///
     /// # Examples
     ///
@@ -67,6 +68,9 @@ impl ExpertPairing {
             .iter()
             .chain(&gpu_recv_bytes)
             .fold(0.0, |m, &x| f64::max(m, x));
+        // Finite inputs near f64::MAX can sum to infinity: an error, not an `Ok(inf)`.
+        let bottleneck_bytes =
+            comm_cost_model::check_finite_result("colocated GPU bytes", bottleneck_bytes)?;
         Ok(Self {
             pairs: b_of_a.iter().enumerate().map(|(i, &j)| [i, j]).collect(),
             gpu_send_bytes,

@@ -154,7 +154,10 @@ pub fn optimal_all_gather_time_s(
 ) -> Result<Seconds, CostModelError> {
     let d = check_non_negative("AllGather size D (bytes)", total_bytes)?;
     let bound = optimal_all_gather_bound(grid, fabric)?;
-    Ok(bound.seconds_per_shard_byte * d / (grid.x * grid.y) as f64)
+    crate::check_finite_result(
+        "optimal AllGather time (s)",
+        bound.seconds_per_shard_byte * d / (grid.x * grid.y) as f64,
+    )
 }
 
 #[cfg(test)]
@@ -191,7 +194,32 @@ mod tests {
             Err(CostModelError::TooLarge { .. })
         ));
         let one = TwoTierGrid::new(1, 1, 1.0, 1.0).unwrap();
-        assert!(optimal_all_gather_bound(&one, Fabric::RailOnly).is_err());
+        assert!(matches!(
+            optimal_all_gather_bound(&one, Fabric::RailOnly),
+            Err(CostModelError::CountTooSmall { .. })
+        ));
+    }
+
+    /// Issue 13: `x * y` wrapped to 2 and the enumeration then walked `x` GPUs per mask.
+    #[test]
+    fn a_grid_whose_size_wraps_is_an_overflow() {
+        let wraps = TwoTierGrid {
+            x: (usize::MAX / 2) + 2,
+            y: 2,
+            hb_bytes_per_s: 1.0,
+            network_bytes_per_s: 1.0,
+        };
+        assert_eq!(wraps.x.wrapping_mul(wraps.y), 2);
+        for fabric in [Fabric::RailOnly, Fabric::RailOptimized] {
+            assert!(matches!(
+                optimal_all_gather_bound(&wraps, fabric),
+                Err(CostModelError::Overflow { .. })
+            ));
+        }
+        assert!(matches!(
+            TwoTierGrid::new(usize::MAX, 2, 1.0, 1.0),
+            Err(CostModelError::Overflow { .. })
+        ));
     }
 
     proptest! {

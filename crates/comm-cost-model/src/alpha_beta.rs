@@ -22,11 +22,28 @@ use crate::{CostModelError, check_non_negative, check_positive};
 /// # Ok::<(), comm_cost_model::CostModelError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "AlphaBetaFields")]
 pub struct AlphaBeta {
     /// Start-up latency per message, in seconds.
     pub alpha_s: Seconds,
     /// Transfer time per byte, in seconds per byte (the inverse bandwidth).
     pub beta_s_per_byte: f64,
+}
+
+/// The serialized form of [`AlphaBeta`]: deserializing goes through [`AlphaBeta::new`], so a
+/// parsed cost (and every type holding one, such as the Parm collective costs) is valid.
+#[derive(Deserialize)]
+struct AlphaBetaFields {
+    alpha_s: Seconds,
+    beta_s_per_byte: f64,
+}
+
+impl TryFrom<AlphaBetaFields> for AlphaBeta {
+    type Error = CostModelError;
+
+    fn try_from(f: AlphaBetaFields) -> Result<Self, Self::Error> {
+        Self::new(f.alpha_s, f.beta_s_per_byte)
+    }
 }
 
 impl AlphaBeta {
@@ -76,6 +93,31 @@ impl AlphaBeta {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parm::ParmCollectiveCosts;
+
+    /// Issue 13: a negative or non-finite cost used to deserialize as-is.
+    #[test]
+    fn deserializing_validates() {
+        let ok: AlphaBeta =
+            serde_json::from_str(r#"{"alpha_s": 1e-6, "beta_s_per_byte": 1e-9}"#).unwrap();
+        assert_eq!(ok, AlphaBeta::new(1e-6, 1e-9).unwrap());
+        for bad in [
+            r#"{"alpha_s": -1.0, "beta_s_per_byte": 1e-9}"#,
+            r#"{"alpha_s": 0.0, "beta_s_per_byte": -1e-9}"#,
+        ] {
+            let err = serde_json::from_str::<AlphaBeta>(bad).unwrap_err();
+            assert!(err.to_string().contains("alpha") || err.to_string().contains("beta"));
+        }
+        let good = r#"{"alpha_s": 0.0, "beta_s_per_byte": 1e-9}"#;
+        let costs = |bad: &str| {
+            format!(
+                r#"{{"ag_esp": {good}, "ar_esp": {good}, "a2a_ep": {good}, "a2a_ep_esp": {good}, "ag_mp": {bad}}}"#
+            )
+        };
+        assert!(serde_json::from_str::<ParmCollectiveCosts>(&costs(good)).is_ok());
+        let bad = r#"{"alpha_s": -1.0, "beta_s_per_byte": 0.0}"#;
+        assert!(serde_json::from_str::<ParmCollectiveCosts>(&costs(bad)).is_err());
+    }
 
     #[test]
     fn time_is_alpha_plus_beta_x() {

@@ -16,13 +16,14 @@
 
 use crate::units::{Bytes, BytesPerSecond, Seconds};
 use crate::validate::check_count;
-use crate::{AlphaBeta, CostModelError, check_non_negative, check_positive};
+use crate::{AlphaBeta, CostModelError, check_finite_result, check_non_negative, check_positive};
 
 /// Ring AllGather of `total_bytes` over `n` participants: `(n - 1) * (alpha + beta * total / n)`.
 ///
 /// # Errors
 ///
-/// [`CostModelError`] if `total_bytes` is negative or not finite, or `n == 0`.
+/// [`CostModelError`] if `total_bytes` is negative or not finite, or `n == 0`;
+/// [`CostModelError::NonFinite`] if the time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -46,7 +47,10 @@ pub fn ring_all_gather_time_s(
     let total = check_non_negative("AllGather size (bytes)", total_bytes)?;
     let n = check_count("AllGather participants", n, 1)?;
     let steps = (n - 1) as f64;
-    Ok(steps * link.time_s(total / n as f64))
+    check_finite_result(
+        "ring AllGather time (s)",
+        steps * link.time_s(total / n as f64),
+    )
 }
 
 /// Ring ReduceScatter of `total_bytes` over `n` participants; the same traffic as the AllGather
@@ -101,7 +105,10 @@ pub fn ring_all_reduce_time_s(
     n: usize,
     link: &AlphaBeta,
 ) -> Result<Seconds, CostModelError> {
-    Ok(2.0 * ring_all_gather_time_s(total_bytes, n, link)?)
+    check_finite_result(
+        "ring AllReduce time (s)",
+        2.0 * ring_all_gather_time_s(total_bytes, n, link)?,
+    )
 }
 
 /// Pairwise-exchange AlltoAll: `n - 1` steps, in step `k` GPU `i` sends its shard for GPU
@@ -109,7 +116,8 @@ pub fn ring_all_reduce_time_s(
 ///
 /// # Errors
 ///
-/// [`CostModelError`] if `shard_bytes` is negative or not finite, or `n == 0`.
+/// [`CostModelError`] if `shard_bytes` is negative or not finite, or `n == 0`;
+/// [`CostModelError::NonFinite`] if the time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -131,7 +139,10 @@ pub fn pairwise_all_to_all_time_s(
 ) -> Result<Seconds, CostModelError> {
     let shard = check_non_negative("AlltoAll shard (bytes)", shard_bytes)?;
     let n = check_count("AlltoAll participants", n, 1)?;
-    Ok((n - 1) as f64 * link.time_s(shard))
+    check_finite_result(
+        "pairwise AlltoAll time (s)",
+        (n - 1) as f64 * link.time_s(shard),
+    )
 }
 
 /// Flat (one-shot) AlltoAll: every GPU posts its `n - 1` messages at once, paying the start-up
@@ -166,14 +177,20 @@ pub fn flat_all_to_all_time_s(
     if n == 1 {
         return Ok(0.0);
     }
-    Ok(link.time_s((n - 1) as f64 * shard))
+    check_finite_result(
+        "flat AlltoAll time (s)",
+        link.time_s((n - 1) as f64 * shard),
+    )
 }
 
 /// The shape and bandwidths of a two-tier grid: `x` GPUs per HB domain, `y` domains.
 ///
 /// `hb_bytes_per_s` is `C_F`, the per-GPU bandwidth inside an HB domain (NVLink class);
 /// `network_bytes_per_s` is `C_S`, the per-GPU bandwidth of the network between domains.
+///
+/// Deserializes through [`TwoTierGrid::new`], so a parsed grid is valid.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "TwoTierGridFields")]
 pub struct TwoTierGrid {
     /// GPUs of the group inside one HB domain (`x`, at least 1).
     pub x: usize,
@@ -190,17 +207,24 @@ impl TwoTierGrid {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] if `x` or `y` is zero; `NotPositive`/`NonFinite` if a
-    /// bandwidth is not a positive finite number.
+    /// [`CostModelError::CountTooSmall`] if `x` or `y` is zero; [`CostModelError::Overflow`]
+    /// if `x * y` does not fit in `usize`; `NotPositive`/`NonFinite` if a bandwidth is not a
+    /// positive finite number.
     pub fn new(
         x: usize,
         y: usize,
         hb_bytes_per_s: BytesPerSecond,
         network_bytes_per_s: BytesPerSecond,
     ) -> Result<Self, CostModelError> {
+        let x = check_count("GPUs per HB domain (x)", x, 1)?;
+        let y = check_count("HB domains (y)", y, 1)?;
+        // Every user multiplies the two; a wrapped product made the exact bound loop for ages.
+        x.checked_mul(y).ok_or(CostModelError::Overflow {
+            what: "GPUs in the grid (x * y)",
+        })?;
         Ok(Self {
-            x: check_count("GPUs per HB domain (x)", x, 1)?,
-            y: check_count("HB domains (y)", y, 1)?,
+            x,
+            y,
             hb_bytes_per_s: check_positive("HB-domain bandwidth C_F (bytes/s)", hb_bytes_per_s)?,
             network_bytes_per_s: check_positive(
                 "network bandwidth C_S (bytes/s)",
@@ -219,6 +243,23 @@ impl TwoTierGrid {
     }
 }
 
+/// The serialized form of [`TwoTierGrid`], validated on the way in.
+#[derive(serde::Deserialize)]
+struct TwoTierGridFields {
+    x: usize,
+    y: usize,
+    hb_bytes_per_s: BytesPerSecond,
+    network_bytes_per_s: BytesPerSecond,
+}
+
+impl TryFrom<TwoTierGridFields> for TwoTierGrid {
+    type Error = CostModelError;
+
+    fn try_from(f: TwoTierGridFields) -> Result<Self, Self::Error> {
+        Self::new(f.x, f.y, f.hb_bytes_per_s, f.network_bytes_per_s)
+    }
+}
+
 /// Hierarchical AllGather time `AGtime(D, x, y, C_F, C_S)` (rail-only, Wang et al., Eq. 1).
 ///
 /// Phase 1 gathers along each rail through the network, moving `D (y-1) / (x y)` bytes per GPU
@@ -231,7 +272,8 @@ impl TwoTierGrid {
 ///
 /// # Errors
 ///
-/// [`CostModelError`] if `total_bytes` is negative or not finite, or the grid is invalid.
+/// [`CostModelError`] if `total_bytes` is negative or not finite, or the grid is invalid;
+/// [`CostModelError::NonFinite`] if the time is not finite (extreme sizes or bandwidths).
 ///
 /// # Complexity
 ///
@@ -255,7 +297,10 @@ pub fn hierarchical_all_gather_time_s(
     let d = check_non_negative("AllGather size D (bytes)", total_bytes)?;
     let g = grid.validated()?;
     let (x, y) = (g.x as f64, g.y as f64);
-    Ok((y - 1.0) * d / (x * y * g.network_bytes_per_s) + (x - 1.0) * d / (x * g.hb_bytes_per_s))
+    check_finite_result(
+        "hierarchical AllGather time (s)",
+        (y - 1.0) * d / (x * y * g.network_bytes_per_s) + (x - 1.0) * d / (x * g.hb_bytes_per_s),
+    )
 }
 
 /// Hierarchical ReduceScatter: the AllGather schedule run backwards, the same time.
@@ -310,7 +355,10 @@ pub fn hierarchical_all_reduce_time_s(
     total_bytes: Bytes,
     grid: &TwoTierGrid,
 ) -> Result<Seconds, CostModelError> {
-    Ok(2.0 * hierarchical_all_gather_time_s(total_bytes, grid)?)
+    check_finite_result(
+        "hierarchical AllReduce time (s)",
+        2.0 * hierarchical_all_gather_time_s(total_bytes, grid)?,
+    )
 }
 
 /// AlltoAll on a full-bisection (rail-optimized) network, rail-only Appendix D Eq. 20:
@@ -345,7 +393,7 @@ pub fn full_bisection_all_to_all_time_s(
     let (x, y) = (g.x as f64, g.y as f64);
     let hb = (x - 1.0) * d / g.hb_bytes_per_s;
     let net = x * (y - 1.0) * d / g.network_bytes_per_s;
-    Ok(hb.max(net))
+    check_finite_result("full-bisection AlltoAll time (s)", hb.max(net))
 }
 
 /// AlltoAll on a rail-only network with hierarchical forwarding, rail-only Appendix D Eq. 21:
@@ -378,7 +426,10 @@ pub fn rail_only_all_to_all_time_s(
     let d = check_non_negative("AlltoAll shard D (bytes)", shard_bytes)?;
     let g = grid.validated()?;
     let (x, y) = (g.x as f64, g.y as f64);
-    Ok(y * (x - 1.0) * d / g.hb_bytes_per_s + x * (y - 1.0) * d / g.network_bytes_per_s)
+    check_finite_result(
+        "rail-only AlltoAll time (s)",
+        y * (x - 1.0) * d / g.hb_bytes_per_s + x * (y - 1.0) * d / g.network_bytes_per_s,
+    )
 }
 
 /// Relative slowdown of the rail-only AlltoAll over the full-bisection one,
@@ -415,12 +466,27 @@ pub fn rail_only_all_to_all_slowdown(
     if full == 0.0 {
         return Ok(0.0);
     }
-    Ok((rail - full) / full)
+    check_finite_result("rail-only AlltoAll slowdown", (rail - full) / full)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 13: a grid deserializes through `TwoTierGrid::new`.
+    #[test]
+    fn grids_deserialize_validated() {
+        let json = |x: &str| {
+            format!(r#"{{"x": {x}, "y": 2, "hb_bytes_per_s": 1.0, "network_bytes_per_s": 1.0}}"#)
+        };
+        let grid: TwoTierGrid = serde_json::from_str(&json("4")).unwrap();
+        assert_eq!(grid, TwoTierGrid::new(4, 2, 1.0, 1.0).unwrap());
+        for bad in ["0", "18446744073709551615"] {
+            assert!(serde_json::from_str::<TwoTierGrid>(&json(bad)).is_err());
+        }
+        let negative = r#"{"x": 1, "y": 2, "hb_bytes_per_s": -1.0, "network_bytes_per_s": 1.0}"#;
+        assert!(serde_json::from_str::<TwoTierGrid>(negative).is_err());
+    }
 
     #[test]
     fn single_participant_costs_nothing() {

@@ -136,7 +136,10 @@ pub fn copies_per_token(call: &DeepEpCall, mode: DeepEpMode) -> Result<f64, Cost
 /// ```
 pub fn sent_bytes(call: &DeepEpCall, mode: DeepEpMode) -> Result<Bytes, CostModelError> {
     let copies = copies_per_token(call, mode)?;
-    Ok(call.tokens as f64 * copies * call.hidden as f64 * call.bytes_per_element)
+    crate::check_finite_result(
+        "DeepEP bytes sent",
+        call.tokens as f64 * copies * call.hidden as f64 * call.bytes_per_element,
+    )
 }
 
 /// Time of one call on a fitted link: `alpha + beta x sent_bytes`.
@@ -166,7 +169,7 @@ pub fn call_time_s(
     mode: DeepEpMode,
     link: &AlphaBeta,
 ) -> Result<Seconds, CostModelError> {
-    Ok(link.time_s(sent_bytes(call, mode)?))
+    crate::check_finite_result("DeepEP call time (s)", link.time_s(sent_bytes(call, mode)?))
 }
 
 #[cfg(test)]

@@ -4,8 +4,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::CostModelError;
 
-/// Largest side accepted, so that `n²` entries of 8 bytes stay addressable everywhere.
-const MAX_SIDE: usize = 1 << 28;
+/// Largest side a [`SquareMatrix`] accepts: `n²` entries of 8 bytes are then at most 8 GiB.
+///
+/// A side of `2^20` (8 TiB) used to be accepted and aborted the process when allocating
+/// (issue 13); every `O(n²)` cluster model above this size is far beyond what fits in memory.
+pub const MAX_MATRIX_SIDE: usize = 1 << 15;
 
 /// An `n × n` matrix (`n ≥ 1`) of finite, non-negative numbers (bytes, seconds, seconds per
 /// byte, ...), row-major.
@@ -42,7 +45,7 @@ impl SquareMatrix {
     ///
     /// [`CostModelError::CountTooSmall`] for no rows, [`CostModelError::SizeMismatch`] when a
     /// row's length is not the number of rows, [`CostModelError::BadEntry`] for a NaN, infinite
-    /// or negative entry, [`CostModelError::TooLarge`] beyond 2²⁸ rows.
+    /// or negative entry, [`CostModelError::TooLarge`] beyond [`MAX_MATRIX_SIDE`] rows.
     ///
     /// # Complexity
     ///
@@ -169,10 +172,10 @@ fn checked_square(n: usize) -> Result<usize, CostModelError> {
             value: 0,
         });
     }
-    if n > MAX_SIDE {
+    if n > MAX_MATRIX_SIDE {
         return Err(CostModelError::TooLarge {
             what: "matrix side",
-            limit: MAX_SIDE as u64,
+            limit: MAX_MATRIX_SIDE as u64,
             value: n as u64,
         });
     }
@@ -222,7 +225,12 @@ mod tests {
             Err(CostModelError::SizeMismatch { .. })
         ));
         assert!(matches!(
-            SquareMatrix::from_fn(MAX_SIDE + 1, |_, _| 0.0),
+            SquareMatrix::from_fn(MAX_MATRIX_SIDE + 1, |_, _| 0.0),
+            Err(CostModelError::TooLarge { .. })
+        ));
+        // Issue 13: 2^20 rows (8 TiB) used to pass the check and abort on allocation.
+        assert!(matches!(
+            SquareMatrix::from_fn(1 << 20, |_, _| 0.0),
             Err(CostModelError::TooLarge { .. })
         ));
     }

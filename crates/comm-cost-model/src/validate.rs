@@ -26,6 +26,30 @@ pub fn check_non_negative(what: &'static str, value: f64) -> Result<f64, CostMod
     Ok(value)
 }
 
+/// Checks that a computed result is finite: finite but extreme inputs (1e308 bytes, a 5e-324
+/// bandwidth) can overflow a formula, and a function returns this error rather than `Ok(inf)`
+/// or `Ok(NaN)`.
+///
+/// # Errors
+///
+/// [`CostModelError::NonFinite`] naming `what`.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::{check_finite_result, CostModelError};
+/// assert_eq!(check_finite_result("time (s)", 2.0), Ok(2.0));
+/// let overflow = 1e308 * 10.0;
+/// assert!(matches!(check_finite_result("time (s)", overflow), Err(CostModelError::NonFinite { .. })));
+/// ```
+pub fn check_finite_result(what: &'static str, value: f64) -> Result<f64, CostModelError> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(CostModelError::NonFinite { what, value })
+    }
+}
+
 /// Checks that `value` is finite and `> 0`, naming it `what` in the error.
 ///
 /// # Errors

@@ -281,22 +281,16 @@ fn line_sum_of_u64_max_is_scheduled_exactly_or_refused() {
 }
 
 #[test]
-#[ignore = "needs the library fix: Cluster::perlmutter allocates 4 * nodes workers unchecked \
-            (capacity overflow panic, exit 101)"]
 fn group_with_10_pow_18_perlmutter_nodes_is_refused() {
     assert_group_refused("1000000000000000000");
 }
 
 #[test]
-#[ignore = "needs the library fix: Cluster::perlmutter(100000) builds a 400000^2 alpha-beta \
-            graph (out of memory, abort 134)"]
 fn group_with_100000_perlmutter_nodes_is_refused() {
     assert_group_refused("100000");
 }
 
 #[test]
-#[ignore = "needs the library fix: rail-network search.rs divisor loop `i * i` overflows \
-            (panic 101 in debug, hang in release)"]
 fn iteration_search_with_u64_max_global_batch_is_refused() {
     let args = [
         "iteration",

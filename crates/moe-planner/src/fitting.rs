@@ -9,7 +9,7 @@
 //! // 10 us start-up, 10 GB/s.
 //! let samples = [1e6, 4e6, 16e6].map(|bytes| Sample { bytes, seconds: 1e-5 + bytes / 1e10 });
 //! let fit = plan_fit(&FitSpec { samples: samples.to_vec() })?;
-//! assert!((fit.bandwidth_bytes_per_s / 1e10 - 1.0).abs() < 1e-9);
+//! assert!((fit.bandwidth_bytes_per_s.unwrap() / 1e10 - 1.0).abs() < 1e-9);
 //! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
@@ -40,8 +40,9 @@ pub struct FitPlan {
     pub beta_s_per_byte: f64,
     /// Coefficient of determination.
     pub r_squared: f64,
-    /// Bandwidth `1 / beta`, bytes per second (infinite when `beta = 0`, serialized as null).
-    pub bandwidth_bytes_per_s: f64,
+    /// Bandwidth `1 / beta`, bytes per second; `None` when the fitted `beta` is 0 (the data do
+    /// not determine a bandwidth).
+    pub bandwidth_bytes_per_s: Option<f64>,
     /// Number of samples.
     pub samples: usize,
     /// Largest absolute residual, seconds.
@@ -90,7 +91,9 @@ pub fn plan_fit(spec: &FitSpec) -> Result<FitPlan, PlanError> {
         alpha_s: fit.alpha_s,
         beta_s_per_byte: fit.beta_s_per_byte,
         r_squared: fit.r_squared,
-        bandwidth_bytes_per_s: 1.0 / fit.beta_s_per_byte,
+        bandwidth_bytes_per_s: (fit.beta_s_per_byte > 0.0)
+            .then(|| 1.0 / fit.beta_s_per_byte)
+            .filter(|b| b.is_finite()),
         samples: spec.samples.len(),
         max_abs_residual_s: fit.max_abs_residual_s(),
         segments,

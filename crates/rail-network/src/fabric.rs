@@ -223,8 +223,11 @@ fn count(
     let transceivers = links.checked_mul(2).ok_or(overflow("transceivers"))?;
     let switches = switch_ports.div_ceil(radix);
     let dedicated = tier_switches(endpoints, radix, tiers).checked_mul(clos_count);
-    let cost_usd = transceivers as f64 * prices.transceiver_usd
-        + (switches as f64) * (radix as f64) * prices.switch_port_usd;
+    let cost_usd = comm_cost_model::check_finite_result(
+        "fabric cost (USD)",
+        transceivers as f64 * prices.transceiver_usd
+            + (switches as f64) * (radix as f64) * prices.switch_port_usd,
+    )?;
     Ok(FabricCounts {
         kind,
         tiers,
@@ -369,8 +372,8 @@ mod tests {
             assert_eq!(c.rail_only.transceivers, ro_tr, "N={n} k={k}");
             // The paper truncates: 37.5% is printed as 37%.
             assert_eq!(
-                (c.cost_reduction * 100.0).floor() as u64,
-                pct,
+                (c.cost_reduction * 100.0).floor(),
+                pct as f64,
                 "N={n} k={k}"
             );
         }

@@ -101,7 +101,7 @@ impl FabricGraph {
         }
         let mut graph = UnGraph::new_undirected();
         let (k_dom, domains) = (params.hb_domain, params.domains());
-        let mut gpus = Vec::with_capacity(params.gpus as usize);
+        let mut gpus = Vec::with_capacity(index(params.gpus));
         for domain in 0..domains {
             let hb = graph.add_node(FabricNode::HbSwitch { domain });
             for rank in 0..k_dom {
@@ -121,14 +121,14 @@ impl FabricGraph {
                 // Rail-major endpoint order, so leaves are rail switches where rails are large.
                 let eps: Vec<_> = (0..k_dom)
                     .flat_map(|r| (0..domains).map(move |d| (d, r)))
-                    .map(|(d, r)| fabric.gpus[(d * k_dom + r) as usize])
+                    .map(|(d, r)| fabric.gpus[index(d * k_dom + r)])
                     .collect();
                 fabric.add_clos(&eps, None)?;
             }
             FabricKind::RailOnly => {
                 for rail in 0..k_dom {
                     let eps: Vec<_> = (0..domains)
-                        .map(|d| fabric.gpus[(d * k_dom + rail) as usize])
+                        .map(|d| fabric.gpus[index(d * k_dom + rail)])
                         .collect();
                     fabric.add_clos(&eps, Some(rail))?;
                 }
@@ -158,7 +158,7 @@ impl FabricGraph {
         // Tier 1: endpoint e goes to leaf e / (k/2) (or the single switch of a one-tier Clos).
         let per_leaf = if tiers == 1 { k } else { half };
         for (e, &gpu) in eps.iter().enumerate() {
-            let leaf = level[(e as u64 / per_leaf) as usize];
+            let leaf = level[index(e as u64 / per_leaf)];
             self.graph.add_edge(gpu, leaf, LinkKind::Network);
         }
         let mut stride = 1u64;
@@ -172,7 +172,7 @@ impl FabricGraph {
                     let label = s - digit * stride + (j % half) * stride;
                     let target = label % upper.len() as u64;
                     self.graph
-                        .add_edge(sw, upper[target as usize], LinkKind::Network);
+                        .add_edge(sw, upper[index(target)], LinkKind::Network);
                 }
             }
             below.push(std::mem::replace(&mut level, upper));
@@ -216,7 +216,7 @@ impl FabricGraph {
                 limit: k,
             });
         }
-        Ok(self.gpus[(domain * k + rank) as usize])
+        Ok(self.gpus[index(domain * k + rank)])
     }
 
     /// Network switches in the graph.
@@ -311,6 +311,14 @@ impl FabricGraph {
             .map(|(_, nodes)| nodes.into_iter().map(|n| g[n]).collect())
             .unwrap_or_default()
     }
+}
+
+/// A position in the graph's node lists. Every such count is below the graph's node count,
+/// at most [`MAX_GRAPH_GPUS`] GPUs plus their switches (checked when the graph is built), so it
+/// fits any `usize`.
+#[allow(clippy::cast_possible_truncation)]
+fn index(value: u64) -> usize {
+    value as usize
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RailNetworkError;
 use crate::fabric::{FabricKind, FabricParams, clos_tiers};
-use comm_cost_model::check_count_u64;
+use comm_cost_model::{CostModelError, check_count_u64};
 
 /// A component failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -91,7 +91,8 @@ pub struct FailureImpact {
 /// # Errors
 ///
 /// Invalid [`FabricParams`] or context, a radix too small, or a tier the fabric does not have
-/// ([`RailNetworkError::OutOfRange`]).
+/// ([`RailNetworkError::OutOfRange`]); [`CostModelError::Overflow`] (wrapped) if the spare
+/// GPUs of a server's whole domains exceed `u64`.
 ///
 /// # Complexity
 ///
@@ -148,12 +149,16 @@ pub fn failure_impact(
         Failure::Gpu { idle_in_domain } => Ok(lost_gpus(kind, params, 1, idle_in_domain, ctx)),
         Failure::Server if ctx.gpus_per_server >= k => {
             let domains = ctx.gpus_per_server.div_ceil(k);
+            // Whole domains round the server up: can exceed `u64` for absurd server sizes.
+            let spare = domains.checked_mul(k).ok_or(CostModelError::Overflow {
+                what: "spare GPUs for the migrated domains",
+            })?;
             Ok(FailureImpact {
                 kind,
                 gpus_cut_off: ctx.gpus_per_server,
                 domains_affected: domains,
                 remappable: true,
-                spare_gpus_needed: domains * k,
+                spare_gpus_needed: spare,
                 recovery: Recovery::MigrateDomain,
                 capacity_lost: 0.0,
             })
@@ -199,6 +204,7 @@ fn lost_gpus(
     } else if optical {
         (Recovery::OpticalSwap, gpus)
     } else {
+        // `domains <= gpus / k` of the fabric, so this is at most its GPU count.
         (Recovery::MigrateDomain, domains * k)
     };
     FailureImpact {

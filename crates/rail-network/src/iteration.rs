@@ -124,6 +124,8 @@ impl IterationModel {
     ///
     /// The first constraint of Eq. 11–18 that `par` violates (see
     /// [`Parallelization::validate`]); memory (Eq. 19) is not checked here.
+    /// [`RailNetworkError::Value`] (`NonFinite`) if the iteration time is not finite (extreme
+    /// sizes or bandwidths overflow `f64`).
     ///
     /// # Complexity
     ///
@@ -144,7 +146,10 @@ impl IterationModel {
     /// ```
     pub fn evaluate(&self, par: &Parallelization) -> Result<IterationTerms, RailNetworkError> {
         par.validate(&self.model, par.gpus(), self.system.hb_domain)?;
-        Ok(self.evaluate_unchecked(par))
+        let terms = self.evaluate_unchecked(par);
+        // Every term is non-negative: a finite total means finite terms (NaN fails too).
+        comm_cost_model::check_finite_result("iteration time (s)", terms.iteration_time_s)?;
+        Ok(terms)
     }
 
     /// Eq. 2–7 without validation; callers guarantee `par` passed [`Parallelization::validate`].
@@ -208,8 +213,9 @@ impl IterationModel {
 
 fn grid(x: u64, y: u64, sys: &SystemSpec) -> TwoTierGrid {
     TwoTierGrid {
-        x: x.max(1) as usize,
-        y: y.max(1) as usize,
+        // A size above `usize` makes the grid invalid, so its time infinite (never ranked).
+        x: usize::try_from(x.max(1)).unwrap_or(usize::MAX),
+        y: usize::try_from(y.max(1)).unwrap_or(usize::MAX),
         hb_bytes_per_s: sys.hb_bytes_per_s,
         network_bytes_per_s: sys.network_bytes_per_s,
     }

@@ -94,7 +94,8 @@ pub fn memory_per_gpu(
         par.interleave.max(1) as f64,
     );
     let l = model.layers as f64;
-    let embedding = (model.vocab * model.hidden) as f64;
+    // In floating point: the integer product of two input sizes can wrap (issue 13).
+    let embedding = model.vocab as f64 * model.hidden as f64;
     let params = ((l / p) * model.params_per_layer() + embedding) / t;
     let weights = params * bytes_per_param;
     let in_flight = (par.pp.min(par.micro_batches().max(1))) as f64;

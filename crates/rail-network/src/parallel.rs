@@ -125,7 +125,8 @@ impl Parallelization {
     /// Micro-batches per iteration, `m = B / (d b)` (Eq. 13).
     #[must_use]
     pub fn micro_batches(&self) -> u64 {
-        self.global_batch / (self.dp * self.micro_batch).max(1)
+        // Saturating is exact here: a product above `u64::MAX` exceeds any global batch.
+        self.global_batch / self.dp.saturating_mul(self.micro_batch).max(1)
     }
 
     /// Network parts `(t_l, p_l, d_l)` (Eq. 14–16).

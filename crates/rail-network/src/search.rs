@@ -18,7 +18,7 @@ use crate::memory::{MemoryBreakdown, memory_per_gpu};
 use crate::parallel::Parallelization;
 use crate::system::SystemSpec;
 use comm_cost_model::gcd;
-use comm_cost_model::{check_count_u64, check_divides};
+use comm_cost_model::{CostModelError, check_count_u64, check_divides};
 
 /// Limits of the search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,13 +157,26 @@ impl Local {
     }
 }
 
+/// Largest GPU count, global batch and layer count [`search`] accepts: divisors are found by
+/// trial division up to the square root (2^20 steps at this limit), so larger values would take
+/// minutes per shape.
+pub const MAX_SEARCH_COUNT: u64 = 1 << 40;
+
+/// The divisors of `n` up to `cap` (0 = no cap), ascending.
+///
+/// `O(min(cap, sqrt n))` steps; `i <= n / i` instead of `i * i <= n`, which wraps near 2^64.
 fn divisors(n: u64, cap: u64) -> Vec<u64> {
     let mut out: Vec<u64> = Vec::new();
+    if cap > 0 && cap.saturating_mul(cap) < n {
+        // Only small divisors are wanted: test them directly.
+        out.extend((1..=cap).filter(|&i| n % i == 0));
+        return out;
+    }
     let mut i = 1;
-    while i * i <= n {
+    while i <= n / i {
         if n % i == 0 {
             out.push(i);
-            if i * i != n {
+            if i != n / i {
                 out.push(n / i);
             }
         }
@@ -174,11 +187,37 @@ fn divisors(n: u64, cap: u64) -> Vec<u64> {
     out
 }
 
+/// Checks the counts the search enumerates divisors of against [`MAX_SEARCH_COUNT`].
+fn check_search_limits(
+    im: &IterationModel,
+    gpus: u64,
+    global_batch: u64,
+) -> Result<(), RailNetworkError> {
+    let counts = [
+        ("GPU count N", gpus),
+        ("global batch size B", global_batch),
+        ("layers", im.model().layers),
+    ];
+    for (what, value) in counts {
+        if value > MAX_SEARCH_COUNT {
+            return Err(CostModelError::TooLarge {
+                what,
+                limit: MAX_SEARCH_COUNT,
+                value,
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
 /// Finds the fastest parallelization of the prepared model on `gpus` GPUs for `global_batch`.
 ///
 /// # Errors
 ///
 /// [`RailNetworkError::Value`] (`CountTooSmall`, `NotDivisible`) for a bad cluster or batch,
+/// (`TooLarge`) for a GPU count, global batch or layer count above [`MAX_SEARCH_COUNT`],
+/// (`NonFinite`) when every configuration that fits in memory has a non-finite time,
 /// [`RailNetworkError::NoFeasibleConfiguration`] when no configuration satisfies Eq. 11–19 (it
 /// reports how many passed Eq. 11–18 and the smallest memory any needed).
 ///
@@ -242,6 +281,7 @@ pub fn search_with_progress(
 ) -> Result<SearchResult, RailNetworkError> {
     check_count_u64("GPU count N", gpus, 1)?;
     check_count_u64("global batch size B", global_batch, 1)?;
+    check_search_limits(im, gpus, global_batch)?;
     let k = im.system().hb_domain;
     check_divides("HB-domain size K must divide the GPU count N", gpus, k)?;
     let shapes = shapes(im, gpus, global_batch);
@@ -263,6 +303,16 @@ pub fn search_with_progress(
         valid += l.valid;
         min_memory = min_memory.min(l.min_memory);
         all.extend(l.top);
+    }
+    // Extreme bandwidths or sizes can overflow a time to infinity: never rank those.
+    let fitting = all.len();
+    all.retain(|c| c.terms.iteration_time_s.is_finite());
+    if all.is_empty() && fitting > 0 {
+        return Err(CostModelError::NonFinite {
+            what: "iteration time (s) of every configuration that fits in memory",
+            value: f64::INFINITY,
+        }
+        .into());
     }
     all.sort_by(rank_cmp);
     all.truncate(keep);

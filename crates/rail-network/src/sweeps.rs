@@ -13,6 +13,7 @@ use crate::model::GptModel;
 use crate::parallel::Parallelization;
 use crate::search::{SearchOptions, search};
 use crate::system::SystemSpec;
+use comm_cost_model::CostModelError;
 use comm_cost_model::collectives::{TwoTierGrid, rail_only_all_to_all_slowdown};
 use comm_cost_model::units::{BytesPerSecond, Seconds};
 
@@ -92,7 +93,11 @@ pub fn sweep_point(
         network_bytes_per_s: system.network_bytes_per_s,
         iteration_time_s: time,
         ideal_time_s: ideal,
-        relative_performance: ideal / time,
+        // A time that underflows to 0 would make this infinite.
+        relative_performance: comm_cost_model::check_finite_result(
+            "relative performance",
+            ideal / time,
+        )?,
         best,
     })
 }
@@ -272,8 +277,12 @@ pub fn all_to_all_slowdown_sweep(
         .iter()
         .map(|&x| {
             let grid = TwoTierGrid::new(
-                x as usize,
-                domains as usize,
+                usize::try_from(x).map_err(|_| CostModelError::Overflow {
+                    what: "HB-domain size as usize",
+                })?,
+                usize::try_from(domains).map_err(|_| CostModelError::Overflow {
+                    what: "HB domains as usize",
+                })?,
                 hb_bytes_per_s,
                 network_bytes_per_s,
             )?;

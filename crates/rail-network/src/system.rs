@@ -18,7 +18,10 @@ use comm_cost_model::units::{self, Bytes, BytesPerSecond, FlopPerSecond, Seconds
 use comm_cost_model::{check_non_negative, check_positive};
 
 /// The hardware an iteration runs on.
+///
+/// Deserializing runs [`SystemSpec::validate`], so a parsed system is valid.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "SystemSpecFields")]
 pub struct SystemSpec {
     /// GPUs per HB domain `K`.
     pub hb_domain: u64,
@@ -70,6 +73,34 @@ pub fn system_preset(name: &str) -> Result<SystemSpec, RailNetworkError> {
             name: name.to_string(),
             known: SYSTEM_PRESET_NAMES.join(", "),
         }),
+    }
+}
+
+/// The serialized form of [`SystemSpec`], validated on the way in.
+#[derive(Deserialize)]
+struct SystemSpecFields {
+    hb_domain: u64,
+    peak_flop_per_s: FlopPerSecond,
+    hb_bytes_per_s: BytesPerSecond,
+    network_bytes_per_s: BytesPerSecond,
+    memory_bytes: Bytes,
+    latency_s: Seconds,
+}
+
+impl TryFrom<SystemSpecFields> for SystemSpec {
+    type Error = RailNetworkError;
+
+    fn try_from(f: SystemSpecFields) -> Result<Self, Self::Error> {
+        let spec = Self {
+            hb_domain: f.hb_domain,
+            peak_flop_per_s: f.peak_flop_per_s,
+            hb_bytes_per_s: f.hb_bytes_per_s,
+            network_bytes_per_s: f.network_bytes_per_s,
+            memory_bytes: f.memory_bytes,
+            latency_s: f.latency_s,
+        };
+        spec.validate()?;
+        Ok(spec)
     }
 }
 

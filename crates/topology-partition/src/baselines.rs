@@ -98,7 +98,7 @@ pub fn smallest_fitting_groups(
     let mut slots = 0u64;
     for (id, w) in cluster.workers().iter().enumerate() {
         current.push(id);
-        slots += w.expert_slots as u64;
+        slots = slots.saturating_add(w.expert_slots as u64);
         if slots >= r.experts {
             groups.push(std::mem::take(&mut current));
             slots = 0;

@@ -1,7 +1,9 @@
 //! Cluster builders: nodes of GPUs with intra- and inter-node alpha-beta, presets, mixes.
 
 use comm_cost_model::units::{FlopPerSecond, megabytes, millis, tflop_per_s};
-use comm_cost_model::{AlphaBeta, CostModelError, SquareMatrix, Worker, check_positive};
+use comm_cost_model::{
+    AlphaBeta, CostModelError, MAX_MATRIX_SIDE, SquareMatrix, Worker, check_positive,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::check_gpus_per_node;
@@ -78,7 +80,8 @@ impl Cluster {
     ///
     /// [`TopologyError::Empty`] for no nodes; [`TopologyError::Value`] (`CountTooSmall`) for a node of
     /// zero GPUs; [`TopologyError::Value`] for non-positive FLOP/s or bad link costs;
-    /// [`TopologyError::Value`] (`Overflow`) if the worker count overflows.
+    /// [`TopologyError::Value`] (`Overflow`) if the worker count overflows, (`TooLarge`) if it
+    /// exceeds [`MAX_MATRIX_SIDE`] (the alpha and beta matrices hold `n²` entries).
     ///
     /// # Complexity
     ///
@@ -109,9 +112,7 @@ impl Cluster {
             .ok_or(CostModelError::Overflow {
                 what: "worker count",
             })?;
-        n.checked_mul(n).ok_or(CostModelError::Overflow {
-            what: "alpha-beta matrix size",
-        })?;
+        check_workers(n)?;
         let (mut workers, mut nodes) = (Vec::with_capacity(n), Vec::with_capacity(n));
         for (label, kind) in kinds.iter().enumerate() {
             for _ in 0..kind.gpus {
@@ -155,6 +156,8 @@ impl Cluster {
     /// ```
     pub fn uniform_nodes(nodes: usize, kind: NodeKind) -> Result<Self, TopologyError> {
         comm_cost_model::check_count("nodes", nodes, 1)?;
+        // Every node has a GPU: check before allocating one entry per node.
+        check_workers(nodes)?;
         Self::heterogeneous(&vec![kind; nodes])
     }
 
@@ -162,7 +165,8 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::Value`] (`CountTooSmall`) if `nodes == 0`.
+    /// [`TopologyError::Value`] (`CountTooSmall`) if `nodes == 0`, (`TooLarge`) beyond
+    /// [`MAX_MATRIX_SIDE`] workers.
     ///
     /// # Complexity
     ///
@@ -178,4 +182,17 @@ impl Cluster {
     pub fn perlmutter(nodes: usize, expert_slots: usize) -> Result<Self, TopologyError> {
         Self::uniform_nodes(nodes, NodeKind::perlmutter(expert_slots))
     }
+}
+
+/// Rejects a worker count whose `n x n` link matrices would not fit (before allocating).
+pub(crate) fn check_workers(n: usize) -> Result<(), TopologyError> {
+    if n > MAX_MATRIX_SIDE {
+        return Err(CostModelError::TooLarge {
+            what: "workers in the cluster",
+            limit: MAX_MATRIX_SIDE as u64,
+            value: n as u64,
+        }
+        .into());
+    }
+    Ok(())
 }

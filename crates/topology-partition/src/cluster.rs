@@ -219,10 +219,13 @@ impl Cluster {
         })
     }
 
-    /// Total expert slots `sum_j m_j` of the cluster.
+    /// Total expert slots `sum_j m_j` of the cluster, saturating at `u64::MAX` (more slots than
+    /// that hold any expert count anyway).
     #[must_use]
     pub fn total_expert_slots(&self) -> u64 {
-        self.workers.iter().map(|w| w.expert_slots as u64).sum()
+        self.workers
+            .iter()
+            .fold(0u64, |acc, w| acc.saturating_add(w.expert_slots as u64))
     }
 
     /// Worker ids grouped by node label, nodes in order of first appearance.

@@ -19,7 +19,8 @@ impl Cluster {
     ///
     /// [`TopologyError::Csv`] for a malformed line, an id out of range, a self-pair, a pair
     /// listed twice or a pair missing in both directions; [`TopologyError::Value`] (`BadEntry`)
-    /// for a negative or non-finite cost; as [`Cluster::new`] otherwise.
+    /// for a negative or non-finite cost, (`TooLarge`) for more than
+    /// [`comm_cost_model::MAX_MATRIX_SIDE`] workers; as [`Cluster::new`] otherwise.
     ///
     /// # Complexity
     ///
@@ -48,11 +49,9 @@ impl Cluster {
         if n == 0 {
             return Err(TopologyError::Empty { what: "cluster" });
         }
-        let cells = n
-            .checked_mul(n)
-            .ok_or(comm_cost_model::CostModelError::Overflow {
-                what: "alpha-beta matrix size",
-            })?;
+        // Before allocating three `n x n` tables from the caller's worker count.
+        crate::builders::check_workers(n)?;
+        let cells = n * n;
         let mut alpha = vec![f64::NAN; cells];
         let mut beta = vec![f64::NAN; cells];
         let mut listed = vec![false; cells];

@@ -119,6 +119,8 @@ fn sorted_edges(cluster: &Cluster, d: f64) -> Vec<(u32, u32)> {
         }
     }
     keys.sort_unstable();
+    // Unpacks the two 32-bit ids packed above (`n <= u32::MAX` is checked by `lysi_group`).
+    #[allow(clippy::cast_possible_truncation)]
     keys.into_iter()
         .map(|k| ((k >> 32) as u32, k as u32))
         .collect()
@@ -240,7 +242,7 @@ impl<'a> Groups<'a> {
         let k = self.count;
         let t_a = self.objective_s(self.local_s[a], self.slots[a], k);
         let t_b = self.objective_s(self.local_s[b], self.slots[b], k);
-        let t_ab = self.objective_s(local_ab, self.slots[a] + self.slots[b], k - 1);
+        let t_ab = self.objective_s(local_ab, self.slots[a].saturating_add(self.slots[b]), k - 1);
         t_ab * (inverse(t_a) + inverse(t_b)) <= 2.0
     }
 
@@ -258,7 +260,7 @@ impl<'a> Groups<'a> {
         }
         self.members[root].extend(moved);
         self.flop_per_s[root] += self.flop_per_s[other];
-        self.slots[root] += self.slots[other];
+        self.slots[root] = self.slots[root].saturating_add(self.slots[other]);
         self.local_s[root] = local_ab;
         self.version[root] = self.next_version;
         self.next_version += 1;
@@ -288,7 +290,8 @@ impl<'a> Groups<'a> {
                 .iter()
                 .filter(|&&r| r != weak)
                 .map(|&r| {
-                    let infeasible = self.slots[weak] + self.slots[r] < self.r.experts;
+                    let infeasible =
+                        self.slots[weak].saturating_add(self.slots[r]) < self.r.experts;
                     (
                         infeasible,
                         self.merged_local_s(weak, r),

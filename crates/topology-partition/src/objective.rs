@@ -309,7 +309,10 @@ pub(crate) fn group_cost_resolved(
     );
     let (workers, n) = (cluster.workers(), cluster.len());
     let flop_per_s: f64 = group.iter().map(|&j| workers[j].flop_per_s).sum();
-    let slots: u64 = group.iter().map(|&j| workers[j].expert_slots as u64).sum();
+    // Saturating: any total above `u64::MAX` holds every expert count.
+    let slots = group.iter().fold(0u64, |acc, &j| {
+        acc.saturating_add(workers[j].expert_slots as u64)
+    });
     let communication_s = group
         .iter()
         .map(|&i| {

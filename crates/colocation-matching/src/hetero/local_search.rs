@@ -276,10 +276,10 @@ impl<'c, C: HyperedgeCost> Search<'c, C> {
                 (c.cost_s(a[g], b[h], g), c.cost_s(a[h], b[g], h)),
                 (c.cost_s(a[h], b[h], g), c.cost_s(a[g], b[g], h)),
             ];
-            for (kind, (tg, th)) in moves.into_iter().enumerate() {
+            for (kind, (tg, th)) in (0u8..).zip(moves) {
                 let worst = tg.max(th);
                 if worst < bottleneck && best.is_none_or(|x| worst < x.0) {
-                    best = Some((worst, g, h, kind as u8));
+                    best = Some((worst, g, h, kind));
                 }
             }
         }

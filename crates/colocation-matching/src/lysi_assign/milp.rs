@@ -18,7 +18,8 @@ pub const LYSI_MILP_MAX_VARIABLES: usize = 64;
 /// # Errors
 ///
 /// As [`lysi_assign`](super::lysi_assign), plus [`MatchingError::TooLarge`] above [`LYSI_MILP_MAX_VARIABLES`] binaries
-/// and [`MatchingError::Solver`] if microlp fails.
+/// and [`MatchingError::Solver`] if microlp fails. Extreme magnitudes never reach the solver:
+/// non-finite times are rejected first and the rest are scaled to `[0, 1]`.
 ///
 /// # Complexity
 ///
@@ -50,6 +51,14 @@ pub fn lysi_assign_milp(
         .map(|_| vars.add(variable().binary()))
         .collect();
     let z = vars.add(variable().min(0.0));
+    // Times relative to the largest one (finite by `check_instance`): the solver sees
+    // coefficients in [0, 1] whatever the FLOP and FLOP/s magnitudes.
+    let time = |x: usize, w: &Worker| expert_flop[x] / w.flop_per_s;
+    let largest = (0..nx)
+        .flat_map(|x| workers.iter().map(move |w| time(x, w)))
+        .fold(0.0, f64::max);
+    // Dividing (not multiplying by `1 / largest`, which overflows for a subnormal largest).
+    let norm = if largest > 0.0 { largest } else { 1.0 };
     let mut model = vars.minimise(z).using(microlp);
     for x in 0..nx {
         let placed: Expression = (0..nw).map(|j| y[x * nw + j]).sum();
@@ -59,7 +68,7 @@ pub fn lysi_assign_milp(
         let count: Expression = (0..nx).map(|x| y[x * nw + j]).sum();
         model = model.with(constraint!(count <= w.expert_slots.min(nx) as f64));
         let time: Expression = (0..nx)
-            .map(|x| (expert_flop[x] / w.flop_per_s) * y[x * nw + j])
+            .map(|x| (time(x, w) / norm).min(1.0) * y[x * nw + j])
             .sum();
         model = model.with(constraint!(z >= time));
     }

@@ -20,6 +20,8 @@ pub use refined::{REFINED_EXACT_MAX_EXPERTS, lysi_assign_refined};
 pub use comm_cost_model::Worker;
 use serde::{Deserialize, Serialize};
 
+use comm_cost_model::CostModelError;
+
 use crate::error::{MatchingError, check_positives, check_weights};
 
 /// An expert-to-worker assignment with its quality.
@@ -140,7 +142,26 @@ fn check_instance(expert_flop: &[f64], workers: &[Worker]) -> Result<(), Matchin
     if capacity(workers) < expert_flop.len() {
         return Err(insufficient(expert_flop, workers));
     }
+    check_times_finite(expert_flop, &flops)?;
     Ok(())
+}
+
+/// Rejects instances where some assignment's time is not a finite `f64`: every expert on the
+/// slowest worker, `Σ f_x / min F_j`. A worker of 1e-320 FLOP/s made every time infinite and
+/// the MILP solver panic (issue 13); bounding the worst case keeps every makespan finite.
+fn check_times_finite(expert_flop: &[f64], flops: &[f64]) -> Result<(), MatchingError> {
+    let total: f64 = expert_flop.iter().sum();
+    let slowest = flops.iter().copied().fold(f64::INFINITY, f64::min);
+    let worst = total / slowest;
+    if worst.is_finite() {
+        Ok(())
+    } else {
+        Err(CostModelError::NonFinite {
+            what: "all experts' FLOP on the slowest worker (s)",
+            value: worst,
+        }
+        .into())
+    }
 }
 
 /// Total expert slots (saturating: more slots than `usize::MAX` hold every expert anyway).

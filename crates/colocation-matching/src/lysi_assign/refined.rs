@@ -352,7 +352,7 @@ mod tests {
     fn brute_force(cost: &[f64], workers: &[Worker]) -> f64 {
         let (n, w) = (cost.len(), workers.len());
         let mut best = f64::INFINITY;
-        for code in 0..w.pow(n as u32) {
+        for code in 0..w.pow(u32::try_from(n).unwrap()) {
             let (mut c, mut load, mut used) = (code, vec![0.0; w], vec![0usize; w]);
             for &f in cost {
                 load[c % w] += f;

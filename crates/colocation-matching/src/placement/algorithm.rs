@@ -60,6 +60,13 @@ impl fmt::Display for PlacementAlgorithm {
     }
 }
 
+/// Rejects a placement whose loads overflowed (finite inputs near `f64::MAX`, or tiny speeds).
+fn check_finite(placement: Placement) -> Result<Placement, MatchingError> {
+    comm_cost_model::check_finite_result("maximum GPU load", placement.max_gpu_load)?;
+    comm_cost_model::check_finite_result("mean GPU load", placement.mean_gpu_load())?;
+    Ok(placement)
+}
+
 /// Places one layer's experts on the cluster's slots with `algorithm`.
 ///
 /// Model: a replica of expert `e` carries `w_e / c_e` (the even split engines use by default), a
@@ -70,7 +77,8 @@ impl fmt::Display for PlacementAlgorithm {
 ///
 /// # Errors
 ///
-/// [`MatchingError::InsufficientCapacity`] for fewer slots than experts,
+/// [`MatchingError::Cost`] when a GPU's load overflows to infinity (loads near `f64::MAX` or
+/// tiny speeds), [`MatchingError::InsufficientCapacity`] for fewer slots than experts,
 /// [`MatchingError::SlotsExceedExperts`] for a GPU with more slots than experts,
 /// [`MatchingError::TooLarge`] above [`crate::MAX_GPU_EXPERT_PAIRS`] GPU-expert pairs; the shape errors
 /// of [`eplb`] and, node-aware, [`MatchingError::NotDivisible`] when `groups` does not divide
@@ -112,7 +120,7 @@ pub fn place(
     if !matches!(algorithm, PlacementAlgorithm::Eplb(_)) {
         cluster.check_experts(w.len())?;
     }
-    match algorithm {
+    let placement = match algorithm {
         PlacementAlgorithm::Eplb(policy) => eplb(loads, cluster, policy),
         PlacementAlgorithm::Optimal => {
             let s = solve(loads, cluster, None);
@@ -147,7 +155,8 @@ pub fn place(
             p.unconstrained_max_gpu_load = Some(free.value.min(p.max_gpu_load));
             Ok(p)
         }
-    }
+    }?;
+    check_finite(placement)
 }
 
 /// [`place`] for every layer (each layer independently).

@@ -241,7 +241,11 @@ impl Search<'_> {
             if per <= 0.0 {
                 return usize::MAX / 4;
             }
-            ((self.w[e] / per).floor() as usize + 1).max(1)
+            // `w / per >= 0`; the saturating conversion turns a huge quotient into "unbounded"
+            // (and `saturating_add` keeps it there).
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let whole = (self.w[e] / per).floor() as usize;
+            whole.saturating_add(1)
         };
         let others = self.order[i + 1..]
             .iter()

@@ -59,6 +59,8 @@ pub(crate) fn heuristic(w: &[f64], cluster: &PlacementCluster, lower_bound: f64)
         let mut state = SlotState::new(cluster, &[w], best.clone());
         for k in 0..SWAPS_PER_KICK {
             let r = mix(kick * SWAPS_PER_KICK + k);
+            // Both remainders are below `slots`, which came from a `usize`.
+            #[allow(clippy::cast_possible_truncation)]
             let mv = Move::Swap((r % slots) as usize, ((r >> 32) % slots) as usize);
             if state.is_valid(mv) {
                 state.apply(mv);

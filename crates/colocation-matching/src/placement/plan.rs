@@ -121,7 +121,9 @@ impl Placement {
     /// Mean of the GPU loads.
     #[must_use]
     pub fn mean_gpu_load(&self) -> f64 {
-        self.gpu_loads.iter().sum::<f64>() / self.gpu_loads.len().max(1) as f64
+        // Divide before summing: each load is finite, so the mean is too.
+        let n = self.gpu_loads.len().max(1) as f64;
+        self.gpu_loads.iter().map(|l| l / n).sum::<f64>()
     }
 
     /// `max_gpu_load / mean_gpu_load` (1 when every load is 0), the figure engines report.

@@ -201,7 +201,9 @@ impl<'a> Network<'a> {
             .map(|&(e, g, _)| f.add_edge(e, experts + g, self.tokens[e]))
             .collect();
         for (g, &v) in self.speed.iter().enumerate() {
-            // Saturating float-to-integer conversion: a huge limit is no limit.
+            // Saturating float-to-integer conversion: a huge limit is no limit (and both
+            // factors are non-negative).
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             f.add_edge(experts + g, sink, (limit * v).floor() as u64);
         }
         if f.max_flow(source, sink) < self.total {

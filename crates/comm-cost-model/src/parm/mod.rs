@@ -30,7 +30,7 @@ mod schedules;
 mod testbed;
 
 pub use layer::{ParmLayer, ParmVolumes};
-pub use saa::{SaaPhase, SaaSpec, saa_phases, saa_time_s};
+pub use saa::{MAX_SAA_PHASE_GPUS, SaaPhase, SaaSpec, saa_phases, saa_time_s};
 pub use schedules::{
     BaselineTimes, ParmCollectiveCosts, ParmTimes, S1Times, S2Times, Schedule,
     algorithm1_as_printed, baseline_times, parm_times, s1_times, s2_times,

@@ -70,6 +70,11 @@ struct Checked {
     cs: f64,
 }
 
+/// Largest `P` [`saa_phases`] lists phases for: it returns `P + 1` phases and counts peers in
+/// `O(P^2)` (16.8 M steps at this limit). `P = 2^53` used to abort on allocation (issue 13).
+/// [`saa_time_s`] is closed-form and has no such limit.
+pub const MAX_SAA_PHASE_GPUS: usize = 1 << 12;
+
 fn check(spec: &SaaSpec) -> Result<Checked, CostModelError> {
     let p = check_count("AlltoAll GPUs (P)", spec.p, 1)?;
     let n_mp = check_count("MP group (N_MP)", spec.n_mp, 1)?;
@@ -94,7 +99,8 @@ fn check(spec: &SaaSpec) -> Result<Checked, CostModelError> {
         p,
         g,
         slice: a2a / p as f64,
-        ag: ag_total / (n_mp * p) as f64 * (n_mp - 1) as f64,
+        // In floating point: `n_mp * p` can exceed `usize` (issue 13).
+        ag: ag_total / (n_mp as f64 * p as f64) * (n_mp - 1) as f64,
         cf,
         cs,
     })
@@ -161,7 +167,7 @@ impl Checked {
 ///
 /// `CountTooSmall` for zero counts; [`CostModelError::SizeMismatch`] when the GPUs per node do
 /// not divide `P` or `N_MP` does not divide the GPUs per node; value errors for sizes and
-/// bandwidths.
+/// bandwidths; [`CostModelError::TooLarge`] when `P` exceeds [`MAX_SAA_PHASE_GPUS`].
 ///
 /// # Complexity
 ///
@@ -183,6 +189,13 @@ impl Checked {
 /// ```
 pub fn saa_phases(spec: &SaaSpec) -> Result<Vec<SaaPhase>, CostModelError> {
     let c = check(spec)?;
+    if c.p > MAX_SAA_PHASE_GPUS {
+        return Err(CostModelError::TooLarge {
+            what: "AlltoAll GPUs (P) listed phase by phase",
+            limit: MAX_SAA_PHASE_GPUS as u64,
+            value: c.p as u64,
+        });
+    }
     let node = |i: usize| i / c.g;
     let phases = (0..=c.p)
         .map(|j| {
@@ -205,7 +218,10 @@ pub fn saa_phases(spec: &SaaSpec) -> Result<Vec<SaaPhase>, CostModelError> {
                 time_s: c.phase_time(j),
             }
         })
-        .collect();
+        .collect::<Vec<SaaPhase>>();
+    // Phase times are non-negative: a finite sum means finite phases.
+    let total: f64 = phases.iter().map(|p| p.time_s).sum();
+    crate::check_finite_result("SAA time (s)", total)?;
     Ok(phases)
 }
 
@@ -231,7 +247,7 @@ pub fn saa_phases(spec: &SaaSpec) -> Result<Vec<SaaPhase>, CostModelError> {
 /// ```
 pub fn saa_time_s(spec: &SaaSpec) -> Result<Seconds, CostModelError> {
     let (body, last) = check(spec)?.phase_sums_s();
-    Ok(spec.alpha_s + body + last)
+    crate::check_finite_result("SAA time (s)", spec.alpha_s + body + last)
 }
 
 #[cfg(test)]
@@ -264,6 +280,19 @@ mod tests {
         let total: f64 = phases.iter().map(|p| p.time_s).sum();
         assert!((total - (1.5e-3 + 0.1875e-3)).abs() < 1e-15);
         assert!((saa_time_s(&spec(4, 2, 2)).unwrap() - total).abs() < 1e-15);
+    }
+
+    /// Issue 13: `P = 2^53` aborted allocating its phase list; the closed form still works.
+    #[test]
+    fn huge_p_lists_no_phases_but_has_a_time() {
+        let huge = spec(1 << 53, 2, 1 << 20);
+        assert!(matches!(
+            saa_phases(&huge),
+            Err(CostModelError::TooLarge { .. })
+        ));
+        assert!(saa_time_s(&huge).unwrap().is_finite());
+        let wide = spec(usize::MAX, 1, 1);
+        assert!(saa_time_s(&wide).unwrap().is_finite());
     }
 
     #[test]

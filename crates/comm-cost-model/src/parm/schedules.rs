@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::layer::{ParmLayer, ParmVolumes};
 use crate::units::Seconds;
-use crate::{AlphaBeta, CostModelError};
+use crate::{AlphaBeta, CostModelError, check_finite_result};
 
 /// Alpha-beta cost of every collective the three schedules use, per byte of the argument the
 /// paper writes for it (Parm §V-A, Eq. 12).
@@ -152,6 +152,7 @@ fn collective(cost: &AlphaBeta, group: usize, bytes: f64) -> Seconds {
 /// # Errors
 ///
 /// As [`ParmLayer::validate`].
+/// [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -174,7 +175,10 @@ pub fn baseline_times(
     layer: &ParmLayer,
     costs: &ParmCollectiveCosts,
 ) -> Result<BaselineTimes, CostModelError> {
-    Ok(baseline_from(layer, &layer.volumes()?, costs))
+    let t = baseline_from(layer, &layer.volumes()?, costs);
+    // Every term is non-negative, so a finite total means finite terms.
+    check_finite_result("baseline layer time (s)", t.total_s)?;
+    Ok(t)
 }
 
 fn baseline_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> BaselineTimes {
@@ -200,6 +204,7 @@ fn baseline_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts
 /// # Errors
 ///
 /// As [`ParmLayer::validate`].
+/// [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -218,7 +223,9 @@ fn baseline_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts
 /// # Ok::<(), comm_cost_model::CostModelError>(())
 /// ```
 pub fn s1_times(layer: &ParmLayer, costs: &ParmCollectiveCosts) -> Result<S1Times, CostModelError> {
-    Ok(s1_from(layer, &layer.volumes()?, costs))
+    let t = s1_from(layer, &layer.volumes()?, costs);
+    check_finite_result("S1 layer time (s)", t.total_s)?;
+    Ok(t)
 }
 
 fn s1_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S1Times {
@@ -243,6 +250,7 @@ fn s1_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S
 /// # Errors
 ///
 /// As [`ParmLayer::validate`].
+/// [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -262,7 +270,16 @@ fn s1_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S
 /// # Ok::<(), comm_cost_model::CostModelError>(())
 /// ```
 pub fn s2_times(layer: &ParmLayer, costs: &ParmCollectiveCosts) -> Result<S2Times, CostModelError> {
-    Ok(s2_from(layer, &layer.volumes()?, costs))
+    let t = s2_from(layer, &layer.volumes()?, costs);
+    check_s2_finite(&t)?;
+    Ok(t)
+}
+
+/// `total_s` and `sequential_s` together cover every term of S2.
+fn check_s2_finite(t: &S2Times) -> Result<(), CostModelError> {
+    check_finite_result("S2 layer time (s)", t.total_s)?;
+    check_finite_result("S2 sequential layer time (s)", t.sequential_s)?;
+    Ok(())
 }
 
 fn s2_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S2Times {
@@ -290,6 +307,7 @@ fn s2_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S
 /// # Errors
 ///
 /// As [`ParmLayer::validate`] and [`ParmCollectiveCosts::validate`].
+/// [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -313,7 +331,20 @@ pub fn parm_times(
     costs: &ParmCollectiveCosts,
 ) -> Result<ParmTimes, CostModelError> {
     costs.validate()?;
-    Ok(times_from(layer, &layer.volumes()?, costs))
+    checked_times_from(layer, &layer.volumes()?, costs)
+}
+
+/// [`times_from`], or `NonFinite` if a time overflows `f64`.
+pub(super) fn checked_times_from(
+    layer: &ParmLayer,
+    v: &ParmVolumes,
+    costs: &ParmCollectiveCosts,
+) -> Result<ParmTimes, CostModelError> {
+    let t = times_from(layer, v, costs);
+    check_finite_result("baseline layer time (s)", t.baseline.total_s)?;
+    check_finite_result("S1 layer time (s)", t.s1.total_s)?;
+    check_s2_finite(&t.s2)?;
+    Ok(t)
 }
 
 /// [`parm_times`] of a layer already validated into its volumes `v`.
@@ -348,7 +379,7 @@ pub(super) fn times_from(
 ///
 /// # Errors
 ///
-/// As [`ParmLayer::validate`].
+/// As [`ParmLayer::validate`]; [`CostModelError::NonFinite`] if a time overflows `f64`.
 ///
 /// # Complexity
 ///
@@ -378,6 +409,9 @@ pub fn algorithm1_as_printed(
     let overlap = costs.saa.unwrap_or(costs.a2a_ep_esp);
     let t_d1 = 2.0 * costs.a2a_ep_esp.time_s(y / mp) + costs.ag_mp.time_s(x);
     let t_d2 = costs.a2a_ep_esp.time_s(y / mp) + overlap.time_s(y);
+    // Comparing two infinities would pick S1 for no reason.
+    check_finite_result("Algorithm 1 t_D1 (s)", t_d1)?;
+    check_finite_result("Algorithm 1 t_D2 (s)", t_d2)?;
     Ok(if t_d1 <= t_d2 {
         Schedule::S1
     } else {

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::layer::{ParmLayer, ParmVolumes};
 use super::saa::{SaaSpec, saa_time_s};
-use super::schedules::{ParmCollectiveCosts, ParmTimes, Schedule, times_from};
+use super::schedules::{ParmCollectiveCosts, ParmTimes, Schedule, checked_times_from, times_from};
 use crate::collectives::TwoTierGrid;
 use crate::units::{BytesPerSecond, Seconds, gbps};
 use crate::{AlphaBeta, CostModelError, check_non_negative, check_positive};
@@ -154,7 +154,7 @@ impl Testbed {
     /// ```
     pub fn times(&self, layer: &ParmLayer) -> Result<ParmTimes, CostModelError> {
         let (v, costs) = self.volumes_and_costs(layer)?;
-        Ok(times_from(layer, &v, &costs))
+        checked_times_from(layer, &v, &costs)
     }
 
     /// The layer's volumes and collective costs, validating the layer and the testbed once

@@ -180,6 +180,8 @@ pub fn colocated_timeline(layer: &ColocatedLayer) -> Result<ColocatedTimeline, C
     let s_ab = aa.end_s.max(cb.end_s);
     let ab = c(B, Aggregation, s_ab, s_ab + b.aggregation_s);
     let ga = c(A, Gate, ab.end_s, ab.end_s + a.gate_s);
+    // The last component ends after every other one: finite here means finite everywhere.
+    crate::check_finite_result("co-located inference time (s)", ga.end_s)?;
     Ok(ColocatedTimeline {
         components: vec![gb, na, fa, nb, fb, ca, aa, cb, ab, ga],
         inference_time_s: ga.end_s,
@@ -244,7 +246,7 @@ pub fn colocated_gpu_utilization(
         .zip(ffn_b_s)
         .map(|(x, y)| fixed + x + y)
         .sum();
-    Ok(busy / (t * n as f64))
+    crate::check_finite_result("co-located GPU utilization", busy / (t * n as f64))
 }
 
 /// A multi-layer colocated model: the layers' periods run back to back.
@@ -276,10 +278,11 @@ pub fn model_colocated_time_s(layers: &[ColocatedLayer]) -> Result<Seconds, Cost
             value: 0,
         });
     }
-    layers
+    let total: Seconds = layers
         .iter()
         .map(|l| colocated_timeline(l).map(|t| t.inference_time_s))
-        .sum()
+        .sum::<Result<Seconds, CostModelError>>()?;
+    crate::check_finite_result("model inference time (s)", total)
 }
 
 #[cfg(test)]

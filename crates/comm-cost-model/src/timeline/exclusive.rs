@@ -104,12 +104,15 @@ pub fn exclusive_time(layer: &ExclusiveLayer) -> Result<ExclusiveTime, CostModel
     let compute: f64 = (0..n)
         .map(|i| layer.gate_s[i] + layer.ffn_s[i] + layer.aggregation_s[i])
         .sum();
+    // The three parts are non-negative and sum to `t`.
+    let t = crate::check_finite_result("exclusive inference time (s)", t)?;
+    let gpu_utilization = if t > 0.0 { compute / n as f64 / t } else { 0.0 };
     Ok(ExclusiveTime {
         gate_dispatch_s,
         ffn_combine_s,
         aggregation_s,
         inference_time_s: t,
-        gpu_utilization: if t > 0.0 { compute / n as f64 / t } else { 0.0 },
+        gpu_utilization: crate::check_finite_result("GPU utilization", gpu_utilization)?,
     })
 }
 
@@ -152,7 +155,7 @@ pub fn exclusive_time_eq3(
     ] {
         t += check_non_negative(what, v)?;
     }
-    Ok(t)
+    crate::check_finite_result("exclusive inference time (s)", t)
 }
 
 /// A model of several exclusive layers run back to back (a strict barrier between layers):
@@ -201,8 +204,10 @@ pub fn model_exclusive_time(layers: &[ExclusiveLayer]) -> Result<ExclusiveTime, 
         total.inference_time_s += t.inference_time_s;
         compute += t.gpu_utilization * t.inference_time_s;
     }
+    crate::check_finite_result("model inference time (s)", total.inference_time_s)?;
     if total.inference_time_s > 0.0 {
-        total.gpu_utilization = compute / total.inference_time_s;
+        total.gpu_utilization =
+            crate::check_finite_result("GPU utilization", compute / total.inference_time_s)?;
     }
     Ok(total)
 }

@@ -48,7 +48,7 @@ pub fn ffn_times_s(
         .map(|(&bytes, &rate)| {
             let bytes = check_non_negative("received bytes", bytes)?;
             let rate = check_positive("GPU FLOP/s", rate)?;
-            Ok(bytes * flop_per_byte / rate)
+            crate::check_finite_result("FFN time (s)", bytes * flop_per_byte / rate)
         })
         .collect()
 }

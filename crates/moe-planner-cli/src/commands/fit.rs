@@ -162,10 +162,10 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     report!("samples            {}", report.samples)?;
     report!("alpha              {:.3} us", report.alpha_s * 1e6)?;
     report!("beta               {:.4e} s/byte", report.beta_s_per_byte)?;
-    report!(
-        "bandwidth          {:.2} GB/s",
-        report.bandwidth_bytes_per_s / 1e9
-    )?;
+    match report.bandwidth_bytes_per_s {
+        Some(b) => report!("bandwidth          {:.2} GB/s", b / 1e9)?,
+        None => report!("bandwidth          not determined (fitted beta = 0)")?,
+    }
     report!("R^2                {:.6}", report.r_squared)?;
     report!(
         "max |residual|     {:.3} us",

@@ -537,8 +537,7 @@ mod tests {
             for (e, slots) in l.logical_to_physical_map.iter().enumerate() {
                 let real: Vec<usize> = slots
                     .iter()
-                    .filter(|&&s| s >= 0)
-                    .map(|&s| s as usize)
+                    .filter_map(|&s| usize::try_from(s).ok())
                     .collect();
                 assert_eq!(real.len(), l.replica_count[e]);
                 assert!(real.iter().all(|&s| l.physical_to_logical_map[s] == e));
@@ -554,7 +553,7 @@ mod tests {
             fresh
                 .physical_to_logical_map()
                 .into_iter()
-                .map(|r| r.into_iter().map(|e| e as i64).collect())
+                .map(|r| r.into_iter().map(|e| i64::try_from(e).unwrap()).collect())
                 .collect(),
         );
         spec.expert_bytes = Some(1e9);
