@@ -201,15 +201,6 @@ fn placement_specs() -> Result<(PlacementSpec, PlacementSpec), CliError> {
     Ok((fresh, rebalance))
 }
 
-/// A value's JSON spelling (`exclusive-homogeneous`, not `ExclusiveHomogeneous`).
-fn json_name<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::from("?"),
-    }
-}
-
 fn heading(title: &str) -> Result<(), CliError> {
     report!("\n== {title} ==")?;
     Ok(())
@@ -342,7 +333,7 @@ fn print_training(t: &TrainingPlan, w: &Workload) -> Result<(), CliError> {
         format::duration(t.baseline_s),
         format::duration(t.s1_s),
         format::duration(t.s2_s),
-        json_name(&t.choice),
+        format::json_name(&t.choice),
         t.speedup
     )?;
     Ok(())
@@ -413,7 +404,7 @@ fn print_inference(plan: &InferencePlan) -> Result<(), CliError> {
     let made: f64 = plan.layers.iter().map(|l| l.dispatch.makespan_s).sum();
     report!(
         "scenario {}: {} layers; dispatch all-to-all summed over the layers {} (lower bound {})",
-        json_name(&plan.scenario),
+        format::json_name(&plan.scenario),
         plan.layers.len(),
         format::duration(made),
         format::duration(bound)
