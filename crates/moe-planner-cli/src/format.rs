@@ -70,6 +70,16 @@ pub(crate) fn usd(amount: f64) -> String {
     }
 }
 
+/// A value's JSON spelling (`exclusive-homogeneous`, not `ExclusiveHomogeneous`), so reports
+/// and `--json` name enums the same way.
+pub(crate) fn json_name<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::from("?"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +102,14 @@ mod tests {
         assert_eq!(bytes(11.558e9), "11.558 GB");
         assert_eq!(bytes(1e3), "1.000 KB");
         assert_eq!(bytes(0.0), "0 B");
+    }
+
+    #[test]
+    fn enums_print_as_their_json_names() {
+        use moe_planner::comm_cost_model::piecewise::Regime;
+        assert_eq!(json_name(&Regime::LatencyBound), "latency-bound");
+        assert_eq!(json_name(&Regime::BandwidthBound), "bandwidth-bound");
+        assert_eq!(json_name(&3_u8), "3");
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use moe_planner::colocation::{ColocationSpec, plan_colocation};
 
 use crate::error::CliError;
+use crate::format;
 use crate::input::read_matrix;
 use crate::output::{Context, print_json, report};
 
@@ -42,21 +43,21 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     if ctx.json {
         return print_json(&plan);
     }
-    report!("GPU  expert A  expert B   send (MB)   recv (MB)")?;
+    report!("GPU  expert A  expert B          send          recv")?;
     for (g, pair) in plan.pairs.iter().enumerate() {
         report!(
-            "{g:>3}  {:>8}  {:>8}  {:>10.3}  {:>10.3}",
+            "{g:>3}  {:>8}  {:>8}  {:>12}  {:>12}",
             pair[0],
             pair[1],
-            plan.gpu_send_bytes[g] / 1e6,
-            plan.gpu_recv_bytes[g] / 1e6
+            format::bytes(plan.gpu_send_bytes[g]),
+            format::bytes(plan.gpu_recv_bytes[g])
         )?;
     }
     report!(
-        "bottleneck: {:.3} MB (random colocation, seed {}: {:.3} MB, {:.2}x)",
-        plan.bottleneck_bytes / 1e6,
+        "bottleneck: {} (random colocation, seed {}: {}, {:.2}x)",
+        format::bytes(plan.bottleneck_bytes),
         args.seed,
-        plan.random_bottleneck_bytes / 1e6,
+        format::bytes(plan.random_bottleneck_bytes),
         plan.random_bottleneck_bytes / plan.bottleneck_bytes.max(f64::MIN_POSITIVE)
     )?;
     Ok(())

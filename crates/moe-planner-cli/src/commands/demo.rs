@@ -11,10 +11,11 @@
 use std::path::{Path, PathBuf};
 
 use moe_planner::colocation_matching::drift_loads;
-use moe_planner::grouping::{GroupPlan, GroupSpec, plan_groups};
-use moe_planner::inference::{InferencePlan, InferenceSpec, plan_inference};
+use moe_planner::grouping::{ClusterSpec, GroupPlan, GroupSpec, plan_groups};
+use moe_planner::inference::{GpuInput, InferencePlan, InferenceSpec, plan_inference};
 use moe_planner::network::{
-    FabricPlan, FabricSpec, SearchPlan, SearchSpec, plan_fabrics, plan_search,
+    FabricPlan, FabricSpec, ModelRef, SearchPlan, SearchSpec, SystemRef, plan_fabrics, plan_search,
+    system_by_name,
 };
 use moe_planner::placement::formats::LogicalCountFile;
 use moe_planner::placement::{PlacementPlan, PlacementSpec, plan_placement};
@@ -98,12 +99,13 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
             .map_err(|e| CliError::input(format!("embedded demo workload: {e}")))?,
     };
     let (placement, rebalance) = placement_specs()?;
-    let report = plan_all(&workload, &placement, &rebalance)?;
+    let deepseek = deepseek_inference()?;
+    let report = plan_all(&workload, &deepseek, &placement, &rebalance)?;
     let files = write_plots(&args.out, &workload, &placement, &report)?;
     if ctx.json {
         return print_json(&report);
     }
-    print_report(&report)?;
+    print_report(&report, &workload, &deepseek)?;
     report!("\nPlots written to {}:", args.out.display())?;
     for f in &files {
         let name = f.file_name().map_or_else(
@@ -152,6 +154,7 @@ fn write_plots(
 
 fn plan_all(
     workload: &Workload,
+    deepseek: &InferenceSpec,
     placement: &PlacementSpec,
     rebalance: &PlacementSpec,
 ) -> Result<DemoReport, CliError> {
@@ -162,7 +165,7 @@ fn plan_all(
         description: workload.description.clone(),
         exclusive_inference: plan_inference(&exclusive)?,
         colocated_inference: plan_inference(&workload.inference)?,
-        deepseek_like_inference: plan_inference(&deepseek_inference()?)?,
+        deepseek_like_inference: plan_inference(deepseek)?,
         training: plan_training(&workload.training)?,
         grouping: plan_groups(&workload.grouping)?,
         fabric: plan_fabrics(&workload.network.fabric)?,
@@ -198,27 +201,101 @@ fn placement_specs() -> Result<(PlacementSpec, PlacementSpec), CliError> {
     Ok((fresh, rebalance))
 }
 
-/// A value's JSON spelling (`exclusive-homogeneous`, not `ExclusiveHomogeneous`).
-fn json_name<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::from("?"),
-    }
-}
-
 fn heading(title: &str) -> Result<(), CliError> {
     report!("\n== {title} ==")?;
     Ok(())
 }
 
-fn print_report(r: &DemoReport) -> Result<(), CliError> {
+/// `100 Gbps`, or `25-100 Gbps` when the values differ.
+fn spread(values: impl Iterator<Item = f64>, unit: &str) -> String {
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    if lo == hi {
+        format!("{lo} {unit}")
+    } else {
+        format!("{lo}-{hi} {unit}")
+    }
+}
+
+/// One line describing an inference cluster.
+fn gpu_cluster(gpus: &[GpuInput]) -> String {
+    format!(
+        "cluster: {} GPUs, {} of network bandwidth and {} of compute per GPU",
+        gpus.len(),
+        spread(gpus.iter().map(|g| g.bandwidth_gbps), "Gbps"),
+        spread(gpus.iter().map(|g| g.tflop_per_s), "TFLOP/s")
+    )
+}
+
+/// One line describing the grouping cluster.
+fn group_cluster(spec: &GroupSpec) -> String {
+    let experts = format!(
+        "{} experts of {:.3} GFLOP each",
+        spec.experts.count,
+        spec.experts.flop_per_expert / 1e9
+    );
+    match &spec.cluster {
+        ClusterSpec::Perlmutter {
+            nodes,
+            expert_slots,
+        } => format!(
+            "cluster: Perlmutter, {nodes} nodes x 4 A100 GPUs, {expert_slots} expert slots per \
+             GPU; {experts}"
+        ),
+        ClusterSpec::Nodes { nodes } => format!(
+            "cluster: {} kinds of node, listed in the workload; {experts}",
+            nodes.len()
+        ),
+        ClusterSpec::Matrix { workers, .. } => format!(
+            "cluster: {} workers with explicit link costs; {experts}",
+            workers.len()
+        ),
+    }
+}
+
+/// One line describing the system of the parallelization search.
+fn search_cluster(spec: &SearchSpec) -> String {
+    let name = match &spec.system {
+        SystemRef::Preset(name) => name.clone(),
+        SystemRef::Custom(_) => String::from("custom system"),
+    };
+    let numbers = match &spec.system {
+        SystemRef::Preset(preset) => system_by_name(preset).ok(),
+        SystemRef::Custom(_) => None,
+    }
+    .map_or_else(String::new, |s| {
+        format!(
+            " ({:.0} TFLOP/s, {}/s inside an HB domain of {}, {}/s network per GPU)",
+            s.peak_flop_per_s / 1e12,
+            format::bytes(s.hb_bytes_per_s),
+            s.hb_domain,
+            format::bytes(s.network_bytes_per_s)
+        )
+    });
+    let model = match &spec.model {
+        ModelRef::Preset(name) => name.clone(),
+        ModelRef::Custom(_) => String::from("a custom model"),
+    };
+    format!(
+        "parallelization search for {model}, global batch {}: {} {name} GPUs{numbers}",
+        spec.global_batch, spec.gpus
+    )
+}
+
+fn print_report(r: &DemoReport, w: &Workload, deepseek: &InferenceSpec) -> Result<(), CliError> {
     report!("{}", r.description)?;
     heading("MoE inference, one model (Aurora §4)")?;
+    report!("{}", gpu_cluster(&w.inference.gpus))?;
     print_inference(&r.exclusive_inference)?;
     heading("MoE inference, two colocated models (Aurora §6)")?;
+    report!(
+        "{} (same cluster, two experts per GPU)",
+        gpu_cluster(&w.inference.gpus)
+    )?;
     print_inference(&r.colocated_inference)?;
     heading("MoE inference, DeepSeek-like (32 GPUs in 4 nodes, 256 experts, top-8, 4 layers)")?;
+    report!("{}", gpu_cluster(&deepseek.gpus))?;
     print_inference(&r.deepseek_like_inference)?;
     for b in &r.deepseek_like_inference.baselines[1..] {
         report!(
@@ -230,39 +307,79 @@ fn print_report(r: &DemoReport) -> Result<(), CliError> {
     }
     heading("Expert replication and placement (DeepSeek-like, 58 layers x 256 experts)")?;
     print_placement(&r.expert_placement, &r.expert_rebalance)?;
+    print_training(&r.training, w)?;
+    print_grouping(&r.grouping, w)?;
+    print_network(r, w)
+}
+
+fn print_training(t: &TrainingPlan, w: &Workload) -> Result<(), CliError> {
     heading("MoE training layer (Parm Algorithm 1)")?;
-    let t = &r.training;
+    let l = &w.training.layer;
+    report!(
+        "cluster: {} GPUs in model-parallel groups of {}, experts spread over {} (expert-parallel) \
+         x {} (expert-sharding) GPUs; collective costs from the workload's alpha-beta fits",
+        l.p,
+        l.n_mp,
+        l.n_ep,
+        l.n_esp
+    )?;
+    report!(
+        "S1 and S2 are Parm's two schedules: both fold the expert-sharding AllGather and \
+         AllReduce into the expert all-to-all, S2 also overlaps the rest (SAA); the baseline runs \
+         every collective separately"
+    )?;
     report!(
         "baseline {}, S1 {}, S2 {} -> run {} ({:.2}x over the baseline)",
         format::duration(t.baseline_s),
         format::duration(t.s1_s),
         format::duration(t.s2_s),
-        json_name(&t.choice),
+        format::json_name(&t.choice),
         t.speedup
     )?;
+    Ok(())
+}
+
+fn print_grouping(g: &GroupPlan, w: &Workload) -> Result<(), CliError> {
     heading("Expert-parallel groups (Aristos LysiGroup)")?;
-    let g = &r.grouping;
+    report!("{}", group_cluster(&w.grouping))?;
     report!(
-        "{} groups, largest T(g) {}",
-        g.partition.groups.len(),
+        "T(g) is a group's time per training step: compute plus communication of its slowest member"
+    )?;
+    let n = g.partition.groups.len();
+    report!(
+        "{n} group{}, largest T(g) {}; the naive groupings on the same objective:",
+        if n == 1 { "" } else { "s" },
         format::duration(g.max_objective_s)
     )?;
     for b in &g.baselines {
         match b.ratio_to_lysigroup {
-            Some(ratio) => report!("  {:<17} {ratio:.3}x LysiGroup", b.name)?,
+            Some(ratio) => report!(
+                "  {:<17} largest T(g) {}",
+                b.name,
+                super::group::ratio_words(ratio)
+            )?,
             None => report!("  {:<17} infeasible", b.name)?,
         }
     }
+    Ok(())
+}
+
+fn print_network(r: &DemoReport, w: &Workload) -> Result<(), CliError> {
     heading("Network (rail-only, Table 2 and Appendix C)")?;
     let f = &r.fabric;
     report!(
-        "{} GPUs, HB domain {}: rail-optimized {} vs rail-only {} ({:.1}% cheaper)",
+        "cluster: {} GPUs in HB domains (high-bandwidth NVLink domains) of {}, switch radix {}",
         f.params.gpus,
         f.params.hb_domain,
+        w.network.fabric.radix
+    )?;
+    report!(
+        "network cost: rail-optimized {} vs rail-only {} ({:.1}% cheaper)",
         format::usd(f.rail_optimized.cost_usd),
         format::usd(f.rail_only.cost_usd),
         f.cost_reduction * 100.0
     )?;
+    report!("{}", search_cluster(&w.network.search))?;
     let best = &r.parallelization.best;
     let p = &best.parallelization;
     report!(
@@ -275,6 +392,10 @@ fn print_report(r: &DemoReport) -> Result<(), CliError> {
         p.interleave,
         format::duration(best.iteration_time_s)
     )?;
+    report!(
+        "  (t, p, d: tensor, pipeline and data parallel degrees; b: micro-batch size; \
+         v: interleaved pipeline chunks per GPU)"
+    )?;
     Ok(())
 }
 
@@ -283,7 +404,7 @@ fn print_inference(plan: &InferencePlan) -> Result<(), CliError> {
     let made: f64 = plan.layers.iter().map(|l| l.dispatch.makespan_s).sum();
     report!(
         "scenario {}: {} layers; dispatch all-to-all summed over the layers {} (lower bound {})",
-        json_name(&plan.scenario),
+        format::json_name(&plan.scenario),
         plan.layers.len(),
         format::duration(made),
         format::duration(bound)

@@ -17,6 +17,7 @@ use moe_planner::measured::parse_collective_csv;
 use moe_planner::nccl_tests::parse_nccl_tests;
 
 use crate::error::CliError;
+use crate::format;
 use crate::input::{display_name, read_text};
 use crate::output::{Context, print_json, report};
 
@@ -112,14 +113,13 @@ fn fit_table(args: &Args, text: &str, ctx: &Context) -> Result<(), CliError> {
 fn print_segment(s: &SegmentPlan) -> Result<(), CliError> {
     let bus = s
         .bus_bandwidth_bytes_per_s
-        .map_or_else(|| "-".to_string(), |b| format!("{:.1}", b / 1e9));
-    let regime = format!("{:?}", s.regime);
+        .map_or_else(|| "-".to_string(), |b| format!("{}/s", format::bytes(b)));
     report!(
-        "  {:>12.0} - {:<12.0} {:<15} alpha {:>8.2} us  bus {:>7} GB/s  R^2 {:.4}  worst {:.1}%",
-        s.min_bytes,
-        s.max_bytes,
-        regime,
-        s.alpha_s * 1e6,
+        "  {:>11} - {:<11} {:<15} alpha {:>11}  bus {:>12}  R^2 {:.4}  worst {:.1}%",
+        format::bytes(s.min_bytes),
+        format::bytes(s.max_bytes),
+        format::json_name(&s.regime),
+        format::duration(s.alpha_s),
         bus,
         s.r_squared,
         100.0 * s.max_relative_error
@@ -130,8 +130,8 @@ fn print_segment(s: &SegmentPlan) -> Result<(), CliError> {
 fn print_fits(plan: &CollectiveFitPlan) -> Result<(), CliError> {
     for fit in &plan.fits {
         report!(
-            "{:?} on {} GPUs ({} samples)",
-            fit.collective,
+            "{} on {} GPUs ({} samples)",
+            format::json_name(&fit.collective),
             fit.gpus,
             fit.samples
         )?;
@@ -160,16 +160,16 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         return print_json(&report);
     }
     report!("samples            {}", report.samples)?;
-    report!("alpha              {:.3} us", report.alpha_s * 1e6)?;
+    report!("alpha              {}", format::duration(report.alpha_s))?;
     report!("beta               {:.4e} s/byte", report.beta_s_per_byte)?;
     match report.bandwidth_bytes_per_s {
-        Some(b) => report!("bandwidth          {:.2} GB/s", b / 1e9)?,
+        Some(b) => report!("bandwidth          {}/s", format::bytes(b))?,
         None => report!("bandwidth          not determined (fitted beta = 0)")?,
     }
     report!("R^2                {:.6}", report.r_squared)?;
     report!(
-        "max |residual|     {:.3} us",
-        report.max_abs_residual_s * 1e6
+        "max |residual|     {}",
+        format::duration(report.max_abs_residual_s)
     )?;
     report!("segments:")?;
     report.segments.iter().try_for_each(print_segment)?;

@@ -7,6 +7,7 @@ use moe_planner::grouping::{GroupSpec, plan_groups};
 use moe_planner::topology_partition::Partition;
 
 use crate::error::CliError;
+use crate::format;
 use crate::input::read_json;
 use crate::output::{Context, print_json, report};
 
@@ -27,9 +28,35 @@ pub(crate) struct Args {
 
 fn seconds(t: f64) -> String {
     if t.is_finite() {
-        format!("{t:.4} s")
+        format::duration(t)
     } else {
         "infeasible".to_string()
+    }
+}
+
+/// How a baseline's largest T(g) compares with LysiGroup's, in words.
+pub(crate) fn ratio_words(ratio: f64) -> String {
+    if (ratio - 1.0).abs() < 5e-4 {
+        format!("{ratio:.3}x LysiGroup's (equal)")
+    } else if ratio > 1.0 {
+        format!(
+            "{ratio:.3}x LysiGroup's ({:.0}% slower)",
+            (ratio - 1.0) * 100.0
+        )
+    } else {
+        format!(
+            "{ratio:.3}x LysiGroup's ({:.0}% faster)",
+            (1.0 - ratio) * 100.0
+        )
+    }
+}
+
+/// `1 group`, `4 groups`.
+fn groups(n: usize) -> String {
+    if n == 1 {
+        String::from("1 group")
+    } else {
+        format!("{n} groups")
     }
 }
 
@@ -48,8 +75,9 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         return print_json(&plan);
     }
     report!(
-        "LysiGroup: {} groups, iteration objective max T(g) = {}",
-        plan.partition.groups.len(),
+        "LysiGroup: {}, iteration objective max T(g) = {} (T(g): a group's time per step, \
+         compute plus communication of its slowest member)",
+        groups(plan.partition.groups.len()),
         seconds(plan.max_objective_s)
     )?;
     print_groups(&plan.partition)?;
@@ -57,11 +85,11 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     for b in &plan.baselines {
         let ratio = b
             .ratio_to_lysigroup
-            .map_or("infeasible".to_string(), |r| format!("{r:.3}x LysiGroup"));
+            .map_or("infeasible".to_string(), ratio_words);
         report!(
-            "  {:<17} {} groups, max T = {:<12} {ratio}",
+            "  {:<17} {:<10} max T = {:<12} {ratio}",
             b.name,
-            b.partition.groups.len(),
+            groups(b.partition.groups.len()),
             seconds(b.partition.max_objective_s())
         )?;
     }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use moe_planner::inference::{InferencePlan, InferenceSpec, plan_inference};
 
 use crate::error::CliError;
+use crate::format;
 use crate::input::read_json;
 use crate::output::{Context, print_json, report};
 
@@ -75,7 +76,11 @@ fn timetable_csv(plan: &InferencePlan) -> String {
 /// The human-readable report, shared with `demo`.
 pub(crate) fn print_report(spec: &InferenceSpec, plan: &InferencePlan) -> Result<(), CliError> {
     let names: Vec<&str> = spec.models.iter().map(|m| m.name.as_str()).collect();
-    report!("scenario: {:?}, {} GPUs", plan.scenario, spec.gpus.len())?;
+    report!(
+        "scenario: {}, {} GPUs",
+        format::json_name(&plan.scenario),
+        spec.gpus.len()
+    )?;
     if plan.experts_of_gpu.is_empty() {
         report!(
             "placement: one per layer (many experts per GPU; see --json layers[i].experts_of_gpu)"
@@ -87,31 +92,32 @@ pub(crate) fn print_report(spec: &InferenceSpec, plan: &InferencePlan) -> Result
         let list: Vec<String> = experts.iter().map(usize::to_string).collect();
         report!("  GPU {g:>3}: expert {}", list.join(" + "))?;
     }
+    let t = format::duration;
     report!(
-        "layer  dispatch bound / makespan (ms)  combine bound / makespan (ms)  layer time (ms)  dispatch pieces / pairs"
+        "layer  dispatch bound / makespan    combine bound / makespan     layer time  dispatch pieces / pairs"
     )?;
     for (l, layer) in plan.layers.iter().enumerate() {
         report!(
-            "{l:>5}  {:>12.3} / {:<12.3}       {:>12.3} / {:<12.3}      {:>10.3}  {:>8} / {}",
-            layer.dispatch.lower_bound_s * 1e3,
-            layer.dispatch.makespan_s * 1e3,
-            layer.combine.lower_bound_s * 1e3,
-            layer.combine.makespan_s * 1e3,
-            layer.inference_time_s * 1e3,
+            "{l:>5}  {:>12} / {:<12}  {:>12} / {:<12}  {:>12}  {:>8} / {}",
+            t(layer.dispatch.lower_bound_s),
+            t(layer.dispatch.makespan_s),
+            t(layer.combine.lower_bound_s),
+            t(layer.combine.makespan_s),
+            t(layer.inference_time_s),
             layer.dispatch.pieces,
             layer.dispatch.nonzero_pairs
         )?;
     }
     report!(
-        "inference time {:.3} ms, GPU utilization {:.1}%",
-        plan.inference_time_s * 1e3,
+        "inference time {}, GPU compute busy {:.1}% of it",
+        t(plan.inference_time_s),
         plan.gpu_utilization * 100.0
     )?;
     for b in &plan.baselines {
         report!(
-            "baseline ({}): {:.3} ms -> speedup {:.2}x",
+            "baseline ({}): {} -> ours is {:.2}x faster",
             b.description,
-            b.inference_time_s * 1e3,
+            t(b.inference_time_s),
             b.speedup
         )?;
     }

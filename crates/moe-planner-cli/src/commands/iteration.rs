@@ -14,6 +14,7 @@ use moe_planner::rail_network::compute::ComputeModel;
 use moe_planner::rail_network::model::Recompute;
 
 use crate::error::CliError;
+use crate::format;
 use crate::input::read_json;
 use crate::output::{Context, print_json, report};
 
@@ -137,7 +138,10 @@ fn print_plan(plan: &IterationPlan) -> Result<(), CliError> {
         p.interleave,
         t.micro_batches
     )?;
-    report!("iteration time        {:10.4} s", plan.iteration_time_s)?;
+    report!(
+        "iteration time        {:>12}",
+        format::duration(plan.iteration_time_s)
+    )?;
     for (name, v) in [
         ("  bubble compute", t.bubble_compute_s),
         ("  bubble comm", t.bubble_comm_s),
@@ -147,11 +151,11 @@ fn print_plan(plan: &IterationPlan) -> Result<(), CliError> {
         ("  parameter sync", t.sync_s),
         ("  latency", t.latency_s),
     ] {
-        report!("{name:<22}{v:10.4} s")?;
+        report!("{name:<22}{:>12}", format::duration(v))?;
     }
     report!(
-        "memory per GPU        {:10.2} GB{}",
-        plan.memory.total_bytes / 1e9,
+        "memory per GPU        {:>12}{}",
+        format::bytes(plan.memory.total_bytes),
         if plan.fits_in_memory {
             ""
         } else {
@@ -206,13 +210,17 @@ fn run_search(
         plan.shapes
     )?;
     print_plan(&plan.best)?;
-    report!("\nrank  time (s)   t  p  d  b  v  (t_h p_h d_h)")?;
+    report!(
+        "\nt, p, d: tensor, pipeline and data parallel degrees (t_h, p_h, d_h: the part inside an \
+         HB domain); b: micro-batch size; v: interleaved pipeline chunks per GPU"
+    )?;
+    report!("rank          time    t  p  d  b  v  (t_h p_h d_h)")?;
     for (i, c) in plan.ranked.iter().enumerate() {
         let p = &c.parallelization;
         report!(
-            "{:>4} {:9.4} {:>3} {:>2} {:>2} {:>2} {:>2}  ({} {} {})",
+            "{:>4} {:>13} {:>4} {:>2} {:>2} {:>2} {:>2}  ({} {} {})",
             i + 1,
-            c.iteration_time_s,
+            format::duration(c.iteration_time_s),
             p.tp,
             p.pp,
             p.dp,

@@ -7,6 +7,7 @@ use moe_planner::alltoall_sched::Algorithm;
 use moe_planner::schedule::{GbpsSpec, SchedulePlan, ScheduleSpec, plan_schedule};
 
 use crate::error::CliError;
+use crate::format;
 use crate::input::{parse_csv_rows, parse_json, read_matrix, read_text};
 use crate::output::{Context, print_json, report};
 
@@ -83,10 +84,10 @@ fn read_numbers(path: &Path) -> Result<Vec<f64>, CliError> {
 
 fn print_report(plan: &SchedulePlan) -> Result<(), CliError> {
     report!("algorithm:    {}", plan.algorithm)?;
-    report!("lower bound:  {:.6} ms", plan.lower_bound_s * 1e3)?;
+    report!("lower bound:  {}", format::duration(plan.lower_bound_s))?;
     report!(
-        "makespan:     {:.6} ms ({:.4}x the bound)",
-        plan.makespan_s * 1e3,
+        "makespan:     {} ({:.4}x the bound)",
+        format::duration(plan.makespan_s),
         plan.ratio_to_bound
     )?;
     report!(
@@ -97,15 +98,15 @@ fn print_report(plan: &SchedulePlan) -> Result<(), CliError> {
     if plan.transfers.is_empty() {
         return Ok(());
     }
-    report!("\n  src   dst         bytes   start (ms)     end (ms)")?;
+    report!("\n  src   dst         bytes         start           end")?;
     for t in plan.transfers.iter().take(REPORT_ROWS) {
         report!(
-            "{:>5} {:>5} {:>13.0} {:>12.6} {:>12.6}",
+            "{:>5} {:>5} {:>13} {:>13} {:>13}",
             t.src,
             t.dst,
-            t.bytes,
-            t.start_s * 1e3,
-            t.end_s * 1e3
+            format::bytes(t.bytes),
+            format::duration(t.start_s),
+            format::duration(t.end_s)
         )?;
     }
     if plan.transfers.len() > REPORT_ROWS {

@@ -7,6 +7,7 @@ use moe_planner::fitting::CollectiveFitPlan;
 use moe_planner::training::{TrainingSpec, parm_costs_from_fits, plan_training};
 
 use crate::error::CliError;
+use crate::format;
 use crate::input::read_json;
 use crate::output::{Context, print_json, report};
 
@@ -50,30 +51,31 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
         return print_json(&plan);
     }
     let d = &plan.details;
-    report!("schedule   time (ms)   terms (ms)")?;
+    let t = format::duration;
+    report!("schedule   time         terms")?;
     report!(
-        "baseline   {:>9.3}   AG_ESP {:.3}, AR_ESP {:.3}, 2 x A2A_EP {:.3}",
-        plan.baseline_s * 1e3,
-        d.baseline.ag_esp_s * 1e3,
-        d.baseline.ar_esp_s * 1e3,
-        d.baseline.a2a_dispatch_s * 1e3
+        "baseline   {:<12} AG_ESP {}, AR_ESP {}, 2 x A2A_EP {}",
+        t(plan.baseline_s),
+        t(d.baseline.ag_esp_s),
+        t(d.baseline.ar_esp_s),
+        t(d.baseline.a2a_dispatch_s)
     )?;
     report!(
-        "S1         {:>9.3}   2 x A2A_EP&ESP {:.3}, AG_MP(BLM) {:.3}",
-        plan.s1_s * 1e3,
-        d.s1.a2a_dispatch_s * 1e3,
-        d.s1.ag_mp_s * 1e3
+        "s1         {:<12} 2 x A2A_EP&ESP {}, AG_MP(BLM) {}",
+        t(plan.s1_s),
+        t(d.s1.a2a_dispatch_s),
+        t(d.s1.ag_mp_s)
     )?;
     report!(
-        "S2         {:>9.3}   A2A_EP&ESP {:.3}, SAA {:.3} (sequential {:.3})",
-        plan.s2_s * 1e3,
-        d.s2.a2a_dispatch_s * 1e3,
-        d.s2.saa_s * 1e3,
-        d.s2.sequential_s * 1e3
+        "s2         {:<12} A2A_EP&ESP {}, SAA {} (sequential {})",
+        t(plan.s2_s),
+        t(d.s2.a2a_dispatch_s),
+        t(d.s2.saa_s),
+        t(d.s2.sequential_s)
     )?;
     report!(
-        "choice: {:?} ({:.2}x faster than the baseline)",
-        plan.choice,
+        "choice: {} ({:.2}x faster than the baseline)",
+        format::json_name(&plan.choice),
         plan.speedup
     )?;
     Ok(())
