@@ -289,11 +289,16 @@ fn print_report(r: &DemoReport, w: &Workload, deepseek: &InferenceSpec) -> Resul
     report!("{}", gpu_cluster(&w.inference.gpus))?;
     print_inference(&r.exclusive_inference)?;
     heading("MoE inference, two colocated models (Aurora §6)")?;
-    report!(
-        "{} (same cluster, two experts per GPU)",
-        gpu_cluster(&w.inference.gpus)
-    )?;
-    print_inference(&r.colocated_inference)?;
+    if w.inference.models.len() < 2 {
+        // A one-model workload has nothing to colocate: say so instead of repeating the plan.
+        report!("the workload has one model: no colocation to plan")?;
+    } else {
+        report!(
+            "{} (same cluster, two experts per GPU)",
+            gpu_cluster(&w.inference.gpus)
+        )?;
+        print_inference(&r.colocated_inference)?;
+    }
     heading("MoE inference, DeepSeek-like (32 GPUs in 4 nodes, 256 experts, top-8, 4 layers)")?;
     report!("{}", gpu_cluster(&deepseek.gpus))?;
     print_inference(&r.deepseek_like_inference)?;
