@@ -108,29 +108,26 @@ pub struct CurrentPlacementFile {
     pub physical_to_logical_map: Vec<Vec<i64>>,
 }
 
-/// EPLB's `logical_to_physical_map` for one layer: the slots of each expert, padded with -1 to
-/// `width` entries.
+/// EPLB's `logical_to_physical_map` for one layer: each expert's slots (the library's
+/// [`colocation_matching::Placement::logical_to_physical`]) padded with -1 to `width` entries.
 ///
 /// # Examples
 ///
 /// ```
-/// use moe_planner::placement::formats::logical_to_physical;
-/// assert_eq!(logical_to_physical(&[1, 0, 1], 2, 2), vec![vec![1, -1], vec![0, 2]]);
+/// use moe_planner::placement::formats::pad_logical_to_physical;
+/// assert_eq!(pad_logical_to_physical(vec![vec![1], vec![0, 2]], 2), vec![vec![1, -1], vec![0, 2]]);
 /// ```
 #[must_use]
-pub fn logical_to_physical(
-    physical_to_logical: &[usize],
-    experts: usize,
-    width: usize,
-) -> Vec<Vec<i64>> {
-    let mut map = vec![Vec::with_capacity(width); experts];
-    for (slot, &expert) in physical_to_logical.iter().enumerate() {
-        if let Some(slots) = map.get_mut(expert) {
-            slots.push(i64::try_from(slot).unwrap_or(i64::MAX));
-        }
-    }
-    for slots in &mut map {
-        slots.resize(width.max(slots.len()), -1);
-    }
-    map
+pub fn pad_logical_to_physical(slots_of_expert: Vec<Vec<usize>>, width: usize) -> Vec<Vec<i64>> {
+    slots_of_expert
+        .into_iter()
+        .map(|slots| {
+            let len = slots.len();
+            slots
+                .into_iter()
+                .map(|s| i64::try_from(s).unwrap_or(i64::MAX))
+                .chain(std::iter::repeat_n(-1, width.saturating_sub(len)))
+                .collect()
+        })
+        .collect()
 }

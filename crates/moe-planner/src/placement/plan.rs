@@ -8,7 +8,7 @@ use colocation_matching::{
 use comm_cost_model::{CostModelError, check_non_negative, check_positive, units};
 use serde::{Deserialize, Serialize};
 
-use super::formats::logical_to_physical;
+use super::formats::pad_logical_to_physical;
 use super::spec::{PlacementSpec, in_layer, plan_error_in_layer};
 use crate::PlanError;
 
@@ -419,11 +419,7 @@ fn validated_loads(rows: &[Vec<f64>]) -> Result<Vec<LayerLoads>, PlanError> {
 fn layer_plan(ours: &Placement, theirs: &Placement) -> LayerPlacement {
     let width = ours.replica_count.iter().copied().max().unwrap_or(1);
     LayerPlacement {
-        logical_to_physical_map: logical_to_physical(
-            &ours.physical_to_logical,
-            ours.replica_count.len(),
-            width,
-        ),
+        logical_to_physical_map: pad_logical_to_physical(ours.logical_to_physical(), width),
         physical_to_logical_map: ours.physical_to_logical.clone(),
         replica_count: ours.replica_count.clone(),
         gpu_loads: ours.gpu_loads.clone(),
