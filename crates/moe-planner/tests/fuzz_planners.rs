@@ -1,21 +1,15 @@
 //! Fuzzing the facade's planners (issue 13): arbitrary specs built by mutating valid ones with
 //! extreme values (0, negatives, subnormals, `f64::MAX`, `u64::MAX`, NaN and infinities),
 //! emptied, grown and ragged arrays, and huge sizes. Every call must return within
-//! [`TIME_LIMIT`] without panicking, and an `Ok` plan must hold finite numbers only.
+//! [`moe_fuzz::TIME_LIMIT`] without panicking, and an `Ok` plan must hold finite numbers only.
 //!
-//! `cargo test` runs [`DEFAULT_CASES`] cases per planner; set `MOE_FUZZ_CASES` for a long run:
+//! `cargo test` runs [`moe_fuzz::DEFAULT_CASES`] cases per planner; set `MOE_FUZZ_CASES` for a long run:
 //!
 //! ```text
-//! MOE_FUZZ_CASES=100000 cargo test --release -p moe-planner --test fuzz_planners -- --include-ignored
+//! MOE_FUZZ_CASES=100000 cargo test --release -p moe-planner --test fuzz_planners -- --nocapture
 //! ```
 //!
-//! Planners with a known library bug are `#[ignore]`d (the reason names the bug) and each
-//! minimal failing spec is kept as an ignored regression test at the end of the file.
-
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::mpsc;
-use std::thread;
-use std::time::Duration;
+//! Each failing spec the fuzzing found is kept as a regression test at the end of the file.
 
 use moe_planner::colocation::plan_colocation;
 use moe_planner::fitting::plan_fit;
@@ -30,12 +24,6 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-
-/// Cases per planner in `cargo test`.
-const DEFAULT_CASES: u32 = 64;
-
-/// Longest a single planner call may take (debug build, shared machine).
-const TIME_LIMIT: Duration = Duration::from_secs(20);
 
 /// Keys whose value is an `Option` in some plan, so `null` there is `None`, not a NaN.
 const OPTION_KEYS: &[&str] = &[
@@ -205,26 +193,8 @@ fn no_floats<S>(_: &mut S) -> Vec<&mut f64> {
     Vec::new()
 }
 
-/// Paths (`plan.a[3].b`) of every `null` in `v` whose key is not an `Option` field.
-fn non_finite(v: &Value, at: &str, key: &str, out: &mut Vec<String>) {
-    match v {
-        Value::Null if !OPTION_KEYS.contains(&key) => out.push(at.to_string()),
-        Value::Number(n) if n.as_f64().is_some_and(|x| !x.is_finite()) => out.push(at.to_string()),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                non_finite(item, &format!("{at}[{i}]"), key, out);
-            }
-        }
-        Value::Object(map) => {
-            for (k, item) in map {
-                non_finite(item, &format!("{at}.{k}"), k, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Runs `plan` on `spec` in a thread: `Err` describes a panic, a timeout or a non-finite plan.
+/// Runs `plan` on `spec` through [`moe_fuzz::within`]: `Err` describes a panic, a timeout or a
+/// non-finite plan.
 fn call<S, P, E>(spec: S, plan: fn(&S) -> Result<P, E>) -> Result<(), String>
 where
     S: Send + 'static + std::fmt::Debug,
@@ -233,31 +203,12 @@ where
 {
     let shown = format!("{spec:?}");
     let shown = &shown[..shown.len().min(2000)];
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let outcome = catch_unwind(AssertUnwindSafe(|| plan(&spec)));
-        let report = match outcome {
-            Err(_) => Err("panicked".to_string()),
-            Ok(Err(_)) => Ok(()),
-            Ok(Ok(p)) => {
-                let v = serde_json::to_value(&p).map_err(|e| format!("serialize: {e}"))?;
-                let mut bad = Vec::new();
-                non_finite(&v, "plan", "", &mut bad);
-                if bad.is_empty() {
-                    Ok(())
-                } else {
-                    Err(format!("Ok with non-finite values at {bad:?}"))
-                }
-            }
-        };
-        // The receiver may have given up on a slow call already.
-        let _ = tx.send(report.clone());
-        report
-    });
-    match rx.recv_timeout(TIME_LIMIT) {
-        Ok(report) => report.map_err(|e| format!("{e} on {shown}")),
-        Err(_) => Err(format!("no answer within {TIME_LIMIT:?} on {shown}")),
-    }
+    moe_fuzz::within(move || match plan(&spec) {
+        Err(_) => Ok(()),
+        Ok(p) => moe_fuzz::check_finite_json(&p, OPTION_KEYS),
+    })
+    .and_then(|r| r)
+    .map_err(|e| format!("{e} on {shown}"))
 }
 
 /// Mutates `seed`, deserializes it (a spec serde rejects is fine), pokes floats, and calls.
@@ -289,13 +240,6 @@ where
     call(spec, plan).map_err(|e| format!("{e}; mutations: {log:?}"))
 }
 
-fn cases() -> u32 {
-    std::env::var("MOE_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(DEFAULT_CASES)
-}
-
 /// Runs the property on `seed` for `cases()` cases and panics with the first failing spec.
 fn fuzz<S, P, E>(seed: &Value, poke: Poke<S>, plan: fn(&S) -> Result<P, E>)
 where
@@ -307,7 +251,7 @@ where
     let base: S = serde_json::from_value(seed.clone()).expect("the seed spec deserializes");
     call(base, plan).expect("the seed spec plans");
     let config = Config {
-        cases: cases(),
+        cases: moe_fuzz::cases(),
         failure_persistence: None,
         ..Config::default()
     };
@@ -317,8 +261,9 @@ where
     let result = runner.run(&prop::collection::vec(mutation(), 1..5), |mutations| {
         check(seed, &mutations, poke, plan).map_err(TestCaseError::fail)
     });
-    if let Err(e) = result {
-        panic!("{e}");
+    match result {
+        Ok(()) => eprintln!("fuzz plan: {} cases, no failure", moe_fuzz::cases()),
+        Err(e) => panic!("{e}"),
     }
 }
 
