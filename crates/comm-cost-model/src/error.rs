@@ -30,6 +30,17 @@ pub enum CostModelError {
         /// The value received.
         value: f64,
     },
+    /// A quantity was larger than the computation can represent (a bandwidth whose conversion
+    /// to bytes per second would overflow `f64`), stated in the unit the user gave.
+    #[error("{what} must be at most {max:.4e}, got {value}")]
+    AboveMaximum {
+        /// Name of the quantity, with its unit.
+        what: &'static str,
+        /// The largest accepted value.
+        max: f64,
+        /// The value received.
+        value: f64,
+    },
     /// A count (of GPUs, samples, layers, ...) was outside its valid range.
     #[error("{what} must be at least {min}, got {value}")]
     CountTooSmall {

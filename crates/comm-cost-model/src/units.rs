@@ -19,6 +19,8 @@
 //! assert_eq!(units::to_gbps(units::gbps(100.0)), 100.0);
 //! ```
 
+use crate::{CostModelError, check_positive};
+
 /// A duration in seconds.
 pub type Seconds = f64;
 /// An amount of data in bytes.
@@ -66,9 +68,128 @@ pub fn millis(ms: f64) -> Seconds {
     ms * 1e-3
 }
 
+/// [`gbps`] of a user-given bandwidth, checked in the user's unit: positive, finite, and small
+/// enough that the rate in bytes per second is finite. Errors name the value in Gbps, as the
+/// user wrote it, never the converted bytes per second.
+///
+/// # Errors
+///
+/// [`CostModelError::NonFinite`] or [`CostModelError::NotPositive`] for a bad value;
+/// [`CostModelError::AboveMaximum`] above `f64::MAX / 1.25e8` Gbps (about 1.4e300).
+///
+/// # Complexity
+///
+/// `O(1)` time.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::units::checked_gbps;
+/// assert_eq!(checked_gbps("bandwidth (Gbps)", 400.0), Ok(50e9));
+/// let e = checked_gbps("bandwidth (Gbps)", -3.0).unwrap_err();
+/// assert_eq!(e.to_string(), "bandwidth (Gbps) must be positive, got -3");
+/// ```
+pub fn checked_gbps(
+    what: &'static str,
+    gigabits_per_s: f64,
+) -> Result<BytesPerSecond, CostModelError> {
+    checked_scale(what, gigabits_per_s, 1e9 / 8.0)
+}
+
+/// [`gb_per_s`] of a user-given rate in GB/s, checked like [`checked_gbps`].
+///
+/// # Errors
+///
+/// As [`checked_gbps`], with the maximum `f64::MAX / 1e9` GB/s.
+///
+/// # Complexity
+///
+/// `O(1)` time.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::units::checked_gb_per_s;
+/// assert_eq!(checked_gb_per_s("NVLink (GB/s)", 450.0), Ok(450e9));
+/// assert!(checked_gb_per_s("NVLink (GB/s)", 1e308).is_err());
+/// ```
+pub fn checked_gb_per_s(
+    what: &'static str,
+    gigabytes_per_s: f64,
+) -> Result<BytesPerSecond, CostModelError> {
+    checked_scale(what, gigabytes_per_s, 1e9)
+}
+
+/// [`tflop_per_s`] of a user-given compute rate in TFLOP/s, checked like [`checked_gbps`].
+///
+/// # Errors
+///
+/// As [`checked_gbps`], with the maximum `f64::MAX / 1e12` TFLOP/s.
+///
+/// # Complexity
+///
+/// `O(1)` time.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::units::checked_tflop_per_s;
+/// assert_eq!(checked_tflop_per_s("GPU (TFLOP/s)", 312.0), Ok(312e12));
+/// assert!(checked_tflop_per_s("GPU (TFLOP/s)", 0.0).is_err());
+/// ```
+pub fn checked_tflop_per_s(
+    what: &'static str,
+    teraflop_per_s: f64,
+) -> Result<FlopPerSecond, CostModelError> {
+    checked_scale(what, teraflop_per_s, 1e12)
+}
+
+/// `value * factor` for a positive, finite `value` whose product stays finite.
+fn checked_scale(what: &'static str, value: f64, factor: f64) -> Result<f64, CostModelError> {
+    let value = check_positive(what, value)?;
+    let scaled = value * factor;
+    if scaled.is_finite() {
+        Ok(scaled)
+    } else {
+        // Checked on the product: `value <= f64::MAX / factor` can still round up to infinity.
+        let max = f64::MAX / factor;
+        Err(CostModelError::AboveMaximum { what, max, value })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checked_conversions_speak_the_users_unit() {
+        assert_eq!(checked_gbps("b (Gbps)", 8.0), Ok(1e9));
+        assert!(matches!(
+            checked_gbps("b (Gbps)", 0.0),
+            Err(CostModelError::NotPositive {
+                what: "b (Gbps)",
+                ..
+            })
+        ));
+        assert!(matches!(
+            checked_gbps("b (Gbps)", f64::NAN),
+            Err(CostModelError::NonFinite { .. })
+        ));
+        let e = checked_gbps("b (Gbps)", 1e308).unwrap_err();
+        assert!(matches!(e, CostModelError::AboveMaximum { value, .. } if value == 1e308));
+        assert!(
+            e.to_string().starts_with("b (Gbps) must be at most 1.4"),
+            "{e}"
+        );
+        // The largest accepted value converts to a finite rate.
+        let max = f64::MAX / 1.25e8;
+        assert!(checked_gbps("b", max).is_ok_and(f64::is_finite));
+        assert!(checked_tflop_per_s("t", 1e296).is_ok_and(f64::is_finite));
+        assert!(matches!(
+            checked_gb_per_s("g", f64::MAX),
+            Err(CostModelError::AboveMaximum { .. })
+        ));
+    }
 
     #[test]
     fn conversions_round_trip() {

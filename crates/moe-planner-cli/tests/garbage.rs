@@ -306,3 +306,64 @@ fn iteration_search_with_u64_max_global_batch_is_refused() {
     ];
     assert_one_line_error(&args, &Io::Plain);
 }
+
+#[test]
+fn bandwidth_errors_show_the_value_in_gbps() {
+    let traffic = data("traffic_zipf8.csv");
+    let traffic = traffic.to_str().expect("utf-8");
+    let zero = assert_one_line_error(
+        &["schedule", "--traffic", traffic, "--bandwidth-gbps", "0"],
+        &Io::Plain,
+    );
+    assert!(zero.contains("(Gbps) must be positive, got 0"), "{zero}");
+    let huge = assert_one_line_error(
+        &[
+            "schedule",
+            "--traffic",
+            traffic,
+            "--bandwidth-gbps",
+            "1e308",
+        ],
+        &Io::Plain,
+    );
+    assert!(huge.contains("(Gbps) must be at most"), "{huge}");
+    let per_gpu = temp_file("bandwidths.csv", b"100\n100\n-3\n100\n100\n100\n100\n100\n");
+    let per_gpu = assert_one_line_error(
+        &[
+            "schedule",
+            "--traffic",
+            traffic,
+            "--bandwidths",
+            per_gpu.to_str().expect("utf-8"),
+        ],
+        &Io::Plain,
+    );
+    assert!(
+        per_gpu.contains("GPU 2: bandwidth (Gbps) must be positive, got -3"),
+        "{per_gpu}"
+    );
+    let system = temp_file(
+        "system.json",
+        br#"{"hb_domain": 8, "peak_tflop_per_s": 312, "hb_gb_per_s": 300, "network_gbps": -200, "memory_gb": 80}"#,
+    );
+    let system = assert_one_line_error(
+        &[
+            "iteration",
+            "--model",
+            "gpt-1t",
+            "--system",
+            system.to_str().expect("utf-8"),
+            "--gpus",
+            "512",
+            "--tp",
+            "8",
+            "--pp",
+            "64",
+        ],
+        &Io::Plain,
+    );
+    assert!(
+        system.contains("network_gbps must be positive, got -200"),
+        "{system}"
+    );
+}

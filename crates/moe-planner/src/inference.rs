@@ -63,7 +63,7 @@ use comm_cost_model::timeline::{
     ColocatedLayer, ExclusiveLayer, ModelLayerTimes, colocated_gpu_utilization, colocated_timeline,
     exclusive_time, ffn_times_s,
 };
-use comm_cost_model::{CostModelError, check_count, check_non_negative, check_positive, units};
+use comm_cost_model::{CostModelError, check_count, check_non_negative, units};
 use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
@@ -364,11 +364,11 @@ impl Workload {
             .iter()
             .map(|g| {
                 Ok(GpuSpec {
-                    flop_per_s: units::tflop_per_s(check_positive("GPU TFLOP/s", g.tflop_per_s)?),
-                    bandwidth_bytes_per_s: units::gbps(check_positive(
+                    flop_per_s: units::checked_tflop_per_s("GPU TFLOP/s", g.tflop_per_s)?,
+                    bandwidth_bytes_per_s: units::checked_gbps(
                         "GPU bandwidth (Gbps)",
                         g.bandwidth_gbps,
-                    )?),
+                    )?,
                 })
             })
             .collect::<Result<Vec<_>, CostModelError>>()?;

@@ -117,16 +117,22 @@ pub struct SystemFile {
     pub latency_us: f64,
 }
 
-impl From<SystemFile> for SystemSpec {
-    fn from(f: SystemFile) -> Self {
-        SystemSpec {
+impl TryFrom<SystemFile> for SystemSpec {
+    type Error = PlanError;
+
+    /// Converts to SI units, checking each rate in the unit the file gives it (so an error
+    /// shows `network_gbps`, not bytes per second); the result passes [`SystemSpec::validate`].
+    fn try_from(f: SystemFile) -> Result<Self, PlanError> {
+        let system = SystemSpec {
             hb_domain: f.hb_domain,
-            peak_flop_per_s: units::tflop_per_s(f.peak_tflop_per_s),
-            hb_bytes_per_s: units::gb_per_s(f.hb_gb_per_s),
-            network_bytes_per_s: units::gbps(f.network_gbps),
-            memory_bytes: f.memory_gb * 1e9,
-            latency_s: f.latency_us * 1e-6,
-        }
+            peak_flop_per_s: units::checked_tflop_per_s("peak_tflop_per_s", f.peak_tflop_per_s)?,
+            hb_bytes_per_s: units::checked_gb_per_s("hb_gb_per_s", f.hb_gb_per_s)?,
+            network_bytes_per_s: units::checked_gbps("network_gbps", f.network_gbps)?,
+            memory_bytes: comm_cost_model::check_positive("memory_gb", f.memory_gb)? * 1e9,
+            latency_s: comm_cost_model::check_non_negative("latency_us", f.latency_us)? * 1e-6,
+        };
+        system.validate()?;
+        Ok(system)
     }
 }
 
@@ -329,7 +335,12 @@ pub fn system_by_name(name: &str) -> Result<SystemSpec, PlanError> {
 }
 
 impl ModelRef {
-    fn resolve(&self) -> Result<GptModel, PlanError> {
+    /// The model's hyperparameters: a preset looked up by name, or the custom model.
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::Rail`] (`UnknownPreset`) for a preset name that does not exist.
+    pub fn resolve(&self) -> Result<GptModel, PlanError> {
         match self {
             ModelRef::Preset(name) => model_by_name(name),
             ModelRef::Custom(model) => Ok(*model),
@@ -338,10 +349,17 @@ impl ModelRef {
 }
 
 impl SystemRef {
-    fn resolve(&self) -> Result<SystemSpec, PlanError> {
+    /// The system in SI units: a preset looked up by name, or the custom file converted and
+    /// checked in its own units.
+    ///
+    /// # Errors
+    ///
+    /// An unknown preset name (see [`system_by_name`]); for a custom file, the first value that
+    /// is not positive and finite, named by its file field (`network_gbps`).
+    pub fn resolve(&self) -> Result<SystemSpec, PlanError> {
         match self {
             SystemRef::Preset(name) => system_by_name(name),
-            SystemRef::Custom(file) => Ok((*file).into()),
+            SystemRef::Custom(file) => SystemSpec::try_from(*file),
         }
     }
 }

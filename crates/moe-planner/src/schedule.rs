@@ -54,11 +54,22 @@ impl GbpsSpec {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::InvalidBandwidth`] for a value that is not positive and finite.
+    /// [`ScheduleError::InvalidBandwidth`] for a value that is not positive and finite, or so
+    /// large that it overflows in bytes per second; the error shows the value in Gbps.
     pub fn to_bandwidth(&self) -> Result<Bandwidth, ScheduleError> {
+        // Checked in Gbps, so an error shows the value the user wrote.
+        let bytes_per_s = |gpu, g| {
+            units::checked_gbps("bandwidth (Gbps)", g)
+                .map_err(|source| ScheduleError::InvalidBandwidth { gpu, source })
+        };
         match self {
-            Self::Uniform(g) => Bandwidth::uniform(units::gbps(*g)),
-            Self::PerGpu(v) => Bandwidth::per_gpu(v.iter().map(|&g| units::gbps(g)).collect()),
+            Self::Uniform(g) => Bandwidth::uniform(bytes_per_s(0, *g)?),
+            Self::PerGpu(v) => Bandwidth::per_gpu(
+                v.iter()
+                    .enumerate()
+                    .map(|(gpu, &g)| bytes_per_s(gpu, g))
+                    .collect::<Result<_, _>>()?,
+            ),
         }
     }
 }

@@ -4,10 +4,7 @@
 
 use std::path::Path;
 
-use moe_planner::network::{
-    FabricPlan, FabricSpec, ModelRef, SearchSpec, SystemRef, model_by_name, plan_fabrics,
-    system_by_name,
-};
+use moe_planner::network::{FabricPlan, FabricSpec, ModelRef, SearchSpec, plan_fabrics};
 use moe_planner::rail_network::sweeps::{SweepPoint, hb_domain_sweep};
 use plotters::prelude::*;
 
@@ -29,14 +26,8 @@ fn hb_sizes(gpus: u64) -> Vec<u64> {
 /// Fig. 9 for the model, system, GPU count and batch of `spec`: the best iteration time at
 /// every HB-domain size.
 fn hb_domain_points(spec: &SearchSpec) -> Result<Vec<SweepPoint>, CliError> {
-    let model = match &spec.model {
-        ModelRef::Preset(name) => model_by_name(name)?,
-        ModelRef::Custom(m) => *m,
-    };
-    let system = match &spec.system {
-        SystemRef::Preset(name) => system_by_name(name)?,
-        SystemRef::Custom(f) => (*f).into(),
-    };
+    let model = spec.model.resolve()?;
+    let system = spec.system.resolve()?;
     let compute = spec.compute.unwrap_or_default();
     Ok(hb_domain_sweep(
         &model,

@@ -17,7 +17,7 @@ use colocation_matching::{
     random_slot_placement,
 };
 use comm_cost_model::timeline::{ExclusiveLayer, exclusive_time, ffn_times_s};
-use comm_cost_model::{check_count, check_non_negative, check_positive, units};
+use comm_cost_model::{check_count, check_non_negative, units};
 use rayon::prelude::*;
 
 use super::{
@@ -158,14 +158,11 @@ impl Experts {
         let mut flop_per_s = Vec::with_capacity(g);
         let mut bytes_per_s = Vec::with_capacity(g);
         for gpu in &spec.gpus {
-            flop_per_s.push(units::tflop_per_s(check_positive(
-                "GPU TFLOP/s",
-                gpu.tflop_per_s,
-            )?));
-            bytes_per_s.push(units::gbps(check_positive(
+            flop_per_s.push(units::checked_tflop_per_s("GPU TFLOP/s", gpu.tflop_per_s)?);
+            bytes_per_s.push(units::checked_gbps(
                 "GPU bandwidth (Gbps)",
                 gpu.bandwidth_gbps,
-            )?));
+            )?);
         }
         let fastest = flop_per_s.iter().copied().fold(0.0, f64::max);
         let speeds = flop_per_s.iter().map(|f| f / fastest).collect();

@@ -243,10 +243,10 @@ impl TransferCost {
             .expert_bytes
             .map(|b| check_positive("expert_bytes", b))
             .transpose()?;
-        let bytes_per_s = check_positive("bandwidth_gbps", spec.bandwidth_gbps)?;
+        let bytes_per_s = units::checked_gbps("bandwidth_gbps", spec.bandwidth_gbps)?;
         Ok(Self {
             expert_bytes,
-            bandwidth: Bandwidth::uniform(units::gbps(bytes_per_s))?,
+            bandwidth: Bandwidth::uniform(bytes_per_s)?,
         })
     }
 
