@@ -43,9 +43,10 @@
 //! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
+use colocation_matching::MAX_PLACEMENT_SLOTS;
 use colocation_matching::{LysiAlgorithm, lysi_assign_with};
-use comm_cost_model::units::{megabytes, millis, tflop_per_s};
-use comm_cost_model::{AlphaBeta, Worker};
+use comm_cost_model::units::{checked_tflop_per_s, megabytes, millis};
+use comm_cost_model::{AlphaBeta, CostModelError, MAX_MATRIX_SIDE, Worker};
 use serde::{Deserialize, Serialize};
 use topology_partition::{
     AristosObjective, Cluster, NodeKind, Partition, TopologyError, TrainingConstants, lysi_group,
@@ -281,7 +282,10 @@ impl ClusterSpec {
                 let nodes = workers.iter().map(|w| w.node).collect();
                 let workers = workers
                     .iter()
-                    .map(|w| Worker::new(tflop_per_s(w.tflop_per_s), w.expert_slots))
+                    .map(|w| {
+                        let flop_per_s = checked_tflop_per_s("worker TFLOP/s", w.tflop_per_s)?;
+                        Worker::new(flop_per_s, w.expert_slots)
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 let alpha = scaled(alpha_ms, millis(1.0));
                 let beta = scaled(beta_ms_per_mb, millis(1.0) / megabytes(1.0));
@@ -290,9 +294,19 @@ impl ClusterSpec {
             ClusterSpec::Nodes { nodes } => {
                 let mut kinds = Vec::new();
                 for n in nodes {
+                    // One entry per node: bound their number before repeating any.
+                    let total = kinds.len().saturating_add(n.count);
+                    if total > MAX_MATRIX_SIDE {
+                        return Err(CostModelError::TooLarge {
+                            what: "nodes of the cluster",
+                            limit: MAX_MATRIX_SIDE as u64,
+                            value: total as u64,
+                        }
+                        .into());
+                    }
                     let kind = NodeKind {
                         gpus: n.gpus,
-                        flop_per_s: tflop_per_s(n.tflop_per_s),
+                        flop_per_s: checked_tflop_per_s("node TFLOP/s", n.tflop_per_s)?,
                         expert_slots: n.expert_slots,
                         intra: link(&n.intra)?,
                         network: link(&n.inter)?,
@@ -311,16 +325,28 @@ impl ClusterSpec {
 
 impl GroupSpec {
     /// The Aristos objective of the spec, in SI units.
-    #[must_use]
-    pub fn objective(&self) -> AristosObjective {
-        AristosObjective {
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::TooLarge`] for more experts than
+    /// [`MAX_PLACEMENT_SLOTS`] (each expert takes a slot; checked before the per-expert list is
+    /// allocated).
+    pub fn objective(&self) -> Result<AristosObjective, PlanError> {
+        if self.experts.count > MAX_PLACEMENT_SLOTS {
+            return Err(PlanError::TooLarge {
+                what: "experts",
+                limit: MAX_PLACEMENT_SLOTS,
+                value: self.experts.count,
+            });
+        }
+        Ok(AristosObjective {
             training: self.training,
             expert_flop: vec![self.experts.flop_per_expert; self.experts.count],
             messages_per_edge: self.messages_per_edge,
             all_to_all_bytes: megabytes(self.all_to_all_mb),
             all_reduce_bytes: megabytes(self.all_reduce_mb),
             inference: self.inference,
-        }
+        })
     }
 }
 
@@ -343,7 +369,7 @@ impl GroupSpec {
 /// See the [module documentation](self).
 pub fn plan_groups(spec: &GroupSpec) -> Result<GroupPlan, PlanError> {
     let cluster = spec.cluster.build()?;
-    let objective = spec.objective();
+    let objective = spec.objective()?;
     let partition = lysi_group(&cluster, &objective)?;
     let best = partition.max_objective_s();
     let mut baselines = Vec::new();

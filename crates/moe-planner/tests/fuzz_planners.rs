@@ -11,6 +11,7 @@
 //!
 //! Each failing spec the fuzzing found is kept as a regression test at the end of the file.
 
+use moe_fuzz::{JsonMutation, json_mutation, mutate_json};
 use moe_planner::colocation::plan_colocation;
 use moe_planner::fitting::plan_fit;
 use moe_planner::grouping::plan_groups;
@@ -61,31 +62,6 @@ const OPTION_KEYS: &[&str] = &[
     "unconstrained_max_gpu_load",
 ];
 
-/// Values JSON can carry that sit at the edges of `f64`, `u64` and `i64`.
-fn json_extremes() -> Vec<Value> {
-    vec![
-        json!(0),
-        json!(-0.0),
-        json!(1),
-        json!(2),
-        json!(-1),
-        json!(0.5),
-        json!(5e-324),
-        json!(2.2250738585072014e-308),
-        json!(1e-300),
-        json!(1e308),
-        json!(f64::MAX),
-        json!(-f64::MAX),
-        json!(9_007_199_254_740_993_u64),
-        json!(1_u64 << 32),
-        json!(1_000_000_000_000_000_000_u64),
-        json!(u64::MAX),
-        json!(u64::MAX - 1),
-        json!(i64::MIN),
-        json!(100_000),
-    ]
-}
-
 /// Values only Rust can put in a spec: poked into its `f64` fields after deserializing.
 const FLOAT_EXTREMES: &[f64] = &[
     f64::NAN,
@@ -103,87 +79,18 @@ const FLOAT_EXTREMES: &[f64] = &[
 /// One change to a spec.
 #[derive(Debug, Clone)]
 enum Mutation {
-    /// Sets the `at`-th number of the document (mod their count) to `json_extremes()[value]`.
-    Number { at: usize, value: usize },
-    /// Truncates the `at`-th array to `len` or grows it by copies of its last element.
-    Resize { at: usize, len: usize },
-    /// Drops the last element of the `at`-th array inside an array (a ragged matrix).
-    Ragged { at: usize },
+    /// A change to the JSON document, before deserializing.
+    Json(JsonMutation),
     /// Sets the `at`-th `f64` the planner's poke function knows to `FLOAT_EXTREMES[value]`.
     Float { at: usize, value: usize },
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
-    let n = json_extremes().len();
     prop_oneof![
-        4 => (any::<usize>(), 0..n).prop_map(|(at, value)| Mutation::Number { at, value }),
-        2 => (any::<usize>(), 0_usize..24).prop_map(|(at, len)| Mutation::Resize { at, len }),
-        1 => any::<usize>().prop_map(|at| Mutation::Ragged { at }),
+        7 => json_mutation().prop_map(Mutation::Json),
         2 => (any::<usize>(), 0..FLOAT_EXTREMES.len())
             .prop_map(|(at, value)| Mutation::Float { at, value }),
     ]
-}
-
-/// JSON pointers of every number and every array in `v`, in document order.
-fn leaves(v: &Value, at: &str, numbers: &mut Vec<String>, arrays: &mut Vec<String>) {
-    match v {
-        Value::Number(_) => numbers.push(at.to_string()),
-        Value::Array(items) => {
-            arrays.push(at.to_string());
-            for (i, item) in items.iter().enumerate() {
-                leaves(item, &format!("{at}/{i}"), numbers, arrays);
-            }
-        }
-        Value::Object(map) => {
-            for (k, item) in map {
-                let key = k.replace('~', "~0").replace('/', "~1");
-                leaves(item, &format!("{at}/{key}"), numbers, arrays);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Applies the JSON-level mutations to a copy of `seed`; also returns what it changed, as
-/// `pointer = value` lines a failure message can show.
-fn mutate_json(seed: &Value, mutations: &[Mutation]) -> (Value, Vec<String>) {
-    let mut v = seed.clone();
-    let mut log = Vec::new();
-    let extremes = json_extremes();
-    for m in mutations {
-        let (mut numbers, mut arrays) = (Vec::new(), Vec::new());
-        leaves(&v, "", &mut numbers, &mut arrays);
-        match *m {
-            Mutation::Number { at, value } if !numbers.is_empty() => {
-                let at = &numbers[at % numbers.len()];
-                if let Some(slot) = v.pointer_mut(at) {
-                    *slot = extremes[value].clone();
-                    log.push(format!("{at} = {}", extremes[value]));
-                }
-            }
-            Mutation::Resize { at, len } if !arrays.is_empty() => {
-                let at = &arrays[at % arrays.len()];
-                log.push(format!("{at}: length {len}"));
-                if let Some(Value::Array(items)) = v.pointer_mut(at) {
-                    match items.last().cloned() {
-                        Some(last) if len > items.len() => items.resize(len, last),
-                        _ => items.truncate(len),
-                    }
-                }
-            }
-            Mutation::Ragged { at } if !arrays.is_empty() => {
-                let at = &arrays[at % arrays.len()];
-                log.push(format!("{at}: last row one shorter"));
-                if let Some(Value::Array(items)) = v.pointer_mut(at)
-                    && let Some(Value::Array(inner)) = items.last_mut()
-                {
-                    inner.pop();
-                }
-            }
-            _ => {}
-        }
-    }
-    (v, log)
 }
 
 /// The `f64` fields of a spec that [`Mutation::Float`] may poke.
@@ -223,7 +130,14 @@ where
     P: Serialize + Send + 'static,
     E: Send + 'static,
 {
-    let (value, mut log) = mutate_json(seed, mutations);
+    let json: Vec<JsonMutation> = mutations
+        .iter()
+        .filter_map(|m| match m {
+            Mutation::Json(j) => Some(*j),
+            Mutation::Float { .. } => None,
+        })
+        .collect();
+    let (value, mut log) = mutate_json(seed, &json);
     let Ok(mut spec) = serde_json::from_value::<S>(value) else {
         return Ok(());
     };
@@ -490,4 +404,32 @@ fn fit_with_zero_slope_is_refused() {
         {"bytes": 1024, "seconds": 1.2e-5}
     ]});
     regression(spec, plan_fit);
+}
+
+#[test]
+fn grouping_2_pow_32_experts_is_refused() {
+    // Found by the fuzzing: the per-expert FLOP list was allocated (32 GiB) before any check.
+    let mut spec = group_seed();
+    spec["experts"]["count"] = json!(1_u64 << 32);
+    regression(spec, plan_groups);
+}
+
+#[test]
+fn grouping_10_pow_18_nodes_of_a_kind_is_refused() {
+    // A node list repeated `count` times: bounded before the repetition.
+    let mut spec = group_seed();
+    spec["cluster"] = json!({"kind": "nodes", "nodes": [{
+        "count": 1_000_000_000_000_000_000_u64, "gpus": 4, "tflop_per_s": 312.0, "expert_slots": 4,
+        "intra": {"alpha_ms": 0.01, "beta_ms_per_mb": 0.004},
+        "inter": {"alpha_ms": 0.02, "beta_ms_per_mb": 0.04}
+    }]});
+    regression(spec.clone(), plan_groups);
+    let spec: moe_planner::grouping::GroupSpec =
+        serde_json::from_value(spec).expect("the spec deserializes");
+    assert!(matches!(
+        spec.cluster.build(),
+        Err(moe_planner::topology_partition::TopologyError::Value(
+            moe_planner::comm_cost_model::CostModelError::TooLarge { .. }
+        ))
+    ));
 }
