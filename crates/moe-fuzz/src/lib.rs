@@ -66,23 +66,15 @@ where
     };
     let rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
     let mut runner = TestRunner::new_with_rng(config, rng);
+    // proptest appends the failing input to the message.
     let result = runner.run(&strategy, |value| {
-        let shown = format!("{value:?}");
         let test = test.clone();
         within(move || test(value))
             .and_then(|r| r)
-            .map_err(|e| TestCaseError::fail(format!("{e} on input {}", clip(&shown))))
+            .map_err(TestCaseError::fail)
     });
     match result {
         Ok(()) => eprintln!("fuzz {name}: {} cases, no failure", cases()),
         Err(e) => panic!("fuzz {name}: {e}"),
-    }
-}
-
-/// The first 2,000 characters of `s` (inputs can be huge).
-fn clip(s: &str) -> &str {
-    match s.char_indices().nth(2000) {
-        Some((i, _)) => &s[..i],
-        None => s,
     }
 }

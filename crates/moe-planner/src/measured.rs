@@ -86,6 +86,23 @@ impl<'a> Table<'a> {
             message: format!("column {}: `{token}` is not valid here", at + 1),
         })
     }
+
+    /// A measured size or time: a finite, non-negative number (Rust's float parser also
+    /// accepts `inf` and `nan`, which no measurement is).
+    fn quantity(row: &(usize, Vec<&str>), at: usize) -> Result<f64, PlanError> {
+        let x: f64 = Self::cell(row, at)?;
+        if x.is_finite() && x >= 0.0 {
+            Ok(x)
+        } else {
+            Err(PlanError::Format {
+                line: row.0,
+                message: format!(
+                    "column {}: `{x}` is not a finite non-negative number",
+                    at + 1
+                ),
+            })
+        }
+    }
 }
 
 /// Reads `collective,gpus,bytes,seconds` rows (extra columns such as `gpu` are ignored;
@@ -118,8 +135,8 @@ pub fn parse_collective_csv(text: &str) -> Result<Vec<Measurement>, PlanError> {
             Ok(Measurement {
                 collective,
                 gpus: Table::cell(row, g)?,
-                bytes: Table::cell(row, b)?,
-                seconds: Table::cell(row, s)?,
+                bytes: Table::quantity(row, b)?,
+                seconds: Table::quantity(row, s)?,
             })
         })
         .collect()
@@ -197,8 +214,8 @@ pub fn parse_deepep_csv(text: &str) -> Result<Vec<DeepEpMeasurement>, PlanError>
                     experts: Table::cell(row, experts)?,
                     bytes_per_element: DISPATCH_BYTES_PER_ELEMENT,
                 },
-                dispatch_s: Table::cell(row, dispatch)?,
-                combine_s: Table::cell(row, combine)?,
+                dispatch_s: Table::quantity(row, dispatch)?,
+                combine_s: Table::quantity(row, combine)?,
             })
         })
         .collect()

@@ -62,7 +62,8 @@ pub struct TrainingPlan {
 ///
 /// # Errors
 ///
-/// [`PlanError::Cost`] for an invalid layer (zero counts, `N_EP N_ESP != P`, ...).
+/// [`PlanError::Cost`] for an invalid layer (zero counts, `N_EP N_ESP != P`, ...), or
+/// `NonFinite` when a time or the speedup overflows `f64` (costs near `1e308`).
 ///
 /// # Complexity
 ///
@@ -74,8 +75,9 @@ pub fn plan_training(spec: &TrainingSpec) -> Result<TrainingPlan, PlanError> {
         baseline_s: t.baseline.total_s,
         s1_s: t.s1.total_s,
         s2_s: t.s2.total_s,
+        // A ratio of two finite times can still overflow (1e308 s over 0.5 s).
         speedup: if t.parm_s > 0.0 {
-            t.baseline.total_s / t.parm_s
+            comm_cost_model::check_finite_result("speedup", t.baseline.total_s / t.parm_s)?
         } else {
             1.0
         },

@@ -176,7 +176,14 @@ where
         check(seed, &mutations, poke, plan).map_err(TestCaseError::fail)
     });
     match result {
-        Ok(()) => eprintln!("fuzz plan: {} cases, no failure", moe_fuzz::cases()),
+        Ok(()) => eprintln!(
+            "fuzz {}: {} cases, no failure",
+            std::any::type_name::<S>()
+                .rsplit("::")
+                .next()
+                .unwrap_or("plan"),
+            moe_fuzz::cases()
+        ),
         Err(e) => panic!("{e}"),
     }
 }
@@ -432,4 +439,14 @@ fn grouping_10_pow_18_nodes_of_a_kind_is_refused() {
             moe_planner::comm_cost_model::CostModelError::TooLarge { .. }
         ))
     ));
+}
+
+#[test]
+fn training_with_a_1e308_latency_is_refused_or_finite() {
+    // Found by the fuzzing: the speedup, a ratio of two finite times, overflowed.
+    let mut spec: Value =
+        serde_json::from_str(include_str!("../../../examples/data/parm_layer.json"))
+            .expect("example spec");
+    spec["costs"]["ag_esp"]["alpha_s"] = json!(1e308);
+    regression(spec, plan_training);
 }

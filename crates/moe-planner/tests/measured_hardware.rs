@@ -2,6 +2,7 @@
 //! NVIDIA's aiconfigurator-core 0.12.0, Apache-2.0): fits, held-out errors, DeepEP. The numbers
 //! asserted here are the ones docs/reproduction.md reports (rounded up).
 
+use moe_planner::PlanError;
 use moe_planner::comm_cost_model::gpu_scaling::Collective;
 use moe_planner::comm_cost_model::piecewise::Regime;
 use moe_planner::fitting::{CollectiveFitSpec, plan_collective_fits};
@@ -142,4 +143,21 @@ fn inference_takes_the_fitted_alltoall_bandwidth() {
         fitted.inference_time_s,
         by_hand.inference_time_s
     );
+}
+
+#[test]
+fn tables_refuse_infinite_nan_and_negative_measurements() {
+    // Found by fuzzing: Rust's float parser reads `infinity` and `nan`, which were accepted.
+    let row = "normal,8,2048,256,8,128,4.1e-05,";
+    for bad in ["infinity", "nan", "-1e-5", "1e309"] {
+        let text =
+            format!("mode,ranks,hidden,tokens,top_k,experts,dispatch_s,combine_s\n{row}{bad}\n");
+        let e = parse_deepep_csv(&text).unwrap_err();
+        assert!(matches!(e, PlanError::Format { line: 2, .. }), "{bad}: {e}");
+    }
+    let text = "collective,gpus,bytes,seconds\nall_gather,8,inf,1e-5\n";
+    assert!(matches!(
+        parse_collective_csv(text),
+        Err(PlanError::Format { line: 2, .. })
+    ));
 }

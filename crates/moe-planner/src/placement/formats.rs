@@ -48,7 +48,9 @@ impl LogicalCount {
     ///
     /// # Errors
     ///
-    /// [`PlanError::SizeMismatch`] when the windows do not all have the same shape.
+    /// [`PlanError::SizeMismatch`] when the windows do not all have the same shape;
+    /// [`PlanError::Cost`] (`CountTooSmall`) for no window, (`NonFinite`) for a sum that is
+    /// NaN or overflows (counts near `f64::MAX`).
     pub fn summed(&self) -> Result<Vec<Vec<f64>>, PlanError> {
         let windows = self.windows();
         let Some(first) = windows.first() else {
@@ -66,6 +68,9 @@ impl LogicalCount {
                     *a += b;
                 }
             }
+        }
+        for &x in sum.iter().flatten() {
+            comm_cost_model::check_finite_result("summed logical_count", x)?;
         }
         Ok(sum)
     }
@@ -109,25 +114,50 @@ pub struct CurrentPlacementFile {
 }
 
 /// EPLB's `logical_to_physical_map` for one layer: each expert's slots (the library's
-/// [`colocation_matching::Placement::logical_to_physical`]) padded with -1 to `width` entries.
+/// [`colocation_matching::Placement::logical_to_physical`]) padded with -1 to `width` entries
+/// (an expert with more slots than `width` keeps them all).
+///
+/// # Errors
+///
+/// [`PlanError::TooLarge`] when `width` or a slot id exceeds
+/// [`colocation_matching::MAX_PLACEMENT_SLOTS`] (checked before any row is allocated).
+///
+/// # Complexity
+///
+/// `O(experts * max(width, replicas))` time and space.
 ///
 /// # Examples
 ///
 /// ```
 /// use moe_planner::placement::formats::pad_logical_to_physical;
-/// assert_eq!(pad_logical_to_physical(vec![vec![1], vec![0, 2]], 2), vec![vec![1, -1], vec![0, 2]]);
+/// let map = pad_logical_to_physical(vec![vec![1], vec![0, 2]], 2)?;
+/// assert_eq!(map, vec![vec![1, -1], vec![0, 2]]);
+/// # Ok::<(), moe_planner::PlanError>(())
 /// ```
-#[must_use]
-pub fn pad_logical_to_physical(slots_of_expert: Vec<Vec<usize>>, width: usize) -> Vec<Vec<i64>> {
-    slots_of_expert
+pub fn pad_logical_to_physical(
+    slots_of_expert: Vec<Vec<usize>>,
+    width: usize,
+) -> Result<Vec<Vec<i64>>, PlanError> {
+    let limit = colocation_matching::MAX_PLACEMENT_SLOTS;
+    let largest = slots_of_expert.iter().flatten().copied().max().unwrap_or(0);
+    for (what, value) in [
+        ("logical_to_physical_map width", width),
+        ("slot id", largest),
+    ] {
+        if value > limit {
+            return Err(PlanError::TooLarge { what, limit, value });
+        }
+    }
+    Ok(slots_of_expert
         .into_iter()
         .map(|slots| {
             let len = slots.len();
             slots
                 .into_iter()
+                // Below MAX_PLACEMENT_SLOTS (2^24), so the conversion is exact.
                 .map(|s| i64::try_from(s).unwrap_or(i64::MAX))
                 .chain(std::iter::repeat_n(-1, width.saturating_sub(len)))
                 .collect()
         })
-        .collect()
+        .collect())
 }

@@ -309,7 +309,7 @@ fn plan_layer(
     } else {
         place(loads, cluster, algorithm)?
     };
-    let mut plan = layer_plan(&ours, &theirs);
+    let mut plan = layer_plan(&ours, &theirs)?;
     plan.moves_at_baseline_load = tradeoff
         .iter()
         .find(|&&(_, load)| load <= theirs.max_gpu_load)
@@ -416,10 +416,10 @@ fn validated_loads(rows: &[Vec<f64>]) -> Result<Vec<LayerLoads>, PlanError> {
     Ok(layers)
 }
 
-fn layer_plan(ours: &Placement, theirs: &Placement) -> LayerPlacement {
+fn layer_plan(ours: &Placement, theirs: &Placement) -> Result<LayerPlacement, PlanError> {
     let width = ours.replica_count.iter().copied().max().unwrap_or(1);
-    LayerPlacement {
-        logical_to_physical_map: pad_logical_to_physical(ours.logical_to_physical(), width),
+    Ok(LayerPlacement {
+        logical_to_physical_map: pad_logical_to_physical(ours.logical_to_physical(), width)?,
         physical_to_logical_map: ours.physical_to_logical.clone(),
         replica_count: ours.replica_count.clone(),
         gpu_loads: ours.gpu_loads.clone(),
@@ -439,7 +439,7 @@ fn layer_plan(ours: &Placement, theirs: &Placement) -> LayerPlacement {
         transfers: Vec::new(),
         transfer_schedule: None,
         windows: Vec::new(),
-    }
+    })
 }
 
 fn totals(layers: &[LayerPlacement], expert_bytes: Option<f64>) -> PlacementTotals {
