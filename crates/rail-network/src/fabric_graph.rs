@@ -57,14 +57,14 @@ pub enum LinkKind {
 }
 
 /// A fabric as an undirected petgraph graph.
+///
+/// The fields are private (read them with [`FabricGraph::kind`], [`FabricGraph::params`] and
+/// [`FabricGraph::graph`]): the GPU node list must match the parameters and the wiring.
 #[derive(Debug, Clone)]
 pub struct FabricGraph {
-    /// Which fabric.
-    pub kind: FabricKind,
-    /// The cluster.
-    pub params: FabricParams,
-    /// The wiring.
-    pub graph: UnGraph<FabricNode, LinkKind>,
+    kind: FabricKind,
+    params: FabricParams,
+    graph: UnGraph<FabricNode, LinkKind>,
     gpus: Vec<NodeIndex>,
 }
 
@@ -135,6 +135,24 @@ impl FabricGraph {
             }
         }
         Ok(fabric)
+    }
+
+    /// Which fabric.
+    #[must_use]
+    pub fn kind(&self) -> FabricKind {
+        self.kind
+    }
+
+    /// The cluster.
+    #[must_use]
+    pub fn params(&self) -> &FabricParams {
+        &self.params
+    }
+
+    /// The wiring.
+    #[must_use]
+    pub fn graph(&self) -> &UnGraph<FabricNode, LinkKind> {
+        &self.graph
     }
 
     /// Adds one folded Clos over `eps`.
@@ -337,7 +355,7 @@ mod tests {
         assert_eq!(g.transceivers(), f.transceivers, "{kind:?} {p:?}");
         assert_eq!(g.network_switches(), f.dedicated_switches, "{kind:?} {p:?}");
         assert!(g.max_switch_degree() <= p.radix, "{kind:?} {p:?}");
-        assert_eq!(connected_components(&g.graph), 1, "{kind:?} {p:?}");
+        assert_eq!(connected_components(g.graph()), 1, "{kind:?} {p:?}");
     }
 
     #[test]

@@ -65,7 +65,7 @@ fn memory_of_a_huge_vocabulary_is_finite_and_not_wrapped() {
         vocab: 1 << 32,
     };
     let par = Parallelization::with_default_mapping(1, 1, 1, 1, 1, 1, 8).unwrap();
-    let mem = memory_per_gpu(&model, &par, Recompute::Selective, 2.0);
+    let mem = memory_per_gpu(&model, &par, Recompute::Selective, 2.0).unwrap();
     // The embedding alone is 2^64 parameters of 2 bytes.
     assert!(mem.weights_and_optimizer_bytes >= 2.0 * 2f64.powi(64));
     assert!(mem.total_bytes.is_finite());
