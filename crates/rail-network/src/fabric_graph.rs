@@ -182,15 +182,18 @@ impl FabricGraph {
         let mut stride = 1u64;
         for tier in 2..=tiers {
             let upper = self.add_tier(rail, tier, count(tier));
+            // Down ports of each upper switch: half of them below the top, all at the top.
+            let ports = if tier == tiers { k } else { half };
+            let mut used = vec![0u64; upper.len()];
             for (s, &sw) in level.iter().enumerate() {
                 let s = s as u64;
                 let ups = self.down_degree(sw);
                 let digit = (s / stride) % half;
                 for j in 0..ups {
                     let label = s - digit * stride + (j % half) * stride;
-                    let target = label % upper.len() as u64;
-                    self.graph
-                        .add_edge(sw, upper[index(target)], LinkKind::Network);
+                    let target = free_port(&used, index(label % upper.len() as u64), ports);
+                    used[target] += 1;
+                    self.graph.add_edge(sw, upper[target], LinkKind::Network);
                 }
             }
             below.push(std::mem::replace(&mut level, upper));
@@ -329,6 +332,18 @@ impl FabricGraph {
             .map(|(_, nodes)| nodes.into_iter().map(|n| g[n]).collect())
             .unwrap_or_default()
     }
+}
+
+/// The butterfly's choice `preferred` if it has a free down port, else the next switch that
+/// has one. A tier that is not full (an endpoint count that is not a power of `k/2`) folds
+/// several labels onto one switch, which overran its radix before (issue 13). Every tier has
+/// ports for all `n` links (`ceil(n / (k/2))` switches of `k/2` down ports, or `ceil(n / k)` of
+/// `k` at the top), so one is always found.
+fn free_port(used: &[u64], preferred: usize, ports: u64) -> usize {
+    (0..used.len())
+        .map(|i| (preferred + i) % used.len())
+        .find(|&i| used[i] < ports)
+        .unwrap_or(preferred)
 }
 
 /// A position in the graph's node lists. Every such count is below the graph's node count,
