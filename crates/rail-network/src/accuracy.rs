@@ -445,7 +445,11 @@ pub fn accuracy_table(
             r.validate()?;
             let predicted_s = predict(r, system, compute)?;
             let error_vs_paper = match r.paper_computed_s {
-                Some(p) => Some(relative_error("error against the paper (fraction)", predicted_s, p)?),
+                Some(p) => Some(relative_error(
+                    "error against the paper (fraction)",
+                    predicted_s,
+                    p,
+                )?),
                 None => None,
             };
             Ok(AccuracyRow {
@@ -500,7 +504,10 @@ pub fn mean_absolute_error(rows: &[AccuracyRow]) -> Result<f64, RailNetworkError
     let n = rows.len() as f64;
     let mut sum = 0.0;
     for r in rows {
-        check_finite_result("error against the measurement (fraction)", r.error_vs_measured)?;
+        check_finite_result(
+            "error against the measurement (fraction)",
+            r.error_vs_measured,
+        )?;
         sum += r.error_vs_measured.abs() / n;
     }
     Ok(check_finite_result("mean absolute error (fraction)", sum)?)

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RailNetworkError;
 use crate::model::{GptModel, Recompute, flop_split};
-use comm_cost_model::{check_count_u64, check_finite_result, check_positive};
 use comm_cost_model::units::{Flop, FlopPerSecond};
+use comm_cost_model::{check_count_u64, check_finite_result, check_positive};
 
 /// Which FLOPs the attention slowdown `γ` of Appendix B applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]

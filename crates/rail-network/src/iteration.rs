@@ -100,8 +100,10 @@ impl IterationModel {
         let (gemm, attention) = compute.weighted_flops_per_sequence(&model)?;
         let rate = compute.effective_flop_per_s(system.peak_flop_per_s, model.hidden)?;
         // Huge models on a subnormal GPU speed overflow; every finite time is positive.
-        let seconds_per_sequence =
-            check_positive("compute time of one sequence (s)", (gemm + attention) / rate)?;
+        let seconds_per_sequence = check_positive(
+            "compute time of one sequence (s)",
+            (gemm + attention) / rate,
+        )?;
         Ok(Self {
             model,
             system,

@@ -75,7 +75,10 @@ pub fn layer_activation_bytes(
         Recompute::Full => 2.0 * sbh,
     };
     // Counts below 2^64 keep this below 2^200; checked all the same.
-    Ok(check_finite_result("activation bytes of a layer", per / t as f64)?)
+    Ok(check_finite_result(
+        "activation bytes of a layer",
+        per / t as f64,
+    )?)
 }
 
 /// Memory of the first pipeline stage's GPUs (the fullest) for `par` (Appendix C, Eq. 19).

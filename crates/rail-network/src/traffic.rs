@@ -375,7 +375,8 @@ impl JobTraffic {
 ///
 /// # Complexity
 ///
-/// `O(N · (1 + ep))` time and space: the output is sparse.
+/// `O(N · (1 + ep))` time and space: the output is sparse, and the mapping's limits
+/// ([`crate::mapping::MAX_MAPPED_GPUS`], [`crate::mapping::MAX_EXPERT_PAIRS`]) bound it.
 ///
 /// # Examples
 ///

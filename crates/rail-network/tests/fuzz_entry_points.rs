@@ -14,8 +14,8 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Mutex, OnceLock};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use comm_cost_model::gcd;
 use moe_fuzz::{check_finite, check_finite_json, f64_value, fuzz, u64_value, vec_of};
@@ -121,7 +121,7 @@ fn non_negative_finite(what: &str, x: f64) -> Check {
 }
 
 /// Serializing and parsing again gives the same value (the parse runs the type's validation).
-/// serde_json's default float parser may land one ulp off, so numbers compare to 1e-15.
+/// `serde_json`'s default float parser may land one ulp off, so numbers compare to 1e-15.
 fn round_trip<T: Serialize + DeserializeOwned + std::fmt::Debug>(x: &T) -> Check {
     let json = serde_json::to_string(x).map_err(|e| format!("serialize: {e}"))?;
     let back: T =
@@ -139,7 +139,10 @@ fn json_close(a: &Value, b: &Value) -> bool {
         (Value::Number(x), Value::Number(y)) => match (x.as_u64(), y.as_u64()) {
             (Some(x), Some(y)) => x == y,
             _ => {
-                let (x, y) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
+                let (x, y) = (
+                    x.as_f64().unwrap_or(f64::NAN),
+                    y.as_f64().unwrap_or(f64::NAN),
+                );
                 x == y || (x - y).abs() <= 1e-15 * x.abs().max(y.abs())
             }
         },
@@ -148,7 +151,8 @@ fn json_close(a: &Value, b: &Value) -> bool {
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
-                && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_close(v, w)))
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_close(v, w)))
         }
         _ => a == b,
     }
@@ -241,8 +245,15 @@ fn recompute(i: u64) -> Recompute {
 
 /// A small valid GPT model (heads divide hidden), then the edits.
 fn model() -> impl Strategy<Value = GptModel> {
-    (0_u32..4, 0_u32..5, 1_u64..=12, 2_u32..7, 1_u64..2000, pokes()).prop_map(
-        |(a, h, layers, s, vocab, edits)| {
+    (
+        0_u32..4,
+        0_u32..5,
+        1_u64..=12,
+        2_u32..7,
+        1_u64..2000,
+        pokes(),
+    )
+        .prop_map(|(a, h, layers, s, vocab, edits)| {
             let heads = 1 << a;
             let mut m = GptModel {
                 heads,
@@ -253,8 +264,7 @@ fn model() -> impl Strategy<Value = GptModel> {
             };
             edits.into_iter().for_each(|k| poke_model(&mut m, k));
             m
-        },
-    )
+        })
 }
 
 /// A preset system with HB domains of 1, 2, 4, 8 or 256 GPUs, then the edits.
@@ -387,7 +397,10 @@ fn fuzz_models_and_flops() {
                 "seq_len": model.seq_len, "vocab": model.vocab,
             }));
             if parsed.is_ok() != valid {
-                return fail(format!("serde accepts {model:?}: {}, validate: {valid}", parsed.is_ok()));
+                return fail(format!(
+                    "serde accepts {model:?}: {}, validate: {valid}",
+                    parsed.is_ok()
+                ));
             }
             let recompute = recompute(r);
             if let Ok(f) = model_flops(&model, batch) {
@@ -428,7 +441,14 @@ fn fuzz_models_and_flops() {
 
 #[test]
 fn fuzz_compute_and_systems() {
-    let strategy = (compute(), system(), model(), f64_value(), u64_value(), "\\PC{0,10}");
+    let strategy = (
+        compute(),
+        system(),
+        model(),
+        f64_value(),
+        u64_value(),
+        "\\PC{0,10}",
+    );
     run(
         "rail_network::compute+system",
         strategy,
@@ -517,7 +537,14 @@ fn check_eq_11_to_18(par: &Parallelization, model: &GptModel, gpus: u64, k: u64)
 #[test]
 fn fuzz_parallelizations() {
     let degrees = (u64_value(), u64_value(), u64_value(), u64_value());
-    let strategy = (model(), par_choice(), degrees, u64_value(), u64_value(), pokes());
+    let strategy = (
+        model(),
+        par_choice(),
+        degrees,
+        u64_value(),
+        u64_value(),
+        pokes(),
+    );
     run(
         "rail_network::parallel",
         strategy,
@@ -572,7 +599,14 @@ fn fuzz_parallelizations() {
 
 #[test]
 fn fuzz_memory() {
-    let strategy = (model(), par_choice(), f64_value(), u64_value(), u64_value(), 0_u64..3);
+    let strategy = (
+        model(),
+        par_choice(),
+        f64_value(),
+        u64_value(),
+        u64_value(),
+        0_u64..3,
+    );
     run(
         "rail_network::memory",
         strategy,
@@ -653,7 +687,9 @@ fn fuzz_iteration_time() {
             let evaluated = im.evaluate(&par);
             tally("rail_network::iteration", &evaluated);
             if evaluated != direct {
-                return fail(format!("evaluate {evaluated:?} != iteration_time {direct:?}"));
+                return fail(format!(
+                    "evaluate {evaluated:?} != iteration_time {direct:?}"
+                ));
             }
             if let Ok(t) = &evaluated {
                 check_terms(t)?;
@@ -707,7 +743,10 @@ fn check_search(
         }
         check_terms(&c.terms)?;
         if !c.fits_in_memory(im.system()) {
-            return fail(format!("ranked configuration needs {} bytes", c.memory.total_bytes));
+            return fail(format!(
+                "ranked configuration needs {} bytes",
+                c.memory.total_bytes
+            ));
         }
         let again = RankedConfig::evaluate(im, gpus, c.parallelization)
             .map_err(|e| format!("ranked configuration does not evaluate: {e}"))?;
@@ -847,12 +886,16 @@ fn fuzz_sweeps() {
 /// A traffic matrix is square (both GPUs below `N`, never equal), sorted without repeats, with
 /// finite non-negative bytes; `validate` agrees; the summary adds up.
 fn check_traffic(t: &JobTraffic) -> Check {
-    t.validate().map_err(|e| format!("job_traffic output invalid: {e}"))?;
+    t.validate()
+        .map_err(|e| format!("job_traffic output invalid: {e}"))?;
     finite_json(t)?;
     let mut previous = None;
     for e in &t.entries {
         if e.src >= t.gpus || e.dst >= t.gpus || e.src == e.dst {
-            return fail(format!("entry {} -> {} outside the {} x {} matrix", e.src, e.dst, t.gpus, t.gpus));
+            return fail(format!(
+                "entry {} -> {} outside the {} x {} matrix",
+                e.src, e.dst, t.gpus, t.gpus
+            ));
         }
         if previous >= Some((e.src, e.dst)) {
             return fail("entries not sorted");
@@ -961,7 +1004,13 @@ fn check_mapping(map: &RankMapping, probes: &[u64]) -> Check {
 
 #[test]
 fn fuzz_mapping_and_traffic() {
-    let strategy = (model(), par_choice(), pokes(), 1_u64..=4, vec_of(u64_value(), 4));
+    let strategy = (
+        model(),
+        par_choice(),
+        pokes(),
+        1_u64..=4,
+        vec_of(u64_value(), 4),
+    );
     run(
         "rail_network::mapping+traffic",
         strategy,
@@ -973,8 +1022,12 @@ fn fuzz_mapping_and_traffic() {
                 return Ok(());
             };
             check_eq_11_to_18(&par, &model, gpus, k)?;
-            if (map.gpus(), map.hb_domain(), map.model(), map.parallelization())
-                != (gpus, k, &model, &par)
+            if (
+                map.gpus(),
+                map.hb_domain(),
+                map.model(),
+                map.parallelization(),
+            ) != (gpus, k, &model, &par)
             {
                 return fail("mapping accessors");
             }
@@ -1055,7 +1108,9 @@ fn fuzz_traffic_matrices() {
                 if let Ok(total) = e.total_bytes() {
                     check_finite("pair total", total)?;
                 }
-                let _ = serde_json::from_value::<PairTraffic>(serde_json::to_value(e).unwrap_or_default());
+                let _ = serde_json::from_value::<PairTraffic>(
+                    serde_json::to_value(e).unwrap_or_default(),
+                );
             }
             let traffic = JobTraffic {
                 gpus,
@@ -1079,7 +1134,11 @@ fn fuzz_traffic_matrices() {
             if valid {
                 check_traffic(&traffic).or_else(|e| {
                     // A hand-built matrix may still overflow its total: a typed error is fine.
-                    if traffic.summary().is_err() { Ok(()) } else { Err(e) }
+                    if traffic.summary().is_err() {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    }
                 })?;
             }
             for e in &traffic.entries {
@@ -1104,9 +1163,8 @@ fn fabric_params() -> impl Strategy<Value = FabricParams> {
         1 => Just(2_u64),
         1 => u64_value(),
     ];
-    (k, domains, radix).prop_map(|(k, domains, radix)| {
-        FabricParams::new(k.saturating_mul(domains), k, radix)
-    })
+    (k, domains, radix)
+        .prop_map(|(k, domains, radix)| FabricParams::new(k.saturating_mul(domains), k, radix))
 }
 
 fn check_counts(c: &FabricCounts, gpus: u64, radix: u64) -> Check {
@@ -1190,7 +1248,10 @@ fn fuzz_fabric_graphs() {
     )
         .prop_map(|(k, d, r)| FabricParams::new(k * d, k, r));
     let params = prop_oneof![4 => small, 1 => fabric_params()];
-    let node = (prop_oneof![3 => 0_u64..16, 1 => u64_value()], prop_oneof![3 => 0_u64..8, 1 => u64_value()]);
+    let node = (
+        prop_oneof![3 => 0_u64..16, 1 => u64_value()],
+        prop_oneof![3 => 0_u64..8, 1 => u64_value()],
+    );
     let strategy = (params, any::<bool>(), vec_of((node.clone(), node), 3));
     run(
         "rail_network::fabric_graph",
@@ -1256,12 +1317,16 @@ fn fuzz_failures() {
         any::<bool>().prop_map(|idle_in_domain| Failure::Gpu { idle_in_domain }),
         Just(Failure::Server),
     ];
-    let ctx = (prop_oneof![3 => 1_u64..=16, 1 => u64_value()], any::<bool>()).prop_map(
-        |(gpus_per_server, optical_reconfiguration)| FailureContext {
-            gpus_per_server,
-            optical_reconfiguration,
-        },
-    );
+    let ctx = (
+        prop_oneof![3 => 1_u64..=16, 1 => u64_value()],
+        any::<bool>(),
+    )
+        .prop_map(
+            |(gpus_per_server, optical_reconfiguration)| FailureContext {
+                gpus_per_server,
+                optical_reconfiguration,
+            },
+        );
     let strategy = (fabric_params(), failure, ctx, any::<bool>());
     run(
         "rail_network::failures",
@@ -1371,14 +1436,22 @@ fn fuzz_accuracy() {
                 if r.validate().is_ok() {
                     round_trip(r)?;
                 } else if let Ok(v) = serde_json::to_value(r)
-                    && serde_json::from_value::<PublishedRun>(v).is_ok()
+                    && let Ok(parsed) = serde_json::from_value::<PublishedRun>(v)
+                    && parsed.validate().is_err()
                 {
-                    return fail(format!("an invalid run parses: {r:?}"));
+                    // JSON writes an infinite `paper_computed_s` as `null` (None): the parse
+                    // may be valid, but never invalid.
+                    return fail(format!("an invalid run parses: {parsed:?}"));
                 }
             }
             match which {
                 0 => {
-                    let sets = [table4_runs(), held_out_runs(), megatron_runs(), published_runs()];
+                    let sets = [
+                        table4_runs(),
+                        held_out_runs(),
+                        megatron_runs(),
+                        published_runs(),
+                    ];
                     tally("rail_network::accuracy", &sets[0]);
                     for set in sets {
                         for r in set.map_err(|e| format!("published runs: {e}"))? {
@@ -1389,11 +1462,14 @@ fn fuzz_accuracy() {
                 }
                 1 | 2 => {
                     let first = chosen.first().map(|r| predict(r, &system, &compute));
-                    tally("rail_network::accuracy", &first.unwrap_or(Err(RailNetworkError::UnknownPreset {
-                        kind: "run",
-                        name: String::new(),
-                        known: String::new(),
-                    })));
+                    tally(
+                        "rail_network::accuracy",
+                        &first.unwrap_or(Err(RailNetworkError::UnknownPreset {
+                            kind: "run",
+                            name: String::new(),
+                            known: String::new(),
+                        })),
+                    );
                     for r in &chosen {
                         if let Ok(t) = predict(r, &system, &compute) {
                             positive_finite("predicted time", t)?;
@@ -1545,12 +1621,7 @@ fn build_templates() -> Vec<Template> {
         optical_reconfiguration: false,
     };
     let run = table4_runs().unwrap().remove(1);
-    let rows = accuracy_table(
-        std::slice::from_ref(&run),
-        &system,
-        &ComputeModel::paper(),
-    )
-    .unwrap();
+    let rows = accuracy_table(std::slice::from_ref(&run), &system, &ComputeModel::paper()).unwrap();
     let t = |name, json, parse| Template { name, json, parse };
     vec![
         t("GptModel", to_json(&model), |v| {
@@ -1603,13 +1674,18 @@ fn build_templates() -> Vec<Template> {
         }),
         t("RankMapping", to_json(&map), |v| {
             parse_as::<RankMapping>(v, |m| {
-                let again = RankMapping::new(m.model(), m.parallelization(), m.gpus(), m.hb_domain())
-                    .and_then(|x| match m.experts() {
-                        Some(&e) => x.with_experts(e),
-                        None => Ok(x),
-                    })
-                    .map_err(|e| format!("parsed mapping does not rebuild: {e}"))?;
-                if &again == m { Ok(()) } else { fail("parsed mapping differs when rebuilt") }
+                let again =
+                    RankMapping::new(m.model(), m.parallelization(), m.gpus(), m.hb_domain())
+                        .and_then(|x| match m.experts() {
+                            Some(&e) => x.with_experts(e),
+                            None => Ok(x),
+                        })
+                        .map_err(|e| format!("parsed mapping does not rebuild: {e}"))?;
+                if &again == m {
+                    Ok(())
+                } else {
+                    fail("parsed mapping differs when rebuilt")
+                }
             })
         }),
         t("JobTraffic", to_json(&traffic), |v| {
@@ -1631,14 +1707,14 @@ fn build_templates() -> Vec<Template> {
         ),
         t(
             "FailureImpact",
-            to_json(
-                &failure_impact(FabricKind::RailOnly, &params, Failure::Server, &ctx).unwrap(),
-            ),
+            to_json(&failure_impact(FabricKind::RailOnly, &params, Failure::Server, &ctx).unwrap()),
             |v| parse_as::<FailureImpact>(v, no_check),
         ),
-        t("TrafficSummary", to_json(&traffic.summary().unwrap()), |v| {
-            parse_as::<TrafficSummary>(v, no_check)
-        }),
+        t(
+            "TrafficSummary",
+            to_json(&traffic.summary().unwrap()),
+            |v| parse_as::<TrafficSummary>(v, no_check),
+        ),
         t("AccuracyRow", to_json(&rows[0]), |v| {
             parse_as::<AccuracyRow>(v, no_check)
         }),
@@ -1651,7 +1727,11 @@ fn build_templates() -> Vec<Template> {
             "SweepPoint+AllToAllPoint",
             json!([
                 to_json(&all_to_all_slowdown_sweep(&[8], 4, 900e9, 50e9).unwrap()[0]),
-                to_json(&FabricNode::Switch { rail: Some(1), tier: 1, index: 0 }),
+                to_json(&FabricNode::Switch {
+                    rail: Some(1),
+                    tier: 1,
+                    index: 0
+                }),
             ]),
             |v| {
                 parse_as::<(AllToAllPoint, FabricNode)>(v, no_check)?;
@@ -1711,34 +1791,30 @@ fn fuzz_deserialization() {
     let edit = (any::<usize>(), any::<usize>(), prop::bool::weighted(0.15))
         .prop_map(|(at, value, remove)| JsonEdit { at, value, remove });
     let strategy = (any::<usize>(), vec_of(edit, 2));
-    run(
-        "rail_network::serde",
-        strategy,
-        |(which, edits)| -> Check {
-            let templates = templates();
-            let template = &templates[which % templates.len()];
-            let mut doc = template.json.clone();
-            let extremes = json_extremes();
-            for e in edits {
-                let mut paths = Vec::new();
-                leaves(&doc, &mut paths, &mut Vec::new());
-                let path = &paths[e.at % paths.len()];
-                if e.remove && !path.is_empty() {
-                    let (last, parent) = path.split_last().unwrap_or((&PathStep::Index(0), &[]));
-                    match (at_mut(&mut doc, parent), last) {
-                        (Some(Value::Object(m)), PathStep::Key(k)) => {
-                            m.remove(k);
-                        }
-                        (Some(Value::Array(a)), PathStep::Index(i)) if *i < a.len() => {
-                            a.remove(*i);
-                        }
-                        _ => {}
+    run("rail_network::serde", strategy, |(which, edits)| -> Check {
+        let templates = templates();
+        let template = &templates[which % templates.len()];
+        let mut doc = template.json.clone();
+        let extremes = json_extremes();
+        for e in edits {
+            let mut paths = Vec::new();
+            leaves(&doc, &mut paths, &mut Vec::new());
+            let path = &paths[e.at % paths.len()];
+            if e.remove && !path.is_empty() {
+                let (last, parent) = path.split_last().unwrap_or((&PathStep::Index(0), &[]));
+                match (at_mut(&mut doc, parent), last) {
+                    (Some(Value::Object(m)), PathStep::Key(k)) => {
+                        m.remove(k);
                     }
-                } else if let Some(node) = at_mut(&mut doc, path) {
-                    *node = extremes[e.value % extremes.len()].clone();
+                    (Some(Value::Array(a)), PathStep::Index(i)) if *i < a.len() => {
+                        a.remove(*i);
+                    }
+                    _ => {}
                 }
+            } else if let Some(node) = at_mut(&mut doc, path) {
+                *node = extremes[e.value % extremes.len()].clone();
             }
-            (template.parse)(doc).map_err(|e| format!("{}: {e}", template.name))
-        },
-    );
+        }
+        (template.parse)(doc).map_err(|e| format!("{}: {e}", template.name))
+    });
 }

@@ -73,7 +73,9 @@ fn gpt_1t_dgx_a100_reproduces_rail_only_fig3() {
 
 #[test]
 fn gpt_1t_gh200_reproduces_rail_only_fig5() {
-    let s = job_traffic(&gpt_1t_gh200(), CollectiveAlgorithm::Hierarchical).summary().unwrap();
+    let s = job_traffic(&gpt_1t_gh200(), CollectiveAlgorithm::Hierarchical)
+        .summary()
+        .unwrap();
     assert!(s.idle_pair_fraction > 0.99);
     assert!(s.by_kind[0].share + s.by_kind[1].share > 0.5);
     assert!(!s.crosses_rails);
