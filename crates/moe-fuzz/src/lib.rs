@@ -20,7 +20,8 @@ mod values;
 pub use bounded::{TIME_LIMIT, within};
 pub use finite::{check_finite, check_finite_json};
 pub use values::{
-    FLOAT_EXTREMES, SIZE_EXTREMES, U64_EXTREMES, count, f64_value, finite_f64, u64_value, vec_of,
+    FLOAT_EXTREMES, SIZE_EXTREMES, U64_EXTREMES, count, f64_value, finite_f64, json_extremes,
+    u64_value, vec_of,
 };
 
 use proptest::strategy::Strategy;

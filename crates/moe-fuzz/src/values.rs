@@ -1,6 +1,7 @@
 //! The hostile values: edges of `f64`, `u64` and `usize`, mixed with ordinary ones.
 
 use proptest::prelude::*;
+use serde_json::{Value, json};
 
 /// Floating-point values at the edges: NaN, the infinities, the extremes of magnitude, the
 /// subnormals, both zeros and a negative.
@@ -87,4 +88,31 @@ pub fn count(small: usize) -> impl Strategy<Value = usize> {
 /// A vector of 0 to `max_len` values of `element` (empty shapes included).
 pub fn vec_of<S: Strategy>(element: S, max_len: usize) -> impl Strategy<Value = Vec<S::Value>> {
     prop::collection::vec(element, 0..=max_len)
+}
+
+/// Numbers a JSON document can carry at the edges of `f64`, `u64` and `i64` (JSON has no NaN
+/// or infinities): for mutating valid documents before they are deserialized.
+#[must_use]
+pub fn json_extremes() -> Vec<Value> {
+    vec![
+        json!(0),
+        json!(-0.0),
+        json!(1),
+        json!(2),
+        json!(-1),
+        json!(0.5),
+        json!(5e-324),
+        json!(2.2250738585072014e-308),
+        json!(1e-300),
+        json!(1e308),
+        json!(f64::MAX),
+        json!(-f64::MAX),
+        json!(9_007_199_254_740_993_u64),
+        json!(1_u64 << 32),
+        json!(1_000_000_000_000_000_000_u64),
+        json!(u64::MAX),
+        json!(u64::MAX - 1),
+        json!(i64::MIN),
+        json!(100_000),
+    ]
 }

@@ -11,6 +11,7 @@
 //!
 //! Each failing spec the fuzzing found is kept as a regression test at the end of the file.
 
+use moe_fuzz::json_extremes;
 use moe_planner::colocation::plan_colocation;
 use moe_planner::fitting::plan_fit;
 use moe_planner::grouping::plan_groups;
@@ -60,31 +61,6 @@ const OPTION_KEYS: &[&str] = &[
     "transfer_time_s",
     "unconstrained_max_gpu_load",
 ];
-
-/// Values JSON can carry that sit at the edges of `f64`, `u64` and `i64`.
-fn json_extremes() -> Vec<Value> {
-    vec![
-        json!(0),
-        json!(-0.0),
-        json!(1),
-        json!(2),
-        json!(-1),
-        json!(0.5),
-        json!(5e-324),
-        json!(2.2250738585072014e-308),
-        json!(1e-300),
-        json!(1e308),
-        json!(f64::MAX),
-        json!(-f64::MAX),
-        json!(9_007_199_254_740_993_u64),
-        json!(1_u64 << 32),
-        json!(1_000_000_000_000_000_000_u64),
-        json!(u64::MAX),
-        json!(u64::MAX - 1),
-        json!(i64::MIN),
-        json!(100_000),
-    ]
-}
 
 /// Values only Rust can put in a spec: poked into its `f64` fields after deserializing.
 const FLOAT_EXTREMES: &[f64] = &[
