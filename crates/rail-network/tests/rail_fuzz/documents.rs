@@ -170,7 +170,23 @@ fn build_templates() -> Vec<Template> {
             |v| parse_as::<FlopSplit>(v, no_check),
         ),
         t(
-            "SweepPoint+AllToAllPoint",
+            "SweepPoint",
+            to_json(&sweep_point(&model, &system, &ComputeModel::paper(), 8, 8).unwrap()),
+            |v| parse_as::<SweepPoint>(v, no_check),
+        ),
+        t(
+            "LeaveOneOutRow",
+            to_json(&LeaveOneOutRow {
+                label: "x".to_string(),
+                measured_s: 1.0,
+                predicted_s: 1.1,
+                error: 0.1,
+                fitted: ComputeModel::calibrated(),
+            }),
+            |v| parse_as::<LeaveOneOutRow>(v, |r| r.fitted.validate().map_err(|e| e.to_string())),
+        ),
+        t(
+            "small results and enums",
             json!([
                 to_json(&all_to_all_slowdown_sweep(&[8], 4, 900e9, 50e9).unwrap()[0]),
                 to_json(&FabricNode::Switch {
@@ -178,10 +194,18 @@ fn build_templates() -> Vec<Template> {
                     tier: 1,
                     index: 0
                 }),
+                to_json(&LinkKind::Network),
+                to_json(&CollectiveAlgorithm::Hierarchical),
+                to_json(&map.expert_placement().unwrap()),
             ]),
             |v| {
-                parse_as::<(AllToAllPoint, FabricNode)>(v, no_check)?;
-                Ok(())
+                parse_as::<(
+                    AllToAllPoint,
+                    FabricNode,
+                    LinkKind,
+                    CollectiveAlgorithm,
+                    ExpertPlacement,
+                )>(v, no_check)
             },
         ),
     ]

@@ -12,14 +12,14 @@ use comm_cost_model::gcd;
 use moe_fuzz::{check_finite, check_finite_json, f64_value, fuzz, u64_value, vec_of};
 use proptest::prelude::*;
 use rail_network::accuracy::{
-    AccuracyRow, PublishedRun, accuracy_table, held_out_runs, mean_absolute_error, published_runs,
-    table4_runs,
+    AccuracyRow, LeaveOneOutRow, PublishedRun, accuracy_table, held_out_runs, mean_absolute_error,
+    published_runs, table4_runs,
 };
 use rail_network::compute::{AttentionScope, ComputeModel};
 use rail_network::fabric::{
     FabricComparison, FabricCounts, FabricKind, FabricParams, PriceModel, compare_fabrics,
 };
-use rail_network::fabric_graph::FabricNode;
+use rail_network::fabric_graph::{FabricNode, LinkKind};
 use rail_network::failures::{Failure, FailureContext, FailureImpact, failure_impact};
 use rail_network::iteration::{IterationModel, IterationTerms};
 use rail_network::mapping::{ExpertPlacement, RankMapping};
@@ -27,7 +27,7 @@ use rail_network::memory::MemoryBreakdown;
 use rail_network::model::{FlopSplit, GptModel, Recompute, flop_split};
 use rail_network::parallel::{ExpertParallelism, Parallelization};
 use rail_network::search::{RankedConfig, SearchOptions, SearchResult, search};
-use rail_network::sweeps::{AllToAllPoint, SweepPoint, all_to_all_slowdown_sweep};
+use rail_network::sweeps::{AllToAllPoint, SweepPoint, all_to_all_slowdown_sweep, sweep_point};
 use rail_network::system::{SYSTEM_PRESET_NAMES, SystemSpec, system_preset};
 use rail_network::traffic::{
     CollectiveAlgorithm, JobTraffic, KindShare, TrafficKind, TrafficSummary, job_traffic,
