@@ -16,7 +16,7 @@ fn main() -> Result<(), rail_network::RailNetworkError> {
     let in_sample = accuracy_table(&published_runs()?, &sys, &calibrated)?;
     println!(
         "in-sample (the 9 calibration runs): mean |error| {:.1}%",
-        100.0 * mean_absolute_error(&in_sample)
+        100.0 * mean_absolute_error(&in_sample)?
     );
     let loo = leave_one_out(&published_runs()?, &sys, &ComputeModel::paper())?;
     let loo_mae = loo.iter().map(|r| r.error.abs()).sum::<f64>() / loo.len() as f64;
@@ -46,8 +46,8 @@ fn main() -> Result<(), rail_network::RailNetworkError> {
     }
     println!(
         "\nheld-out mean |error|: paper {:.1}%, calibrated {:.1}%",
-        100.0 * mean_absolute_error(&p),
-        100.0 * mean_absolute_error(&c)
+        100.0 * mean_absolute_error(&p)?,
+        100.0 * mean_absolute_error(&c)?
     );
     Ok(())
 }

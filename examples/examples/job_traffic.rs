@@ -42,7 +42,7 @@ fn run(
     algorithm: CollectiveAlgorithm,
 ) -> Result<(), RailNetworkError> {
     let map = RankMapping::new(&model_preset("gpt-1t")?, &par, gpus, k)?;
-    print(title, &job_traffic(&map, algorithm).summary());
+    print(title, &job_traffic(&map, algorithm).summary()?);
     Ok(())
 }
 

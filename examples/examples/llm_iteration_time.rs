@@ -11,7 +11,7 @@ use rail_network::accuracy::{
 use rail_network::compute::ComputeModel;
 use rail_network::system::system_preset;
 
-fn print_rows(title: &str, rows: &[AccuracyRow]) {
+fn print_rows(title: &str, rows: &[AccuracyRow]) -> Result<(), RailNetworkError> {
     println!("{title}");
     println!("run            measured   paper    ours   vs measured   vs paper");
     for r in rows {
@@ -31,8 +31,9 @@ fn print_rows(title: &str, rows: &[AccuracyRow]) {
     }
     println!(
         "mean |error| vs measured: {:.1}%\n",
-        mean_absolute_error(rows) * 100.0
+        mean_absolute_error(rows)? * 100.0
     );
+    Ok(())
 }
 
 fn main() -> Result<(), RailNetworkError> {
@@ -42,7 +43,7 @@ fn main() -> Result<(), RailNetworkError> {
     print_rows(
         "One assumption set for every row (ComputeModel::paper on dgx-a100):",
         &accuracy_table(&runs, &sys, &paper)?,
-    );
+    )?;
 
     let fitted = calibrate(&runs, &sys, &paper)?;
     println!(
@@ -52,7 +53,7 @@ fn main() -> Result<(), RailNetworkError> {
     print_rows(
         "Calibrated (in-sample):",
         &accuracy_table(&runs, &sys, &fitted)?,
-    );
+    )?;
 
     println!("Leave-one-out (fit on the other 8, predict the held-out run):");
     println!("run            measured  predicted   error   eff   half   gamma");

@@ -26,8 +26,8 @@ use crate::iteration::IterationModel;
 use crate::model::{GptModel, Recompute, hardware_flops, model_preset};
 use crate::parallel::Parallelization;
 use crate::system::SystemSpec;
-use comm_cost_model::CostModelError;
 use comm_cost_model::units::Seconds;
+use comm_cost_model::{CostModelError, check_finite_result, check_positive};
 
 /// Where a measurement was published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -42,7 +42,10 @@ pub enum Source {
 }
 
 /// One published training run.
+///
+/// Deserializing runs [`PublishedRun::validate`], so a parsed run is valid.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "PublishedRunFields")]
 pub struct PublishedRun {
     /// Short label, e.g. `"530B/2240"`.
     pub label: String,
@@ -58,6 +61,68 @@ pub struct PublishedRun {
     pub measured_s: Seconds,
     /// The rail-only paper's computed iteration time (Table 4), when it gives one.
     pub paper_computed_s: Option<Seconds>,
+}
+
+/// The serialized form of [`PublishedRun`], validated on the way in.
+#[derive(Deserialize)]
+struct PublishedRunFields {
+    label: String,
+    source: Source,
+    model: GptModel,
+    parallelization: Parallelization,
+    recompute: Recompute,
+    measured_s: Seconds,
+    paper_computed_s: Option<Seconds>,
+}
+
+impl TryFrom<PublishedRunFields> for PublishedRun {
+    type Error = RailNetworkError;
+
+    fn try_from(f: PublishedRunFields) -> Result<Self, Self::Error> {
+        let run = Self {
+            label: f.label,
+            source: f.source,
+            model: f.model,
+            parallelization: f.parallelization,
+            recompute: f.recompute,
+            measured_s: f.measured_s,
+            paper_computed_s: f.paper_computed_s,
+        };
+        run.validate()?;
+        Ok(run)
+    }
+}
+
+impl PublishedRun {
+    /// Checks what needs no system: a valid model, a parallelization whose counts are at least
+    /// 1 and whose HB parts divide their degrees, and positive, finite times.
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Value`] naming the field.
+    ///
+    /// # Complexity
+    ///
+    /// `O(1)` time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut run = rail_network::accuracy::table4_runs()?.remove(0);
+    /// run.validate()?;
+    /// run.measured_s = 0.0;
+    /// assert!(run.validate().is_err());
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn validate(&self) -> Result<(), RailNetworkError> {
+        self.model.validate()?;
+        self.parallelization.check_intrinsic()?;
+        check_positive("measured iteration time (s)", self.measured_s)?;
+        if let Some(paper) = self.paper_computed_s {
+            check_positive("the paper's computed iteration time (s)", paper)?;
+        }
+        Ok(())
+    }
 }
 
 fn run(
@@ -90,7 +155,7 @@ fn run_of(
     measured_s: Seconds,
     paper_computed_s: Option<Seconds>,
 ) -> Result<PublishedRun, RailNetworkError> {
-    Ok(PublishedRun {
+    let run = PublishedRun {
         label: label.to_string(),
         source,
         model,
@@ -98,7 +163,9 @@ fn run_of(
         recompute,
         measured_s,
         paper_computed_s,
-    })
+    };
+    run.validate()?;
+    Ok(run)
 }
 
 /// The five runs of the rail-only paper's Table 4 (Korthikanti et al. Table 5).
@@ -299,11 +366,24 @@ pub fn published_runs() -> Result<Vec<PublishedRun>, RailNetworkError> {
 ///
 /// # Errors
 ///
-/// An invalid system or compute model, or a run that violates Eq. 11–18 on `system`.
+/// An invalid system or compute model, or a run that violates Eq. 11–18 on `system`;
+/// [`RailNetworkError::Value`] (`NonFinite`, `NotPositive`) when the time overflows or
+/// underflows `f64` (see [`IterationModel::evaluate`]).
 ///
 /// # Complexity
 ///
 /// `O(1)` time.
+///
+/// # Examples
+///
+/// ```
+/// use rail_network::accuracy::{predict, table4_runs};
+/// use rail_network::{compute::ComputeModel, system::system_preset};
+/// let run = &table4_runs()?[4]; // GPT-1T on 512 A100s, measured 71.49 s
+/// let t = predict(run, &system_preset("dgx-a100")?, &ComputeModel::paper())?;
+/// assert!((t / run.measured_s - 1.0).abs() < 0.1);
+/// # Ok::<(), rail_network::RailNetworkError>(())
+/// ```
 pub fn predict(
     run: &PublishedRun,
     system: &SystemSpec,
@@ -338,7 +418,9 @@ pub struct AccuracyRow {
 ///
 /// # Errors
 ///
-/// As [`predict`].
+/// An invalid run ([`PublishedRun::validate`]); as [`predict`]; [`RailNetworkError::Value`]
+/// (`NonFinite`) when a relative error overflows `f64` (a prediction near `f64::MAX` over a
+/// subnormal measurement).
 ///
 /// # Complexity
 ///
@@ -360,26 +442,75 @@ pub fn accuracy_table(
 ) -> Result<Vec<AccuracyRow>, RailNetworkError> {
     runs.iter()
         .map(|r| {
+            r.validate()?;
             let predicted_s = predict(r, system, compute)?;
+            let error_vs_paper = match r.paper_computed_s {
+                Some(p) => Some(relative_error(
+                    "error against the paper (fraction)",
+                    predicted_s,
+                    p,
+                )?),
+                None => None,
+            };
             Ok(AccuracyRow {
                 label: r.label.clone(),
                 measured_s: r.measured_s,
                 paper_computed_s: r.paper_computed_s,
                 predicted_s,
-                error_vs_measured: predicted_s / r.measured_s - 1.0,
-                error_vs_paper: r.paper_computed_s.map(|p| predicted_s / p - 1.0),
+                error_vs_measured: relative_error(
+                    "error against the measurement (fraction)",
+                    predicted_s,
+                    r.measured_s,
+                )?,
+                error_vs_paper,
             })
         })
         .collect()
 }
 
+/// `predicted / reference - 1`, or `NonFinite` naming `what` when it overflows.
+fn relative_error(
+    what: &'static str,
+    predicted: Seconds,
+    reference: Seconds,
+) -> Result<f64, RailNetworkError> {
+    Ok(check_finite_result(what, predicted / reference - 1.0)?)
+}
+
 /// Mean of `|error_vs_measured|` over the rows (0 for no rows).
-#[must_use]
-pub fn mean_absolute_error(rows: &[AccuracyRow]) -> f64 {
-    if rows.is_empty() {
-        return 0.0;
+///
+/// # Errors
+///
+/// [`RailNetworkError::Value`] (`NonFinite`) for a row whose error is NaN or infinite (rows
+/// built by hand; [`accuracy_table`] never returns one). Errors near `f64::MAX` do not
+/// overflow: each is divided by the row count before summing.
+///
+/// # Complexity
+///
+/// `O(rows)` time.
+///
+/// # Examples
+///
+/// ```
+/// use rail_network::accuracy::{accuracy_table, mean_absolute_error, table4_runs};
+/// use rail_network::{compute::ComputeModel, system::system_preset};
+/// let rows = accuracy_table(&table4_runs()?, &system_preset("dgx-a100")?, &ComputeModel::paper())?;
+/// let mae = mean_absolute_error(&rows)?;
+/// assert!(mae > 0.0 && mae < 0.3);
+/// assert_eq!(mean_absolute_error(&[])?, 0.0);
+/// # Ok::<(), rail_network::RailNetworkError>(())
+/// ```
+pub fn mean_absolute_error(rows: &[AccuracyRow]) -> Result<f64, RailNetworkError> {
+    let n = rows.len() as f64;
+    let mut sum = 0.0;
+    for r in rows {
+        check_finite_result(
+            "error against the measurement (fraction)",
+            r.error_vs_measured,
+        )?;
+        sum += r.error_vs_measured.abs() / n;
     }
-    rows.iter().map(|r| r.error_vs_measured.abs()).sum::<f64>() / rows.len() as f64
+    Ok(check_finite_result("mean absolute error (fraction)", sum)?)
 }
 
 /// The three calibrated parameters and their search box.
@@ -411,7 +542,10 @@ fn loss(runs: &[PublishedRun], system: &SystemSpec, c: &ComputeModel) -> f64 {
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::Value`] (`CountTooSmall`) for fewer than 3 runs; as [`predict`] otherwise.
+/// [`RailNetworkError::Value`] (`CountTooSmall`) for fewer than 3 runs; an invalid run
+/// ([`PublishedRun::validate`]), system or compute model; when no parameter point predicts
+/// every run, the error [`predict`] gives at the best point found (e.g. a run that violates
+/// Eq. 11–18 on `system`), or `NonFinite` if the loss itself overflows.
 ///
 /// # Complexity
 ///
@@ -425,7 +559,7 @@ fn loss(runs: &[PublishedRun], system: &SystemSpec, c: &ComputeModel) -> f64 {
 /// let runs = published_runs()?;
 /// let sys = system_preset("dgx-a100")?;
 /// let fitted = calibrate(&runs, &sys, &ComputeModel::paper())?;
-/// let mae = mean_absolute_error(&accuracy_table(&runs, &sys, &fitted)?);
+/// let mae = mean_absolute_error(&accuracy_table(&runs, &sys, &fitted)?)?;
 /// assert!(mae < 0.05);
 /// # Ok::<(), rail_network::RailNetworkError>(())
 /// ```
@@ -444,6 +578,9 @@ pub fn calibrate(
     }
     base.validate()?;
     system.validate()?;
+    for r in runs {
+        r.validate()?;
+    }
     let f = |x: [f64; 3]| loss(runs, system, &with_params(base, x));
     let halves = [
         0.0, 500.0, 1000.0, 2000.0, 3000.0, 4000.0, 6000.0, 8000.0, 12000.0, 16000.0, 20000.0,
@@ -474,7 +611,19 @@ pub fn calibrate(
         }
         step.iter_mut().for_each(|s| *s *= 0.7);
     }
-    Ok(with_params(base, best.0))
+    let fitted = with_params(base, best.0);
+    if !best.1.is_finite() {
+        // Some run has no usable prediction anywhere in the box: say why.
+        for r in runs {
+            predict(r, system, &fitted)?;
+        }
+        return Err(CostModelError::NonFinite {
+            what: "calibration loss (sum of squared relative errors)",
+            value: best.1,
+        }
+        .into());
+    }
+    Ok(fitted)
 }
 
 /// One leave-one-out prediction.
@@ -496,7 +645,8 @@ pub struct LeaveOneOutRow {
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::Value`] (`CountTooSmall`) for fewer than 4 runs; as [`calibrate`] otherwise.
+/// [`RailNetworkError::Value`] (`CountTooSmall`) for fewer than 4 runs; as [`calibrate`] and
+/// [`predict`] otherwise, and `NonFinite` when a relative error overflows `f64`.
 ///
 /// # Complexity
 ///
@@ -539,7 +689,11 @@ pub fn leave_one_out(
                 label: runs[i].label.clone(),
                 measured_s: runs[i].measured_s,
                 predicted_s,
-                error: predicted_s / runs[i].measured_s - 1.0,
+                error: relative_error(
+                    "leave-one-out error (fraction)",
+                    predicted_s,
+                    runs[i].measured_s,
+                )?,
                 fitted,
             })
         })

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RailNetworkError;
 use crate::model::{GptModel, Recompute, flop_split};
-use comm_cost_model::check_positive;
 use comm_cost_model::units::{Flop, FlopPerSecond};
+use comm_cost_model::{check_count_u64, check_finite_result, check_positive};
 
 /// Which FLOPs the attention slowdown `γ` of Appendix B applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -25,7 +25,10 @@ pub enum AttentionScope {
 /// saturating curve in the hidden size, because small GEMMs use the GPU less well (the paper
 /// notes `t(b)` is best profiled; this is the smallest model of that effect). Attention FLOPs
 /// run `attention_slowdown` times slower (the paper: `γ = 1/0.4`, from FlashAttention-2).
+///
+/// Deserializing runs [`ComputeModel::validate`], so a parsed model is valid.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ComputeModelFields")]
 pub struct ComputeModel {
     /// Activation recomputation.
     pub recompute: Recompute,
@@ -39,6 +42,34 @@ pub struct ComputeModel {
     pub half_efficiency_hidden: f64,
     /// Bytes of weights, gradients and optimizer state per parameter (18 for Megatron-LM).
     pub bytes_per_param: f64,
+}
+
+/// The serialized form of [`ComputeModel`], validated on the way in.
+#[derive(Deserialize)]
+struct ComputeModelFields {
+    recompute: Recompute,
+    attention_slowdown: f64,
+    attention_scope: AttentionScope,
+    gemm_efficiency: f64,
+    half_efficiency_hidden: f64,
+    bytes_per_param: f64,
+}
+
+impl TryFrom<ComputeModelFields> for ComputeModel {
+    type Error = RailNetworkError;
+
+    fn try_from(f: ComputeModelFields) -> Result<Self, Self::Error> {
+        let model = Self {
+            recompute: f.recompute,
+            attention_slowdown: f.attention_slowdown,
+            attention_scope: f.attention_scope,
+            gemm_efficiency: f.gemm_efficiency,
+            half_efficiency_hidden: f.half_efficiency_hidden,
+            bytes_per_param: f.bytes_per_param,
+        };
+        model.validate()?;
+        Ok(model)
+    }
 }
 
 impl Default for ComputeModel {
@@ -112,26 +143,73 @@ impl ComputeModel {
         Ok(())
     }
 
-    /// FLOP/s a GPU of `peak_flop_per_s` reaches on GEMMs of a model of hidden size `hidden`.
-    #[must_use]
+    /// FLOP/s a GPU of `peak_flop_per_s` reaches on GEMMs of a model of hidden size `hidden`,
+    /// `peak * gemm_efficiency * h / (h + half_efficiency_hidden)`.
+    ///
+    /// # Errors
+    ///
+    /// An invalid compute model, a peak that is not positive and finite, a zero hidden size
+    /// ([`RailNetworkError::Value`]), or a rate that underflows to zero (`NotPositive`, e.g. a
+    /// subnormal peak).
+    ///
+    /// # Complexity
+    ///
+    /// `O(1)` time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::compute::ComputeModel;
+    /// let c = ComputeModel { gemm_efficiency: 0.8, half_efficiency_hidden: 1000.0, ..ComputeModel::paper() };
+    /// // Half of 80% of peak at the half-efficiency hidden size.
+    /// assert_eq!(c.effective_flop_per_s(100.0, 1000)?, 40.0);
+    /// assert!(c.effective_flop_per_s(5e-324, 1000).is_err());
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
     pub fn effective_flop_per_s(
         &self,
         peak_flop_per_s: FlopPerSecond,
         hidden: u64,
-    ) -> FlopPerSecond {
+    ) -> Result<FlopPerSecond, RailNetworkError> {
+        self.validate()?;
+        check_positive("peak FLOP/s", peak_flop_per_s)?;
+        check_count_u64("hidden size", hidden, 1)?;
         let h = hidden as f64;
-        peak_flop_per_s * self.gemm_efficiency * h / (h + self.half_efficiency_hidden)
+        // The size factor is at most 1 and the efficiency at most 1: the rate never exceeds the
+        // (finite) peak, whereas `peak * h` first could overflow.
+        let rate = peak_flop_per_s * self.gemm_efficiency * (h / (h + self.half_efficiency_hidden));
+        Ok(check_positive("effective GEMM FLOP/s", rate)?)
     }
 
     /// Per-sequence FLOPs at GEMM speed and (already multiplied by `γ`) attention FLOPs.
     ///
     /// # Errors
     ///
-    /// An invalid model.
+    /// An invalid model or compute model; [`RailNetworkError::Value`] (`NonFinite`) when the
+    /// slowed-down attention FLOPs overflow `f64` (a huge `γ`).
+    ///
+    /// # Complexity
+    ///
+    /// `O(1)` time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::{compute::ComputeModel, model::model_preset};
+    /// let m = model_preset("gpt-22b")?;
+    /// let (gemm, attention) = ComputeModel::paper().weighted_flops_per_sequence(&m)?;
+    /// let one = ComputeModel { attention_slowdown: 1.0, ..ComputeModel::paper() };
+    /// let (gemm_1, attention_1) = one.weighted_flops_per_sequence(&m)?;
+    /// assert_eq!(gemm_1, gemm);
+    /// assert!((attention / attention_1 - 2.5).abs() < 1e-12); // γ = 2.5
+    /// assert!(ComputeModel { attention_slowdown: f64::MAX, ..one }.weighted_flops_per_sequence(&m).is_err());
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
     pub fn weighted_flops_per_sequence(
         &self,
         model: &GptModel,
     ) -> Result<(Flop, Flop), RailNetworkError> {
+        self.validate()?;
         let f = flop_split(model, 1.0, self.recompute)?;
         let (gemm, attention) = match self.attention_scope {
             AttentionScope::Block => (
@@ -143,7 +221,12 @@ impl ComputeModel {
                 f.attention_score_flop,
             ),
         };
-        Ok((gemm, attention * self.attention_slowdown))
+        let attention = check_finite_result(
+            "attention FLOPs per sequence times the slowdown",
+            attention * self.attention_slowdown,
+        )?;
+        check_finite_result("FLOPs per sequence", gemm + attention)?;
+        Ok((gemm, attention))
     }
 }
 
@@ -159,7 +242,7 @@ mod tests {
             gemm_efficiency: 0.8,
             ..ComputeModel::paper()
         };
-        assert!((c.effective_flop_per_s(100.0, 1000) - 40.0).abs() < 1e-12);
+        assert!((c.effective_flop_per_s(100.0, 1000).unwrap() - 40.0).abs() < 1e-12);
         assert!(
             ComputeModel {
                 gemm_efficiency: 1.5,

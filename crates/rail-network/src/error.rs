@@ -32,6 +32,18 @@ pub enum RailNetworkError {
         /// The number of valid indices.
         limit: u64,
     },
+    /// An entry of a job traffic matrix breaks its structure.
+    #[error("traffic entry {index} ({src} -> {dst}) {problem}")]
+    BadTrafficEntry {
+        /// Position of the entry in the list.
+        index: u64,
+        /// Its sending GPU.
+        src: u64,
+        /// Its receiving GPU.
+        dst: u64,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
     /// A parallel configuration does not fit in GPU memory (Appendix C, Eq. 19).
     #[error(
         "memory constraint (Eq. 19): configuration needs {needed_bytes:.3e} bytes per GPU, GPU has {capacity_bytes:.3e}"

@@ -39,7 +39,10 @@ pub const PAPER_TABLE2: [(u64, u64, u64, u64, u64, u64, u64); 6] = [
 
 /// Equipment prices; the defaults are the paper's (§6.5 footnote, from TopoOpt): $374 per
 /// 400 Gbps transceiver and $748 per 400 Gbps switch port.
+///
+/// Deserializing runs [`PriceModel::validate`], so parsed prices are valid.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "PriceModelFields")]
 pub struct PriceModel {
     /// Price of one transceiver, USD.
     pub transceiver_usd: f64,
@@ -56,8 +59,57 @@ impl Default for PriceModel {
     }
 }
 
+/// The serialized form of [`PriceModel`], validated on the way in.
+#[derive(Deserialize)]
+struct PriceModelFields {
+    transceiver_usd: f64,
+    switch_port_usd: f64,
+}
+
+impl TryFrom<PriceModelFields> for PriceModel {
+    type Error = RailNetworkError;
+
+    fn try_from(f: PriceModelFields) -> Result<Self, Self::Error> {
+        let prices = Self {
+            transceiver_usd: f.transceiver_usd,
+            switch_port_usd: f.switch_port_usd,
+        };
+        prices.validate()?;
+        Ok(prices)
+    }
+}
+
+impl PriceModel {
+    /// Checks that both prices are finite and non-negative.
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Value`] (`NonFinite` or `Negative`) naming the price.
+    ///
+    /// # Complexity
+    ///
+    /// `O(1)` time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::fabric::PriceModel;
+    /// PriceModel::default().validate()?;
+    /// assert!(PriceModel { transceiver_usd: -1.0, ..PriceModel::default() }.validate().is_err());
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn validate(&self) -> Result<(), RailNetworkError> {
+        check_non_negative("transceiver price (USD)", self.transceiver_usd)?;
+        check_non_negative("switch port price (USD)", self.switch_port_usd)?;
+        Ok(())
+    }
+}
+
 /// The shape of a cluster: `N` GPUs in HB domains of `K`, joined by radix-`k` switches.
+///
+/// Deserializing runs [`FabricParams::validate`], so parsed parameters are valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "FabricParamsFields")]
 pub struct FabricParams {
     /// Total GPUs `N`.
     pub gpus: u64,
@@ -65,6 +117,24 @@ pub struct FabricParams {
     pub hb_domain: u64,
     /// Ports per network switch `k`.
     pub radix: u64,
+}
+
+/// The serialized form of [`FabricParams`], validated on the way in.
+#[derive(Deserialize)]
+struct FabricParamsFields {
+    gpus: u64,
+    hb_domain: u64,
+    radix: u64,
+}
+
+impl TryFrom<FabricParamsFields> for FabricParams {
+    type Error = RailNetworkError;
+
+    fn try_from(f: FabricParamsFields) -> Result<Self, Self::Error> {
+        let params = Self::new(f.gpus, f.hb_domain, f.radix);
+        params.validate()?;
+        Ok(params)
+    }
 }
 
 impl FabricParams {
@@ -240,12 +310,6 @@ fn count(
     })
 }
 
-fn check_prices(prices: &PriceModel) -> Result<(), RailNetworkError> {
-    check_non_negative("transceiver price (USD)", prices.transceiver_usd)?;
-    check_non_negative("switch port price (USD)", prices.switch_port_usd)?;
-    Ok(())
-}
-
 /// Equipment of the rail-optimized full-bisection Clos over all `N` GPUs (§2.1, Fig. 1).
 ///
 /// # Errors
@@ -272,7 +336,7 @@ pub fn rail_optimized_fabric(
     prices: &PriceModel,
 ) -> Result<FabricCounts, RailNetworkError> {
     params.validate()?;
-    check_prices(prices)?;
+    prices.validate()?;
     count(
         FabricKind::RailOptimized,
         1,
@@ -308,7 +372,7 @@ pub fn rail_only_fabric(
     prices: &PriceModel,
 ) -> Result<FabricCounts, RailNetworkError> {
     params.validate()?;
-    check_prices(prices)?;
+    prices.validate()?;
     count(
         FabricKind::RailOnly,
         params.hb_domain,
@@ -322,7 +386,8 @@ pub fn rail_only_fabric(
 ///
 /// # Errors
 ///
-/// As [`rail_optimized_fabric`].
+/// As [`rail_optimized_fabric`]; [`RailNetworkError::Value`] (`NonFinite`) if the cost ratio
+/// is not finite (a guard: both costs are finite and the divisor positive).
 ///
 /// # Complexity
 ///
@@ -344,7 +409,11 @@ pub fn compare_fabrics(
     let rail_optimized = rail_optimized_fabric(params, prices)?;
     let rail_only = rail_only_fabric(params, prices)?;
     let cost_reduction = if rail_optimized.cost_usd > 0.0 {
-        1.0 - rail_only.cost_usd / rail_optimized.cost_usd
+        // Both costs are finite and the divisor positive: a guard, not an expected error.
+        comm_cost_model::check_finite_result(
+            "cost reduction (fraction)",
+            1.0 - rail_only.cost_usd / rail_optimized.cost_usd,
+        )?
     } else {
         0.0
     };

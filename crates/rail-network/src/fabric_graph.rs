@@ -57,14 +57,14 @@ pub enum LinkKind {
 }
 
 /// A fabric as an undirected petgraph graph.
+///
+/// The fields are private (read them with [`FabricGraph::kind`], [`FabricGraph::params`] and
+/// [`FabricGraph::graph`]): the GPU node list must match the parameters and the wiring.
 #[derive(Debug, Clone)]
 pub struct FabricGraph {
-    /// Which fabric.
-    pub kind: FabricKind,
-    /// The cluster.
-    pub params: FabricParams,
-    /// The wiring.
-    pub graph: UnGraph<FabricNode, LinkKind>,
+    kind: FabricKind,
+    params: FabricParams,
+    graph: UnGraph<FabricNode, LinkKind>,
     gpus: Vec<NodeIndex>,
 }
 
@@ -137,6 +137,24 @@ impl FabricGraph {
         Ok(fabric)
     }
 
+    /// Which fabric.
+    #[must_use]
+    pub fn kind(&self) -> FabricKind {
+        self.kind
+    }
+
+    /// The cluster.
+    #[must_use]
+    pub fn params(&self) -> &FabricParams {
+        &self.params
+    }
+
+    /// The wiring.
+    #[must_use]
+    pub fn graph(&self) -> &UnGraph<FabricNode, LinkKind> {
+        &self.graph
+    }
+
     /// Adds one folded Clos over `eps`.
     fn add_clos(&mut self, eps: &[NodeIndex], rail: Option<u64>) -> Result<(), RailNetworkError> {
         let n = eps.len() as u64;
@@ -164,15 +182,18 @@ impl FabricGraph {
         let mut stride = 1u64;
         for tier in 2..=tiers {
             let upper = self.add_tier(rail, tier, count(tier));
+            // Down ports of each upper switch: half of them below the top, all at the top.
+            let ports = if tier == tiers { k } else { half };
+            let mut used = vec![0u64; upper.len()];
             for (s, &sw) in level.iter().enumerate() {
                 let s = s as u64;
                 let ups = self.down_degree(sw);
                 let digit = (s / stride) % half;
                 for j in 0..ups {
                     let label = s - digit * stride + (j % half) * stride;
-                    let target = label % upper.len() as u64;
-                    self.graph
-                        .add_edge(sw, upper[index(target)], LinkKind::Network);
+                    let target = free_port(&used, index(label % upper.len() as u64), ports);
+                    used[target] += 1;
+                    self.graph.add_edge(sw, upper[target], LinkKind::Network);
                 }
             }
             below.push(std::mem::replace(&mut level, upper));
@@ -313,6 +334,18 @@ impl FabricGraph {
     }
 }
 
+/// The butterfly's choice `preferred` if it has a free down port, else the next switch that
+/// has one. A tier that is not full (an endpoint count that is not a power of `k/2`) folds
+/// several labels onto one switch, which overran its radix before (issue 13). Every tier has
+/// ports for all `n` links (`ceil(n / (k/2))` switches of `k/2` down ports, or `ceil(n / k)` of
+/// `k` at the top), so one is always found.
+fn free_port(used: &[u64], preferred: usize, ports: u64) -> usize {
+    (0..used.len())
+        .map(|i| (preferred + i) % used.len())
+        .find(|&i| used[i] < ports)
+        .unwrap_or(preferred)
+}
+
 /// A position in the graph's node lists. Every such count is below the graph's node count,
 /// at most [`MAX_GRAPH_GPUS`] GPUs plus their switches (checked when the graph is built), so it
 /// fits any `usize`.
@@ -337,7 +370,7 @@ mod tests {
         assert_eq!(g.transceivers(), f.transceivers, "{kind:?} {p:?}");
         assert_eq!(g.network_switches(), f.dedicated_switches, "{kind:?} {p:?}");
         assert!(g.max_switch_degree() <= p.radix, "{kind:?} {p:?}");
-        assert_eq!(connected_components(&g.graph), 1, "{kind:?} {p:?}");
+        assert_eq!(connected_components(g.graph()), 1, "{kind:?} {p:?}");
     }
 
     #[test]

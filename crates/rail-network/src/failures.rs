@@ -44,13 +44,62 @@ pub enum Failure {
 }
 
 /// Facts about the cluster the recovery may use.
+///
+/// Deserializing runs [`FailureContext::validate`], so a parsed context is valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "FailureContextFields")]
 pub struct FailureContext {
     /// GPUs per server: the HB-domain size for DGX-like servers, 1 for GH200 superchips.
     pub gpus_per_server: u64,
     /// Whether optical reconfigurable switches sit between GPUs and rail switches (and inside
     /// large HB domains), as §4.1 proposes.
     pub optical_reconfiguration: bool,
+}
+
+/// The serialized form of [`FailureContext`], validated on the way in.
+#[derive(Deserialize)]
+struct FailureContextFields {
+    gpus_per_server: u64,
+    optical_reconfiguration: bool,
+}
+
+impl TryFrom<FailureContextFields> for FailureContext {
+    type Error = RailNetworkError;
+
+    fn try_from(f: FailureContextFields) -> Result<Self, Self::Error> {
+        let ctx = Self {
+            gpus_per_server: f.gpus_per_server,
+            optical_reconfiguration: f.optical_reconfiguration,
+        };
+        ctx.validate()?;
+        Ok(ctx)
+    }
+}
+
+impl FailureContext {
+    /// Checks that a server has at least one GPU.
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Value`] (`CountTooSmall`).
+    ///
+    /// # Complexity
+    ///
+    /// `O(1)` time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::failures::FailureContext;
+    /// let ctx = FailureContext { gpus_per_server: 8, optical_reconfiguration: false };
+    /// ctx.validate()?;
+    /// assert!(FailureContext { gpus_per_server: 0, ..ctx }.validate().is_err());
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn validate(&self) -> Result<(), RailNetworkError> {
+        check_count_u64("GPUs per server", self.gpus_per_server, 1)?;
+        Ok(())
+    }
 }
 
 /// How the job recovers.
@@ -119,7 +168,7 @@ pub fn failure_impact(
     ctx: &FailureContext,
 ) -> Result<FailureImpact, RailNetworkError> {
     params.validate()?;
-    check_count_u64("GPUs per server", ctx.gpus_per_server, 1)?;
+    ctx.validate()?;
     let endpoints = match kind {
         FabricKind::RailOptimized => params.gpus,
         FabricKind::RailOnly => params.domains(),

@@ -27,6 +27,7 @@ use crate::parallel::Parallelization;
 use crate::system::SystemSpec;
 use comm_cost_model::collectives::{TwoTierGrid, hierarchical_all_gather_time_s};
 use comm_cost_model::units::{Bytes, Seconds};
+use comm_cost_model::{CostModelError, check_positive};
 
 /// Every term of Eq. 2–7 for one configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -71,7 +72,13 @@ impl IterationModel {
     ///
     /// # Errors
     ///
-    /// An invalid model, system or compute model.
+    /// An invalid model, system or compute model; [`RailNetworkError::Value`] (`NonFinite`)
+    /// when the compute time of one sequence overflows `f64` (a huge model on a subnormal GPU
+    /// speed).
+    ///
+    /// # Complexity
+    ///
+    /// `O(1)` time.
     ///
     /// # Examples
     ///
@@ -91,12 +98,17 @@ impl IterationModel {
         system.validate()?;
         compute.validate()?;
         let (gemm, attention) = compute.weighted_flops_per_sequence(&model)?;
-        let rate = compute.effective_flop_per_s(system.peak_flop_per_s, model.hidden);
+        let rate = compute.effective_flop_per_s(system.peak_flop_per_s, model.hidden)?;
+        // Huge models on a subnormal GPU speed overflow; every finite time is positive.
+        let seconds_per_sequence = check_positive(
+            "compute time of one sequence (s)",
+            (gemm + attention) / rate,
+        )?;
         Ok(Self {
             model,
             system,
             compute,
-            seconds_per_sequence: (gemm + attention) / rate,
+            seconds_per_sequence,
         })
     }
 
@@ -125,7 +137,7 @@ impl IterationModel {
     /// The first constraint of Eq. 11–18 that `par` violates (see
     /// [`Parallelization::validate`]); memory (Eq. 19) is not checked here.
     /// [`RailNetworkError::Value`] (`NonFinite`) if the iteration time is not finite (extreme
-    /// sizes or bandwidths overflow `f64`).
+    /// sizes or bandwidths overflow `f64`), (`NotPositive`) if it underflows to zero.
     ///
     /// # Complexity
     ///
@@ -147,8 +159,7 @@ impl IterationModel {
     pub fn evaluate(&self, par: &Parallelization) -> Result<IterationTerms, RailNetworkError> {
         par.validate(&self.model, par.gpus(), self.system.hb_domain)?;
         let terms = self.evaluate_unchecked(par);
-        // Every term is non-negative: a finite total means finite terms (NaN fails too).
-        comm_cost_model::check_finite_result("iteration time (s)", terms.iteration_time_s)?;
+        check_iteration_time(terms.iteration_time_s)?;
         Ok(terms)
     }
 
@@ -209,6 +220,13 @@ impl IterationModel {
             iteration_time_s,
         }
     }
+}
+
+/// An iteration time is usable when it is finite and positive: every term is non-negative, so a
+/// finite total means finite terms (NaN fails too), and the last-stage compute is positive, so
+/// a zero total can only be an underflow.
+pub(crate) fn check_iteration_time(seconds: Seconds) -> Result<Seconds, CostModelError> {
+    check_positive("iteration time (s)", seconds)
 }
 
 fn grid(x: u64, y: u64, sys: &SystemSpec) -> TwoTierGrid {

@@ -59,6 +59,7 @@ struct ReadmeDoctests;
 
 pub mod accuracy;
 pub mod compute;
+mod divisors;
 mod error;
 pub mod fabric;
 pub mod fabric_graph;

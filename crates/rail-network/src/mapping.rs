@@ -11,6 +11,11 @@ use comm_cost_model::CostModelError;
 /// Largest GPU count [`RankMapping::new`] accepts: its groups list every GPU.
 pub const MAX_MAPPED_GPUS: u64 = 1 << 22;
 
+/// Largest `N · ep` [`RankMapping::with_experts`] accepts: the EP AlltoAll of
+/// [`crate::traffic::job_traffic`] joins every GPU to each of its `ep` peers, one traffic
+/// entry per pair (EP 256 on 65,536 GPUs is exactly this limit).
+pub const MAX_EXPERT_PAIRS: u64 = 1 << 24;
+
 /// The three axes of a PTD-P rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Axis {
@@ -46,7 +51,11 @@ enum Axis {
 /// assert_eq!((map.domain_of(5), map.rail_of(5), map.rail_of(16)), (Some(1), Some(1), None));
 /// # Ok::<(), rail_network::RailNetworkError>(())
 /// ```
+///
+/// Deserializing runs [`RankMapping::new`] and [`RankMapping::with_experts`], so a parsed
+/// mapping is valid.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RankMappingFields")]
 pub struct RankMapping {
     model: GptModel,
     parallelization: Parallelization,
@@ -66,6 +75,28 @@ pub struct ExpertPlacement {
     pub ep_in_one_domain: bool,
     /// Parm's case number: 1 single node, 2 ESP in node, 3 EP in node, 4 others.
     pub case: u8,
+}
+
+/// The serialized form of [`RankMapping`], validated on the way in.
+#[derive(Deserialize)]
+struct RankMappingFields {
+    model: GptModel,
+    parallelization: Parallelization,
+    expert: Option<ExpertParallelism>,
+    gpus: u64,
+    hb_domain: u64,
+}
+
+impl TryFrom<RankMappingFields> for RankMapping {
+    type Error = RailNetworkError;
+
+    fn try_from(f: RankMappingFields) -> Result<Self, Self::Error> {
+        let mapping = Self::new(&f.model, &f.parallelization, f.gpus, f.hb_domain)?;
+        match f.expert {
+            Some(expert) => mapping.with_experts(expert),
+            None => Ok(mapping),
+        }
+    }
 }
 
 impl RankMapping {
@@ -120,13 +151,37 @@ impl RankMapping {
     ///
     /// # Errors
     ///
-    /// As [`ExpertParallelism::validate`].
+    /// As [`ExpertParallelism::validate`]; `TooLarge` ([`RailNetworkError::Value`]) when
+    /// `N · ep` exceeds [`MAX_EXPERT_PAIRS`].
     ///
     /// # Complexity
     ///
     /// `O(1)` time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::mapping::RankMapping;
+    /// use rail_network::{model::GptModel, parallel::{ExpertParallelism, Parallelization}};
+    /// let model = GptModel { heads: 8, hidden: 64, layers: 4, seq_len: 32, vocab: 1000 };
+    /// let par = Parallelization::with_default_mapping(2, 1, 4, 1, 4, 1, 4)?;
+    /// let map = RankMapping::new(&model, &par, 8, 4)?;
+    /// let moe = ExpertParallelism { ep: 4, esp: 1, moe_every: 1, top_k: 2 };
+    /// assert_eq!(map.clone().with_experts(moe)?.expert_groups().len(), 2);
+    /// assert!(map.with_experts(ExpertParallelism { ep: 3, ..moe }).is_err()); // 3 does not divide d = 4
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
     pub fn with_experts(mut self, expert: ExpertParallelism) -> Result<Self, RailNetworkError> {
         expert.validate(&self.parallelization, &self.model)?;
+        let pairs = self.gpus.saturating_mul(expert.ep);
+        if pairs > MAX_EXPERT_PAIRS {
+            return Err(CostModelError::TooLarge {
+                what: "GPU pairs of the EP AlltoAll (N ep)",
+                limit: MAX_EXPERT_PAIRS,
+                value: pairs,
+            }
+            .into());
+        }
         self.expert = Some(expert);
         Ok(self)
     }

@@ -15,9 +15,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::RailNetworkError;
 use crate::model::{GptModel, Recompute};
 use crate::parallel::Parallelization;
 use comm_cost_model::units::Bytes;
+use comm_cost_model::{check_count_u64, check_finite_result, check_positive};
 
 /// Memory of the fullest GPU (the first pipeline stage).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -33,6 +35,14 @@ pub struct MemoryBreakdown {
 /// Activation bytes of one layer for one micro-batch of `b` sequences under `recompute`,
 /// with `t`-way tensor and sequence parallelism (Korthikanti et al. Table 2).
 ///
+/// # Errors
+///
+/// An invalid model, or a zero `b` or `t` ([`RailNetworkError::Value`], `CountTooSmall`).
+///
+/// # Complexity
+///
+/// `O(1)` time.
+///
 /// # Examples
 ///
 /// ```
@@ -40,12 +50,19 @@ pub struct MemoryBreakdown {
 /// use rail_network::model::{model_preset, Recompute};
 /// let m = model_preset("gpt-22b")?;
 /// // 34 s b h / t = 34 * 2048 * 1 * 6144 / 8 bytes
-/// let bytes = layer_activation_bytes(&m, 1, 8, Recompute::Selective);
+/// let bytes = layer_activation_bytes(&m, 1, 8, Recompute::Selective)?;
 /// assert_eq!(bytes, 34.0 * 2048.0 * 6144.0 / 8.0);
 /// # Ok::<(), rail_network::RailNetworkError>(())
 /// ```
-#[must_use]
-pub fn layer_activation_bytes(model: &GptModel, b: u64, t: u64, recompute: Recompute) -> Bytes {
+pub fn layer_activation_bytes(
+    model: &GptModel,
+    b: u64,
+    t: u64,
+    recompute: Recompute,
+) -> Result<Bytes, RailNetworkError> {
+    model.validate()?;
+    check_count_u64("micro-batch size b", b, 1)?;
+    check_count_u64("tensor parallel degree t", t, 1)?;
     let (s, h, a) = (
         model.seq_len as f64,
         model.hidden as f64,
@@ -57,13 +74,23 @@ pub fn layer_activation_bytes(model: &GptModel, b: u64, t: u64, recompute: Recom
         Recompute::Selective => 34.0 * sbh,
         Recompute::Full => 2.0 * sbh,
     };
-    per / t.max(1) as f64
+    // Counts below 2^64 keep this below 2^200; checked all the same.
+    Ok(check_finite_result(
+        "activation bytes of a layer",
+        per / t as f64,
+    )?)
 }
 
 /// Memory of the first pipeline stage's GPUs (the fullest) for `par` (Appendix C, Eq. 19).
 ///
-/// The parallelization is not validated here (callers validate once); degenerate degrees are
-/// clamped to 1 so the function never divides by zero.
+/// Only the degrees and batch sizes of `par` are checked here (all at least 1); the
+/// constraints of Eq. 11–18 are the caller's ([`Parallelization::validate`]).
+///
+/// # Errors
+///
+/// An invalid model, a zero degree, micro-batch, global batch or interleaving, or bytes per
+/// parameter that are not positive and finite ([`RailNetworkError::Value`]);
+/// (`NonFinite`) when the memory overflows `f64` (e.g. 1e308 bytes per parameter).
 ///
 /// # Complexity
 ///
@@ -77,22 +104,20 @@ pub fn layer_activation_bytes(model: &GptModel, b: u64, t: u64, recompute: Recom
 /// use rail_network::parallel::Parallelization;
 /// let m = model_preset("gpt-1t")?;
 /// let par = Parallelization::with_default_mapping(8, 64, 1, 1, 512, 1, 8)?;
-/// let mem = memory_per_gpu(&m, &par, Recompute::Selective, 18.0);
+/// let mem = memory_per_gpu(&m, &par, Recompute::Selective, 18.0)?;
 /// assert!(mem.total_bytes < 80e9); // fits an 80 GB A100, as Korthikanti et al. ran it
+/// assert!(memory_per_gpu(&m, &par, Recompute::Selective, 1e308).is_err());
 /// # Ok::<(), rail_network::RailNetworkError>(())
 /// ```
-#[must_use]
 pub fn memory_per_gpu(
     model: &GptModel,
     par: &Parallelization,
     recompute: Recompute,
     bytes_per_param: f64,
-) -> MemoryBreakdown {
-    let (p, t, v) = (
-        par.pp.max(1) as f64,
-        par.tp.max(1) as f64,
-        par.interleave.max(1) as f64,
-    );
+) -> Result<MemoryBreakdown, RailNetworkError> {
+    check_positive("bytes per parameter", bytes_per_param)?;
+    par.check_counts()?;
+    let (p, t, v) = (par.pp as f64, par.tp as f64, par.interleave as f64);
     let l = model.layers as f64;
     // In floating point: the integer product of two input sizes can wrap (issue 13).
     let embedding = model.vocab as f64 * model.hidden as f64;
@@ -104,13 +129,15 @@ pub fn memory_per_gpu(
     } else {
         1.0
     };
-    let per_layer = layer_activation_bytes(model, par.micro_batch, par.tp, recompute);
+    let per_layer = layer_activation_bytes(model, par.micro_batch, par.tp, recompute)?;
     let activation = per_layer * (l / p) * in_flight * interleave;
-    MemoryBreakdown {
+    // Both parts are non-negative: a finite total means finite parts.
+    let total_bytes = check_finite_result("memory per GPU (bytes)", weights + activation)?;
+    Ok(MemoryBreakdown {
         weights_and_optimizer_bytes: weights,
         activation_bytes: activation,
-        total_bytes: weights + activation,
-    }
+        total_bytes,
+    })
 }
 
 #[cfg(test)]
@@ -123,10 +150,10 @@ mod tests {
         // GPT-22B, b = 1, t = 8: no recompute adds 5 a s / h = 5*64*2048/6144 = 106.67.
         let m = model_preset("gpt-22b").unwrap();
         let sbh = 2048.0 * 6144.0;
-        let none = layer_activation_bytes(&m, 1, 8, Recompute::None);
+        let none = layer_activation_bytes(&m, 1, 8, Recompute::None).unwrap();
         assert!((none - sbh * (34.0 + 5.0 * 64.0 * 2048.0 / 6144.0) / 8.0).abs() < 1.0);
         assert_eq!(
-            layer_activation_bytes(&m, 1, 8, Recompute::Full),
+            layer_activation_bytes(&m, 1, 8, Recompute::Full).unwrap(),
             2.0 * sbh / 8.0
         );
     }
@@ -142,7 +169,7 @@ mod tests {
         ] {
             let m = model_preset(name).unwrap();
             let par = Parallelization::with_default_mapping(t, p, 1, b, big_b, v, 8).unwrap();
-            let mem = memory_per_gpu(&m, &par, Recompute::Selective, 18.0);
+            let mem = memory_per_gpu(&m, &par, Recompute::Selective, 18.0).unwrap();
             assert!(mem.total_bytes < 80e9, "{name}: {}", mem.total_bytes);
             assert!(mem.total_bytes > 40e9, "{name}: {}", mem.total_bytes);
         }
@@ -154,7 +181,7 @@ mod tests {
         // 34 s h / 8 bytes per layer * 2 layers * 64 micro-batches in flight.
         let m = model_preset("gpt-1t").unwrap();
         let par = Parallelization::with_default_mapping(8, 64, 1, 1, 512, 1, 8).unwrap();
-        let mem = memory_per_gpu(&m, &par, Recompute::Selective, 18.0);
+        let mem = memory_per_gpu(&m, &par, Recompute::Selective, 18.0).unwrap();
         let h = 25600.0;
         let w = (2.0 * (12.0 * h * h + 13.0 * h) + 51200.0 * h) / 8.0 * 18.0;
         let a = 34.0 * 2048.0 * h / 8.0 * 128.0;

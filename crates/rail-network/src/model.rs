@@ -18,10 +18,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RailNetworkError;
 use comm_cost_model::units::Flop;
-use comm_cost_model::{check_count_u64, check_divides};
+use comm_cost_model::{check_count_u64, check_divides, check_finite_result};
 
 /// A GPT-style decoder: the hyperparameters every formula needs.
+///
+/// Deserializing runs [`GptModel::validate`], so a parsed model is valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "GptModelFields")]
 pub struct GptModel {
     /// Attention heads `a`.
     pub heads: u64,
@@ -33,6 +36,32 @@ pub struct GptModel {
     pub seq_len: u64,
     /// Vocabulary size `V`.
     pub vocab: u64,
+}
+
+/// The serialized form of [`GptModel`], validated on the way in.
+#[derive(Deserialize)]
+struct GptModelFields {
+    heads: u64,
+    hidden: u64,
+    layers: u64,
+    seq_len: u64,
+    vocab: u64,
+}
+
+impl TryFrom<GptModelFields> for GptModel {
+    type Error = RailNetworkError;
+
+    fn try_from(f: GptModelFields) -> Result<Self, Self::Error> {
+        let model = Self {
+            heads: f.heads,
+            hidden: f.hidden,
+            layers: f.layers,
+            seq_len: f.seq_len,
+            vocab: f.vocab,
+        };
+        model.validate()?;
+        Ok(model)
+    }
 }
 
 /// How activations are recomputed in the backward pass.
@@ -61,9 +90,30 @@ pub struct FlopSplit {
 
 impl FlopSplit {
     /// All hardware FLOPs.
-    #[must_use]
-    pub fn total_flop(&self) -> Flop {
-        self.feed_forward_flop + self.attention_projection_flop + self.attention_score_flop
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Value`] (`NonFinite`) when the sum is not finite (a split built by
+    /// hand with parts near `f64::MAX`; [`flop_split`] never returns one).
+    ///
+    /// # Complexity
+    ///
+    /// `O(1)` time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::model::FlopSplit;
+    /// let f = FlopSplit { feed_forward_flop: 2.0, attention_projection_flop: 1.0, attention_score_flop: 0.5 };
+    /// assert_eq!(f.total_flop()?, 3.5);
+    /// assert!(FlopSplit { feed_forward_flop: f64::MAX, ..f }.total_flop().is_ok());
+    /// assert!(FlopSplit { feed_forward_flop: f64::MAX, attention_projection_flop: f64::MAX, ..f }.total_flop().is_err());
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn total_flop(&self) -> Result<Flop, RailNetworkError> {
+        let total =
+            self.feed_forward_flop + self.attention_projection_flop + self.attention_score_flop;
+        Ok(check_finite_result("hardware FLOPs", total)?)
     }
 }
 
@@ -150,6 +200,8 @@ impl GptModel {
     }
 
     /// Parameters of one transformer layer, `S_T = 12 h^2 + 13 h`.
+    ///
+    /// Always finite: `h < 2^64` bounds it below `2^132`.
     #[must_use]
     pub fn params_per_layer(&self) -> f64 {
         let h = self.hidden as f64;
@@ -157,6 +209,8 @@ impl GptModel {
     }
 
     /// All parameters, `l S_T + (V + s) h` (Narayanan et al. §5.1).
+    ///
+    /// Always finite: counts below `2^64` bound it below `2^197`.
     ///
     /// # Examples
     ///
@@ -184,7 +238,9 @@ impl GptModel {
 ///
 /// # Errors
 ///
-/// An invalid model, or a non-finite or negative batch.
+/// An invalid model, or a non-finite or negative batch; [`RailNetworkError::Value`]
+/// (`NonFinite`) when the FLOPs overflow `f64` (a batch near `f64::MAX`, or a huge batch of a
+/// huge model).
 ///
 /// # Complexity
 ///
@@ -205,7 +261,8 @@ pub fn model_flops(model: &GptModel, batch: f64) -> Result<Flop, RailNetworkErro
     model.validate()?;
     comm_cost_model::check_non_negative("batch (sequences)", batch)?;
     let (h, s, l, v) = dims(model);
-    Ok(72.0 * model.unit(batch) * (1.0 + s / (6.0 * h) + v / (12.0 * h * l)))
+    let flop = 72.0 * model.unit(batch) * (1.0 + s / (6.0 * h) + v / (12.0 * h * l));
+    Ok(check_finite_result("model FLOPs", flop)?)
 }
 
 /// Hardware FLOPs of one iteration under `recompute` (the numerator of HFU): see the module
@@ -234,7 +291,7 @@ pub fn hardware_flops(
     batch: f64,
     recompute: Recompute,
 ) -> Result<Flop, RailNetworkError> {
-    Ok(flop_split(model, batch, recompute)?.total_flop())
+    flop_split(model, batch, recompute)?.total_flop()
 }
 
 fn dims(model: &GptModel) -> (f64, f64, f64, f64) {
@@ -286,11 +343,14 @@ pub fn flop_split(
         Recompute::Full => (96.0, 96.0 / 6.0),
     };
     let logits = 6.0 * batch * s * h * v;
-    Ok(FlopSplit {
+    let split = FlopSplit {
         feed_forward_flop: gemm * u * 2.0 / 3.0 + logits,
         attention_projection_flop: gemm * u / 3.0,
         attention_score_flop: score * u * s / h,
-    })
+    };
+    // The parts are non-negative: a finite total means finite parts.
+    split.total_flop()?;
+    Ok(split)
 }
 
 #[cfg(test)]

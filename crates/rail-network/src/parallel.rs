@@ -10,7 +10,11 @@ use comm_cost_model::{checked_product, gcd};
 
 /// How a training job is split: tensor `t`, pipeline `p` and data `d` parallelism, each split
 /// into an HB-domain part (`_hb`) and a network part (the quotient), plus the batch schedule.
+///
+/// Deserializing checks what needs no model or cluster: every count at least 1 and each HB
+/// part dividing its degree (Eq. 14–16); [`Parallelization::validate`] checks the rest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "ParallelizationFields")]
 pub struct Parallelization {
     /// Tensor (and sequence) parallel degree `t`.
     pub tp: u64,
@@ -32,13 +36,52 @@ pub struct Parallelization {
     pub interleave: u64,
 }
 
+/// The serialized form of [`Parallelization`], checked on the way in.
+#[derive(Deserialize)]
+struct ParallelizationFields {
+    tp: u64,
+    pp: u64,
+    dp: u64,
+    tp_hb: u64,
+    pp_hb: u64,
+    dp_hb: u64,
+    micro_batch: u64,
+    global_batch: u64,
+    interleave: u64,
+}
+
+impl TryFrom<ParallelizationFields> for Parallelization {
+    type Error = RailNetworkError;
+
+    fn try_from(f: ParallelizationFields) -> Result<Self, Self::Error> {
+        let par = Self {
+            tp: f.tp,
+            pp: f.pp,
+            dp: f.dp,
+            tp_hb: f.tp_hb,
+            pp_hb: f.pp_hb,
+            dp_hb: f.dp_hb,
+            micro_batch: f.micro_batch,
+            global_batch: f.global_batch,
+            interleave: f.interleave,
+        };
+        par.check_intrinsic()?;
+        Ok(par)
+    }
+}
+
 impl Parallelization {
     /// A parallelization with the usual placement: tensor parallelism fills the HB domain
     /// first, then data, then pipeline parallelism (each taking the largest common factor).
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] (`CountTooSmall`) for a zero degree.
+    /// [`RailNetworkError::Value`] (`CountTooSmall`) for a zero degree, micro-batch, global
+    /// batch, interleaving or HB-domain size.
+    ///
+    /// # Complexity
+    ///
+    /// `O(log K)` time.
     ///
     /// # Examples
     ///
@@ -66,7 +109,7 @@ impl Parallelization {
         let tp_hb = gcd(tp, hb_domain);
         let dp_hb = gcd(dp, hb_domain / tp_hb);
         let pp_hb = gcd(pp, hb_domain / (tp_hb * dp_hb));
-        Ok(Self {
+        let par = Self {
             tp,
             pp,
             dp,
@@ -76,7 +119,41 @@ impl Parallelization {
             micro_batch,
             global_batch,
             interleave,
-        })
+        };
+        par.check_counts()?;
+        Ok(par)
+    }
+
+    /// Every degree, HB part, batch size and interleaving is at least 1 (Eq. 17).
+    pub(crate) fn check_counts(&self) -> Result<(), CostModelError> {
+        for (what, v) in [
+            ("tensor parallel degree t", self.tp),
+            ("pipeline parallel degree p", self.pp),
+            ("data parallel degree d", self.dp),
+            ("t_h", self.tp_hb),
+            ("p_h", self.pp_hb),
+            ("d_h", self.dp_hb),
+            ("micro-batch size b", self.micro_batch),
+            ("global batch size B", self.global_batch),
+            ("interleaved stages v", self.interleave),
+        ] {
+            check_count_u64(what, v, 1)?;
+        }
+        Ok(())
+    }
+
+    /// What needs no model or cluster: [`Self::check_counts`] and [`Self::check_hb_parts`].
+    pub(crate) fn check_intrinsic(&self) -> Result<(), CostModelError> {
+        self.check_counts()?;
+        self.check_hb_parts()
+    }
+
+    /// Each HB part divides its degree (Eq. 14–16).
+    fn check_hb_parts(&self) -> Result<(), CostModelError> {
+        check_divides("t_h must divide t (Eq. 15)", self.tp, self.tp_hb)?;
+        check_divides("p_h must divide p (Eq. 16)", self.pp, self.pp_hb)?;
+        check_divides("d_h must divide d (Eq. 14)", self.dp, self.dp_hb)?;
+        Ok(())
     }
 
     /// The data parallel degree Eq. 11 leaves for `gpus` GPUs: `d = N / (t p)`.
@@ -169,21 +246,9 @@ impl Parallelization {
         hb_domain: u64,
     ) -> Result<(), RailNetworkError> {
         model.validate()?;
-        for (what, v) in [
-            ("tensor parallel degree t", self.tp),
-            ("pipeline parallel degree p", self.pp),
-            ("data parallel degree d", self.dp),
-            ("t_h", self.tp_hb),
-            ("p_h", self.pp_hb),
-            ("d_h", self.dp_hb),
-            ("micro-batch size b", self.micro_batch),
-            ("global batch size B", self.global_batch),
-            ("interleaved stages v", self.interleave),
-            ("GPU count N", gpus),
-            ("HB-domain size K", hb_domain),
-        ] {
-            check_count_u64(what, v, 1)?;
-        }
+        self.check_counts()?;
+        check_count_u64("GPU count N", gpus, 1)?;
+        check_count_u64("HB-domain size K", hb_domain, 1)?;
         check_divides(
             "HB-domain size K must divide the GPU count N",
             gpus,
@@ -192,9 +257,7 @@ impl Parallelization {
         product("p t d = N (Eq. 11)", &[self.pp, self.tp, self.dp], gpus)?;
         let hb = [self.dp_hb, self.tp_hb, self.pp_hb];
         product("d_h t_h p_h = K (Eq. 12)", &hb, hb_domain)?;
-        check_divides("t_h must divide t (Eq. 15)", self.tp, self.tp_hb)?;
-        check_divides("p_h must divide p (Eq. 16)", self.pp, self.pp_hb)?;
-        check_divides("d_h must divide d (Eq. 14)", self.dp, self.dp_hb)?;
+        self.check_hb_parts()?;
         let local = check_divides(
             "d must divide the global batch B (Eq. 18)",
             self.global_batch,
@@ -226,7 +289,11 @@ impl Parallelization {
 /// Expert parallelism of the MoE layers (Parm §II, §IV-B): EP groups are `ep` consecutive
 /// data-parallel ranks; ESP groups shard each expert over `esp` consecutive tensor-parallel
 /// ranks.
+///
+/// Deserializing checks that every count is at least 1; [`ExpertParallelism::validate`]
+/// checks the divisibility rules against a parallelization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "ExpertParallelismFields")]
 pub struct ExpertParallelism {
     /// Expert-parallel degree `N_EP` (divides the data-parallel degree `d`).
     pub ep: u64,
@@ -238,7 +305,39 @@ pub struct ExpertParallelism {
     pub top_k: u64,
 }
 
+/// The serialized form of [`ExpertParallelism`], checked on the way in.
+#[derive(Deserialize)]
+struct ExpertParallelismFields {
+    ep: u64,
+    esp: u64,
+    moe_every: u64,
+    top_k: u64,
+}
+
+impl TryFrom<ExpertParallelismFields> for ExpertParallelism {
+    type Error = RailNetworkError;
+
+    fn try_from(f: ExpertParallelismFields) -> Result<Self, Self::Error> {
+        let expert = Self {
+            ep: f.ep,
+            esp: f.esp,
+            moe_every: f.moe_every,
+            top_k: f.top_k,
+        };
+        expert.check_counts()?;
+        Ok(expert)
+    }
+}
+
 impl ExpertParallelism {
+    fn check_counts(&self) -> Result<(), CostModelError> {
+        check_count_u64("EP degree", self.ep, 1)?;
+        check_count_u64("ESP degree", self.esp, 1)?;
+        check_count_u64("MoE layer frequency", self.moe_every, 1)?;
+        check_count_u64("top-k", self.top_k, 1)?;
+        Ok(())
+    }
+
     /// Checks the EP/ESP rules against a parallelization of `model`: `ep | d`, `esp | t`,
     /// `moe_every | l / p`, all counts positive.
     ///
@@ -266,10 +365,7 @@ impl ExpertParallelism {
         par: &Parallelization,
         model: &GptModel,
     ) -> Result<(), RailNetworkError> {
-        check_count_u64("EP degree", self.ep, 1)?;
-        check_count_u64("ESP degree", self.esp, 1)?;
-        check_count_u64("MoE layer frequency", self.moe_every, 1)?;
-        check_count_u64("top-k", self.top_k, 1)?;
+        self.check_counts()?;
         check_divides("EP must divide the data-parallel degree d", par.dp, self.ep)?;
         check_divides(
             "ESP must divide the tensor-parallel degree t",

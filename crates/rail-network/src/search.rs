@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::divisors::Factored;
 use crate::error::RailNetworkError;
-use crate::iteration::{IterationModel, IterationTerms};
+use crate::iteration::{IterationModel, IterationTerms, check_iteration_time};
 use crate::memory::{MemoryBreakdown, memory_per_gpu};
 use crate::parallel::Parallelization;
 use crate::system::SystemSpec;
@@ -60,7 +61,9 @@ impl RankedConfig {
     ///
     /// The first constraint of Eq. 11–18 that `parallelization` violates for `gpus` GPUs (see
     /// [`Parallelization::validate`]); memory (Eq. 19) is reported by
-    /// [`RankedConfig::fits_in_memory`], not checked.
+    /// [`RankedConfig::fits_in_memory`], not checked. [`RailNetworkError::Value`] (`NonFinite`
+    /// or `NotPositive`) when the iteration time overflows or underflows `f64`, or the memory
+    /// overflows it (extreme sizes, bandwidths or bytes per parameter).
     ///
     /// # Complexity
     ///
@@ -90,16 +93,19 @@ impl RankedConfig {
         parallelization: Parallelization,
     ) -> Result<Self, RailNetworkError> {
         parallelization.validate(im.model(), gpus, im.system().hb_domain)?;
+        let terms = im.evaluate_unchecked(&parallelization);
+        check_iteration_time(terms.iteration_time_s)?;
         let compute = im.compute();
+        let memory = memory_per_gpu(
+            im.model(),
+            &parallelization,
+            compute.recompute,
+            compute.bytes_per_param,
+        )?;
         Ok(Self {
             parallelization,
-            terms: im.evaluate_unchecked(&parallelization),
-            memory: memory_per_gpu(
-                im.model(),
-                &parallelization,
-                compute.recompute,
-                compute.bytes_per_param,
-            ),
+            terms,
+            memory,
         })
     }
 
@@ -129,6 +135,8 @@ struct Local {
     evaluated: u64,
     valid: u64,
     min_memory: f64,
+    /// Why the first configuration with an unusable time was not ranked.
+    rejected: Option<CostModelError>,
 }
 
 fn rank_cmp(a: &RankedConfig, b: &RankedConfig) -> std::cmp::Ordering {
@@ -140,7 +148,6 @@ fn rank_cmp(a: &RankedConfig, b: &RankedConfig) -> std::cmp::Ordering {
 
 impl Local {
     fn offer(&mut self, c: RankedConfig, keep: usize) {
-        self.evaluated += 1;
         if self.top.len() == keep
             && self
                 .top
@@ -157,37 +164,19 @@ impl Local {
     }
 }
 
-/// Largest GPU count, global batch and layer count [`search`] accepts: divisors are found by
-/// trial division up to the square root (2^20 steps at this limit), so larger values would take
-/// minutes per shape.
+/// Largest GPU count, global batch and layer count [`search`] accepts: each is factored by
+/// trial division up to its square root (2^20 steps at this limit).
 pub const MAX_SEARCH_COUNT: u64 = 1 << 40;
 
-/// The divisors of `n` up to `cap` (0 = no cap), ascending.
-///
-/// `O(min(cap, sqrt n))` steps; `i <= n / i` instead of `i * i <= n`, which wraps near 2^64.
-fn divisors(n: u64, cap: u64) -> Vec<u64> {
-    let mut out: Vec<u64> = Vec::new();
-    if cap > 0 && cap.saturating_mul(cap) < n {
-        // Only small divisors are wanted: test them directly.
-        out.extend((1..=cap).filter(|&i| n % i == 0));
-        return out;
-    }
-    let mut i = 1;
-    while i <= n / i {
-        if n % i == 0 {
-            out.push(i);
-            if i != n / i {
-                out.push(n / i);
-            }
-        }
-        i += 1;
-    }
-    out.retain(|&x| cap == 0 || x <= cap);
-    out.sort_unstable();
-    out
-}
+/// Most loop steps [`search`] accepts: for every `(p, t, d)` shape, the micro-batch sizes
+/// times the interleavings times the HB-domain splits (an upper bound, counted from divisor
+/// counts before anything is evaluated). The paper's GPT-1T searches (4,096 to 262,144 GH200
+/// GPUs at batch 4096) need at most 30,000; at this limit a release build runs for about a
+/// second. [`MAX_SEARCH_COUNT`] alone would let a highly divisible GPU count, batch and layer
+/// count ask for 10^12 steps.
+pub const MAX_SEARCH_WORK: u64 = 1 << 24;
 
-/// Checks the counts the search enumerates divisors of against [`MAX_SEARCH_COUNT`].
+/// Checks the counts the search factors against [`MAX_SEARCH_COUNT`].
 fn check_search_limits(
     im: &IterationModel,
     gpus: u64,
@@ -216,15 +205,19 @@ fn check_search_limits(
 /// # Errors
 ///
 /// [`RailNetworkError::Value`] (`CountTooSmall`, `NotDivisible`) for a bad cluster or batch,
-/// (`TooLarge`) for a GPU count, global batch or layer count above [`MAX_SEARCH_COUNT`],
-/// (`NonFinite`) when every configuration that fits in memory has a non-finite time,
+/// (`TooLarge`) for a GPU count, global batch or layer count above [`MAX_SEARCH_COUNT`] or an
+/// enumeration above [`MAX_SEARCH_WORK`] steps (both checked before any evaluation),
+/// (`NonFinite` or `NotPositive`) when every configuration that fits in memory has a time that
+/// overflows or underflows `f64`,
 /// [`RailNetworkError::NoFeasibleConfiguration`] when no configuration satisfies Eq. 11–19 (it
 /// reports how many passed Eq. 11–18 and the smallest memory any needed).
 ///
 /// # Complexity
 ///
-/// `O(Σ over shapes of div(B/d) · div(l/p) · splits(K))` evaluations of `O(1)` each, run on all
-/// cores; GPT-1T on 65536 GPUs takes milliseconds (see docs/performance.md).
+/// `O(sqrt N + sqrt B + sqrt l + sqrt K)` to factor the counts, then
+/// `O(Σ over shapes of div(B/d) · div(l/p) · splits(K))` evaluations of `O(1)` each (at most
+/// [`MAX_SEARCH_WORK`]), run on all cores; GPT-1T on 65536 GPUs takes milliseconds (see
+/// docs/performance.md).
 ///
 /// # Examples
 ///
@@ -284,45 +277,42 @@ pub fn search_with_progress(
     check_search_limits(im, gpus, global_batch)?;
     let k = im.system().hb_domain;
     check_divides("HB-domain size K must divide the GPU count N", gpus, k)?;
-    let shapes = shapes(im, gpus, global_batch);
+    let space = Space::new(im, gpus, global_batch, options);
+    let shapes = space.shapes()?;
     let total = shapes.len() as u64;
     let done = AtomicU64::new(0);
     let keep = options.keep.max(1);
     let locals: Vec<Local> = shapes
         .par_iter()
-        .map(|&(p, t)| {
-            let local = search_shape(im, gpus, global_batch, p, t, options, keep);
+        .map(|shape| {
+            let local = space.search_shape(shape, keep);
             progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
             local
         })
         .collect();
     let mut all: Vec<RankedConfig> = Vec::new();
     let (mut evaluated, mut valid, mut min_memory) = (0, 0, f64::INFINITY);
+    let mut rejected = None;
     for l in locals {
         evaluated += l.evaluated;
         valid += l.valid;
         min_memory = min_memory.min(l.min_memory);
+        rejected = rejected.or(l.rejected);
         all.extend(l.top);
-    }
-    // Extreme bandwidths or sizes can overflow a time to infinity: never rank those.
-    let fitting = all.len();
-    all.retain(|c| c.terms.iteration_time_s.is_finite());
-    if all.is_empty() && fitting > 0 {
-        return Err(CostModelError::NonFinite {
-            what: "iteration time (s) of every configuration that fits in memory",
-            value: f64::INFINITY,
-        }
-        .into());
     }
     all.sort_by(rank_cmp);
     all.truncate(keep);
-    let best = *all
-        .first()
-        .ok_or(RailNetworkError::NoFeasibleConfiguration {
-            valid_shapes: valid,
-            min_memory_bytes: min_memory,
-            capacity_bytes: im.system().memory_bytes,
-        })?;
+    let Some(&best) = all.first() else {
+        // Configurations fit in memory but every time overflowed or underflowed.
+        return Err(rejected.map_or(
+            RailNetworkError::NoFeasibleConfiguration {
+                valid_shapes: valid,
+                min_memory_bytes: min_memory,
+                capacity_bytes: im.system().memory_bytes,
+            },
+            RailNetworkError::from,
+        ));
+    };
     Ok(SearchResult {
         best,
         ranked: all,
@@ -331,71 +321,173 @@ pub fn search_with_progress(
     })
 }
 
-/// `(p, t)` pairs whose shape `(p, t, N/(p t))` passes the divisibility constraints.
-fn shapes(im: &IterationModel, gpus: u64, global_batch: u64) -> Vec<(u64, u64)> {
-    let m = im.model();
-    let t_max = gcd(gcd(m.hidden, m.seq_len), m.heads);
-    let mut out = Vec::new();
-    for p in divisors(gcd(gpus, m.layers), 0) {
-        for t in divisors(gcd(gpus / p, t_max), 0) {
-            let d = gpus / (p * t);
-            if global_batch % d == 0 {
-                out.push((p, t));
-            }
-        }
-    }
-    out
-}
-
-fn search_shape(
-    im: &IterationModel,
-    gpus: u64,
-    global_batch: u64,
+/// One `(p, t, d)` shape passing the divisibility constraints.
+struct Shape {
     p: u64,
     t: u64,
-    options: &SearchOptions,
-    keep: usize,
-) -> Local {
-    let k = im.system().hb_domain;
-    let d = gpus / (p * t);
-    let mut local = Local {
-        min_memory: f64::INFINITY,
-        ..Local::default()
-    };
-    let compute = im.compute();
-    let vs = if p > 1 {
-        divisors(im.model().layers / p, options.max_interleave)
-    } else {
-        vec![1]
-    };
-    for b in divisors(global_batch / d, options.max_micro_batch) {
-        for &v in &vs {
-            let mut par = Parallelization {
-                tp: t,
-                pp: p,
-                dp: d,
-                tp_hb: 1,
-                pp_hb: 1,
-                dp_hb: 1,
-                micro_batch: b,
-                global_batch,
-                interleave: v,
-            };
-            local.valid += 1;
-            let memory =
-                memory_per_gpu(im.model(), &par, compute.recompute, compute.bytes_per_param);
-            local.min_memory = local.min_memory.min(memory.total_bytes);
-            if memory.total_bytes > im.system().memory_bytes {
-                continue;
+    d: u64,
+}
+
+/// The counts of one search, factored once, and its options.
+struct Space<'a> {
+    im: &'a IterationModel,
+    gpus: u64,
+    global_batch: u64,
+    options: &'a SearchOptions,
+    gpus_f: Factored,
+    batch_f: Factored,
+    layers_f: Factored,
+    hb_f: Factored,
+}
+
+impl<'a> Space<'a> {
+    fn new(
+        im: &'a IterationModel,
+        gpus: u64,
+        global_batch: u64,
+        options: &'a SearchOptions,
+    ) -> Self {
+        Self {
+            im,
+            gpus,
+            global_batch,
+            options,
+            gpus_f: Factored::new(gpus),
+            batch_f: Factored::new(global_batch),
+            layers_f: Factored::new(im.model().layers),
+            hb_f: Factored::new(im.system().hb_domain),
+        }
+    }
+
+    /// Micro-batch sizes of shape `d`: divisors of `B / d` up to the cap.
+    fn micro_batches(&self, d: u64) -> Vec<u64> {
+        let cap = self.options.max_micro_batch;
+        self.batch_f.divisors(self.global_batch / d, cap)
+    }
+
+    /// Interleavings of shape `p`: divisors of `l / p` up to the cap (only 1 without pipelining).
+    fn interleavings(&self, p: u64) -> Vec<u64> {
+        if p == 1 {
+            return vec![1];
+        }
+        let cap = self.options.max_interleave;
+        self.layers_f.divisors(self.im.model().layers / p, cap)
+    }
+
+    /// Splits `(t_h, d_h, p_h)` of the HB domain with `t_h | t`, `d_h | d`, `p_h | p` and
+    /// `t_h d_h p_h = K` (Eq. 12, 14–16).
+    fn splits(&self, shape: &Shape) -> Vec<(u64, u64, u64)> {
+        let k = self.im.system().hb_domain;
+        let mut out = Vec::new();
+        for th in self.hb_f.divisors(gcd(shape.t, k), 0) {
+            for dh in self.hb_f.divisors(gcd(shape.d, k / th), 0) {
+                let ph = k / (th * dh);
+                if shape.p % ph == 0 {
+                    out.push((th, dh, ph));
+                }
             }
-            for th in divisors(gcd(t, k), 0) {
-                for dh in divisors(gcd(d, k / th), 0) {
-                    let ph = k / (th * dh);
-                    if p % ph != 0 {
-                        continue;
+        }
+        out
+    }
+
+    /// Loop steps of one shape, an upper bound counted without enumerating: split candidates
+    /// once, then memory and every split for each micro-batch size and interleaving.
+    fn work(&self, shape: &Shape) -> u64 {
+        let capped = |count: u64, cap: u64| if cap == 0 { count } else { count.min(cap) };
+        let layers = self.im.model().layers;
+        let n_b = capped(
+            self.batch_f.divisor_count(self.global_batch / shape.d),
+            self.options.max_micro_batch,
+        );
+        let n_v = if shape.p == 1 {
+            1
+        } else {
+            capped(
+                self.layers_f.divisor_count(layers / shape.p),
+                self.options.max_interleave,
+            )
+        };
+        let k = self.im.system().hb_domain;
+        let n_split = self
+            .hb_f
+            .divisor_count(gcd(shape.t, k))
+            .saturating_mul(self.hb_f.divisor_count(gcd(shape.d, k)));
+        n_b.saturating_mul(n_v)
+            .saturating_mul(n_split.saturating_add(1))
+            .saturating_add(n_split)
+    }
+
+    /// Shapes `(p, t, N/(p t))` passing the divisibility constraints, once their total work
+    /// is known to be within [`MAX_SEARCH_WORK`].
+    fn shapes(&self) -> Result<Vec<Shape>, RailNetworkError> {
+        let m = self.im.model();
+        let t_max = gcd(gcd(m.hidden, m.seq_len), m.heads);
+        let mut out = Vec::new();
+        let mut work = 0u64;
+        for p in self.gpus_f.divisors(gcd(self.gpus, m.layers), 0) {
+            for t in self.gpus_f.divisors(gcd(self.gpus / p, t_max), 0) {
+                let d = self.gpus / (p * t);
+                if self.global_batch % d != 0 {
+                    continue;
+                }
+                let shape = Shape { p, t, d };
+                work = work.saturating_add(self.work(&shape));
+                if work > MAX_SEARCH_WORK {
+                    return Err(CostModelError::TooLarge {
+                        what: "loop steps of the parallelization search (at least)",
+                        limit: MAX_SEARCH_WORK,
+                        value: work,
                     }
+                    .into());
+                }
+                out.push(shape);
+            }
+        }
+        Ok(out)
+    }
+
+    fn search_shape(&self, shape: &Shape, keep: usize) -> Local {
+        let im = self.im;
+        let mut local = Local {
+            min_memory: f64::INFINITY,
+            ..Local::default()
+        };
+        let compute = im.compute();
+        let splits = self.splits(shape);
+        let vs = self.interleavings(shape.p);
+        for b in self.micro_batches(shape.d) {
+            for &v in &vs {
+                let mut par = Parallelization {
+                    tp: shape.t,
+                    pp: shape.p,
+                    dp: shape.d,
+                    tp_hb: 1,
+                    pp_hb: 1,
+                    dp_hb: 1,
+                    micro_batch: b,
+                    global_batch: self.global_batch,
+                    interleave: v,
+                };
+                local.valid += 1;
+                // A memory that overflows `f64` cannot fit any GPU.
+                let Ok(memory) =
+                    memory_per_gpu(im.model(), &par, compute.recompute, compute.bytes_per_param)
+                else {
+                    continue;
+                };
+                local.min_memory = local.min_memory.min(memory.total_bytes);
+                if memory.total_bytes > im.system().memory_bytes {
+                    continue;
+                }
+                for &(th, dh, ph) in &splits {
                     (par.tp_hb, par.dp_hb, par.pp_hb) = (th, dh, ph);
                     let terms = im.evaluate_unchecked(&par);
+                    local.evaluated += 1;
+                    // Extreme sizes or bandwidths overflow or underflow a time: never rank it.
+                    if let Err(e) = check_iteration_time(terms.iteration_time_s) {
+                        local.rejected.get_or_insert(e);
+                        continue;
+                    }
                     local.offer(
                         RankedConfig {
                             parallelization: par,
@@ -407,8 +499,8 @@ fn search_shape(
                 }
             }
         }
+        local
     }
-    local
 }
 
 #[cfg(test)]
@@ -487,7 +579,8 @@ mod tests {
                                     &par,
                                     c.recompute,
                                     c.bytes_per_param,
-                                );
+                                )
+                                .unwrap();
                                 if mem.total_bytes <= 80e9 {
                                     best = best.min(im.evaluate(&par).unwrap().iteration_time_s);
                                 }

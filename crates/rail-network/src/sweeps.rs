@@ -252,7 +252,9 @@ pub struct AllToAllPoint {
 ///
 /// # Errors
 ///
-/// A zero count or a non-positive bandwidth.
+/// A zero count or a non-positive bandwidth; `Overflow` when `x y` exceeds `usize`;
+/// [`RailNetworkError::Value`] (`NonFinite`) when the bandwidth ratio or the slowdown
+/// overflows `f64`.
 ///
 /// # Complexity
 ///
@@ -286,10 +288,15 @@ pub fn all_to_all_slowdown_sweep(
                 hb_bytes_per_s,
                 network_bytes_per_s,
             )?;
+            // 1e308 over 1e-308 overflows although both bandwidths are valid.
+            let bandwidth_ratio = comm_cost_model::check_finite_result(
+                "bandwidth ratio C_F / C_S",
+                hb_bytes_per_s / network_bytes_per_s,
+            )?;
             Ok(AllToAllPoint {
                 hb_domain: x,
                 domains,
-                bandwidth_ratio: hb_bytes_per_s / network_bytes_per_s,
+                bandwidth_ratio,
                 slowdown: rail_only_all_to_all_slowdown(1e6, &grid)?,
             })
         })

@@ -9,7 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 use comm_cost_model::units::Bytes;
 use serde::{Deserialize, Serialize};
 
+use crate::error::RailNetworkError;
 use crate::mapping::RankMapping;
+use comm_cost_model::{CostModelError, check_count_u64, check_divides, check_finite_result};
 
 /// Bytes per activation, gradient and parameter element: 16-bit (FP16/BF16), as the
 /// iteration-time model of rail-only §5 assumes (`D = 2 b h s`, `D^d = 2 l S_T / (p t)`).
@@ -77,15 +79,38 @@ pub struct PairTraffic {
 
 impl PairTraffic {
     /// All bytes of the pair.
-    #[must_use]
-    pub fn total_bytes(&self) -> Bytes {
-        self.bytes.iter().sum()
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Value`] (`NonFinite`) when the sum is not finite (bytes near
+    /// `f64::MAX` or NaN built by hand; [`job_traffic`] never makes one).
+    ///
+    /// # Complexity
+    ///
+    /// `O(1)` time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::traffic::PairTraffic;
+    /// let p = PairTraffic { src: 0, dst: 1, bytes: [1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.5] };
+    /// assert_eq!(p.total_bytes()?, 3.5);
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn total_bytes(&self) -> Result<Bytes, RailNetworkError> {
+        Ok(check_finite_result(
+            "bytes of a GPU pair",
+            self.bytes.iter().sum(),
+        )?)
     }
 }
 
 /// The sparse `N x N` traffic matrix of one iteration: only pairs that carry bytes, sorted by
 /// `(src, dst)`.
+///
+/// Deserializing runs [`JobTraffic::validate`], so a parsed matrix is valid.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "JobTrafficFields")]
 pub struct JobTraffic {
     /// Number of GPUs `N`.
     pub gpus: u64,
@@ -135,7 +160,105 @@ pub struct TrafficSummary {
     pub by_kind: Vec<KindShare>,
 }
 
+/// The serialized form of [`JobTraffic`], validated on the way in.
+#[derive(Deserialize)]
+struct JobTrafficFields {
+    gpus: u64,
+    hb_domain: u64,
+    entries: Vec<PairTraffic>,
+}
+
+impl TryFrom<JobTrafficFields> for JobTraffic {
+    type Error = RailNetworkError;
+
+    fn try_from(f: JobTrafficFields) -> Result<Self, Self::Error> {
+        let traffic = Self {
+            gpus: f.gpus,
+            hb_domain: f.hb_domain,
+            entries: f.entries,
+        };
+        traffic.validate()?;
+        Ok(traffic)
+    }
+}
+
 impl JobTraffic {
+    /// Checks the matrix: `N >= 1` GPUs in HB domains of `K` dividing `N`; every entry a pair of
+    /// distinct GPUs below `N`, entries strictly increasing in `(src, dst)` (no repeats), bytes
+    /// finite and non-negative with at least one positive.
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Value`] for the counts (`CountTooSmall`, `NotDivisible`) and the bytes
+    /// (`BadEntry`: row = entry index, column = kind index), [`RailNetworkError::OutOfRange`] for
+    /// a GPU index, [`RailNetworkError::BadTrafficEntry`] for a self pair, an entry out of order
+    /// or repeated, or one without bytes.
+    ///
+    /// # Complexity
+    ///
+    /// `O(entries)` time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::traffic::{JobTraffic, PairTraffic};
+    /// let pair = |src, dst| PairTraffic { src, dst, bytes: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0] };
+    /// let mut t = JobTraffic { gpus: 2, hb_domain: 2, entries: vec![pair(0, 1), pair(1, 0)] };
+    /// t.validate()?;
+    /// t.entries.reverse();
+    /// assert!(t.validate().is_err());
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn validate(&self) -> Result<(), RailNetworkError> {
+        check_count_u64("GPU count N", self.gpus, 1)?;
+        check_count_u64("HB-domain size K", self.hb_domain, 1)?;
+        check_divides(
+            "HB-domain size K must divide the GPU count N",
+            self.gpus,
+            self.hb_domain,
+        )?;
+        let mut previous: Option<(u64, u64)> = None;
+        for (index, e) in self.entries.iter().enumerate() {
+            let bad = |problem| RailNetworkError::BadTrafficEntry {
+                index: index as u64,
+                src: e.src,
+                dst: e.dst,
+                problem,
+            };
+            for gpu in [e.src, e.dst] {
+                if gpu >= self.gpus {
+                    return Err(RailNetworkError::OutOfRange {
+                        what: "GPU of a traffic entry",
+                        index: gpu,
+                        limit: self.gpus,
+                    });
+                }
+            }
+            if e.src == e.dst {
+                return Err(bad("is a GPU sending to itself"));
+            }
+            if previous.is_some_and(|p| p >= (e.src, e.dst)) {
+                return Err(bad("is not after the previous entry in (src, dst) order"));
+            }
+            previous = Some((e.src, e.dst));
+            for (kind, &value) in e.bytes.iter().enumerate() {
+                if !value.is_finite() || value < 0.0 {
+                    return Err(CostModelError::BadEntry {
+                        what: "job traffic bytes (row = entry, column = kind)",
+                        row: index,
+                        col: kind,
+                        value,
+                    }
+                    .into());
+                }
+            }
+            if e.bytes.iter().all(|&b| b == 0.0) {
+                return Err(bad("carries no bytes"));
+            }
+        }
+        Ok(())
+    }
+
     /// Bytes from `src` to `dst` by kind, if the pair carries any.
     #[must_use]
     pub fn get(&self, src: u64, dst: u64) -> Option<&PairTraffic> {
@@ -147,12 +270,29 @@ impl JobTraffic {
 
     /// Idle pairs, bytes by kind, HB vs network bytes and the cross-rail check.
     ///
+    /// # Errors
+    ///
+    /// As [`JobTraffic::validate`]; [`RailNetworkError::Value`] (`NonFinite`) when the total
+    /// overflows `f64` (entries near `f64::MAX` built by hand; [`job_traffic`] never makes one).
+    ///
     /// # Complexity
     ///
     /// `O(entries)` time.
-    #[must_use]
-    pub fn summary(&self) -> TrafficSummary {
-        let k = self.hb_domain.max(1);
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::traffic::{JobTraffic, PairTraffic};
+    /// let pair = |src, dst| PairTraffic { src, dst, bytes: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0] };
+    /// let t = JobTraffic { gpus: 4, hb_domain: 2, entries: vec![pair(0, 1), pair(0, 2)] };
+    /// let s = t.summary()?;
+    /// assert_eq!((s.hb_bytes, s.network_bytes, s.busy_pairs), (1.0, 1.0, 2));
+    /// assert_eq!(s.idle_pair_fraction, 1.0 - 2.0 / 12.0);
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn summary(&self) -> Result<TrafficSummary, RailNetworkError> {
+        self.validate()?;
+        let k = self.hb_domain;
         let mut by_kind: Vec<KindShare> = TrafficKind::ALL
             .iter()
             .map(|&kind| KindShare {
@@ -166,7 +306,7 @@ impl JobTraffic {
         let (mut hb, mut network, mut cross) = (0.0, 0.0, 0.0);
         for e in &self.entries {
             let same_domain = e.src / k == e.dst / k;
-            let total = e.total_bytes();
+            let total = e.total_bytes()?;
             if same_domain {
                 hb += total;
             } else {
@@ -185,14 +325,15 @@ impl JobTraffic {
                 }
             }
         }
-        let total = hb + network;
+        // Every byte count is non-negative: a finite total means finite parts.
+        let total = check_finite_result("bytes of the iteration", hb + network)?;
         for s in &mut by_kind {
             s.share = if total > 0.0 { s.bytes / total } else { 0.0 };
         }
         let n = self.gpus;
         let ordered_pairs = n.saturating_mul(n.saturating_sub(1));
         let busy = self.entries.len() as u64;
-        TrafficSummary {
+        Ok(TrafficSummary {
             gpus: self.gpus,
             ordered_pairs,
             busy_pairs: busy,
@@ -207,7 +348,7 @@ impl JobTraffic {
             cross_rail_network_bytes: cross,
             crosses_rails: cross > 0.0,
             by_kind,
-        }
+        })
     }
 }
 
@@ -234,7 +375,8 @@ impl JobTraffic {
 ///
 /// # Complexity
 ///
-/// `O(N · (1 + ep))` time and space: the output is sparse.
+/// `O(N · (1 + ep))` time and space: the output is sparse, and the mapping's limits
+/// ([`crate::mapping::MAX_MAPPED_GPUS`], [`crate::mapping::MAX_EXPERT_PAIRS`]) bound it.
 ///
 /// # Examples
 ///
@@ -247,7 +389,7 @@ impl JobTraffic {
 /// let par = Parallelization::with_default_mapping(4, 2, 2, 1, 8, 1, 4)?;
 /// let map = RankMapping::new(&model, &par, 16, 4)?;
 /// let traffic = job_traffic(&map, CollectiveAlgorithm::Ring);
-/// assert!(!traffic.summary().crosses_rails);
+/// assert!(!traffic.summary()?.crosses_rails);
 /// // TP ring inside domain 0: GPU 0 sends 3/4 of 2·1·32·64 bytes per AllGather to GPU 1,
 /// // 4 AllGathers per layer, 2 layers per stage, 4 micro-batches.
 /// let tp = traffic.get(0, 1).unwrap().bytes[TrafficKind::TpAllGather as usize];
