@@ -12,6 +12,7 @@
 //! dynamic program over all O(n^2) runs stays fast for nccl-tests-sized inputs.
 
 use crate::CostModelError;
+use crate::scale::pow2_scale;
 
 /// The most samples one piecewise fit accepts (the dynamic program is O(n^2 k) time and
 /// O(n^2) memory).
@@ -30,6 +31,10 @@ pub(crate) struct Prefix<const D: usize> {
     gram: Vec<[[f64; D]; D]>,
     rhs: Vec<[f64; D]>,
     scale: [f64; D],
+    /// Power of two that brings the shortest time into `[1, 2)`, so every `z` is at most about
+    /// 1 and no square overflows (a 5e-324 s time made `z` infinite; issue 13). Exact, so
+    /// ordinary times give the same bits as unscaled ones.
+    time_scale: f64,
 }
 
 impl<const D: usize> Prefix<D> {
@@ -47,12 +52,14 @@ impl<const D: usize> Prefix<D> {
                 *s = 1.0;
             }
         }
+        let time_scale = pow2_scale(times.iter().copied().fold(f64::INFINITY, f64::min));
         let mut gram = Vec::with_capacity(rows.len() + 1);
         let mut rhs = Vec::with_capacity(rows.len() + 1);
         let (mut g, mut b) = ([[0.0; D]; D], [0.0; D]);
         gram.push(g);
         rhs.push(b);
         for (row, &t) in rows.iter().zip(times) {
+            let t = t * time_scale;
             let z: [f64; D] = std::array::from_fn(|j| row[j] / scale[j] / t);
             for j in 0..D {
                 b[j] += z[j];
@@ -63,7 +70,12 @@ impl<const D: usize> Prefix<D> {
             gram.push(g);
             rhs.push(b);
         }
-        Self { gram, rhs, scale }
+        Self {
+            gram,
+            rhs,
+            scale,
+            time_scale,
+        }
     }
 
     /// The non-negative relative fit of rows `start..end` and its sum of squared relative
@@ -94,7 +106,7 @@ impl<const D: usize> Prefix<D> {
         }
         let dot: f64 = c.iter().zip(&b).map(|(x, y)| x * y).sum();
         let cost = (n - 2.0 * dot + quad).max(0.0);
-        let unscaled = std::array::from_fn(|j| c[j] / self.scale[j]);
+        let unscaled = std::array::from_fn(|j| c[j] / self.time_scale / self.scale[j]);
         (unscaled, cost)
     }
 }

@@ -10,8 +10,8 @@ use crate::{CostModelError, check_positive};
 /// `flop_per_s` is `F_j` of Aristos Table 1 (the *actual* FLOP/s the worker sustains) and
 /// `expert_slots` is `m_j` (expert memory capacity, in experts). Used by topology-aware grouping
 /// (`topology-partition`) and by expert assignment (`colocation-matching`), so a cluster's workers
-/// feed LysiAssign unchanged. Fields are public; [`Worker::new`] validates, and every algorithm
-/// taking workers validates them again.
+/// feed LysiAssign unchanged. Fields are public; [`Worker::new`] validates, deserializing goes
+/// through it, and every algorithm taking workers validates them again.
 ///
 /// # Examples
 ///
@@ -23,6 +23,7 @@ use crate::{CostModelError, check_positive};
 /// # Ok::<(), comm_cost_model::CostModelError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "WorkerFields")]
 pub struct Worker {
     /// Sustained compute rate `F_j`, FLOP/s (positive).
     pub flop_per_s: FlopPerSecond,
@@ -41,5 +42,20 @@ impl Worker {
             flop_per_s: check_positive("worker FLOP/s", flop_per_s)?,
             expert_slots,
         })
+    }
+}
+
+/// The serialized form of [`Worker`], validated by [`Worker::new`] on the way in.
+#[derive(Deserialize)]
+struct WorkerFields {
+    flop_per_s: FlopPerSecond,
+    expert_slots: usize,
+}
+
+impl TryFrom<WorkerFields> for Worker {
+    type Error = CostModelError;
+
+    fn try_from(f: WorkerFields) -> Result<Self, Self::Error> {
+        Self::new(f.flop_per_s, f.expert_slots)
     }
 }
