@@ -95,7 +95,7 @@ fn time(what: &str, r: Result<f64, CostModelError>) -> Outcome {
 
 /// Serializes `value`, checks its numbers are finite, and deserializes it again: an `Ok` the
 /// crate returned must pass the type's validating deserialization. (Not compared for
-/// equality: serde_json's default float parsing may be off by an ulp.)
+/// equality: `serde_json`'s default float parsing may be off by an ulp.)
 fn round_trip<T: Serialize + DeserializeOwned>(
     what: &str,
     value: &T,
@@ -1189,7 +1189,16 @@ fn colocated_timelines() {
                     {
                         return Err(format!("timeline {t:?}"));
                     }
-                    let _ = t.components.iter().map(|c| c.kind.is_compute()).count();
+                    // The GPU computes one component at a time: G^b, F^a, F^b, A^a, A^b, G^a.
+                    let mut compute: Vec<_> = t
+                        .components
+                        .iter()
+                        .filter(|c| c.kind.is_compute())
+                        .collect();
+                    compute.sort_by(|x, y| x.start_s.total_cmp(&y.start_s));
+                    if compute.len() != 6 || compute.windows(2).any(|w| w[0].end_s > w[1].start_s) {
+                        return Err(format!("overlapping computations in {t:?}"));
+                    }
                     Ok(true)
                 }
                 Err(_) => Ok(false),
