@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::piecewise::{PiecewiseOptions, check_r_squared, goodness};
-use crate::segments::{Prefix, best_runs, boundary, run_index};
+use crate::segments::{Prefix, best_runs, check_range, check_ranges, segment_at};
 use crate::units::{Bytes, Seconds};
 use crate::{AlphaBeta, CostModelError, check_finite_result, check_non_negative, check_positive};
 
@@ -159,6 +159,11 @@ deserialize_validated!(
 );
 
 impl ScalingSegment {
+    /// `(min_bus_bytes, max_bus_bytes)`.
+    fn range(&self) -> (f64, f64) {
+        (self.min_bus_bytes, self.max_bus_bytes)
+    }
+
     /// Checks finite non-negative bus bytes with `min_bus_bytes <= max_bus_bytes` and finite
     /// non-negative coefficients.
     ///
@@ -177,12 +182,7 @@ impl ScalingSegment {
     /// assert!(ScalingSegment { alpha_per_peer_s: -1.0, ..s }.validate().is_err());
     /// ```
     pub fn validate(&self) -> Result<(), CostModelError> {
-        let min = check_non_negative("segment min bus bytes", self.min_bus_bytes)?;
-        if min > check_non_negative("segment max bus bytes", self.max_bus_bytes)? {
-            return Err(CostModelError::Degenerate {
-                what: "a segment's min bus bytes exceed its max bus bytes",
-            });
-        }
+        check_range(self.range())?;
         AlphaBeta::new(self.alpha_s, self.beta_s_per_bus_byte)?;
         check_non_negative("alpha per peer (s)", self.alpha_per_peer_s)?;
         Ok(())
@@ -236,19 +236,7 @@ impl ScalingFit {
     /// ```
     pub fn time_s(&self, gpus: u64, bytes: Bytes) -> Result<Seconds, CostModelError> {
         let bus = bus_bytes(self.collective, gpus, bytes)?;
-        let upper: Vec<f64> = self
-            .segments
-            .windows(2)
-            .map(|w| boundary(w[0].max_bus_bytes, w[1].min_bus_bytes))
-            .collect();
-        let s = self
-            .segments
-            .get(run_index(&upper, bus))
-            .ok_or(CostModelError::CountTooSmall {
-                what: "segments of a scaling fit",
-                min: 1,
-                value: 0,
-            })?;
+        let s = segment_at(&self.segments, bus, ScalingSegment::range)?;
         check_finite_result(
             "scaling-fit time (s)",
             s.alpha_s + s.alpha_per_peer_s * (gpus as f64 - 1.0) + s.beta_s_per_bus_byte * bus,
@@ -277,25 +265,10 @@ impl ScalingFit {
     /// assert!(empty.validate().is_err());
     /// ```
     pub fn validate(&self) -> Result<(), CostModelError> {
-        if self.segments.is_empty() {
-            return Err(CostModelError::CountTooSmall {
-                what: "segments of a scaling fit",
-                min: 1,
-                value: 0,
-            });
-        }
         self.segments
             .iter()
             .try_for_each(ScalingSegment::validate)?;
-        if self
-            .segments
-            .windows(2)
-            .any(|w| w[0].max_bus_bytes > w[1].min_bus_bytes)
-        {
-            return Err(CostModelError::Degenerate {
-                what: "segments must be in increasing order of bus bytes",
-            });
-        }
+        check_ranges(&self.segments, ScalingSegment::range)?;
         check_r_squared(self.r_squared)
     }
 }

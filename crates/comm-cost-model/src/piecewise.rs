@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fit::Sample;
 use crate::scale::pow2_scale;
-use crate::segments::{Prefix, Run, best_runs, boundary, run_index};
+use crate::segments::{Prefix, Run, best_runs, boundary, check_range, check_ranges, segment_at};
 use crate::units::{Bytes, Seconds};
 use crate::{AlphaBeta, CostModelError, check_finite_result, check_non_negative, check_positive};
 
@@ -59,6 +59,11 @@ impl Segment {
         AlphaBeta::new(self.alpha_s, self.beta_s_per_byte)
     }
 
+    /// `(min_bytes, max_bytes)`.
+    fn range(&self) -> (f64, f64) {
+        (self.min_bytes, self.max_bytes)
+    }
+
     /// Checks what every segment of [`piecewise_fit`] satisfies: finite non-negative sizes
     /// with `min_bytes <= max_bytes`, a valid line, a finite `R² <= 1` and a finite
     /// non-negative relative error.
@@ -80,12 +85,7 @@ impl Segment {
     /// assert!(s.validate().is_err());
     /// ```
     pub fn validate(&self) -> Result<(), CostModelError> {
-        let min = check_non_negative("segment min_bytes", self.min_bytes)?;
-        if min > check_non_negative("segment max_bytes", self.max_bytes)? {
-            return Err(CostModelError::Degenerate {
-                what: "a segment's min_bytes exceeds its max_bytes",
-            });
-        }
+        check_range(self.range())?;
         self.alpha_beta()?;
         check_non_negative("segment max relative error", self.max_relative_error)?;
         check_r_squared(self.r_squared)
@@ -212,24 +212,8 @@ impl PiecewiseFit {
     /// assert!(PiecewiseFit { segments: vec![] }.validate().is_err());
     /// ```
     pub fn validate(&self) -> Result<(), CostModelError> {
-        if self.segments.is_empty() {
-            return Err(CostModelError::CountTooSmall {
-                what: "segments of a piecewise fit",
-                min: 1,
-                value: 0,
-            });
-        }
         self.segments.iter().try_for_each(Segment::validate)?;
-        if self
-            .segments
-            .windows(2)
-            .any(|w| w[0].max_bytes > w[1].min_bytes)
-        {
-            return Err(CostModelError::Degenerate {
-                what: "segments must be in increasing size order",
-            });
-        }
-        Ok(())
+        check_ranges(&self.segments, Segment::range)
     }
 
     /// The segment a message of `bytes` falls in: cut at the geometric mean between one
@@ -237,12 +221,7 @@ impl PiecewiseFit {
     /// the first or last segment.
     #[must_use]
     pub fn segment_for(&self, bytes: Bytes) -> Option<&Segment> {
-        let upper: Vec<f64> = self
-            .segments
-            .windows(2)
-            .map(|w| boundary(w[0].max_bytes, w[1].min_bytes))
-            .collect();
-        self.segments.get(run_index(&upper, bytes))
+        segment_at(&self.segments, bytes, Segment::range).ok()
     }
 
     /// Predicted time of a message of `bytes`, seconds.
@@ -272,13 +251,7 @@ impl PiecewiseFit {
     /// ```
     pub fn time_s(&self, bytes: Bytes) -> Result<Seconds, CostModelError> {
         let bytes = check_non_negative("size (bytes)", bytes)?;
-        let s = self
-            .segment_for(bytes)
-            .ok_or(CostModelError::CountTooSmall {
-                what: "segments of a piecewise fit",
-                min: 1,
-                value: 0,
-            })?;
+        let s = segment_at(&self.segments, bytes, Segment::range)?;
         check_finite_result("piecewise time (s)", s.alpha_s + s.beta_s_per_byte * bytes)
     }
 

@@ -11,8 +11,8 @@
 //! Prefix sums of the weighted normal equations make every contiguous run's fit O(D^3), so the
 //! dynamic program over all O(n^2) runs stays fast for nccl-tests-sized inputs.
 
-use crate::CostModelError;
 use crate::scale::pow2_scale;
+use crate::{CostModelError, check_non_negative};
 
 /// The most samples one piecewise fit accepts (the dynamic program is O(n^2 k) time and
 /// O(n^2) memory).
@@ -244,6 +244,57 @@ pub(crate) fn best_runs<const D: usize>(
     }
     runs.reverse();
     Ok(runs)
+}
+
+/// Checks one segment's `(smallest, largest)` key: finite, non-negative and in order.
+pub(crate) fn check_range((min, max): (f64, f64)) -> Result<(), CostModelError> {
+    if check_non_negative("segment's smallest size (bytes)", min)?
+        > check_non_negative("segment's largest size (bytes)", max)?
+    {
+        return Err(CostModelError::Degenerate {
+            what: "a segment's smallest size exceeds its largest",
+        });
+    }
+    Ok(())
+}
+
+/// Checks a fitted model's segments, given each one's `(smallest, largest)` key: at least one,
+/// in increasing order without overlap.
+pub(crate) fn check_ranges<T>(
+    segments: &[T],
+    range: impl Fn(&T) -> (f64, f64),
+) -> Result<(), CostModelError> {
+    if segments.is_empty() {
+        return Err(no_segments());
+    }
+    if segments.windows(2).any(|w| range(&w[0]).1 > range(&w[1]).0) {
+        return Err(CostModelError::Degenerate {
+            what: "segments must be in increasing order of their sizes",
+        });
+    }
+    Ok(())
+}
+
+/// The segment `key` falls in: cut at the [`boundary`] between one segment's largest key and
+/// the next one's smallest; keys outside the measured range use the first or last segment.
+pub(crate) fn segment_at<T>(
+    segments: &[T],
+    key: f64,
+    range: impl Fn(&T) -> (f64, f64),
+) -> Result<&T, CostModelError> {
+    let upper: Vec<f64> = segments
+        .windows(2)
+        .map(|w| boundary(range(&w[0]).1, range(&w[1]).0))
+        .collect();
+    segments.get(run_index(&upper, key)).ok_or_else(no_segments)
+}
+
+fn no_segments() -> CostModelError {
+    CostModelError::CountTooSmall {
+        what: "segments of a fit",
+        min: 1,
+        value: 0,
+    }
 }
 
 /// The boundary between two runs whose keys end at `last` and start at `first`: their

@@ -11,7 +11,7 @@ use crate::{CostModelError, check_positive};
 /// `expert_slots` is `m_j` (expert memory capacity, in experts). Used by topology-aware grouping
 /// (`topology-partition`) and by expert assignment (`colocation-matching`), so a cluster's workers
 /// feed LysiAssign unchanged. Fields are public; [`Worker::new`] validates, deserializing goes
-/// through it, and every algorithm taking workers validates them again.
+/// through [`Worker::validate`], and every algorithm taking workers validates them again.
 ///
 /// # Examples
 ///
@@ -38,24 +38,35 @@ impl Worker {
     ///
     /// [`CostModelError::NonFinite`] or [`CostModelError::NotPositive`] for a bad `flop_per_s`.
     pub fn new(flop_per_s: FlopPerSecond, expert_slots: usize) -> Result<Self, CostModelError> {
-        Ok(Self {
-            flop_per_s: check_positive("worker FLOP/s", flop_per_s)?,
+        let worker = Self {
+            flop_per_s,
             expert_slots,
-        })
+        };
+        worker.validate()?;
+        Ok(worker)
+    }
+
+    /// Checks the worker (the fields are public, so a struct literal may be invalid).
+    ///
+    /// # Errors
+    ///
+    /// [`CostModelError::NonFinite`] or [`CostModelError::NotPositive`] for a bad `flop_per_s`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::Worker;
+    /// assert!(Worker { flop_per_s: -1.0, expert_slots: 4 }.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        check_positive("worker FLOP/s", self.flop_per_s).map(|_| ())
     }
 }
 
-/// The serialized form of [`Worker`], validated by [`Worker::new`] on the way in.
-#[derive(Deserialize)]
-struct WorkerFields {
-    flop_per_s: FlopPerSecond,
-    expert_slots: usize,
-}
-
-impl TryFrom<WorkerFields> for Worker {
-    type Error = CostModelError;
-
-    fn try_from(f: WorkerFields) -> Result<Self, Self::Error> {
-        Self::new(f.flop_per_s, f.expert_slots)
+deserialize_validated!(
+    Worker,
+    WorkerFields {
+        flop_per_s: FlopPerSecond,
+        expert_slots: usize,
     }
-}
+);
