@@ -14,8 +14,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::collectives::TwoTierGrid;
+use crate::scale::pow2_scale;
 use crate::units::{Bytes, Seconds};
-use crate::{CostModelError, check_non_negative};
+use crate::{CostModelError, check_finite_result, check_non_negative};
 
 /// The largest grid (`x * y` GPUs) the exact enumeration accepts (2^20 partitions).
 pub const MAX_EXACT_GPUS: usize = 20;
@@ -39,21 +40,27 @@ pub struct AllGatherBound {
     pub partition: Vec<bool>,
 }
 
-/// Ingress/egress bandwidth of the side `mask` (bit `d * x + r` is GPU `r` of domain `d`).
+/// Ingress/egress bandwidth of the side `mask` (bit `d * x + r` is GPU `r` of domain `d`):
+/// `C_F` for each GPU whose HB domain is not wholly inside, `C_S` for each GPU (rail-only:
+/// whose rail is not wholly inside).
+///
+/// The GPU counts are exact integers, so the two terms never cancel: with `C_F` 2^53 times
+/// `C_S`, `(C_F + C_S) size - x rows C_F` rounded `C_S` away and gave a zero bandwidth.
 fn side_bandwidth(mask: u32, grid: &TwoTierGrid, fabric: Fabric) -> f64 {
     let (x, y) = (grid.x, grid.y);
-    let size = f64::from(mask.count_ones());
+    let size = mask.count_ones() as usize;
     let row = (1u32 << x) - 1;
-    let full_rows = (0..y).filter(|d| (mask >> (d * x)) & row == row).count() as f64;
-    let mut bw = (grid.hb_bytes_per_s + grid.network_bytes_per_s) * size
-        - x as f64 * full_rows * grid.hb_bytes_per_s;
-    if fabric == Fabric::RailOnly {
-        let full_cols = (0..x)
+    let full_rows = (0..y).filter(|d| (mask >> (d * x)) & row == row).count();
+    let full_cols = match fabric {
+        Fabric::RailOptimized => 0,
+        Fabric::RailOnly => (0..x)
             .filter(|r| (0..y).all(|d| mask >> (d * x + r) & 1 == 1))
-            .count() as f64;
-        bw -= y as f64 * full_cols * grid.network_bytes_per_s;
-    }
-    bw
+            .count(),
+    };
+    // Both products are at most `size` (<= MAX_EXACT_GPUS), checked by the caller.
+    let hb_gpus = (size - x * full_rows) as f64;
+    let net_gpus = (size - y * full_cols) as f64;
+    grid.hb_bytes_per_s * hb_gpus + grid.network_bytes_per_s * net_gpus
 }
 
 /// Exact bandwidth-optimal AllGather bound of rail-only App. A, Eq. 8 (rail-optimized) or
@@ -62,7 +69,9 @@ fn side_bandwidth(mask: u32, grid: &TwoTierGrid, fabric: Fabric) -> f64 {
 /// # Errors
 ///
 /// [`CostModelError::TooLarge`] when `x * y > MAX_EXACT_GPUS`; [`CostModelError::CountTooSmall`]
-/// for a grid of one GPU (there is no partition); the grid's own validation errors.
+/// for a grid of one GPU (there is no partition); the grid's own validation errors;
+/// [`CostModelError::NonFinite`] when the bound does not fit in `f64` (bandwidths near the
+/// smallest subnormal, or the two bandwidths more than `f64`'s range apart).
 ///
 /// # Complexity
 ///
@@ -105,20 +114,29 @@ pub fn optimal_all_gather_bound(
             value: n as u64,
         });
     }
+    // The ratio scales with 1 / bandwidth: work on bandwidths rescaled below 4 by a power of
+    // two (exact), so that 1e308 bytes/s cannot overflow a sum (issue 13: `C_F + C_S`
+    // overflowed, side bandwidths came out NaN and the bound infinite).
+    let s = pow2_scale(grid.hb_bytes_per_s.max(grid.network_bytes_per_s));
+    let scaled = TwoTierGrid {
+        hb_bytes_per_s: grid.hb_bytes_per_s * s,
+        network_bytes_per_s: grid.network_bytes_per_s * s,
+        ..grid
+    };
     let all = (1u32 << n) - 1;
     let mut best = (f64::NEG_INFINITY, 0u32);
     // A and its complement give the same ratio, so fixing GPU 0 outside A halves the work.
     for mask in (2..=all).step_by(2) {
         let comp = all & !mask;
         let data = f64::from(mask.count_ones().max(comp.count_ones()));
-        let bw = side_bandwidth(mask, &grid, fabric).min(side_bandwidth(comp, &grid, fabric));
+        let bw = side_bandwidth(mask, &scaled, fabric).min(side_bandwidth(comp, &scaled, fabric));
         let ratio = if bw > 0.0 { data / bw } else { f64::INFINITY };
         if ratio > best.0 {
             best = (ratio, mask);
         }
     }
     Ok(AllGatherBound {
-        seconds_per_shard_byte: best.0,
+        seconds_per_shard_byte: check_finite_result("AllGather bound (s per byte)", best.0 * s)?,
         partition: (0..n).map(|i| best.1 >> i & 1 == 1).collect(),
     })
 }
@@ -154,7 +172,7 @@ pub fn optimal_all_gather_time_s(
 ) -> Result<Seconds, CostModelError> {
     let d = check_non_negative("AllGather size D (bytes)", total_bytes)?;
     let bound = optimal_all_gather_bound(grid, fabric)?;
-    crate::check_finite_result(
+    check_finite_result(
         "optimal AllGather time (s)",
         bound.seconds_per_shard_byte * d / (grid.x * grid.y) as f64,
     )

@@ -74,10 +74,17 @@ impl AlphaBeta {
         Self::new(alpha_s, 1.0 / bw)
     }
 
+    /// The cost checked again: the fields are public, so a struct literal may be invalid.
+    pub(crate) fn validated(&self) -> Result<Self, CostModelError> {
+        Self::new(self.alpha_s, self.beta_s_per_byte)
+    }
+
     /// Time in seconds to move one message of `bytes` bytes: `alpha + beta * bytes`.
     ///
     /// A zero-byte message still pays `alpha`; callers that skip empty messages should not call
-    /// this for them.
+    /// this for them. A plain `f64` primitive of every cost formula: it overflows to infinity
+    /// for sizes or costs near `f64::MAX` (and is NaN for a NaN size), so the crate's functions
+    /// check what they compute from it and return [`CostModelError::NonFinite`] instead.
     #[must_use]
     pub fn time_s(&self, bytes: Bytes) -> Seconds {
         self.alpha_s + self.beta_s_per_byte * bytes

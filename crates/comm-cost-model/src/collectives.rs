@@ -22,7 +22,8 @@ use crate::{AlphaBeta, CostModelError, check_finite_result, check_non_negative, 
 ///
 /// # Errors
 ///
-/// [`CostModelError`] if `total_bytes` is negative or not finite, or `n == 0`;
+/// [`CostModelError`] if `total_bytes` is negative or not finite, `n == 0`, or the link was
+/// built with a bad `alpha` or `beta` (its fields are public);
 /// [`CostModelError::NonFinite`] if the time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
@@ -46,6 +47,11 @@ pub fn ring_all_gather_time_s(
 ) -> Result<Seconds, CostModelError> {
     let total = check_non_negative("AllGather size (bytes)", total_bytes)?;
     let n = check_count("AllGather participants", n, 1)?;
+    let link = link.validated()?;
+    if n == 1 {
+        // No steps: zero, even where one step's time would overflow.
+        return Ok(0.0);
+    }
     let steps = (n - 1) as f64;
     check_finite_result(
         "ring AllGather time (s)",
@@ -116,7 +122,8 @@ pub fn ring_all_reduce_time_s(
 ///
 /// # Errors
 ///
-/// [`CostModelError`] if `shard_bytes` is negative or not finite, or `n == 0`;
+/// [`CostModelError`] if `shard_bytes` is negative or not finite, `n == 0`, or the link was
+/// built with a bad `alpha` or `beta` (its fields are public);
 /// [`CostModelError::NonFinite`] if the time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
@@ -139,6 +146,10 @@ pub fn pairwise_all_to_all_time_s(
 ) -> Result<Seconds, CostModelError> {
     let shard = check_non_negative("AlltoAll shard (bytes)", shard_bytes)?;
     let n = check_count("AlltoAll participants", n, 1)?;
+    let link = link.validated()?;
+    if n == 1 {
+        return Ok(0.0);
+    }
     check_finite_result(
         "pairwise AlltoAll time (s)",
         (n - 1) as f64 * link.time_s(shard),
@@ -174,6 +185,7 @@ pub fn flat_all_to_all_time_s(
 ) -> Result<Seconds, CostModelError> {
     let shard = check_non_negative("AlltoAll shard (bytes)", shard_bytes)?;
     let n = check_count("AlltoAll participants", n, 1)?;
+    let link = link.validated()?;
     if n == 1 {
         return Ok(0.0);
     }

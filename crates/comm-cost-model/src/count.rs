@@ -27,7 +27,7 @@ pub fn gcd(mut a: u64, mut b: u64) -> u64 {
 ///
 /// # Errors
 ///
-/// [`CostModelError::Overflow`].
+/// [`CostModelError::Overflow`] when the product does not fit in `u64`.
 ///
 /// # Complexity
 ///
@@ -39,8 +39,14 @@ pub fn gcd(mut a: u64, mut b: u64) -> u64 {
 /// use comm_cost_model::checked_product;
 /// assert_eq!(checked_product("t p d", &[8, 64, 6]), Ok(3072));
 /// assert!(checked_product("t p d", &[u64::MAX, 2]).is_err());
+/// assert_eq!(checked_product("t p d", &[u64::MAX, 2, 0]), Ok(0));
 /// ```
 pub fn checked_product(what: &'static str, factors: &[u64]) -> Result<u64, CostModelError> {
+    // A zero factor makes the product 0 however large the others (a partial product that
+    // overflowed before the zero used to be reported as an overflow).
+    if factors.contains(&0) {
+        return Ok(0);
+    }
     factors
         .iter()
         .try_fold(1u64, |acc, &f| acc.checked_mul(f))

@@ -19,7 +19,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::units::{Bytes, Seconds};
-use crate::{AlphaBeta, CostModelError, check_divides, check_positive};
+use crate::{AlphaBeta, CostModelError, check_divides, check_finite_result, check_positive};
+
+/// Most experts per token a call may select: the distinct-rank count multiplies `top_k`
+/// factors, and `top_k = 2^64 - 1` (with as many experts) looped for ever (issue 13). DeepEP
+/// selects 8; 2^16 factors take well under a millisecond.
+pub const MAX_TOP_K: u64 = 1 << 16;
 
 /// Which DeepEP kernels run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,7 +38,11 @@ pub enum DeepEpMode {
 }
 
 /// One dispatch (or combine) call.
+///
+/// Deserializes through [`DeepEpCall::validate`]; the fields are public, so every function
+/// taking a call checks it again.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "DeepEpCallFields")]
 pub struct DeepEpCall {
     /// Ranks (GPUs) of the expert-parallel group.
     pub ranks: u64,
@@ -49,12 +58,82 @@ pub struct DeepEpCall {
     pub bytes_per_element: f64,
 }
 
+deserialize_validated!(
+    DeepEpCall,
+    DeepEpCallFields {
+        ranks: u64,
+        tokens: u64,
+        hidden: u64,
+        top_k: u64,
+        experts: u64,
+        bytes_per_element: f64,
+    }
+);
+
+impl DeepEpCall {
+    /// Checks the call: every count at least 1, `top_k <= experts`, `top_k <= MAX_TOP_K`,
+    /// the ranks dividing the experts and a positive finite element size.
+    ///
+    /// # Errors
+    ///
+    /// [`CostModelError::CountTooSmall`] for a zero count or `experts < top_k`;
+    /// [`CostModelError::TooLarge`] for `top_k` above [`MAX_TOP_K`];
+    /// [`CostModelError::NotDivisible`] when the ranks do not divide the experts;
+    /// `NonFinite`/`NotPositive` for a bad element size.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::deepep::DeepEpCall;
+    /// let call = DeepEpCall { ranks: 8, tokens: 128, hidden: 7168, top_k: 8, experts: 256,
+    ///     bytes_per_element: 2.0 };
+    /// assert!(call.validate().is_ok());
+    /// assert!(DeepEpCall { experts: 260, ..call }.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        for (what, v) in [
+            ("ranks", self.ranks),
+            ("tokens", self.tokens),
+            ("hidden", self.hidden),
+            ("top_k", self.top_k),
+        ] {
+            if v == 0 {
+                return Err(CostModelError::CountTooSmall {
+                    what,
+                    min: 1,
+                    value: 0,
+                });
+            }
+        }
+        if self.top_k > MAX_TOP_K {
+            return Err(CostModelError::TooLarge {
+                what: "top_k (experts per token)",
+                limit: MAX_TOP_K,
+                value: self.top_k,
+            });
+        }
+        if self.experts < self.top_k {
+            return Err(CostModelError::CountTooSmall {
+                what: "experts (at least top_k)",
+                min: self.top_k,
+                value: self.experts,
+            });
+        }
+        check_divides(
+            "the ranks must divide the experts",
+            self.experts,
+            self.ranks,
+        )?;
+        check_positive("bytes per element", self.bytes_per_element)?;
+        Ok(())
+    }
+}
+
 /// Copies of each token one rank sends (see the module docs).
 ///
 /// # Errors
 ///
-/// [`CostModelError::CountTooSmall`] for a zero count or `experts < top_k`;
-/// [`CostModelError::NotDivisible`] when the ranks do not divide the experts.
+/// As [`DeepEpCall::validate`].
 ///
 /// # Complexity
 ///
@@ -73,53 +152,39 @@ pub struct DeepEpCall {
 /// # Ok::<(), comm_cost_model::CostModelError>(())
 /// ```
 pub fn copies_per_token(call: &DeepEpCall, mode: DeepEpMode) -> Result<f64, CostModelError> {
-    for (what, v) in [
-        ("ranks", call.ranks),
-        ("tokens", call.tokens),
-        ("hidden", call.hidden),
-        ("top_k", call.top_k),
-    ] {
-        if v == 0 {
-            return Err(CostModelError::CountTooSmall {
-                what,
-                min: 1,
-                value: 0,
-            });
-        }
-    }
-    if call.experts < call.top_k {
-        return Err(CostModelError::CountTooSmall {
-            what: "experts (at least top_k)",
-            min: call.top_k,
-            value: call.experts,
-        });
-    }
-    check_divides(
-        "the ranks must divide the experts",
-        call.experts,
-        call.ranks,
-    )?;
-    check_positive("bytes per element", call.bytes_per_element)?;
+    call.validate()?;
     Ok(match mode {
         DeepEpMode::LowLatency => call.top_k as f64,
-        DeepEpMode::Normal => {
-            // P(a rank hosts none of the k experts) = C(E - E/R, k) / C(E, k).
-            let e = call.experts as f64;
-            let away = e - e / call.ranks as f64;
-            let miss = (0..call.top_k).fold(1.0, |p, i| {
-                let i = i as f64;
-                p * ((away - i) / (e - i)).max(0.0)
-            });
-            call.ranks as f64 * (1.0 - miss)
-        }
+        DeepEpMode::Normal => call.ranks as f64 * hit_probability(call),
     })
+}
+
+/// P(a rank hosts at least one of a token's `k` experts) = `1 - C(E - E/R, k) / C(E, k)`,
+/// with the miss probability as the product of `1 - (E/R) / (E - i)` for `i < k`.
+///
+/// Summed as logarithms (`ln_1p`, `exp_m1`): with 10^18 experts on 10^18 ranks each factor
+/// rounded to 1, and `1 - miss` to 0 copies per token (issue 13); the exact value is `k / E`
+/// per rank.
+fn hit_probability(call: &DeepEpCall) -> f64 {
+    // Exact in integers: the ranks divide the experts, and `i < k <= E`.
+    let per_rank = (call.experts / call.ranks) as f64;
+    let mut ln_miss = 0.0;
+    for i in 0..call.top_k {
+        let q = per_rank / (call.experts - i) as f64;
+        if q >= 1.0 {
+            // Fewer experts left than one rank holds: every rank is hit.
+            return 1.0;
+        }
+        ln_miss += (-q).ln_1p();
+    }
+    -ln_miss.exp_m1()
 }
 
 /// Bytes one rank sends in a call: `tokens x copies x hidden x bytes_per_element`.
 ///
 /// # Errors
 ///
-/// As [`copies_per_token`].
+/// As [`copies_per_token`]; [`CostModelError::NonFinite`] when the bytes overflow `f64`.
 ///
 /// # Complexity
 ///
@@ -136,7 +201,7 @@ pub fn copies_per_token(call: &DeepEpCall, mode: DeepEpMode) -> Result<f64, Cost
 /// ```
 pub fn sent_bytes(call: &DeepEpCall, mode: DeepEpMode) -> Result<Bytes, CostModelError> {
     let copies = copies_per_token(call, mode)?;
-    crate::check_finite_result(
+    check_finite_result(
         "DeepEP bytes sent",
         call.tokens as f64 * copies * call.hidden as f64 * call.bytes_per_element,
     )
@@ -146,7 +211,8 @@ pub fn sent_bytes(call: &DeepEpCall, mode: DeepEpMode) -> Result<Bytes, CostMode
 ///
 /// # Errors
 ///
-/// As [`copies_per_token`].
+/// As [`sent_bytes`]; `NonFinite`/`Negative` for a link built with a bad `alpha` or `beta`
+/// (its fields are public); [`CostModelError::NonFinite`] when the time overflows `f64`.
 ///
 /// # Complexity
 ///
@@ -169,7 +235,8 @@ pub fn call_time_s(
     mode: DeepEpMode,
     link: &AlphaBeta,
 ) -> Result<Seconds, CostModelError> {
-    crate::check_finite_result("DeepEP call time (s)", link.time_s(sent_bytes(call, mode)?))
+    let link = link.validated()?;
+    check_finite_result("DeepEP call time (s)", link.time_s(sent_bytes(call, mode)?))
 }
 
 #[cfg(test)]

@@ -13,11 +13,16 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::scale::pow2_scale;
 use crate::units::{Bytes, Seconds};
-use crate::{AlphaBeta, CostModelError, check_non_negative};
+use crate::{AlphaBeta, CostModelError, check_finite_result, check_non_negative};
 
 /// One measurement: a collective moved `bytes` in `seconds`.
+///
+/// Deserializes through [`Sample::validate`]; the fields are public, so every function taking
+/// samples checks them again.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "SampleFields")]
 pub struct Sample {
     /// Message size, in bytes.
     pub bytes: Bytes,
@@ -25,8 +30,40 @@ pub struct Sample {
     pub seconds: Seconds,
 }
 
+impl Sample {
+    /// Checks that the size and the time are finite and non-negative.
+    ///
+    /// # Errors
+    ///
+    /// [`CostModelError::NonFinite`] or [`CostModelError::Negative`] naming the field.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::fit::Sample;
+    /// assert!(Sample { bytes: 1e6, seconds: 1e-4 }.validate().is_ok());
+    /// assert!(Sample { bytes: -1.0, seconds: 1e-4 }.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        check_non_negative("sample size (bytes)", self.bytes)?;
+        check_non_negative("sample time (s)", self.seconds)?;
+        Ok(())
+    }
+}
+
+deserialize_validated!(
+    Sample,
+    SampleFields {
+        bytes: Bytes,
+        seconds: Seconds
+    }
+);
+
 /// The result of a least-squares alpha-beta fit.
+///
+/// Deserializes through [`AlphaBetaFit::validate`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "AlphaBetaFitFields")]
 pub struct AlphaBetaFit {
     /// Fitted start-up time, in seconds.
     pub alpha_s: Seconds,
@@ -41,6 +78,14 @@ pub struct AlphaBetaFit {
     pub alpha_clamped: bool,
 }
 
+deserialize_validated!(AlphaBetaFit, AlphaBetaFitFields {
+    alpha_s: Seconds,
+    beta_s_per_byte: f64,
+    r_squared: f64,
+    residuals_s: Vec<Seconds>,
+    alpha_clamped: bool,
+});
+
 impl AlphaBetaFit {
     /// The fitted cost as an [`AlphaBeta`].
     ///
@@ -49,6 +94,43 @@ impl AlphaBetaFit {
     /// Never for a fit returned by this module (its parameters are finite and non-negative).
     pub fn alpha_beta(&self) -> Result<AlphaBeta, CostModelError> {
         AlphaBeta::new(self.alpha_s, self.beta_s_per_byte)
+    }
+
+    /// Checks what every fit of this module satisfies: finite non-negative `alpha` and `beta`
+    /// (`alpha = 0` when clamped), a finite `R² <= 1` and finite residuals.
+    ///
+    /// # Errors
+    ///
+    /// `NonFinite`/`Negative` for a bad parameter or residual; [`CostModelError::Degenerate`]
+    /// for `R² > 1` or a clamped fit with a non-zero `alpha`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::fit::{least_squares, Sample};
+    /// let s = |bytes, seconds| Sample { bytes, seconds };
+    /// let mut fit = least_squares(&[s(0.0, 1.0), s(1.0, 3.0), s(2.0, 5.0)])?;
+    /// assert!(fit.validate().is_ok());
+    /// fit.r_squared = f64::NAN;
+    /// assert!(fit.validate().is_err());
+    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        self.alpha_beta()?;
+        if self.alpha_clamped && self.alpha_s != 0.0 {
+            return Err(CostModelError::Degenerate {
+                what: "a clamped fit has alpha = 0",
+            });
+        }
+        if check_finite_result("R²", self.r_squared)? > 1.0 {
+            return Err(CostModelError::Degenerate {
+                what: "R² cannot exceed 1",
+            });
+        }
+        for &r in &self.residuals_s {
+            check_finite_result("residual (s)", r)?;
+        }
+        Ok(())
     }
 
     /// The largest `|measured - fitted|` over the samples, in seconds (0 without residuals).
@@ -70,7 +152,10 @@ impl AlphaBetaFit {
     }
 }
 
-/// Sums of a validated sample set, centred on the means for numerical stability.
+/// Sums of a validated sample set, centred on the means for numerical stability, computed on
+/// sizes and times rescaled by powers of two (`x_scale`, `t_scale`) so that no square
+/// overflows or underflows (issue 13: 1e308 bytes overflowed `Σ x²`). Power-of-two scaling is
+/// exact, so ordinary data give the same bits as an unscaled computation.
 struct Moments {
     n: f64,
     mean_x: f64,
@@ -78,6 +163,8 @@ struct Moments {
     sxx: f64,
     sxt: f64,
     stt: f64,
+    x_scale: f64,
+    t_scale: f64,
 }
 
 fn validate(samples: &[Sample]) -> Result<(), CostModelError> {
@@ -88,23 +175,24 @@ fn validate(samples: &[Sample]) -> Result<(), CostModelError> {
             value: samples.len() as u64,
         });
     }
-    for s in samples {
-        check_non_negative("sample size (bytes)", s.bytes)?;
-        check_non_negative("sample time (s)", s.seconds)?;
-    }
-    Ok(())
+    samples.iter().try_for_each(Sample::validate)
 }
 
 fn moments(samples: &[Sample]) -> Result<Moments, CostModelError> {
     validate(samples)?;
     let n = samples.len() as f64;
+    let largest = |f: fn(&Sample) -> f64| samples.iter().map(f).fold(0.0, f64::max);
+    let x_scale = pow2_scale(largest(|s| s.bytes));
+    let t_scale = pow2_scale(largest(|s| s.seconds));
+    let scaled = |s: &Sample| (s.bytes * x_scale, s.seconds * t_scale);
     let (sum_x, sum_t) = samples
         .iter()
-        .fold((0.0, 0.0), |(x, t), s| (x + s.bytes, t + s.seconds));
+        .map(scaled)
+        .fold((0.0, 0.0), |(x, t), (sx, st)| (x + sx, t + st));
     let (mean_x, mean_t) = (sum_x / n, sum_t / n);
     let (mut sxx, mut sxt, mut stt) = (0.0, 0.0, 0.0);
-    for s in samples {
-        let (dx, dt) = (s.bytes - mean_x, s.seconds - mean_t);
+    for (x, t) in samples.iter().map(scaled) {
+        let (dx, dt) = (x - mean_x, t - mean_t);
         sxx += dx * dx;
         sxt += dx * dt;
         stt += dt * dt;
@@ -122,37 +210,44 @@ fn moments(samples: &[Sample]) -> Result<Moments, CostModelError> {
         sxx,
         sxt,
         stt,
+        x_scale,
+        t_scale,
     })
 }
 
+/// The fit of the line `alpha + beta x` on the rescaled data of `m`, in seconds and seconds
+/// per byte.
 fn finish(
     samples: &[Sample],
-    alpha_s: f64,
-    beta: f64,
-    stt: f64,
+    m: &Moments,
+    scaled_alpha: f64,
+    scaled_beta: f64,
     alpha_clamped: bool,
 ) -> Result<AlphaBetaFit, CostModelError> {
-    if !(alpha_s.is_finite() && beta.is_finite()) {
-        return Err(CostModelError::Degenerate {
-            what: "the fit overflowed (sizes or times too large)",
-        });
-    }
+    let alpha_s = check_finite_result("fitted alpha (s)", scaled_alpha / m.t_scale)?;
+    let beta = check_finite_result("fitted beta (s/byte)", scaled_beta * m.x_scale / m.t_scale)?;
     if beta < 0.0 {
         return Err(CostModelError::NegativeFit {
             what: "beta (s/byte)",
             value: beta,
         });
     }
-    let residuals_s: Vec<f64> = samples
-        .iter()
-        .map(|s| s.seconds - (alpha_s + beta * s.bytes))
-        .collect();
-    let ss_res: f64 = residuals_s.iter().map(|r| r * r).sum();
-    let r_squared = if stt > 0.0 { 1.0 - ss_res / stt } else { 1.0 };
+    let mut ss_res = 0.0;
+    let mut residuals_s = Vec::with_capacity(samples.len());
+    for s in samples {
+        let r = s.seconds * m.t_scale - (scaled_alpha + scaled_beta * (s.bytes * m.x_scale));
+        ss_res += r * r;
+        residuals_s.push(check_finite_result("residual (s)", r / m.t_scale)?);
+    }
+    let r_squared = if m.stt > 0.0 {
+        1.0 - ss_res / m.stt
+    } else {
+        1.0
+    };
     Ok(AlphaBetaFit {
         alpha_s,
         beta_s_per_byte: beta,
-        r_squared,
+        r_squared: check_finite_result("R²", r_squared)?,
         residuals_s,
         alpha_clamped,
     })
@@ -165,7 +260,9 @@ fn finish(
 /// [`CostModelError::CountTooSmall`] for fewer than two samples; `NonFinite`/`Negative` for a
 /// bad sample; [`CostModelError::Degenerate`] when all sizes are equal;
 /// [`CostModelError::NegativeFit`] when the fitted `alpha` or `beta` is negative (use
-/// [`least_squares_clamped`] to accept a zero start-up time instead).
+/// [`least_squares_clamped`] to accept a zero start-up time instead);
+/// [`CostModelError::NonFinite`] when a fitted parameter, a residual or R² does not fit in
+/// `f64` (data spanning more than its range, such as a 1e300 s step over a 1e-300 byte step).
 ///
 /// # Complexity
 ///
@@ -193,10 +290,10 @@ pub fn least_squares(samples: &[Sample]) -> Result<AlphaBetaFit, CostModelError>
     if alpha < 0.0 {
         return Err(CostModelError::NegativeFit {
             what: "alpha (s)",
-            value: alpha,
+            value: alpha / m.t_scale,
         });
     }
-    finish(samples, alpha, beta, m.stt, false)
+    finish(samples, &m, alpha, beta, false)
 }
 
 /// Least-squares fit with `alpha >= 0`: the ordinary fit when its `alpha` is non-negative, else
@@ -233,12 +330,12 @@ pub fn least_squares_clamped(samples: &[Sample]) -> Result<AlphaBetaFit, CostMod
     let beta = m.sxt / m.sxx;
     let alpha = m.mean_t - beta * m.mean_x;
     if alpha >= 0.0 {
-        return finish(samples, alpha, beta, m.stt, false);
+        return finish(samples, &m, alpha, beta, false);
     }
     // Σx² and Σxt from the centred moments: Σx² = Sxx + n x̄², Σxt = Sxt + n x̄ t̄.
     let sum_xx = m.sxx + m.n * m.mean_x * m.mean_x;
     let sum_xt = m.sxt + m.n * m.mean_x * m.mean_t;
-    finish(samples, 0.0, sum_xt / sum_xx, m.stt, true)
+    finish(samples, &m, 0.0, sum_xt / sum_xx, true)
 }
 
 /// The line through two measurements `(x1, t1)` and `(x2, t2)`:
@@ -248,7 +345,8 @@ pub fn least_squares_clamped(samples: &[Sample]) -> Result<AlphaBetaFit, CostMod
 ///
 /// `NonFinite`/`Negative` for a bad sample; [`CostModelError::Degenerate`] if the sizes are
 /// equal; [`CostModelError::NegativeFit`] if `alpha` or `beta` comes out negative (the larger
-/// message was faster, or the small one is below the line's start-up time).
+/// message was faster, or the small one is below the line's start-up time);
+/// [`CostModelError::NonFinite`] when the slope does not fit in `f64`.
 ///
 /// # Complexity
 ///
@@ -274,7 +372,8 @@ pub fn two_point(small: Sample, large: Sample) -> Result<AlphaBeta, CostModelErr
             what: "two-point fit needs two distinct sizes",
         });
     }
-    let beta = (large.seconds - small.seconds) / dx;
+    // A slope beyond `f64` (a time step over a subnormal size step) has no finite cost.
+    let beta = check_finite_result("fitted beta (s/byte)", (large.seconds - small.seconds) / dx)?;
     let alpha = small.seconds - beta * small.bytes;
     if beta < 0.0 {
         return Err(CostModelError::NegativeFit {

@@ -14,10 +14,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::piecewise::{PiecewiseOptions, check_options, goodness};
-use crate::segments::{Prefix, best_runs, boundary, run_index};
+use crate::piecewise::{PiecewiseOptions, check_r_squared, goodness};
+use crate::segments::{Prefix, best_runs, check_range, check_ranges, segment_at};
 use crate::units::{Bytes, Seconds};
-use crate::{CostModelError, check_non_negative, check_positive};
+use crate::{AlphaBeta, CostModelError, check_finite_result, check_non_negative, check_positive};
 
 /// A collective, named as nccl-tests and NCCL name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -84,7 +84,10 @@ impl Collective {
 }
 
 /// One measurement of a collective on a number of GPUs.
+///
+/// Deserializes through [`GpuSample::validate`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "GpuSampleFields")]
 pub struct GpuSample {
     /// GPUs taking part.
     pub gpus: u64,
@@ -94,8 +97,43 @@ pub struct GpuSample {
     pub seconds: Seconds,
 }
 
+deserialize_validated!(
+    GpuSample,
+    GpuSampleFields {
+        gpus: u64,
+        bytes: Bytes,
+        seconds: Seconds,
+    }
+);
+
+impl GpuSample {
+    /// Checks at least 2 GPUs and a finite non-negative size and time.
+    ///
+    /// # Errors
+    ///
+    /// [`CostModelError::CountTooSmall`] for fewer than 2 GPUs; `NonFinite`/`Negative` for a
+    /// bad size or time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::gpu_scaling::GpuSample;
+    /// assert!(GpuSample { gpus: 8, bytes: 1e6, seconds: 1e-4 }.validate().is_ok());
+    /// assert!(GpuSample { gpus: 1, bytes: 1e6, seconds: 1e-4 }.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        Collective::AllGather.bus_factor(self.gpus)?;
+        check_non_negative("sample size (bytes)", self.bytes)?;
+        check_non_negative("sample time (s)", self.seconds)?;
+        Ok(())
+    }
+}
+
 /// One segment of a [`ScalingFit`], valid for bus bytes in `min_bus_bytes..=max_bus_bytes`.
+///
+/// Deserializes through [`ScalingSegment::validate`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ScalingSegmentFields")]
 pub struct ScalingSegment {
     /// Smallest measured bus bytes in the segment.
     pub min_bus_bytes: Bytes,
@@ -109,8 +147,53 @@ pub struct ScalingSegment {
     pub beta_s_per_bus_byte: f64,
 }
 
+deserialize_validated!(
+    ScalingSegment,
+    ScalingSegmentFields {
+        min_bus_bytes: Bytes,
+        max_bus_bytes: Bytes,
+        alpha_s: Seconds,
+        alpha_per_peer_s: Seconds,
+        beta_s_per_bus_byte: f64,
+    }
+);
+
+impl ScalingSegment {
+    /// `(min_bus_bytes, max_bus_bytes)`.
+    fn range(&self) -> (f64, f64) {
+        (self.min_bus_bytes, self.max_bus_bytes)
+    }
+
+    /// Checks finite non-negative bus bytes with `min_bus_bytes <= max_bus_bytes` and finite
+    /// non-negative coefficients.
+    ///
+    /// # Errors
+    ///
+    /// `NonFinite`/`Negative` for a bad number; [`CostModelError::Degenerate`] for bus bytes
+    /// out of order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::gpu_scaling::ScalingSegment;
+    /// let s = ScalingSegment { min_bus_bytes: 0.0, max_bus_bytes: 1e9, alpha_s: 1e-5,
+    ///     alpha_per_peer_s: 1e-6, beta_s_per_bus_byte: 1e-11 };
+    /// assert!(s.validate().is_ok());
+    /// assert!(ScalingSegment { alpha_per_peer_s: -1.0, ..s }.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        check_range(self.range())?;
+        AlphaBeta::new(self.alpha_s, self.beta_s_per_bus_byte)?;
+        check_non_negative("alpha per peer (s)", self.alpha_per_peer_s)?;
+        Ok(())
+    }
+}
+
 /// A collective's piecewise model across GPU counts (see the module docs).
+///
+/// Deserializes through [`ScalingFit::validate`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ScalingFitFields")]
 pub struct ScalingFit {
     /// The collective.
     pub collective: Collective,
@@ -120,24 +203,84 @@ pub struct ScalingFit {
     pub r_squared: f64,
 }
 
+deserialize_validated!(ScalingFit, ScalingFitFields {
+    collective: Collective,
+    segments: Vec<ScalingSegment>,
+    r_squared: f64,
+});
+
 impl ScalingFit {
     /// Predicted time of the collective of `bytes` on `gpus` GPUs, seconds.
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] for fewer than 2 GPUs; `NonFinite`/`Negative` for a
-    /// bad size.
+    /// [`CostModelError::CountTooSmall`] for fewer than 2 GPUs or a fit without segments;
+    /// `NonFinite`/`Negative` for a bad size; [`CostModelError::NonFinite`] when the bus bytes
+    /// or the time overflow `f64`.
+    ///
+    /// # Complexity
+    ///
+    /// `O(segments)` time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::gpu_scaling::{Collective, ScalingFit, ScalingSegment};
+    /// let fit = ScalingFit { collective: Collective::AllReduce, r_squared: 1.0,
+    ///     segments: vec![ScalingSegment { min_bus_bytes: 0.0, max_bus_bytes: 1e9,
+    ///     alpha_s: 1e-5, alpha_per_peer_s: 0.0, beta_s_per_bus_byte: 1e-10 }] };
+    /// // 8 GPUs: bus bytes 2 * 7/8 * 1e6 = 1.75e6, at 1e-10 s each.
+    /// assert!((fit.time_s(8, 1e6)? - (1e-5 + 1.75e-4)).abs() < 1e-15);
+    /// assert!(fit.time_s(8, f64::MAX).is_err());
+    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// ```
     pub fn time_s(&self, gpus: u64, bytes: Bytes) -> Result<Seconds, CostModelError> {
-        let bus = check_non_negative("size (bytes)", bytes)? * self.collective.bus_factor(gpus)?;
-        let upper: Vec<f64> = self
-            .segments
-            .windows(2)
-            .map(|w| boundary(w[0].max_bus_bytes, w[1].min_bus_bytes))
-            .collect();
-        Ok(self.segments.get(run_index(&upper, bus)).map_or(0.0, |s| {
-            s.alpha_s + s.alpha_per_peer_s * (gpus as f64 - 1.0) + s.beta_s_per_bus_byte * bus
-        }))
+        let bus = bus_bytes(self.collective, gpus, bytes)?;
+        let s = segment_at(&self.segments, bus, ScalingSegment::range)?;
+        check_finite_result(
+            "scaling-fit time (s)",
+            s.alpha_s + s.alpha_per_peer_s * (gpus as f64 - 1.0) + s.beta_s_per_bus_byte * bus,
+        )
     }
+
+    /// Checks what every fit of [`fit_scaling`] satisfies: at least one segment, each valid
+    /// ([`ScalingSegment::validate`]), in increasing order of bus bytes, and a finite
+    /// `R² <= 1`.
+    ///
+    /// # Errors
+    ///
+    /// [`CostModelError::CountTooSmall`] without segments; the first invalid segment's error;
+    /// [`CostModelError::Degenerate`] for segments out of order or `R² > 1`;
+    /// [`CostModelError::NonFinite`] for a non-finite R².
+    ///
+    /// # Complexity
+    ///
+    /// `O(segments)` time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::gpu_scaling::{Collective, ScalingFit};
+    /// let empty = ScalingFit { collective: Collective::AllGather, segments: vec![], r_squared: 1.0 };
+    /// assert!(empty.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        self.segments
+            .iter()
+            .try_for_each(ScalingSegment::validate)?;
+        check_ranges(&self.segments, ScalingSegment::range)?;
+        check_r_squared(self.r_squared)
+    }
+}
+
+/// The bytes crossing one GPU's link: `bytes` times the collective's bus factor on `gpus`.
+fn bus_bytes(collective: Collective, gpus: u64, bytes: Bytes) -> Result<Bytes, CostModelError> {
+    let factor = collective.bus_factor(gpus)?;
+    // Up to twice the size (AllReduce): 1e308 bytes overflow.
+    check_finite_result(
+        "bus bytes",
+        check_non_negative("size (bytes)", bytes)? * factor,
+    )
 }
 
 /// Fits one collective's time across GPU counts and sizes (ours; see the module docs).
@@ -147,7 +290,7 @@ impl ScalingFit {
 /// # Errors
 ///
 /// As [`crate::piecewise::piecewise_fit`]; [`CostModelError::CountTooSmall`] for a sample on
-/// fewer than 2 GPUs.
+/// fewer than 2 GPUs; [`CostModelError::NonFinite`] when a sample's bus bytes overflow `f64`.
 ///
 /// # Complexity
 ///
@@ -180,11 +323,10 @@ pub fn fit_scaling(
     samples: &[GpuSample],
     options: PiecewiseOptions,
 ) -> Result<ScalingFit, CostModelError> {
-    check_options(options)?;
+    options.validate()?;
     let mut keyed = Vec::with_capacity(samples.len());
     for s in samples {
-        let bus =
-            check_non_negative("sample size (bytes)", s.bytes)? * collective.bus_factor(s.gpus)?;
+        let bus = bus_bytes(collective, s.gpus, s.bytes)?;
         check_positive("sample time (s)", s.seconds)?;
         keyed.push((bus, s));
     }
@@ -228,6 +370,8 @@ pub fn fit_scaling(
         .map(|s| Ok((fit.time_s(s.gpus, s.bytes)?, s.seconds)))
         .collect::<Result<_, CostModelError>>()?;
     fit.r_squared = goodness(predicted.iter().copied()).0;
+    // Extreme but finite data can still overflow a coefficient when it is scaled back.
+    fit.validate()?;
     Ok(fit)
 }
 

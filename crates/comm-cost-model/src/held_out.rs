@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CostModelError, check_non_negative, check_positive};
+use crate::{CostModelError, check_finite_result, check_non_negative, check_positive};
 
 /// Median, mean and worst relative error `|predicted - measured| / measured` of a set of
 /// predictions.
@@ -27,7 +27,9 @@ pub struct ErrorSummary {
 /// # Errors
 ///
 /// [`CostModelError::CountTooSmall`] for no pairs; `NonFinite`/`Negative` for a bad prediction;
-/// [`CostModelError::NotPositive`] for a measured value that is not positive.
+/// [`CostModelError::NotPositive`] for a measured value that is not positive;
+/// [`CostModelError::NonFinite`] for a relative error beyond `f64` (a 1e308 prediction of a
+/// 1e-300 measurement).
 ///
 /// # Complexity
 ///
@@ -53,21 +55,34 @@ pub fn error_summary(pairs: &[(f64, f64)]) -> Result<ErrorSummary, CostModelErro
     for &(p, m) in pairs {
         let p = check_non_negative("prediction", p)?;
         let m = check_positive("measurement", m)?;
-        errors.push((p - m).abs() / m);
+        errors.push(check_finite_result("relative error", (p - m).abs() / m)?);
     }
     errors.sort_by(f64::total_cmp);
     let n = errors.len();
     let median = if n % 2 == 1 {
         errors[n / 2]
     } else {
-        0.5 * (errors[n / 2 - 1] + errors[n / 2])
+        mean_of(&errors[n / 2 - 1..=n / 2])
     };
     Ok(ErrorSummary {
         count: n,
         median,
-        mean: errors.iter().sum::<f64>() / n as f64,
+        mean: mean_of(&errors),
         worst: errors[n - 1],
     })
+}
+
+/// The mean of finite non-negative values: the plain sum over the count, or, when the sum
+/// overflows (errors near `f64::MAX`), the sum of each value over the count, capped by the
+/// largest value (which the rounding of values at `f64::MAX` could pass).
+fn mean_of(values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    if mean.is_finite() {
+        return mean;
+    }
+    let largest = values.iter().copied().fold(0.0, f64::max);
+    values.iter().map(|v| v / n).sum::<f64>().min(largest)
 }
 
 /// Splits items into (even positions, odd positions): fit on every other size, predict the

@@ -55,6 +55,10 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+// First: the macro it defines is used by the modules below.
+#[macro_use]
+mod validated;
+
 pub mod allgather_bound;
 mod alpha_beta;
 pub mod collectives;
@@ -68,6 +72,7 @@ mod matrix;
 pub mod parm;
 pub mod piecewise;
 mod rng;
+mod scale;
 mod segments;
 pub mod timeline;
 pub mod units;

@@ -11,9 +11,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::fit::Sample;
-use crate::segments::{Prefix, Run, best_runs, boundary, run_index};
+use crate::scale::pow2_scale;
+use crate::segments::{Prefix, Run, best_runs, boundary, check_range, check_ranges, segment_at};
 use crate::units::{Bytes, Seconds};
-use crate::{AlphaBeta, CostModelError, check_non_negative, check_positive};
+use crate::{AlphaBeta, CostModelError, check_finite_result, check_non_negative, check_positive};
 
 /// Which term of `alpha + beta x` dominates a segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,7 +28,10 @@ pub enum Regime {
 }
 
 /// One segment of a piecewise fit, valid for `min_bytes..=max_bytes`.
+///
+/// Deserializes through [`Segment::validate`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "SegmentFields")]
 pub struct Segment {
     /// Smallest measured size in the segment, bytes.
     pub min_bytes: Bytes,
@@ -54,15 +58,114 @@ impl Segment {
     pub fn alpha_beta(&self) -> Result<AlphaBeta, CostModelError> {
         AlphaBeta::new(self.alpha_s, self.beta_s_per_byte)
     }
+
+    /// `(min_bytes, max_bytes)`.
+    fn range(&self) -> (f64, f64) {
+        (self.min_bytes, self.max_bytes)
+    }
+
+    /// Checks what every segment of [`piecewise_fit`] satisfies: finite non-negative sizes
+    /// with `min_bytes <= max_bytes`, a valid line, a finite `R² <= 1` and a finite
+    /// non-negative relative error.
+    ///
+    /// # Errors
+    ///
+    /// `NonFinite`/`Negative` for a bad number; [`CostModelError::Degenerate`] for sizes out of
+    /// order or `R² > 1`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::piecewise::{Regime, Segment};
+    /// let mut s = Segment { min_bytes: 1e3, max_bytes: 1e6, alpha_s: 1e-5,
+    ///     beta_s_per_byte: 1e-10, r_squared: 0.99, max_relative_error: 0.02,
+    ///     regime: Regime::LatencyBound };
+    /// assert!(s.validate().is_ok());
+    /// s.max_bytes = 1.0;
+    /// assert!(s.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        check_range(self.range())?;
+        self.alpha_beta()?;
+        check_non_negative("segment max relative error", self.max_relative_error)?;
+        check_r_squared(self.r_squared)
+    }
+}
+
+deserialize_validated!(
+    Segment,
+    SegmentFields {
+        min_bytes: Bytes,
+        max_bytes: Bytes,
+        alpha_s: Seconds,
+        beta_s_per_byte: f64,
+        r_squared: f64,
+        max_relative_error: f64,
+        regime: Regime,
+    }
+);
+
+/// Checks that an R² is finite and at most 1.
+pub(crate) fn check_r_squared(r_squared: f64) -> Result<(), CostModelError> {
+    if check_finite_result("R²", r_squared)? > 1.0 {
+        return Err(CostModelError::Degenerate {
+            what: "R² cannot exceed 1",
+        });
+    }
+    Ok(())
 }
 
 /// Options of [`piecewise_fit`].
+///
+/// Deserializes through [`PiecewiseOptions::validate`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "PiecewiseOptionsFields")]
 pub struct PiecewiseOptions {
     /// Most segments (1 gives Parm's single line, fitted by relative error).
     pub max_segments: usize,
     /// Fewest samples in a segment (at least 2).
     pub min_points: usize,
+}
+
+deserialize_validated!(
+    PiecewiseOptions,
+    PiecewiseOptionsFields {
+        max_segments: usize,
+        min_points: usize,
+    }
+);
+
+impl PiecewiseOptions {
+    /// Checks `max_segments >= 1` and `min_points >= 2`.
+    ///
+    /// # Errors
+    ///
+    /// [`CostModelError::CountTooSmall`] naming the option.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::piecewise::PiecewiseOptions;
+    /// assert!(PiecewiseOptions::default().validate().is_ok());
+    /// assert!(PiecewiseOptions { max_segments: 0, min_points: 3 }.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        if self.max_segments < 1 {
+            return Err(CostModelError::CountTooSmall {
+                what: "max_segments",
+                min: 1,
+                value: self.max_segments as u64,
+            });
+        }
+        if self.min_points < 2 {
+            return Err(CostModelError::CountTooSmall {
+                what: "min_points",
+                min: 2,
+                value: self.min_points as u64,
+            });
+        }
+        Ok(())
+    }
 }
 
 impl Default for PiecewiseOptions {
@@ -76,27 +179,62 @@ impl Default for PiecewiseOptions {
 }
 
 /// A piecewise alpha-beta fit: segments in increasing size order.
+///
+/// Deserializes through [`PiecewiseFit::validate`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "PiecewiseFitFields")]
 pub struct PiecewiseFit {
     /// The segments, by increasing size.
     pub segments: Vec<Segment>,
 }
 
+deserialize_validated!(PiecewiseFit, PiecewiseFitFields {
+    segments: Vec<Segment>,
+});
+
 impl PiecewiseFit {
+    /// Checks what every fit of [`piecewise_fit`] satisfies: at least one segment, each valid
+    /// ([`Segment::validate`]), in increasing size order without overlap.
+    ///
+    /// # Errors
+    ///
+    /// [`CostModelError::CountTooSmall`] without segments; the first invalid segment's error;
+    /// [`CostModelError::Degenerate`] for segments out of order.
+    ///
+    /// # Complexity
+    ///
+    /// `O(segments)` time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::piecewise::PiecewiseFit;
+    /// assert!(PiecewiseFit { segments: vec![] }.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        self.segments.iter().try_for_each(Segment::validate)?;
+        check_ranges(&self.segments, Segment::range)
+    }
+
     /// The segment a message of `bytes` falls in: cut at the geometric mean between one
     /// segment's largest size and the next one's smallest; sizes outside the measured range use
     /// the first or last segment.
     #[must_use]
     pub fn segment_for(&self, bytes: Bytes) -> Option<&Segment> {
-        let upper: Vec<f64> = self
-            .segments
-            .windows(2)
-            .map(|w| boundary(w[0].max_bytes, w[1].min_bytes))
-            .collect();
-        self.segments.get(run_index(&upper, bytes))
+        segment_at(&self.segments, bytes, Segment::range).ok()
     }
 
-    /// Predicted time of a message of `bytes`, seconds (0 for a fit without segments).
+    /// Predicted time of a message of `bytes`, seconds.
+    ///
+    /// # Errors
+    ///
+    /// `NonFinite`/`Negative` for a bad size; [`CostModelError::CountTooSmall`] for a fit
+    /// without segments; [`CostModelError::NonFinite`] when the time overflows `f64` (a size
+    /// far beyond the measured ones, or a segment built with extreme values).
+    ///
+    /// # Complexity
+    ///
+    /// `O(segments)` time.
     ///
     /// # Examples
     ///
@@ -108,13 +246,13 @@ impl PiecewiseFit {
     ///     .map(|bytes| Sample { bytes, seconds: 5e-6 + bytes / 100e9 })
     ///     .collect();
     /// let fit = piecewise_fit(&samples, PiecewiseOptions::default())?;
-    /// assert!((fit.time_s(1e6) - (5e-6 + 1e6 / 100e9)).abs() < 1e-12);
+    /// assert!((fit.time_s(1e6)? - (5e-6 + 1e6 / 100e9)).abs() < 1e-12);
     /// # Ok::<(), comm_cost_model::CostModelError>(())
     /// ```
-    #[must_use]
-    pub fn time_s(&self, bytes: Bytes) -> Seconds {
-        self.segment_for(bytes)
-            .map_or(0.0, |s| s.alpha_s + s.beta_s_per_byte * bytes)
+    pub fn time_s(&self, bytes: Bytes) -> Result<Seconds, CostModelError> {
+        let bytes = check_non_negative("size (bytes)", bytes)?;
+        let s = segment_at(&self.segments, bytes, Segment::range)?;
+        check_finite_result("piecewise time (s)", s.alpha_s + s.beta_s_per_byte * bytes)
     }
 
     /// The last (largest-size) segment, the one bandwidth-bound planners want.
@@ -136,7 +274,9 @@ impl PiecewiseFit {
 /// than `min_points`; `NonFinite`/`Negative` for a bad size, [`CostModelError::NotPositive`]
 /// for a zero or negative time (relative errors need positive times);
 /// [`CostModelError::Degenerate`] for fewer than two distinct sizes;
-/// [`CostModelError::TooLarge`] above 1024 samples.
+/// [`CostModelError::TooLarge`] above 1024 samples; [`CostModelError::NonFinite`] when a
+/// coefficient or a goodness figure does not fit in `f64` (times or sizes spanning more than
+/// its range).
 ///
 /// # Complexity
 ///
@@ -177,7 +317,10 @@ pub fn piecewise_fit(
         options.min_points,
     )?;
     let segments = runs.iter().map(|run| segment(&sorted, run)).collect();
-    Ok(PiecewiseFit { segments })
+    let fit = PiecewiseFit { segments };
+    // Extreme but finite data can still overflow a coefficient when it is scaled back.
+    fit.validate()?;
+    Ok(fit)
 }
 
 /// Validates the options and samples and returns the samples sorted by size.
@@ -185,7 +328,7 @@ pub(crate) fn sorted_samples(
     samples: &[Sample],
     options: PiecewiseOptions,
 ) -> Result<Vec<Sample>, CostModelError> {
-    check_options(options)?;
+    options.validate()?;
     for s in samples {
         check_non_negative("sample size (bytes)", s.bytes)?;
         check_positive("sample time (s)", s.seconds)?;
@@ -200,27 +343,13 @@ pub(crate) fn sorted_samples(
     }
 }
 
-/// Checks `max_segments >= 1` and `min_points >= 2`.
-pub(crate) fn check_options(options: PiecewiseOptions) -> Result<(), CostModelError> {
-    if options.max_segments < 1 {
-        return Err(CostModelError::CountTooSmall {
-            what: "max_segments",
-            min: 1,
-            value: options.max_segments as u64,
-        });
-    }
-    if options.min_points < 2 {
-        return Err(CostModelError::CountTooSmall {
-            what: "min_points",
-            min: 2,
-            value: options.min_points as u64,
-        });
-    }
-    Ok(())
-}
-
 /// Summary statistics of fitted `predicted` against `measured` times: (R², worst relative error).
+///
+/// Both are scale-free, so the times are rescaled by a power of two first (exact): squares of
+/// 1e300 s times would overflow.
 pub(crate) fn goodness(pairs: impl Iterator<Item = (f64, f64)> + Clone) -> (f64, f64) {
+    let s = pow2_scale(pairs.clone().map(|(_, m)| m).fold(0.0, f64::max));
+    let pairs = pairs.map(|(p, m)| (p * s, m * s));
     let n = pairs.clone().count() as f64;
     let mean = pairs.clone().map(|(_, m)| m).sum::<f64>() / n;
     let (mut ss_res, mut ss_tot, mut worst) = (0.0, 0.0, 0.0f64);
@@ -318,7 +447,7 @@ mod tests {
                 .collect();
             let fit = piecewise_fit(&samples, PiecewiseOptions::default()).unwrap();
             for x in &samples {
-                prop_assert!((fit.time_s(x.bytes) - x.seconds).abs() / x.seconds < 1e-6);
+                prop_assert!((fit.time_s(x.bytes).unwrap() - x.seconds).abs() / x.seconds < 1e-6);
             }
             prop_assert!(fit.segments.len() <= 2);
         }

@@ -11,7 +11,8 @@
 //! Prefix sums of the weighted normal equations make every contiguous run's fit O(D^3), so the
 //! dynamic program over all O(n^2) runs stays fast for nccl-tests-sized inputs.
 
-use crate::CostModelError;
+use crate::scale::pow2_scale;
+use crate::{CostModelError, check_non_negative};
 
 /// The most samples one piecewise fit accepts (the dynamic program is O(n^2 k) time and
 /// O(n^2) memory).
@@ -30,6 +31,10 @@ pub(crate) struct Prefix<const D: usize> {
     gram: Vec<[[f64; D]; D]>,
     rhs: Vec<[f64; D]>,
     scale: [f64; D],
+    /// Power of two that brings the shortest time into `[1, 2)`, so every `z` is at most about
+    /// 1 and no square overflows (a 5e-324 s time made `z` infinite; issue 13). Exact, so
+    /// ordinary times give the same bits as unscaled ones.
+    time_scale: f64,
 }
 
 impl<const D: usize> Prefix<D> {
@@ -47,12 +52,14 @@ impl<const D: usize> Prefix<D> {
                 *s = 1.0;
             }
         }
+        let time_scale = pow2_scale(times.iter().copied().fold(f64::INFINITY, f64::min));
         let mut gram = Vec::with_capacity(rows.len() + 1);
         let mut rhs = Vec::with_capacity(rows.len() + 1);
         let (mut g, mut b) = ([[0.0; D]; D], [0.0; D]);
         gram.push(g);
         rhs.push(b);
         for (row, &t) in rows.iter().zip(times) {
+            let t = t * time_scale;
             let z: [f64; D] = std::array::from_fn(|j| row[j] / scale[j] / t);
             for j in 0..D {
                 b[j] += z[j];
@@ -63,7 +70,12 @@ impl<const D: usize> Prefix<D> {
             gram.push(g);
             rhs.push(b);
         }
-        Self { gram, rhs, scale }
+        Self {
+            gram,
+            rhs,
+            scale,
+            time_scale,
+        }
     }
 
     /// The non-negative relative fit of rows `start..end` and its sum of squared relative
@@ -94,7 +106,7 @@ impl<const D: usize> Prefix<D> {
         }
         let dot: f64 = c.iter().zip(&b).map(|(x, y)| x * y).sum();
         let cost = (n - 2.0 * dot + quad).max(0.0);
-        let unscaled = std::array::from_fn(|j| c[j] / self.scale[j]);
+        let unscaled = std::array::from_fn(|j| c[j] / self.time_scale / self.scale[j]);
         (unscaled, cost)
     }
 }
@@ -232,6 +244,57 @@ pub(crate) fn best_runs<const D: usize>(
     }
     runs.reverse();
     Ok(runs)
+}
+
+/// Checks one segment's `(smallest, largest)` key: finite, non-negative and in order.
+pub(crate) fn check_range((min, max): (f64, f64)) -> Result<(), CostModelError> {
+    if check_non_negative("segment's smallest size (bytes)", min)?
+        > check_non_negative("segment's largest size (bytes)", max)?
+    {
+        return Err(CostModelError::Degenerate {
+            what: "a segment's smallest size exceeds its largest",
+        });
+    }
+    Ok(())
+}
+
+/// Checks a fitted model's segments, given each one's `(smallest, largest)` key: at least one,
+/// in increasing order without overlap.
+pub(crate) fn check_ranges<T>(
+    segments: &[T],
+    range: impl Fn(&T) -> (f64, f64),
+) -> Result<(), CostModelError> {
+    if segments.is_empty() {
+        return Err(no_segments());
+    }
+    if segments.windows(2).any(|w| range(&w[0]).1 > range(&w[1]).0) {
+        return Err(CostModelError::Degenerate {
+            what: "segments must be in increasing order of their sizes",
+        });
+    }
+    Ok(())
+}
+
+/// The segment `key` falls in: cut at the [`boundary`] between one segment's largest key and
+/// the next one's smallest; keys outside the measured range use the first or last segment.
+pub(crate) fn segment_at<T>(
+    segments: &[T],
+    key: f64,
+    range: impl Fn(&T) -> (f64, f64),
+) -> Result<&T, CostModelError> {
+    let upper: Vec<f64> = segments
+        .windows(2)
+        .map(|w| boundary(range(&w[0]).1, range(&w[1]).0))
+        .collect();
+    segments.get(run_index(&upper, key)).ok_or_else(no_segments)
+}
+
+fn no_segments() -> CostModelError {
+    CostModelError::CountTooSmall {
+        what: "segments of a fit",
+        min: 1,
+        value: 0,
+    }
 }
 
 /// The boundary between two runs whose keys end at `last` and start at `first`: their

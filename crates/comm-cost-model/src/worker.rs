@@ -10,8 +10,8 @@ use crate::{CostModelError, check_positive};
 /// `flop_per_s` is `F_j` of Aristos Table 1 (the *actual* FLOP/s the worker sustains) and
 /// `expert_slots` is `m_j` (expert memory capacity, in experts). Used by topology-aware grouping
 /// (`topology-partition`) and by expert assignment (`colocation-matching`), so a cluster's workers
-/// feed LysiAssign unchanged. Fields are public; [`Worker::new`] validates, and every algorithm
-/// taking workers validates them again.
+/// feed LysiAssign unchanged. Fields are public; [`Worker::new`] validates, deserializing goes
+/// through [`Worker::validate`], and every algorithm taking workers validates them again.
 ///
 /// # Examples
 ///
@@ -23,6 +23,7 @@ use crate::{CostModelError, check_positive};
 /// # Ok::<(), comm_cost_model::CostModelError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "WorkerFields")]
 pub struct Worker {
     /// Sustained compute rate `F_j`, FLOP/s (positive).
     pub flop_per_s: FlopPerSecond,
@@ -37,9 +38,35 @@ impl Worker {
     ///
     /// [`CostModelError::NonFinite`] or [`CostModelError::NotPositive`] for a bad `flop_per_s`.
     pub fn new(flop_per_s: FlopPerSecond, expert_slots: usize) -> Result<Self, CostModelError> {
-        Ok(Self {
-            flop_per_s: check_positive("worker FLOP/s", flop_per_s)?,
+        let worker = Self {
+            flop_per_s,
             expert_slots,
-        })
+        };
+        worker.validate()?;
+        Ok(worker)
+    }
+
+    /// Checks the worker (the fields are public, so a struct literal may be invalid).
+    ///
+    /// # Errors
+    ///
+    /// [`CostModelError::NonFinite`] or [`CostModelError::NotPositive`] for a bad `flop_per_s`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::Worker;
+    /// assert!(Worker { flop_per_s: -1.0, expert_slots: 4 }.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        check_positive("worker FLOP/s", self.flop_per_s).map(|_| ())
     }
 }
+
+deserialize_validated!(
+    Worker,
+    WorkerFields {
+        flop_per_s: FlopPerSecond,
+        expert_slots: usize,
+    }
+);

@@ -63,7 +63,9 @@ use comm_cost_model::timeline::{
     ColocatedLayer, ExclusiveLayer, ModelLayerTimes, colocated_gpu_utilization, colocated_timeline,
     exclusive_time, ffn_times_s,
 };
-use comm_cost_model::{CostModelError, check_count, check_non_negative, units};
+use comm_cost_model::{
+    CostModelError, check_count, check_finite_result, check_non_negative, units,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
@@ -470,7 +472,11 @@ impl Workload {
             utilization += util;
             layers.push(plan);
         }
-        let total_s = layers.iter().map(|l| l.inference_time_s).sum();
+        // Each layer's time is finite; several near `f64::MAX` overflow their sum.
+        let total_s = check_finite_result(
+            "inference time (s)",
+            layers.iter().map(|l| l.inference_time_s).sum(),
+        )?;
         Ok(Evaluation {
             utilization: utilization / layers.len() as f64,
             layers,

@@ -285,7 +285,9 @@ fn every_other_size(group: &[Measurement]) -> Result<(usize, Vec<(f64, f64)>), P
         let (fit_on, held) = every_other(samples);
         let fit = piecewise_fit(&fit_on, PiecewiseOptions::default())?;
         fitted += fit_on.len();
-        pairs.extend(held.iter().map(|s| (fit.time_s(s.bytes), s.seconds)));
+        for s in &held {
+            pairs.push((fit.time_s(s.bytes)?, s.seconds));
+        }
     }
     Ok((fitted, pairs))
 }
@@ -420,15 +422,15 @@ pub fn plan_deepep_validation(
             let all = phase_samples(&rows, combine)?;
             let link: Vec<(f64, f64)> = all
                 .iter()
-                .map(|s| (alltoall.time_s(s.bytes), s.seconds))
-                .collect();
+                .map(|s| Ok((alltoall.time_s(s.bytes)?, s.seconds)))
+                .collect::<Result<_, PlanError>>()?;
             let fit_samples = phase_samples(&fit_rows, combine)?;
             let held_samples = phase_samples(&held_rows, combine)?;
             let fit = piecewise_fit(&fit_samples, PiecewiseOptions::default())?;
             let held: Vec<(f64, f64)> = held_samples
                 .iter()
-                .map(|s| (fit.time_s(s.bytes), s.seconds))
-                .collect();
+                .map(|s| Ok((fit.time_s(s.bytes)?, s.seconds)))
+                .collect::<Result<_, PlanError>>()?;
             let overhead_s = fit_samples
                 .iter()
                 .map(|s| s.seconds)

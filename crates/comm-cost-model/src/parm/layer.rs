@@ -4,13 +4,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::units::Bytes;
 use crate::validate::check_count;
-use crate::{CostModelError, check_positive};
+use crate::{CostModelError, check_finite_result, check_positive};
 
 /// The shape of one MoE layer trained with MP + EP + ESP (Parm Table I notation).
 ///
 /// `bytes_per_element` makes the element size explicit: the paper's volumes and fitted `beta`s
 /// count tensor *elements*; every time in this crate is computed on bytes.
+///
+/// Deserializes through [`ParmLayer::validate`]; the fields are public, so every function
+/// taking a layer checks it again.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ParmLayerFields")]
 pub struct ParmLayer {
     /// GPUs in the cluster (`P`).
     pub p: usize,
@@ -37,6 +41,24 @@ pub struct ParmLayer {
     /// Bytes of one tensor element (4 for fp32, 2 for fp16/bf16).
     pub bytes_per_element: f64,
 }
+
+deserialize_validated!(
+    ParmLayer,
+    ParmLayerFields {
+        p: usize,
+        n_mp: usize,
+        n_ep: usize,
+        n_esp: usize,
+        b: usize,
+        l: usize,
+        m: usize,
+        h: usize,
+        e: usize,
+        k: usize,
+        f: f64,
+        bytes_per_element: f64,
+    }
+);
 
 /// The tensor sizes the Parm schedules move, in elements (and bytes via the layer).
 ///
@@ -124,7 +146,8 @@ impl ParmLayer {
     ///
     /// # Errors
     ///
-    /// As [`ParmLayer::validate`].
+    /// As [`ParmLayer::validate`]; [`CostModelError::NonFinite`] when a volume overflows
+    /// `f64` (a capacity factor near `f64::MAX`).
     ///
     /// # Complexity
     ///
@@ -154,15 +177,21 @@ impl ParmLayer {
         );
         let tokens_per_expert = k * self.f * b * l / e;
         let etm_elements = e * tokens_per_expert * m;
+        // `y >= E T M >= T` (all factors are at least 1), and `B L M` of three counts is finite.
+        let y_elements = check_finite_result(
+            "EP-AlltoAll elements y = E T M N_ESP",
+            etm_elements * self.n_esp as f64,
+        )?;
         Ok(ParmVolumes {
             tokens_per_expert,
             blm_elements: b * l * m,
             etm_elements,
-            y_elements: etm_elements * self.n_esp as f64,
+            y_elements,
         })
     }
 
-    /// Bytes of `elements` tensor elements.
+    /// Bytes of `elements` tensor elements: a plain product (infinite beyond `f64`); the
+    /// schedule functions check the times they compute from it.
     #[must_use]
     pub fn bytes(&self, elements: f64) -> Bytes {
         elements * self.bytes_per_element

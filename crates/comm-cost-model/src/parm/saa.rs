@@ -20,7 +20,11 @@ use crate::validate::check_count;
 use crate::{CostModelError, check_non_negative, check_positive};
 
 /// Sizes and hardware of one SAA.
+///
+/// Deserializes through [`SaaSpec::validate`]; the fields are public, so [`saa_phases`] and
+/// [`saa_time_s`] check them again.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "SaaSpecFields")]
 pub struct SaaSpec {
     /// GPUs in the AlltoAll (`P`).
     pub p: usize,
@@ -38,6 +42,43 @@ pub struct SaaSpec {
     pub inter_bytes_per_s: BytesPerSecond,
     /// Start-up time of the fused collective, seconds.
     pub alpha_s: Seconds,
+}
+
+deserialize_validated!(
+    SaaSpec,
+    SaaSpecFields {
+        p: usize,
+        n_mp: usize,
+        gpus_per_node: usize,
+        a2a_bytes_per_gpu: Bytes,
+        ag_total_bytes: Bytes,
+        intra_bytes_per_s: BytesPerSecond,
+        inter_bytes_per_s: BytesPerSecond,
+        alpha_s: Seconds,
+    }
+);
+
+impl SaaSpec {
+    /// Checks the layout and the values.
+    ///
+    /// # Errors
+    ///
+    /// `CountTooSmall` for zero counts; [`CostModelError::SizeMismatch`] when the GPUs per
+    /// node do not divide `P` or `N_MP` does not divide the GPUs per node; value errors for
+    /// sizes, bandwidths and `alpha`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::parm::SaaSpec;
+    /// let spec = SaaSpec { p: 8, n_mp: 2, gpus_per_node: 4, a2a_bytes_per_gpu: 8e6,
+    ///     ag_total_bytes: 16e6, intra_bytes_per_s: 10e9, inter_bytes_per_s: 1e9, alpha_s: 0.0 };
+    /// assert!(spec.validate().is_ok());
+    /// assert!(SaaSpec { n_mp: 3, ..spec }.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        check(self).map(|_| ())
+    }
 }
 
 /// One phase of the SAA schedule.
@@ -165,9 +206,8 @@ impl Checked {
 ///
 /// # Errors
 ///
-/// `CountTooSmall` for zero counts; [`CostModelError::SizeMismatch`] when the GPUs per node do
-/// not divide `P` or `N_MP` does not divide the GPUs per node; value errors for sizes and
-/// bandwidths; [`CostModelError::TooLarge`] when `P` exceeds [`MAX_SAA_PHASE_GPUS`].
+/// As [`SaaSpec::validate`]; [`CostModelError::TooLarge`] when `P` exceeds
+/// [`MAX_SAA_PHASE_GPUS`]; [`CostModelError::NonFinite`] when the time overflows `f64`.
 ///
 /// # Complexity
 ///
@@ -229,7 +269,7 @@ pub fn saa_phases(spec: &SaaSpec) -> Result<Vec<SaaPhase>, CostModelError> {
 ///
 /// # Errors
 ///
-/// As [`saa_phases`].
+/// As [`SaaSpec::validate`]; [`CostModelError::NonFinite`] when the time overflows `f64`.
 ///
 /// # Complexity
 ///

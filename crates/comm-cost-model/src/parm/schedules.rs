@@ -66,7 +66,7 @@ impl ParmCollectiveCosts {
             self.ag_mp,
         ];
         for ab in required.iter().chain(&self.saa) {
-            AlphaBeta::new(ab.alpha_s, ab.beta_s_per_byte)?;
+            ab.validated()?;
         }
         Ok(())
     }
@@ -151,8 +151,8 @@ fn collective(cost: &AlphaBeta, group: usize, bytes: f64) -> Seconds {
 ///
 /// # Errors
 ///
-/// As [`ParmLayer::validate`].
-/// [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
+/// As [`ParmLayer::volumes`] and [`ParmCollectiveCosts::validate`] (the costs' fields are
+/// public); [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -175,6 +175,7 @@ pub fn baseline_times(
     layer: &ParmLayer,
     costs: &ParmCollectiveCosts,
 ) -> Result<BaselineTimes, CostModelError> {
+    costs.validate()?;
     let t = baseline_from(layer, &layer.volumes()?, costs);
     // Every term is non-negative, so a finite total means finite terms.
     check_finite_result("baseline layer time (s)", t.total_s)?;
@@ -203,8 +204,8 @@ fn baseline_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts
 ///
 /// # Errors
 ///
-/// As [`ParmLayer::validate`].
-/// [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
+/// As [`ParmLayer::volumes`] and [`ParmCollectiveCosts::validate`] (the costs' fields are
+/// public); [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -223,6 +224,7 @@ fn baseline_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts
 /// # Ok::<(), comm_cost_model::CostModelError>(())
 /// ```
 pub fn s1_times(layer: &ParmLayer, costs: &ParmCollectiveCosts) -> Result<S1Times, CostModelError> {
+    costs.validate()?;
     let t = s1_from(layer, &layer.volumes()?, costs);
     check_finite_result("S1 layer time (s)", t.total_s)?;
     Ok(t)
@@ -249,8 +251,8 @@ fn s1_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S
 ///
 /// # Errors
 ///
-/// As [`ParmLayer::validate`].
-/// [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
+/// As [`ParmLayer::volumes`] and [`ParmCollectiveCosts::validate`] (the costs' fields are
+/// public); [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -270,6 +272,7 @@ fn s1_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S
 /// # Ok::<(), comm_cost_model::CostModelError>(())
 /// ```
 pub fn s2_times(layer: &ParmLayer, costs: &ParmCollectiveCosts) -> Result<S2Times, CostModelError> {
+    costs.validate()?;
     let t = s2_from(layer, &layer.volumes()?, costs);
     check_s2_finite(&t)?;
     Ok(t)
@@ -306,7 +309,7 @@ fn s2_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S
 ///
 /// # Errors
 ///
-/// As [`ParmLayer::validate`] and [`ParmCollectiveCosts::validate`].
+/// As [`ParmLayer::volumes`] and [`ParmCollectiveCosts::validate`];
 /// [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
@@ -348,11 +351,7 @@ pub(super) fn checked_times_from(
 }
 
 /// [`parm_times`] of a layer already validated into its volumes `v`.
-pub(super) fn times_from(
-    layer: &ParmLayer,
-    v: &ParmVolumes,
-    costs: &ParmCollectiveCosts,
-) -> ParmTimes {
+fn times_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> ParmTimes {
     let baseline = baseline_from(layer, v, costs);
     let s1 = s1_from(layer, v, costs);
     let s2 = s2_from(layer, v, costs);
@@ -379,7 +378,8 @@ pub(super) fn times_from(
 ///
 /// # Errors
 ///
-/// As [`ParmLayer::validate`]; [`CostModelError::NonFinite`] if a time overflows `f64`.
+/// As [`ParmLayer::volumes`] and [`ParmCollectiveCosts::validate`];
+/// [`CostModelError::NonFinite`] if a time overflows `f64`.
 ///
 /// # Complexity
 ///
@@ -400,6 +400,7 @@ pub fn algorithm1_as_printed(
     layer: &ParmLayer,
     costs: &ParmCollectiveCosts,
 ) -> Result<Schedule, CostModelError> {
+    costs.validate()?;
     let v = layer.volumes()?;
     let m = layer.m as f64;
     let x = layer.bytes(v.blm_elements);

@@ -19,13 +19,18 @@ use serde::{Deserialize, Serialize};
 
 use super::layer::{ParmLayer, ParmVolumes};
 use super::saa::{SaaSpec, saa_time_s};
-use super::schedules::{ParmCollectiveCosts, ParmTimes, Schedule, checked_times_from, times_from};
+use super::schedules::{ParmCollectiveCosts, ParmTimes, Schedule, checked_times_from};
 use crate::collectives::TwoTierGrid;
 use crate::units::{BytesPerSecond, Seconds, gbps};
+use crate::validate::check_count;
 use crate::{AlphaBeta, CostModelError, check_non_negative, check_positive};
 
 /// A cluster of identical nodes, described by what Parm §VI publishes about it.
+///
+/// Deserializes through [`Testbed::validate`]; the fields are public, so every function
+/// taking a testbed checks it again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "TestbedFields")]
 pub struct Testbed {
     /// Name for reports.
     pub name: String,
@@ -41,7 +46,56 @@ pub struct Testbed {
     pub bytes_per_element: f64,
 }
 
+deserialize_validated!(
+    Testbed,
+    TestbedFields {
+        name: String,
+        gpus_per_node: usize,
+        alpha_s: Seconds,
+        intra_s_per_element: f64,
+        inter_bytes_per_s: BytesPerSecond,
+        bytes_per_element: f64,
+    }
+);
+
 impl Testbed {
+    /// Checks the constants: at least one GPU per node, a finite non-negative `alpha`, a
+    /// positive element size and intra-node cost whose bandwidth is finite, and a finite
+    /// non-negative inter-node bandwidth (it must be positive only where a group spans nodes,
+    /// which [`Testbed::collective_costs`] checks).
+    ///
+    /// # Errors
+    ///
+    /// [`CostModelError::CountTooSmall`] for no GPUs per node; `NonFinite`/`Negative`/
+    /// `NotPositive` naming the bad constant.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::parm::Testbed;
+    /// assert!(Testbed::parm_testbed_b().validate().is_ok());
+    /// let broken = Testbed { intra_s_per_element: 0.0, ..Testbed::parm_testbed_a() };
+    /// assert!(broken.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        self.constants().map(|_| ())
+    }
+
+    /// `(alpha, GPUs per node, intra-node bandwidth)`, with every constant checked.
+    fn constants(&self) -> Result<(Seconds, usize, BytesPerSecond), CostModelError> {
+        let gpus_per_node = check_count("testbed GPUs per node", self.gpus_per_node, 1)?;
+        let bytes_per_element =
+            check_positive("testbed bytes per element", self.bytes_per_element)?;
+        let intra_s = check_positive("testbed intra-node s/element", self.intra_s_per_element)?;
+        let alpha_s = check_non_negative("testbed alpha (s)", self.alpha_s)?;
+        let intra = check_positive(
+            "HB-domain bandwidth C_F (bytes/s)",
+            bytes_per_element / intra_s,
+        )?;
+        check_non_negative("network bandwidth C_S (bytes/s)", self.inter_bytes_per_s)?;
+        Ok((alpha_s, gpus_per_node, intra))
+    }
+
     /// Testbed A: one server with 8 RTX 4090 on PCIe 4.0; `alpha = 6.64e-4 s`,
     /// `beta = 5.38e-10 s/element` (Parm §VI-B), fp32 elements.
     #[must_use]
@@ -73,11 +127,9 @@ impl Testbed {
     /// The testbed's constants, checked once per call so the per-collective code below can
     /// skip re-validating them.
     fn links(&self, p: usize) -> Result<Links, CostModelError> {
-        let bytes_per_element =
-            check_positive("testbed bytes per element", self.bytes_per_element)?;
-        let intra_s = check_positive("testbed intra-node s/element", self.intra_s_per_element)?;
-        let alpha_s = check_non_negative("testbed alpha (s)", self.alpha_s)?;
-        let g = self.gpus_per_node.min(p).max(1);
+        let (alpha_s, gpus_per_node, intra) = self.constants()?;
+        // `p >= 1`: the layer was validated first.
+        let g = gpus_per_node.min(p).max(1);
         if p % g != 0 {
             return Err(CostModelError::SizeMismatch {
                 what: "GPUs per node must divide P (P mod g)",
@@ -85,10 +137,6 @@ impl Testbed {
                 actual: (p % g) as u64,
             });
         }
-        let intra = check_positive(
-            "HB-domain bandwidth C_F (bytes/s)",
-            bytes_per_element / intra_s,
-        )?;
         // Only groups spanning several nodes use the NIC, and those exist iff P > g.
         let inter = if p > g {
             check_positive("network bandwidth C_S (bytes/s)", self.inter_bytes_per_s)?
@@ -107,8 +155,9 @@ impl Testbed {
     ///
     /// # Errors
     ///
-    /// The layer's validation errors; [`CostModelError::SizeMismatch`] when the GPUs per node
-    /// do not divide `P` or `N_MP`/`N_ESP` do not fit the node; value errors for a bad testbed.
+    /// The layer's validation errors ([`ParmLayer::volumes`]); [`Testbed::validate`]'s errors;
+    /// [`CostModelError::SizeMismatch`] when the GPUs per node do not divide `P`;
+    /// [`CostModelError::NotPositive`] for a zero inter-node bandwidth on several nodes.
     ///
     /// # Complexity
     ///
@@ -136,7 +185,8 @@ impl Testbed {
     ///
     /// # Errors
     ///
-    /// As [`Testbed::collective_costs`].
+    /// As [`Testbed::collective_costs`]; [`CostModelError::NonFinite`] when a time overflows
+    /// `f64`.
     ///
     /// # Complexity
     ///
@@ -270,6 +320,10 @@ impl Links {
 /// `L ∈ {512,1024,2048}`, `H/N_ESP, M/N_ESP ∈ {1024,2048,4096}`, `f ∈ {1.2,2.4}`, `k ∈ {1,2}`,
 /// with `E = N_EP = P / N_ESP` (one expert per EP rank; `E` cancels out of every volume).
 ///
+/// Only valid layers are listed ([`ParmLayer::validate`]): for a `P` that `N_MP` or `N_ESP`
+/// does not divide, or with `E < k`, those configurations are left out (they used to be listed
+/// and made [`check_claims`] fail), and a bad `bytes_per_element` leaves none.
+///
 /// # Complexity
 ///
 /// `O(1)` time per `P`: at most 2916 layers.
@@ -291,7 +345,7 @@ pub fn table3_layers(p: usize, bytes_per_element: f64) -> Vec<ParmLayer> {
                         for m in [1024, 2048, 4096] {
                             for f in [1.2, 2.4] {
                                 for k in [1, 2] {
-                                    out.push(ParmLayer {
+                                    let layer = ParmLayer {
                                         p,
                                         n_mp,
                                         n_ep: p / n_esp,
@@ -304,7 +358,10 @@ pub fn table3_layers(p: usize, bytes_per_element: f64) -> Vec<ParmLayer> {
                                         k,
                                         f,
                                         bytes_per_element,
-                                    });
+                                    };
+                                    if layer.validate().is_ok() {
+                                        out.push(layer);
+                                    }
                                 }
                             }
                         }
@@ -352,7 +409,7 @@ pub struct ClaimReport {
 ///
 /// # Errors
 ///
-/// As [`Testbed::collective_costs`] for the first invalid layer.
+/// As [`Testbed::times`] for the first layer that fails.
 ///
 /// # Complexity
 ///
@@ -383,7 +440,8 @@ pub fn check_claims(
     };
     for layer in layers {
         let (v, costs) = testbed.volumes_and_costs(layer)?;
-        let t = times_from(layer, &v, &costs);
+        // Checked: a counterexample must not carry an infinite time (issue 13).
+        let t = checked_times_from(layer, &v, &costs)?;
         match t.choice {
             Schedule::S1 => r.s1_chosen += 1,
             Schedule::S2 => r.s2_chosen += 1,

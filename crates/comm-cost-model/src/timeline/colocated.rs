@@ -23,11 +23,15 @@
 use serde::{Deserialize, Serialize};
 
 use super::exclusive::check_all;
+use super::mean_ratio;
 use crate::units::Seconds;
-use crate::{CostModelError, check_count, check_non_negative};
+use crate::{CostModelError, check_count, check_finite_result, check_non_negative};
 
 /// Component times of one model's layer (maxima over GPUs, as in Table 2).
+///
+/// Deserializes through [`ModelLayerTimes::validate`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ModelLayerTimesFields")]
 pub struct ModelLayerTimes {
     /// Gate `|G|`, seconds.
     pub gate_s: Seconds,
@@ -41,8 +45,53 @@ pub struct ModelLayerTimes {
     pub aggregation_s: Seconds,
 }
 
+deserialize_validated!(
+    ModelLayerTimes,
+    ModelLayerTimesFields {
+        gate_s: Seconds,
+        dispatch_s: Seconds,
+        ffn_s: Seconds,
+        combine_s: Seconds,
+        aggregation_s: Seconds,
+    }
+);
+
+impl ModelLayerTimes {
+    /// Checks that every time is finite and non-negative.
+    ///
+    /// # Errors
+    ///
+    /// `NonFinite`/`Negative` naming the bad time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::timeline::ModelLayerTimes;
+    /// let m = ModelLayerTimes { gate_s: 1.0, dispatch_s: 2.0, ffn_s: 3.0, combine_s: 2.0,
+    ///     aggregation_s: 1.0 };
+    /// assert!(m.validate().is_ok());
+    /// assert!(ModelLayerTimes { ffn_s: f64::NAN, ..m }.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        for (what, v) in [
+            ("gate time (s)", self.gate_s),
+            ("dispatch time (s)", self.dispatch_s),
+            ("FFN time (s)", self.ffn_s),
+            ("combine time (s)", self.combine_s),
+            ("aggregation time (s)", self.aggregation_s),
+        ] {
+            check_non_negative(what, v)?;
+        }
+        Ok(())
+    }
+}
+
 /// Inputs of the colocated timeline: both models and the aggregated all-to-all times.
+///
+/// Deserializes through [`ColocatedLayer::validate`]; the fields are public, so the
+/// timeline functions check them again.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ColocatedLayerFields")]
 pub struct ColocatedLayer {
     /// Model `a` (its gate ran in the previous period; `G^a` ends this one).
     pub a: ModelLayerTimes,
@@ -53,6 +102,42 @@ pub struct ColocatedLayer {
     pub aggregated_dispatch_s: Seconds,
     /// `|C^a + C^b|`: both combines on the shared port.
     pub aggregated_combine_s: Seconds,
+}
+
+deserialize_validated!(
+    ColocatedLayer,
+    ColocatedLayerFields {
+        a: ModelLayerTimes,
+        b: ModelLayerTimes,
+        aggregated_dispatch_s: Seconds,
+        aggregated_combine_s: Seconds,
+    }
+);
+
+impl ColocatedLayer {
+    /// Checks both models ([`ModelLayerTimes::validate`]) and the aggregated times.
+    ///
+    /// # Errors
+    ///
+    /// `NonFinite`/`Negative` naming the bad time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::timeline::{ColocatedLayer, ModelLayerTimes};
+    /// let m = ModelLayerTimes { gate_s: 1.0, dispatch_s: 2.0, ffn_s: 3.0, combine_s: 2.0,
+    ///     aggregation_s: 1.0 };
+    /// let layer = ColocatedLayer { a: m, b: m, aggregated_dispatch_s: 3.0,
+    ///     aggregated_combine_s: -3.0 };
+    /// assert!(layer.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        self.a.validate()?;
+        self.b.validate()?;
+        check_non_negative("aggregated dispatch time (s)", self.aggregated_dispatch_s)?;
+        check_non_negative("aggregated combine time (s)", self.aggregated_combine_s)?;
+        Ok(())
+    }
 }
 
 /// Which model a component belongs to.
@@ -111,25 +196,13 @@ pub struct ColocatedTimeline {
     pub inference_time_s: Seconds,
 }
 
-fn check_model(m: &ModelLayerTimes) -> Result<(), CostModelError> {
-    for (what, v) in [
-        ("gate time (s)", m.gate_s),
-        ("dispatch time (s)", m.dispatch_s),
-        ("FFN time (s)", m.ffn_s),
-        ("combine time (s)", m.combine_s),
-        ("aggregation time (s)", m.aggregation_s),
-    ] {
-        check_non_negative(what, v)?;
-    }
-    Ok(())
-}
-
 /// The colocated two-model timeline of Aurora Table 2 with every component's start and end,
 /// and the inference time of Eq. 4.
 ///
 /// # Errors
 ///
-/// `NonFinite`/`Negative` for a bad time.
+/// As [`ColocatedLayer::validate`]; [`CostModelError::NonFinite`] when the time overflows
+/// `f64`.
 ///
 /// # Complexity
 ///
@@ -150,11 +223,8 @@ fn check_model(m: &ModelLayerTimes) -> Result<(), CostModelError> {
 /// # Ok::<(), comm_cost_model::CostModelError>(())
 /// ```
 pub fn colocated_timeline(layer: &ColocatedLayer) -> Result<ColocatedTimeline, CostModelError> {
+    layer.validate()?;
     let (a, b) = (&layer.a, &layer.b);
-    check_model(a)?;
-    check_model(b)?;
-    check_non_negative("aggregated dispatch time (s)", layer.aggregated_dispatch_s)?;
-    check_non_negative("aggregated combine time (s)", layer.aggregated_combine_s)?;
     let c = |model, kind, start_s: f64, end_s: f64| Component {
         model,
         kind,
@@ -181,7 +251,7 @@ pub fn colocated_timeline(layer: &ColocatedLayer) -> Result<ColocatedTimeline, C
     let ab = c(B, Aggregation, s_ab, s_ab + b.aggregation_s);
     let ga = c(A, Gate, ab.end_s, ab.end_s + a.gate_s);
     // The last component ends after every other one: finite here means finite everywhere.
-    crate::check_finite_result("co-located inference time (s)", ga.end_s)?;
+    check_finite_result("co-located inference time (s)", ga.end_s)?;
     Ok(ColocatedTimeline {
         components: vec![gb, na, fa, nb, fb, ca, aa, cb, ab, ga],
         inference_time_s: ga.end_s,
@@ -241,12 +311,12 @@ pub fn colocated_gpu_utilization(
     if t <= 0.0 {
         return Ok(0.0);
     }
-    let busy: f64 = ffn_a_s
-        .iter()
-        .zip(ffn_b_s)
-        .map(|(x, y)| fixed + x + y)
-        .sum();
-    crate::check_finite_result("co-located GPU utilization", busy / (t * n as f64))
+    // Each GPU computes at most `t`, but the sum (and `t n`) can overflow (issue 13).
+    let busy = ffn_a_s.iter().zip(ffn_b_s).map(|(x, y)| fixed + x + y);
+    check_finite_result(
+        "co-located GPU utilization",
+        mean_ratio(busy.clone().sum(), busy, n, t),
+    )
 }
 
 /// A multi-layer colocated model: the layers' periods run back to back.
@@ -282,7 +352,7 @@ pub fn model_colocated_time_s(layers: &[ColocatedLayer]) -> Result<Seconds, Cost
         .iter()
         .map(|l| colocated_timeline(l).map(|t| t.inference_time_s))
         .sum::<Result<Seconds, CostModelError>>()?;
-    crate::check_finite_result("model inference time (s)", total)
+    check_finite_result("model inference time (s)", total)
 }
 
 #[cfg(test)]

@@ -3,11 +3,16 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::mean_ratio;
 use crate::units::Seconds;
-use crate::{CostModelError, check_non_negative};
+use crate::{CostModelError, check_finite_result, check_non_negative};
 
 /// Per-GPU component times of one MoE layer, one entry per GPU.
+///
+/// Deserializes through [`ExclusiveLayer::validate`]; the fields are public, so
+/// [`exclusive_time`] checks them again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ExclusiveLayerFields")]
 pub struct ExclusiveLayer {
     /// Gate time `|G_i|`, seconds.
     pub gate_s: Vec<Seconds>,
@@ -19,6 +24,54 @@ pub struct ExclusiveLayer {
     pub combine_s: Vec<Seconds>,
     /// Aggregation time `|A_i|`, seconds.
     pub aggregation_s: Vec<Seconds>,
+}
+
+deserialize_validated!(ExclusiveLayer, ExclusiveLayerFields {
+    gate_s: Vec<Seconds>,
+    dispatch_s: Vec<Seconds>,
+    ffn_s: Vec<Seconds>,
+    combine_s: Vec<Seconds>,
+    aggregation_s: Vec<Seconds>,
+});
+
+impl ExclusiveLayer {
+    /// Checks at least one GPU, one entry per GPU in every vector, and finite non-negative
+    /// times.
+    ///
+    /// # Errors
+    ///
+    /// [`CostModelError::CountTooSmall`] for zero GPUs; [`CostModelError::SizeMismatch`] when
+    /// the vectors differ in length; `NonFinite`/`Negative` for a bad time.
+    ///
+    /// # Complexity
+    ///
+    /// `O(n)` time for n GPUs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::timeline::ExclusiveLayer;
+    /// let mut layer = ExclusiveLayer { gate_s: vec![1.0], dispatch_s: vec![1.0],
+    ///     ffn_s: vec![2.0], combine_s: vec![1.0], aggregation_s: vec![1.0] };
+    /// assert!(layer.validate().is_ok());
+    /// layer.ffn_s.push(3.0);
+    /// assert!(layer.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), CostModelError> {
+        let n = self.gate_s.len();
+        if n == 0 {
+            return Err(CostModelError::CountTooSmall {
+                what: "GPUs",
+                min: 1,
+                value: 0,
+            });
+        }
+        check_all("gate time (s)", &self.gate_s, n)?;
+        check_all("dispatch time (s)", &self.dispatch_s, n)?;
+        check_all("FFN time (s)", &self.ffn_s, n)?;
+        check_all("combine time (s)", &self.combine_s, n)?;
+        check_all("aggregation time (s)", &self.aggregation_s, n)
+    }
 }
 
 /// The three barrier-separated parts of Eq. 1 and what they add up to.
@@ -58,8 +111,8 @@ fn max_sum(a: &[f64], b: &[f64]) -> f64 {
 ///
 /// # Errors
 ///
-/// [`CostModelError::CountTooSmall`] for zero GPUs; [`CostModelError::SizeMismatch`] when the
-/// vectors differ in length; `NonFinite`/`Negative` for a bad time.
+/// As [`ExclusiveLayer::validate`]; [`CostModelError::NonFinite`] when the time overflows
+/// `f64`.
 ///
 /// # Complexity
 ///
@@ -84,35 +137,27 @@ fn max_sum(a: &[f64], b: &[f64]) -> f64 {
 /// # Ok::<(), comm_cost_model::CostModelError>(())
 /// ```
 pub fn exclusive_time(layer: &ExclusiveLayer) -> Result<ExclusiveTime, CostModelError> {
+    layer.validate()?;
     let n = layer.gate_s.len();
-    if n == 0 {
-        return Err(CostModelError::CountTooSmall {
-            what: "GPUs",
-            min: 1,
-            value: 0,
-        });
-    }
-    check_all("gate time (s)", &layer.gate_s, n)?;
-    check_all("dispatch time (s)", &layer.dispatch_s, n)?;
-    check_all("FFN time (s)", &layer.ffn_s, n)?;
-    check_all("combine time (s)", &layer.combine_s, n)?;
-    check_all("aggregation time (s)", &layer.aggregation_s, n)?;
     let gate_dispatch_s = max_sum(&layer.gate_s, &layer.dispatch_s);
     let ffn_combine_s = max_sum(&layer.ffn_s, &layer.combine_s);
     let aggregation_s = layer.aggregation_s.iter().copied().fold(0.0, f64::max);
     let t = gate_dispatch_s + ffn_combine_s + aggregation_s;
-    let compute: f64 = (0..n)
-        .map(|i| layer.gate_s[i] + layer.ffn_s[i] + layer.aggregation_s[i])
-        .sum();
+    let busy = (0..n).map(|i| layer.gate_s[i] + layer.ffn_s[i] + layer.aggregation_s[i]);
     // The three parts are non-negative and sum to `t`.
-    let t = crate::check_finite_result("exclusive inference time (s)", t)?;
-    let gpu_utilization = if t > 0.0 { compute / n as f64 / t } else { 0.0 };
+    let t = check_finite_result("exclusive inference time (s)", t)?;
+    // Each GPU's compute time is at most `t`, but their sum can overflow (issue 13).
+    let gpu_utilization = if t > 0.0 {
+        mean_ratio(busy.clone().sum(), busy, n, t)
+    } else {
+        0.0
+    };
     Ok(ExclusiveTime {
         gate_dispatch_s,
         ffn_combine_s,
         aggregation_s,
         inference_time_s: t,
-        gpu_utilization: crate::check_finite_result("GPU utilization", gpu_utilization)?,
+        gpu_utilization: check_finite_result("GPU utilization", gpu_utilization)?,
     })
 }
 

@@ -28,3 +28,15 @@ pub use exclusive::{
     ExclusiveLayer, ExclusiveTime, exclusive_time, exclusive_time_eq3, model_exclusive_time,
 };
 pub use ffn::ffn_times_s;
+
+/// Mean over `n` GPUs of `busy_i / t` (GPU utilization, Aurora §8.1), given `total = Σ busy_i`:
+/// `total / n / t`, or, when the sum overflowed (busy times near `f64::MAX`), the mean of the
+/// ratios one by one, each at most 1 because no GPU is busy longer than the layer.
+fn mean_ratio(total: f64, busy: impl Iterator<Item = f64>, n: usize, t: f64) -> f64 {
+    let n = n as f64;
+    if total.is_finite() {
+        total / n / t
+    } else {
+        busy.map(|b| b / t).sum::<f64>() / n
+    }
+}
