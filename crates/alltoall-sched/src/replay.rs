@@ -60,7 +60,7 @@ pub fn replay(
         planned[t.src * n + t.dst] += t.bytes;
     }
     let mut orders: Vec<Vec<Flow>> = plan
-        .send_orders()
+        .send_orders()?
         .into_iter()
         .map(|list| {
             list.into_iter()

@@ -15,10 +15,12 @@
 
 mod bounded;
 mod finite;
+mod tally;
 mod values;
 
 pub use bounded::{TIME_LIMIT, within};
 pub use finite::{check_finite, check_finite_json};
+pub use tally::Tally;
 pub use values::{
     FLOAT_EXTREMES, SIZE_EXTREMES, U64_EXTREMES, count, f64_value, finite_f64, u64_value, vec_of,
 };

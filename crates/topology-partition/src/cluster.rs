@@ -65,8 +65,9 @@ impl Cluster {
     /// # Errors
     ///
     /// [`TopologyError::Empty`] for no workers; [`TopologyError::Value`] with
-    /// `SizeMismatch` if `node_of_worker` or a matrix does not have `n` entries (rows), or
-    /// `NotPositive`/`NonFinite` for a worker with bad FLOP/s.
+    /// `SizeMismatch` if `node_of_worker` or a matrix does not have `n` entries (rows),
+    /// `NotPositive`/`NonFinite` for a worker with bad FLOP/s, `TooLarge` for more than
+    /// [`MAX_WORKERS`] workers.
     ///
     /// # Complexity
     ///
@@ -81,6 +82,7 @@ impl Cluster {
         if n == 0 {
             return Err(TopologyError::Empty { what: "cluster" });
         }
+        check_workers(n)?;
         for w in &workers {
             check_positive("worker FLOP/s", w.flop_per_s)?;
         }
@@ -345,6 +347,28 @@ impl Cluster {
         }
         Ok(graph)
     }
+}
+
+/// Largest number of workers a cluster may have: its two `n x n` link matrices then hold at
+/// most 512 MiB each, and [`crate::lysi_group`] sorts at most 2^25 edges (a few seconds).
+///
+/// Every constructor checks it before allocating (issue 13). It was `2^15`
+/// (`comm_cost_model::MAX_MATRIX_SIDE`, 8 GiB per matrix, and 2^29 edges for LysiGroup) until
+/// fuzzing at the limit showed that one such cluster cannot be built within the fuzz time bound
+/// nor in an 8 GB address space. `2^13` still holds all of Perlmutter (7,168 GPUs).
+pub const MAX_WORKERS: usize = 1 << 13;
+
+/// Rejects a worker count above [`MAX_WORKERS`] (before allocating anything of that size).
+pub(crate) fn check_workers(n: usize) -> Result<(), TopologyError> {
+    if n > MAX_WORKERS {
+        return Err(comm_cost_model::CostModelError::TooLarge {
+            what: "workers in the cluster",
+            limit: MAX_WORKERS as u64,
+            value: n as u64,
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// Checks that a per-worker list has one entry per worker.

@@ -28,7 +28,7 @@ pub const EXHAUSTIVE_MAX_WORKERS: usize = 10;
 /// use topology_partition::{exhaustive_partition, lysi_group, AristosObjective, Cluster, TrainingConstants};
 /// let cluster = Cluster::perlmutter(2, 32)?;
 /// let c = TrainingConstants { recompute: 0.0, layers: 24, global_batch: 64, moe_every: 2, micro_batch: 4 };
-/// let objective = AristosObjective::uniform(c, 64, 5e9, 2.0, 16e6, 1e6);
+/// let objective = AristosObjective::uniform(c, 64, 5e9, 2.0, 16e6, 1e6)?;
 /// let best = exhaustive_partition(&cluster, &objective)?;
 /// let lysi = lysi_group(&cluster, &objective)?;
 /// assert!(best.max_objective_s() <= lysi.max_objective_s() * (1.0 + 1e-12));

@@ -1,7 +1,7 @@
 //! The Aristos objective `T(g)` (Aimuyo, §2.1, Eq. 1–4).
 
 use comm_cost_model::units::{Bytes, Flop, Seconds};
-use comm_cost_model::{check_non_negative, check_positive};
+use comm_cost_model::{CostModelError, check_non_negative, check_positive};
 use serde::{Deserialize, Serialize};
 
 use crate::partition::check_disjoint;
@@ -59,6 +59,10 @@ impl TrainingConstants {
         Ok((2.0 + r) * layers * batch / (every * world * micro))
     }
 }
+
+/// Most experts [`AristosObjective::uniform`] lists (128 MiB of FLOP counts). A `usize::MAX`
+/// count used to panic or abort on allocation (issue 13).
+pub const MAX_EXPERTS: usize = 1 << 24;
 
 /// Everything Aristos Eq. 2–4 needs besides the cluster.
 ///
@@ -151,7 +155,29 @@ impl Resolved {
 
 impl AristosObjective {
     /// A training objective with `experts` experts of `flop_per_expert` FLOP each.
-    #[must_use]
+    ///
+    /// The values are checked where the objective is used (every algorithm resolves it against
+    /// a cluster first); only the size of the expert list is checked here, before it is
+    /// allocated.
+    ///
+    /// # Errors
+    ///
+    /// [`TopologyError::Value`] (`TooLarge`) for more than [`MAX_EXPERTS`] experts.
+    ///
+    /// # Complexity
+    ///
+    /// `O(experts)` time and space.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use topology_partition::{AristosObjective, TrainingConstants, MAX_EXPERTS};
+    /// let c = TrainingConstants { recompute: 0.0, layers: 24, global_batch: 256, moe_every: 2, micro_batch: 4 };
+    /// let objective = AristosObjective::uniform(c, 64, 8.6e9, 2.0, 16.8e6, 67e6)?;
+    /// assert_eq!(objective.expert_flop.len(), 64);
+    /// assert!(AristosObjective::uniform(c, MAX_EXPERTS + 1, 8.6e9, 2.0, 16.8e6, 67e6).is_err());
+    /// # Ok::<(), topology_partition::TopologyError>(())
+    /// ```
     pub fn uniform(
         training: TrainingConstants,
         experts: usize,
@@ -159,15 +185,23 @@ impl AristosObjective {
         messages_per_edge: f64,
         all_to_all_bytes: Bytes,
         all_reduce_bytes: Bytes,
-    ) -> Self {
-        Self {
+    ) -> Result<Self, TopologyError> {
+        if experts > MAX_EXPERTS {
+            return Err(CostModelError::TooLarge {
+                what: "experts of an objective",
+                limit: MAX_EXPERTS as u64,
+                value: experts as u64,
+            }
+            .into());
+        }
+        Ok(Self {
             training,
             expert_flop: vec![flop_per_expert; experts],
             messages_per_edge,
             all_to_all_bytes,
             all_reduce_bytes,
             inference: false,
-        }
+        })
     }
 
     /// Validates the objective and resolves the cluster-wide constants.

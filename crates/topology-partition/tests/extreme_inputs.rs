@@ -47,7 +47,7 @@ fn slot_totals_saturate() {
         moe_every: 2,
         micro_batch: 4,
     };
-    let objective = AristosObjective::uniform(c, 128, 5e9, 2.0, 16e6, 0.0);
+    let objective = AristosObjective::uniform(c, 128, 5e9, 2.0, 16e6, 0.0).unwrap();
     let partition = lysi_group(&cluster, &objective).unwrap();
     assert!(!partition.groups.is_empty());
 }
