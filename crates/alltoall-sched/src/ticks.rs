@@ -45,12 +45,20 @@ impl Ticks {
             .collect();
         if let (Some(entries), Some(b)) = (matrix.integer_entries(), bandwidth.as_uniform()) {
             let line_ticks = max_line_sum_u64(entries, n)?;
+            // As `lower_bound_s`: a bandwidth like 5e-324 B/s puts the bound beyond `f64`
+            // (found by fuzzing: `optimal` returned infinite times).
+            let bound_s = line_ticks as f64 / b;
+            if !bound_s.is_finite() {
+                return Err(ScheduleError::Overflow {
+                    what: "a port's busy time in seconds",
+                });
+            }
             return Ok(Self {
                 n,
                 q: entries.to_vec(),
                 bytes,
                 line_ticks,
-                bound_s: line_ticks as f64 / b,
+                bound_s,
                 exact: true,
                 tick_factor: b,
             });

@@ -185,6 +185,19 @@ impl Timetable {
         Ok(orders)
     }
 
+    /// `self` if every time is finite, else an `Overflow` (a schedule ending beyond the `f64`
+    /// range, such as a greedy one ending after twice a bound near `f64::MAX`). Starts are
+    /// earlier ends or zero, so checking the ends covers them.
+    pub(crate) fn finite(self) -> Result<Self, ScheduleError> {
+        if self.transfers.iter().all(|t| t.end_s.is_finite()) {
+            Ok(self)
+        } else {
+            Err(ScheduleError::Overflow {
+                what: "a transfer's end time in seconds",
+            })
+        }
+    }
+
     /// Sorts transfers by start time, then sender, then receiver.
     pub(crate) fn sort(&mut self) {
         self.transfers.sort_by(|a, b| {
