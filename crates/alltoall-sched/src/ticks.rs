@@ -65,19 +65,21 @@ impl Ticks {
         }
         let rate = |i: usize, j: usize| bandwidth.rate_at(i, j);
         let bound_s = lower_bound_s(matrix, bandwidth)?;
-        // A subnormal (or underflowed) bound has too few significant bits to scale ticks by:
-        // `2^48 / bound_s` overflows and pair times round to zero (issue 13: bandwidth 1e308
-        // with tiny byte counts).
-        if bound_s < f64::MIN_POSITIVE && bytes.iter().any(|&b| b > 0.0) {
-            return Err(ScheduleError::Underflow {
-                what: "the lower bound in seconds (bytes / bandwidth)",
-            });
-        }
+        // A bound below `2^48 / f64::MAX` (about 1.6e-294 s), or one that underflowed to 0,
+        // cannot be scaled to ticks: `2^48 / bound_s` overflows and every pair would saturate
+        // (issue 13: bandwidth 1e308 with tiny byte counts; bounds between 1.6e-294 and
+        // 2.2e-308 s used to end in a misleading "line sum overflows").
         let scale = if bound_s > 0.0 {
             SCALED_LINE_TICKS / bound_s
         } else {
             0.0
         };
+        let scalable = scale.is_finite() && scale > 0.0;
+        if !scalable && bytes.iter().any(|&b| b > 0.0) {
+            return Err(ScheduleError::Underflow {
+                what: "the lower bound in seconds (bytes / bandwidth)",
+            });
+        }
         let q: Vec<u64> = bytes
             .iter()
             .enumerate()

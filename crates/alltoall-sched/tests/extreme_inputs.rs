@@ -256,3 +256,22 @@ fn generators_at_the_old_limit_are_too_large() {
         Err(ScheduleError::TooLarge { .. })
     ));
 }
+
+/// A bound between 2.2e-308 and 1.6e-294 s (1.5 bytes over 1e300 B/s) is normal but too
+/// small to scale to ticks: `2^48 / bound` overflowed and every pair saturated.
+#[test]
+fn a_bound_too_small_to_scale_is_an_underflow() {
+    use alltoall_sched::{latency_pareto, non_preemptive};
+    let d = TrafficMatrix::from_rows(&[vec![0.0, 1.5, 3.0], vec![2.0, 0.0, 0.5], vec![1.0, 1.0, 0.0]])
+        .unwrap();
+    for b in [
+        Bandwidth::per_gpu(vec![1e300, 1e300, 1e300]).unwrap(),
+        Bandwidth::uniform(1e300).unwrap(),
+    ] {
+        assert!(lower_bound_s(&d, &b).unwrap() > f64::MIN_POSITIVE);
+        let underflow = |r: Result<_, ScheduleError>| matches!(r, Err(ScheduleError::Underflow { .. }));
+        assert!(underflow(optimal(&d, &b).map(|_| ())), "{b:?}");
+        assert!(underflow(non_preemptive(&d, &b).map(|_| ())), "{b:?}");
+        assert!(underflow(latency_pareto(&d, &b, 0.0).map(|_| ())), "{b:?}");
+    }
+}
