@@ -1,6 +1,6 @@
 //! A cluster of workers joined by alpha-beta links (Aristos Table 1: `W`, `G`, `m_j`, `F_j`).
 
-use comm_cost_model::{AlphaBeta, SquareMatrix, Worker, check_positive};
+use comm_cost_model::{AlphaBeta, SquareMatrix, Worker, check_non_negative, check_positive};
 use petgraph::graph::UnGraph;
 use serde::{Deserialize, Serialize};
 
@@ -283,12 +283,15 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::Asymmetric`] naming the first asymmetric entry.
+    /// [`TopologyError::Asymmetric`] naming the first asymmetric entry;
+    /// [`TopologyError::Value`] for a negative or non-finite `rel_tol` (a NaN tolerance used
+    /// to accept every matrix).
     ///
     /// # Complexity
     ///
     /// `O(n^2)` time.
     pub fn check_symmetric(&self, rel_tol: f64) -> Result<(), TopologyError> {
+        check_non_negative("relative tolerance", rel_tol)?;
         let n = self.len();
         for (what, m) in [
             ("alpha (s)", &self.alpha_s),
