@@ -275,3 +275,16 @@ fn a_bound_too_small_to_scale_is_an_underflow() {
         assert!(underflow(latency_pareto(&d, &b, 0.0).map(|_| ())), "{b:?}");
     }
 }
+
+/// Two routed counts of `f64::MAX` for experts on one GPU: the tokens it computes (and the
+/// tokens GPU 0 sends it) added up to infinity.
+#[test]
+fn a_dispatch_beyond_f64_is_an_overflow() {
+    use alltoall_sched::dispatch_tokens;
+    let routed = vec![vec![f64::MAX, f64::MAX]];
+    let r = dispatch_tokens(&routed, &[vec![0, 1]], &[0]);
+    assert!(is_overflow(r));
+    let routed = vec![vec![f64::MAX, f64::MAX], vec![0.0, 0.0]];
+    let r = dispatch_tokens(&routed, &[vec![], vec![0, 1]], &[0, 1]);
+    assert!(is_overflow(r));
+}
