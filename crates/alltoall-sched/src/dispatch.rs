@@ -167,7 +167,12 @@ pub fn dispatch_tokens(
     // sums of the loads, so finite loads and computed totals cover them.
     let totals = out.computed_tokens();
     let sent = out.gpu_tokens.iter().flatten();
-    if !load.iter().chain(&totals).chain(sent).all(|x| x.is_finite()) {
+    if !load
+        .iter()
+        .chain(&totals)
+        .chain(sent)
+        .all(|x| x.is_finite())
+    {
         return Err(ScheduleError::Overflow {
             what: "tokens a GPU sends or computes",
         });

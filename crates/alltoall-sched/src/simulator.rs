@@ -68,7 +68,10 @@ impl Flow {
 /// assert_eq!(again.makespan_s(), plan.makespan_s());
 /// # Ok::<(), alltoall_sched::ScheduleError>(())
 /// ```
-pub fn timetable_flows(timetable: &Timetable, timed: bool) -> Result<Vec<Vec<Flow>>, ScheduleError> {
+pub fn timetable_flows(
+    timetable: &Timetable,
+    timed: bool,
+) -> Result<Vec<Vec<Flow>>, ScheduleError> {
     Ok(timetable
         .send_orders()?
         .into_iter()

@@ -137,15 +137,22 @@ fn a_subnormal_bandwidth_on_integer_traffic_is_an_overflow() {
 /// `checked_add` built such a matrix (its `send_totals` were infinite).
 #[test]
 fn a_line_sum_beyond_f64_is_an_overflow() {
-    let rows = vec![vec![0.0, f64::MAX, 1e308], vec![0.5, 0.0, 0.0], vec![0.0, 0.0, 0.0]];
+    let rows = vec![
+        vec![0.0, f64::MAX, 1e308],
+        vec![0.5, 0.0, 0.0],
+        vec![0.0, 0.0, 0.0],
+    ];
     assert!(matches!(
         TrafficMatrix::from_rows(&rows),
         Err(ScheduleError::Overflow { .. })
     ));
-    let a = TrafficMatrix::from_rows(&[vec![0.0, f64::MAX, 0.0], vec![0.0; 3], vec![0.0; 3]])
-        .unwrap();
+    let a =
+        TrafficMatrix::from_rows(&[vec![0.0, f64::MAX, 0.0], vec![0.0; 3], vec![0.0; 3]]).unwrap();
     let b = TrafficMatrix::from_rows(&[vec![0.0, 0.0, 1e308], vec![0.0; 3], vec![0.0; 3]]).unwrap();
-    assert!(matches!(a.checked_add(&b), Err(ScheduleError::Overflow { .. })));
+    assert!(matches!(
+        a.checked_add(&b),
+        Err(ScheduleError::Overflow { .. })
+    ));
 }
 
 /// `lower_bounds` computed the relaxed bounds in `f64` and the tight one from exact integer
@@ -168,7 +175,10 @@ fn relaxed_bounds_never_exceed_the_tight_one() {
     // 1 B/s senders into a 10 B/s receiver.
     let d = TrafficMatrix::from_rows_u64(&[vec![0, 0, 1], vec![0, 0, 1], vec![0, 0, 0]]).unwrap();
     let all = lower_bounds(&d, &Bandwidth::per_gpu(vec![1.0, 1.0, 10.0]).unwrap()).unwrap();
-    assert_eq!((all.paper_literal_s, all.port_capacity_s, all.one_port_s), (2.0, 1.0, 2.0));
+    assert_eq!(
+        (all.paper_literal_s, all.port_capacity_s, all.one_port_s),
+        (2.0, 1.0, 2.0)
+    );
 }
 
 /// 600 bytes over a 2.2e-308 B/s port: the simulator returned infinite end times.
@@ -177,7 +187,10 @@ fn a_simulation_ending_beyond_f64_is_an_overflow() {
     use alltoall_sched::{Flow, simulate};
     let orders = vec![vec![Flow::new(1, 674.5)], vec![Flow::new(0, 49.3)]];
     let b = Bandwidth::per_gpu(vec![f64::MIN_POSITIVE, 473_715.39]).unwrap();
-    assert!(matches!(simulate(&orders, &b), Err(ScheduleError::Overflow { .. })));
+    assert!(matches!(
+        simulate(&orders, &b),
+        Err(ScheduleError::Overflow { .. })
+    ));
 }
 
 /// A timetable's `n` is a public field: `with_latency` on `n = 2^63 - 1` panicked with
@@ -231,14 +244,16 @@ fn with_latency_checks_its_times() {
 fn a_router_trace_beyond_f64_is_an_overflow() {
     use alltoall_sched::workload::router_trace;
     let outcomes: Vec<bool> = (0..16)
-        .map(|seed| match router_trace(&[f64::MAX, 440.0], 1, 0.16, seed) {
-            Ok(trace) => {
-                assert!(trace.iter().flatten().all(|t| t.is_finite()));
-                false
-            }
-            Err(ScheduleError::Overflow { .. }) => true,
-            Err(e) => panic!("unexpected {e}"),
-        })
+        .map(
+            |seed| match router_trace(&[f64::MAX, 440.0], 1, 0.16, seed) {
+                Ok(trace) => {
+                    assert!(trace.iter().flatten().all(|t| t.is_finite()));
+                    false
+                }
+                Err(ScheduleError::Overflow { .. }) => true,
+                Err(e) => panic!("unexpected {e}"),
+            },
+        )
         .collect();
     assert!(outcomes.contains(&true));
 }
@@ -262,14 +277,19 @@ fn generators_at_the_old_limit_are_too_large() {
 #[test]
 fn a_bound_too_small_to_scale_is_an_underflow() {
     use alltoall_sched::{latency_pareto, non_preemptive};
-    let d = TrafficMatrix::from_rows(&[vec![0.0, 1.5, 3.0], vec![2.0, 0.0, 0.5], vec![1.0, 1.0, 0.0]])
-        .unwrap();
+    let d = TrafficMatrix::from_rows(&[
+        vec![0.0, 1.5, 3.0],
+        vec![2.0, 0.0, 0.5],
+        vec![1.0, 1.0, 0.0],
+    ])
+    .unwrap();
     for b in [
         Bandwidth::per_gpu(vec![1e300, 1e300, 1e300]).unwrap(),
         Bandwidth::uniform(1e300).unwrap(),
     ] {
         assert!(lower_bound_s(&d, &b).unwrap() > f64::MIN_POSITIVE);
-        let underflow = |r: Result<_, ScheduleError>| matches!(r, Err(ScheduleError::Underflow { .. }));
+        let underflow =
+            |r: Result<_, ScheduleError>| matches!(r, Err(ScheduleError::Underflow { .. }));
         assert!(underflow(optimal(&d, &b).map(|_| ())), "{b:?}");
         assert!(underflow(non_preemptive(&d, &b).map(|_| ())), "{b:?}");
         assert!(underflow(latency_pareto(&d, &b, 0.0).map(|_| ())), "{b:?}");

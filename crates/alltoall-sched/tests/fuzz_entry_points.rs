@@ -21,11 +21,11 @@ use alltoall_sched::workload::{
     blend_traffic, router_trace, uniform_traffic, zipf_batch, zipf_traffic,
 };
 use alltoall_sched::{
-    Algorithm, Bandwidth, ExpertDispatch, Flow, LowerBounds, MAX_GPUS, ParetoPoint, Plan,
-    PortSide, Replay, ScheduleError, Timetable, TrafficMatrix, Transfer, VALIDATION_TOLERANCE,
-    aurora_greedy, dispatch_tokens, latency_aware, latency_pareto, lower_bound_s, lower_bounds,
-    non_preemptive, optimal, replay, schedule, simulate, timetable_flows, uniform_sources,
-    validate, validate_simulated, with_latency,
+    Algorithm, Bandwidth, ExpertDispatch, Flow, LowerBounds, MAX_GPUS, ParetoPoint, Plan, PortSide,
+    Replay, ScheduleError, Timetable, TrafficMatrix, Transfer, VALIDATION_TOLERANCE, aurora_greedy,
+    dispatch_tokens, latency_aware, latency_pareto, lower_bound_s, lower_bounds, non_preemptive,
+    optimal, replay, schedule, simulate, timetable_flows, uniform_sources, validate,
+    validate_simulated, with_latency,
 };
 use moe_fuzz::{
     SIZE_EXTREMES, Tally, check_finite, check_finite_json, count, f64_value, fuzz, u64_value,
@@ -158,7 +158,10 @@ fn transfer(n: usize) -> impl Strategy<Value = Transfer> {
 
 /// A timetable with hostile fields for about `n` GPUs (its `n` can be huge).
 fn hostile_timetable(n: usize) -> impl Strategy<Value = Timetable> {
-    (prop_oneof![2 => Just(n), 1 => count(5)], vec_of(transfer(n), 6))
+    (
+        prop_oneof![2 => Just(n), 1 => count(5)],
+        vec_of(transfer(n), 6),
+    )
         .prop_map(|(n, transfers)| Timetable { n, transfers })
 }
 
@@ -244,8 +247,15 @@ fn check_matrix(d: &TrafficMatrix) -> Result<(), String> {
     let json = serde_json::to_string(d).map_err(|e| e.to_string())?;
     serde_json::from_str::<TrafficMatrix>(&json).map_err(|e| format!("serde: {e} on {json}"))?;
     let pairs: Vec<_> = d.pairs().collect();
-    if pairs.len() != d.nonzeros() || pairs.iter().any(|&(i, j, b)| i == j || !(b > 0.0)) {
-        return Err(format!("pairs {pairs:?} disagree with nonzeros {}", d.nonzeros()));
+    if pairs.len() != d.nonzeros()
+        || pairs
+            .iter()
+            .any(|&(i, j, b)| i == j || b <= 0.0 || b.is_nan())
+    {
+        return Err(format!(
+            "pairs {pairs:?} disagree with nonzeros {}",
+            d.nonzeros()
+        ));
     }
     if d.transposed().transposed() != *d {
         return Err("transposing twice changes the matrix".into());
@@ -353,14 +363,19 @@ fn traffic_matrix_constructors_and_accessors() {
         if let Some(a) = from_array {
             t.record("from_array*", &a);
             if a.is_ok() != built.is_ok() {
-                return Err(format!("from_array* {a:?} disagrees with from_rows* {built:?}"));
+                return Err(format!(
+                    "from_array* {a:?} disagrees with from_rows* {built:?}"
+                ));
             }
         }
         // TryFrom and serde take the f64 rows.
         let real: Vec<Vec<f64>> = match &rows {
             Rows::Real(r) => r.clone(),
             #[allow(clippy::cast_precision_loss)]
-            Rows::Int(r) => r.iter().map(|row| row.iter().map(|&v| v as f64).collect()).collect(),
+            Rows::Int(r) => r
+                .iter()
+                .map(|row| row.iter().map(|&v| v as f64).collect())
+                .collect(),
         };
         let tried = TrafficMatrix::try_from(real.clone());
         t.record("try_from", &tried);
@@ -414,28 +429,32 @@ fn traffic_matrix_operations() {
             prop_oneof![3 => partition_of(n), 2 => placement.clone()],
         )
     });
-    fuzz("alltoall-sched::matrix_ops", input, move |(a, b, experts_of_gpu)| {
-        let (Ok(a), b) = (a.build(), b.build()) else {
-            return Ok(());
-        };
-        let transposed = a.transposed();
-        check_matrix(&transposed)?;
-        if transposed.send_totals() != a.receive_totals() {
-            return Err("transposing does not swap the totals".into());
-        }
-        if let Ok(b) = b {
-            if let Ok(sum) = t.record("checked_add", &a.checked_add(&b)) {
-                check_matrix(sum)?;
+    fuzz(
+        "alltoall-sched::matrix_ops",
+        input,
+        move |(a, b, experts_of_gpu)| {
+            let (Ok(a), b) = (a.build(), b.build()) else {
+                return Ok(());
+            };
+            let transposed = a.transposed();
+            check_matrix(&transposed)?;
+            if transposed.send_totals() != a.receive_totals() {
+                return Err("transposing does not swap the totals".into());
             }
-        }
-        if let Ok(moved) = t.record("relabel", &a.relabel(&experts_of_gpu)) {
-            check_matrix(moved)?;
-            if moved.n() != experts_of_gpu.len() {
-                return Err(format!("relabel gave {} GPUs", moved.n()));
+            if let Ok(b) = b {
+                if let Ok(sum) = t.record("checked_add", &a.checked_add(&b)) {
+                    check_matrix(sum)?;
+                }
             }
-        }
-        Ok(())
-    });
+            if let Ok(moved) = t.record("relabel", &a.relabel(&experts_of_gpu)) {
+                check_matrix(moved)?;
+                if moved.n() != experts_of_gpu.len() {
+                    return Err(format!("relabel gave {} GPUs", moved.n()));
+                }
+            }
+            Ok(())
+        },
+    );
     tally.print("alltoall-sched::matrix_ops");
 }
 
@@ -458,35 +477,40 @@ fn bandwidth_model() {
     let tally = Tally::default();
     let t = tally.clone();
     let input = (rate(), vec_of(rate(), 5), index(5), index(5), count(5));
-    fuzz("alltoall-sched::bandwidth", input, move |(one, many, i, j, n)| {
-        if let Ok(b) = t.record("uniform", &Bandwidth::uniform(one)) {
-            check_bandwidth(b, n.max(1), i, j)?;
-        }
-        let len = many.len();
-        if let Ok(b) = t.record("per_gpu", &Bandwidth::per_gpu(many.clone())) {
-            check_bandwidth(b, len, i, j)?;
-        }
-        // The variants are public: `check` must refuse what the constructors refuse.
-        for raw in [Bandwidth::Uniform(one), Bandwidth::PerGpu(many)] {
-            if t.record("check", &raw.check(n)).is_ok() {
-                check_bandwidth(&raw, n, i, j)?;
+    fuzz(
+        "alltoall-sched::bandwidth",
+        input,
+        move |(one, many, i, j, n)| {
+            if let Ok(b) = t.record("uniform", &Bandwidth::uniform(one)) {
+                check_bandwidth(b, n.max(1), i, j)?;
             }
-            if let Ok(json) = serde_json::to_string(&raw) {
-                if let Ok(back) = serde_json::from_str::<Bandwidth>(&json) {
-                    // Deserializing does not validate: every function re-checks.
-                    let _ = back.check(n);
+            let len = many.len();
+            if let Ok(b) = t.record("per_gpu", &Bandwidth::per_gpu(many.clone())) {
+                check_bandwidth(b, len, i, j)?;
+            }
+            // The variants are public: `check` must refuse what the constructors refuse.
+            for raw in [Bandwidth::Uniform(one), Bandwidth::PerGpu(many)] {
+                if t.record("check", &raw.check(n)).is_ok() {
+                    check_bandwidth(&raw, n, i, j)?;
+                }
+                if let Ok(json) = serde_json::to_string(&raw) {
+                    if let Ok(back) = serde_json::from_str::<Bandwidth>(&json) {
+                        // Deserializing does not validate: every function re-checks.
+                        let _ = back.check(n);
+                    }
                 }
             }
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
     tally.print("alltoall-sched::bandwidth");
 }
 
 /// Accessors of a bandwidth model that passed `check(n)`: positive and finite for every listed
 /// GPU, `None` past the list.
 fn check_bandwidth(b: &Bandwidth, n: usize, i: usize, j: usize) -> Result<(), String> {
-    b.check(n).map_err(|e| format!("a built model fails check({n}): {e}"))?;
+    b.check(n)
+        .map_err(|e| format!("a built model fails check({n}): {e}"))?;
     for g in [i, j, 0] {
         match b.port(g) {
             Some(x) if x > 0.0 && x.is_finite() => {}
@@ -527,7 +551,7 @@ fn lower_bounds_of_hostile_matrices() {
                 port_capacity_s,
                 paper_literal_s,
             } = all;
-            if one_port_s != one || !(one >= 0.0) {
+            if one_port_s != one || one < 0.0 {
                 return Err(format!("bound {one} vs {all:?}"));
             }
             if port_capacity_s > one_port_s || paper_literal_s > one_port_s {
@@ -556,7 +580,11 @@ fn tick_schedulers() {
         if let Ok(plan) = t.record("non_preemptive", &non_preemptive(&d, b)) {
             check_timetable("non_preemptive", plan, &d, b, Timing::Ticks)?;
             if plan.pieces() != d.nonzeros() {
-                return Err(format!("non_preemptive: {} pieces for {} pairs", plan.pieces(), d.nonzeros()));
+                return Err(format!(
+                    "non_preemptive: {} pieces for {} pairs",
+                    plan.pieces(),
+                    d.nonzeros()
+                ));
             }
         }
         if let Ok(plan) = t.record("aurora_greedy", &aurora_greedy(&d, b, c.seed)) {
@@ -625,7 +653,9 @@ fn check_plan(plan: &Plan, d: &TrafficMatrix, b: &Bandwidth) -> Result<(), Strin
         || plan.pieces != plan.timetable.pieces()
         || plan.nonzero_pairs != d.nonzeros()
     {
-        return Err(format!("{a}: the plan's figures disagree with its timetable"));
+        return Err(format!(
+            "{a}: the plan's figures disagree with its timetable"
+        ));
     }
     Ok(())
 }
@@ -703,33 +733,36 @@ fn simulator() {
             },
         )
     };
-    let input = (0_usize..=5).prop_flat_map(move |n| {
-        (vec(vec_of(flow(n), 4), n), bandwidth_n(n), any::<bool>())
-    });
-    fuzz("alltoall-sched::simulate", input, move |(orders, b, timed)| {
-        let run = simulate(&orders, &b);
-        let Ok(timetable) = t.record("simulate", &run) else {
-            return Ok(());
-        };
-        check_finite_json(timetable, &[])?;
-        // What the flows deliver, as a matrix: the simulated timetable must carry exactly it.
-        if let Some(d) = delivered(&orders) {
-            check_timetable("simulate", timetable, &d, &b, Timing::Simulated)?;
-        }
-        let again = timetable_flows(timetable, timed);
-        if let Ok(flows) = t.record("timetable_flows", &again) {
-            let rerun = simulate(flows, &b).map_err(|e| format!("re-simulating: {e}"))?;
-            check_finite_json(&rerun, &[])?;
-            for f in flows.iter().flatten() {
-                let json = serde_json::to_string(f).map_err(|e| e.to_string())?;
-                serde_json::from_str::<Flow>(&json).map_err(|e| e.to_string())?;
-                if Flow::new(f.dst, f.bytes).release_s != 0.0 {
-                    return Err("Flow::new has a release time".into());
+    let input = (0_usize..=5)
+        .prop_flat_map(move |n| (vec(vec_of(flow(n), 4), n), bandwidth_n(n), any::<bool>()));
+    fuzz(
+        "alltoall-sched::simulate",
+        input,
+        move |(orders, b, timed)| {
+            let run = simulate(&orders, &b);
+            let Ok(timetable) = t.record("simulate", &run) else {
+                return Ok(());
+            };
+            check_finite_json(timetable, &[])?;
+            // What the flows deliver, as a matrix: the simulated timetable must carry exactly it.
+            if let Some(d) = delivered(&orders) {
+                check_timetable("simulate", timetable, &d, &b, Timing::Simulated)?;
+            }
+            let again = timetable_flows(timetable, timed);
+            if let Ok(flows) = t.record("timetable_flows", &again) {
+                let rerun = simulate(flows, &b).map_err(|e| format!("re-simulating: {e}"))?;
+                check_finite_json(&rerun, &[])?;
+                for f in flows.iter().flatten() {
+                    let json = serde_json::to_string(f).map_err(|e| e.to_string())?;
+                    serde_json::from_str::<Flow>(&json).map_err(|e| e.to_string())?;
+                    if Flow::new(f.dst, f.bytes).release_s != 0.0 {
+                        return Err("Flow::new has a release time".into());
+                    }
                 }
             }
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
     tally.print("alltoall-sched::simulate");
 }
 
@@ -754,50 +787,54 @@ fn delivered(orders: &[Vec<Flow>]) -> Option<TrafficMatrix> {
 fn timetables() {
     let tally = Tally::default();
     let t = tally.clone();
-    fuzz("alltoall-sched::timetable", case_and_timetables(), move |(c, change, hostile)| {
-        let d = c.rows.build();
-        let b = &c.bandwidth;
-        let mut changed = d.as_ref().ok().and_then(|d| optimal(d, b).ok());
-        if let Some(valid) = &mut changed {
-            change.apply(valid);
-        }
-        for timetable in std::iter::once(&hostile).chain(&changed) {
-            let _ = timetable.makespan_s();
-            let _ = timetable.pieces();
-            if let Ok(finish) = t.record("port_finish_times", &timetable.port_finish_times()) {
-                if finish.len() != timetable.n {
-                    return Err("port_finish_times has the wrong length".into());
-                }
+    fuzz(
+        "alltoall-sched::timetable",
+        case_and_timetables(),
+        move |(c, change, hostile)| {
+            let d = c.rows.build();
+            let b = &c.bandwidth;
+            let mut changed = d.as_ref().ok().and_then(|d| optimal(d, b).ok());
+            if let Some(valid) = &mut changed {
+                change.apply(valid);
             }
-            if let Ok(orders) = t.record("send_orders", &timetable.send_orders()) {
-                if orders.len() != timetable.n || orders.concat().len() > timetable.pieces() {
-                    return Err("send_orders has the wrong shape".into());
-                }
-            }
-            if let Ok(d) = &d {
-                for (what, verdict) in [
-                    ("validate", validate(timetable, d, b)),
-                    ("Timetable::validate", timetable.validate(d, b)),
-                    ("validate_simulated", validate_simulated(timetable, d, b)),
-                ] {
-                    // What the validator accepts is finite.
-                    if t.record(what, &verdict).is_ok() {
-                        check_finite_json(timetable, &[])?;
+            for timetable in std::iter::once(&hostile).chain(&changed) {
+                let _ = timetable.makespan_s();
+                let _ = timetable.pieces();
+                if let Ok(finish) = t.record("port_finish_times", &timetable.port_finish_times()) {
+                    if finish.len() != timetable.n {
+                        return Err("port_finish_times has the wrong length".into());
                     }
                 }
+                if let Ok(orders) = t.record("send_orders", &timetable.send_orders()) {
+                    if orders.len() != timetable.n || orders.concat().len() > timetable.pieces() {
+                        return Err("send_orders has the wrong shape".into());
+                    }
+                }
+                if let Ok(d) = &d {
+                    for (what, verdict) in [
+                        ("validate", validate(timetable, d, b)),
+                        ("Timetable::validate", timetable.validate(d, b)),
+                        ("validate_simulated", validate_simulated(timetable, d, b)),
+                    ] {
+                        // What the validator accepts is finite.
+                        if t.record(what, &verdict).is_ok() {
+                            check_finite_json(timetable, &[])?;
+                        }
+                    }
+                }
+                if let Ok(json) = serde_json::to_string(timetable) {
+                    let _ = serde_json::from_str::<Timetable>(&json);
+                }
             }
-            if let Ok(json) = serde_json::to_string(timetable) {
-                let _ = serde_json::from_str::<Timetable>(&json);
+            for side in [PortSide::Send, PortSide::Receive] {
+                let json = serde_json::to_string(&side).map_err(|e| e.to_string())?;
+                if serde_json::from_str::<PortSide>(&json).ok() != Some(side) {
+                    return Err(format!("{side:?} does not survive serde"));
+                }
             }
-        }
-        for side in [PortSide::Send, PortSide::Receive] {
-            let json = serde_json::to_string(&side).map_err(|e| e.to_string())?;
-            if serde_json::from_str::<PortSide>(&json).ok() != Some(side) {
-                return Err(format!("{side:?} does not survive serde"));
-            }
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
     tally.print("alltoall-sched::timetable");
 }
 
@@ -808,26 +845,33 @@ fn latency() {
     let t = tally.clone();
     let alpha = prop_oneof![3 => 0.0..1e-3_f64, 1 => f64_value()];
     let input = (case_and_timetables(), alpha);
-    fuzz("alltoall-sched::latency", input, move |((c, _, hostile), alpha_s)| {
-        let b = &c.bandwidth;
-        if let Ok(out) = t.record("with_latency (hostile)", &with_latency(&hostile, b, alpha_s)) {
-            check_finite_json(out, &[])?;
-        }
-        let Ok(d) = c.rows.build() else { return Ok(()) };
-        if let Ok(plan) = optimal(&d, b) {
-            if let Ok(out) = t.record("with_latency", &with_latency(&plan, b, alpha_s)) {
-                check_timetable("with_latency", out, &d, b, Timing::Float)?;
+    fuzz(
+        "alltoall-sched::latency",
+        input,
+        move |((c, _, hostile), alpha_s)| {
+            let b = &c.bandwidth;
+            if let Ok(out) = t.record(
+                "with_latency (hostile)",
+                &with_latency(&hostile, b, alpha_s),
+            ) {
+                check_finite_json(out, &[])?;
             }
-        }
-        let front = latency_pareto(&d, b, alpha_s);
-        if let Ok(front) = t.record("latency_pareto", &front) {
-            check_front(front, &d, b)?;
-        }
-        if let Ok(best) = t.record("latency_aware", &latency_aware(&d, b, alpha_s)) {
-            check_front(std::slice::from_ref(best), &d, b)?;
-        }
-        Ok(())
-    });
+            let Ok(d) = c.rows.build() else { return Ok(()) };
+            if let Ok(plan) = optimal(&d, b) {
+                if let Ok(out) = t.record("with_latency", &with_latency(&plan, b, alpha_s)) {
+                    check_timetable("with_latency", out, &d, b, Timing::Float)?;
+                }
+            }
+            let front = latency_pareto(&d, b, alpha_s);
+            if let Ok(front) = t.record("latency_pareto", &front) {
+                check_front(front, &d, b)?;
+            }
+            if let Ok(best) = t.record("latency_aware", &latency_aware(&d, b, alpha_s)) {
+                check_front(std::slice::from_ref(best), &d, b)?;
+            }
+            Ok(())
+        },
+    );
     tally.print("alltoall-sched::latency");
 }
 
@@ -855,24 +899,27 @@ fn check_front(front: &[ParetoPoint], d: &TrafficMatrix, b: &Bandwidth) -> Resul
 fn replays() {
     let tally = Tally::default();
     let t = tally.clone();
-    let input = (1_usize..=5).prop_flat_map(|n| {
-        (rows_n(n), rows_n(n), bandwidth_n(n), hostile_timetable(n))
-    });
-    fuzz("alltoall-sched::replay", input, move |(planned, actual, b, hostile)| {
-        let Ok(actual) = actual.build() else {
-            return Ok(());
-        };
-        let plan = planned.build().and_then(|d| optimal(&d, &b));
-        if let Ok(plan) = plan {
-            if let Ok(r) = t.record("replay", &replay(&plan, &actual, &b)) {
-                check_replay(r, &actual, &b)?;
+    let input = (1_usize..=5)
+        .prop_flat_map(|n| (rows_n(n), rows_n(n), bandwidth_n(n), hostile_timetable(n)));
+    fuzz(
+        "alltoall-sched::replay",
+        input,
+        move |(planned, actual, b, hostile)| {
+            let Ok(actual) = actual.build() else {
+                return Ok(());
+            };
+            let plan = planned.build().and_then(|d| optimal(&d, &b));
+            if let Ok(plan) = plan {
+                if let Ok(r) = t.record("replay", &replay(&plan, &actual, &b)) {
+                    check_replay(r, &actual, &b)?;
+                }
             }
-        }
-        if let Ok(r) = t.record("replay (hostile)", &replay(&hostile, &actual, &b)) {
-            check_finite_json(r, &[])?;
-        }
-        Ok(())
-    });
+            if let Ok(r) = t.record("replay (hostile)", &replay(&hostile, &actual, &b)) {
+                check_finite_json(r, &[])?;
+            }
+            Ok(())
+        },
+    );
     tally.print("alltoall-sched::replay");
 }
 
@@ -887,8 +934,7 @@ fn check_replay(r: &Replay, actual: &TrafficMatrix, b: &Bandwidth) -> Result<(),
     } else {
         1.0
     };
-    if r.makespan_s != r.timetable.makespan_s() || r.lower_bound_s != bound || r.slowdown != ratio
-    {
+    if r.makespan_s != r.timetable.makespan_s() || r.lower_bound_s != bound || r.slowdown != ratio {
         return Err(format!("replay figures disagree: {r:?}"));
     }
     let json = serde_json::to_string(r).map_err(|e| e.to_string())?;
@@ -1008,7 +1054,15 @@ fn workloads() {
     fuzz(
         "alltoall-sched::workload",
         input,
-        move |(n, exponent, tokens, bytes, (s1, s2), (trace_noise, expert_tokens), (base, others, blend))| {
+        move |(
+            n,
+            exponent,
+            tokens,
+            bytes,
+            (s1, s2),
+            (trace_noise, expert_tokens),
+            (base, others, blend),
+        )| {
             for (what, d) in [
                 ("zipf_traffic", zipf_traffic(n, exponent, tokens, bytes, s1)),
                 ("zipf_batch", zipf_batch(n, exponent, tokens, bytes, s1, s2)),

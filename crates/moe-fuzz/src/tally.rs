@@ -12,7 +12,11 @@ pub struct Tally(Arc<Mutex<BTreeMap<&'static str, (u64, u64)>>>);
 
 impl Tally {
     /// Records one call of `what` and whether it returned `Ok`; returns `result` unchanged.
-    pub fn record<'r, T, E>(&self, what: &'static str, result: &'r Result<T, E>) -> &'r Result<T, E> {
+    pub fn record<'r, T, E>(
+        &self,
+        what: &'static str,
+        result: &'r Result<T, E>,
+    ) -> &'r Result<T, E> {
         let mut counts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = counts.entry(what).or_default();
         entry.0 += u64::from(result.is_ok());

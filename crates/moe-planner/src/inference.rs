@@ -592,7 +592,12 @@ pub(crate) fn summary(plan: &Plan) -> Result<AllToAllSummary, PlanError> {
         makespan_s: plan.makespan_s,
         pieces: plan.pieces,
         nonzero_pairs: plan.nonzero_pairs,
-        timetable: plan.timetable.send_orders()?.into_iter().flatten().collect(),
+        timetable: plan
+            .timetable
+            .send_orders()?
+            .into_iter()
+            .flatten()
+            .collect(),
     })
 }
 

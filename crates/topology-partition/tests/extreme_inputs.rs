@@ -88,7 +88,10 @@ fn training(recompute: f64) -> TrainingConstants {
 }
 
 fn is_non_finite<T: std::fmt::Debug>(r: Result<T, TopologyError>) -> bool {
-    matches!(r, Err(TopologyError::Value(CostModelError::NonFinite { .. })))
+    matches!(
+        r,
+        Err(TopologyError::Value(CostModelError::NonFinite { .. }))
+    )
 }
 
 /// Two workers joined by links of `beta` s/byte (both directions), one expert slot each.
@@ -173,7 +176,10 @@ fn a_huge_uniform_objective_is_too_large() {
 fn clusters_above_max_workers_are_too_large() {
     use topology_partition::MAX_WORKERS;
     let too_large = |r: Result<Cluster, TopologyError>| {
-        matches!(r, Err(TopologyError::Value(CostModelError::TooLarge { .. })))
+        matches!(
+            r,
+            Err(TopologyError::Value(CostModelError::TooLarge { .. }))
+        )
     };
     assert!(too_large(Cluster::perlmutter(MAX_WORKERS / 4 + 1, 32)));
     assert!(too_large(Cluster::perlmutter(1 << 13, 32)));
@@ -182,6 +188,10 @@ fn clusters_above_max_workers_are_too_large() {
         ..NodeKind::perlmutter(32)
     };
     assert!(too_large(Cluster::uniform_nodes(1, one_big_node)));
-    assert!(too_large(topology_partition::random_cluster(MAX_WORKERS + 1, 0.1, 0)));
+    assert!(too_large(topology_partition::random_cluster(
+        MAX_WORKERS + 1,
+        0.1,
+        0
+    )));
     assert_eq!(MAX_WORKERS, 8192);
 }

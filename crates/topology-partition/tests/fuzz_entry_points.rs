@@ -21,8 +21,8 @@ use moe_fuzz::{SIZE_EXTREMES, Tally, check_finite, f64_value, fuzz};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use topology_partition::{
-    AristosObjective, Cluster, EXHAUSTIVE_MAX_WORKERS, GroupCost, MAX_WORKERS, NodeKind,
-    Partition, TrainingConstants, Worker, exhaustive_partition, lysi_group, one_group_per_node,
+    AristosObjective, Cluster, EXHAUSTIVE_MAX_WORKERS, GroupCost, MAX_WORKERS, NodeKind, Partition,
+    TrainingConstants, Worker, exhaustive_partition, lysi_group, one_group_per_node,
     perlmutter_inter, perlmutter_intra, random_cluster, smallest_fitting_groups, whole_world,
 };
 
@@ -65,12 +65,11 @@ fn cost_rows(n: usize) -> impl Strategy<Value = Vec<Vec<f64>>> {
         any::<bool>(),
         prop::option::weighted(0.33, (0..n, 0..n, f64_value())),
     )
-        .prop_map(|(mut rows, symmetric, hostile)| {
+        .prop_map(move |(mut rows, symmetric, hostile)| {
             if symmetric {
-                for i in 0..rows.len() {
-                    for j in 0..i {
-                        rows[i][j] = rows[j][i];
-                    }
+                // The lower triangle mirrors the upper one.
+                for (i, j) in (0..n).flat_map(|i| (0..i).map(move |j| (i, j))) {
+                    rows[i][j] = rows[j][i];
                 }
             }
             if let Some((i, j, x)) = hostile {
@@ -253,7 +252,10 @@ fn check_cluster(c: &Cluster) -> Result<(), String> {
         .iter()
         .fold(0_u64, |acc, w| acc.saturating_add(w.expert_slots as u64));
     if c.total_expert_slots() != slots {
-        return Err(format!("total_expert_slots {} != {slots}", c.total_expert_slots()));
+        return Err(format!(
+            "total_expert_slots {} != {slots}",
+            c.total_expert_slots()
+        ));
     }
     let mut members: Vec<usize> = c.nodes().concat();
     members.sort_unstable();
@@ -278,7 +280,9 @@ fn check_cluster(c: &Cluster) -> Result<(), String> {
         return Err("link out of range is Some".into());
     }
     if c.check_symmetric(1e-9).is_ok() {
-        let graph = c.to_graph().map_err(|e| format!("symmetric but no graph: {e}"))?;
+        let graph = c
+            .to_graph()
+            .map_err(|e| format!("symmetric but no graph: {e}"))?;
         if graph.node_count() != n || graph.edge_count() != n * (n - 1) / 2 {
             return Err("to_graph has the wrong size".into());
         }
@@ -307,7 +311,9 @@ fn check_partition(
         .evaluate(c, p.groups.clone())
         .map_err(|e| format!("{what}: its own groups do not evaluate: {e}"))?;
     if again != *p {
-        return Err(format!("{what}: re-evaluating changes it: {again:?} vs {p:?}"));
+        return Err(format!(
+            "{what}: re-evaluating changes it: {again:?} vs {p:?}"
+        ));
     }
     if p.objective_s.len() != p.groups.len() {
         return Err(format!("{what}: one T(g) per group expected"));
@@ -318,8 +324,10 @@ fn check_partition(
         if all_feasible && !feasible {
             return Err(format!("{what}: group {g} has too few expert slots"));
         }
-        if feasible != t.is_finite() || (feasible && !(t >= 0.0)) {
-            return Err(format!("{what}: group {g} (feasible {feasible}) has T = {t}"));
+        if feasible != t.is_finite() || (feasible && t < 0.0) {
+            return Err(format!(
+                "{what}: group {g} (feasible {feasible}) has T = {t}"
+            ));
         }
     }
     let max = p.max_objective_s();
@@ -327,12 +335,23 @@ fn check_partition(
         check_finite("max_objective_s", max)?;
     }
     let of = p.group_of();
-    if of.len() != c.len() || p.groups.iter().enumerate().any(|(g, m)| m.iter().any(|&w| of[w] != g)) {
+    if of.len() != c.len()
+        || p.groups
+            .iter()
+            .enumerate()
+            .any(|(g, m)| m.iter().any(|&w| of[w] != g))
+    {
         return Err(format!("{what}: group_of disagrees with the groups"));
     }
     let json = serde_json::to_string(p).map_err(|e| e.to_string())?;
     let back: Partition = serde_json::from_str(&json).map_err(|e| format!("serde: {e}"))?;
-    if back.groups != p.groups || back.objective_s.iter().map(|t| t.is_finite()).ne(p.objective_s.iter().map(|t| t.is_finite())) {
+    if back.groups != p.groups
+        || back
+            .objective_s
+            .iter()
+            .map(|t| t.is_finite())
+            .ne(p.objective_s.iter().map(|t| t.is_finite()))
+    {
         return Err(format!("{what}: serde changes the partition"));
     }
     Ok(())
@@ -356,47 +375,58 @@ fn clusters() {
             small_or_extreme(0..=8),
         )
     });
-    fuzz("topology-partition::cluster", input, move |(p, tol, ids, offset)| {
-        // `new` directly, from validated matrices.
-        if let (Ok(a), Ok(b)) = (SquareMatrix::from_rows(&p.alpha), SquareMatrix::from_rows(&p.beta)) {
-            let direct = Cluster::new(p.workers.clone(), p.nodes.clone(), a, b);
-            if let Ok(c) = t.record("new", &direct) {
+    fuzz(
+        "topology-partition::cluster",
+        input,
+        move |(p, tol, ids, offset)| {
+            // `new` directly, from validated matrices.
+            if let (Ok(a), Ok(b)) = (
+                SquareMatrix::from_rows(&p.alpha),
+                SquareMatrix::from_rows(&p.beta),
+            ) {
+                let direct = Cluster::new(p.workers.clone(), p.nodes.clone(), a, b);
+                if let Ok(c) = t.record("new", &direct) {
+                    check_cluster(c)?;
+                }
+            }
+            let built = p.build();
+            let Ok(c) = t.record("from_rows", &built) else {
+                return Ok(());
+            };
+            check_cluster(c)?;
+            // Serde from hostile parts: the raw fields of a JSON document.
+            let raw = serde_json::json!({
+                "workers": p.workers, "node_of_worker": p.nodes,
+                "alpha_s": p.alpha, "beta_s_per_byte": p.beta,
+            });
+            if let Ok(c) = t.record("deserialize", &serde_json::from_value::<Cluster>(raw)) {
                 check_cluster(c)?;
             }
-        }
-        let built = p.build();
-        let Ok(c) = t.record("from_rows", &built) else {
-            return Ok(());
-        };
-        check_cluster(c)?;
-        // Serde from hostile parts: the raw fields of a JSON document.
-        let raw = serde_json::json!({
-            "workers": p.workers, "node_of_worker": p.nodes,
-            "alpha_s": p.alpha, "beta_s_per_byte": p.beta,
-        });
-        if let Ok(c) = t.record("deserialize", &serde_json::from_value::<Cluster>(raw)) {
-            check_cluster(c)?;
-        }
-        let _ = t.record("check_symmetric", &c.check_symmetric(tol));
-        let _ = t.record("to_graph", &c.to_graph());
-        if let Ok(sub) = t.record("restrict", &c.restrict(&ids)) {
-            check_cluster(sub)?;
-            for (a, &i) in ids.iter().enumerate() {
-                for (b, &j) in ids.iter().enumerate() {
-                    if a != b && sub.link(a, b) != c.link(i, j) {
-                        return Err(format!("restrict: link ({a}, {b}) is not ({i}, {j})"));
+            let _ = t.record("check_symmetric", &c.check_symmetric(tol));
+            let _ = t.record("to_graph", &c.to_graph());
+            if let Ok(sub) = t.record("restrict", &c.restrict(&ids)) {
+                check_cluster(sub)?;
+                for (a, &i) in ids.iter().enumerate() {
+                    for (b, &j) in ids.iter().enumerate() {
+                        if a != b && sub.link(a, b) != c.link(i, j) {
+                            return Err(format!("restrict: link ({a}, {b}) is not ({i}, {j})"));
+                        }
                     }
                 }
             }
-        }
-        let relabelled = c.clone().relabel_nodes(offset);
-        check_cluster(&relabelled)?;
-        let shifted: Vec<usize> = c.node_of_worker().iter().map(|&x| x.saturating_add(offset)).collect();
-        if relabelled.node_of_worker() != shifted {
-            return Err("relabel_nodes does not shift every label".into());
-        }
-        Ok(())
-    });
+            let relabelled = c.clone().relabel_nodes(offset);
+            check_cluster(&relabelled)?;
+            let shifted: Vec<usize> = c
+                .node_of_worker()
+                .iter()
+                .map(|&x| x.saturating_add(offset))
+                .collect();
+            if relabelled.node_of_worker() != shifted {
+                return Err("relabel_nodes does not shift every label".into());
+            }
+            Ok(())
+        },
+    );
     tally.print("topology-partition::cluster");
 }
 
@@ -413,40 +443,48 @@ fn builders() {
         prop_oneof![4 => 0.0..1.0_f64, 1 => f64_value()],
         any::<u64>(),
     );
-    fuzz("topology-partition::builders", input, move |(kinds, nodes, slots, jitter, seed)| {
-        for link in [perlmutter_intra(), perlmutter_inter()] {
-            AlphaBeta::new(link.alpha_s, link.beta_s_per_byte).map_err(|e| e.to_string())?;
-        }
-        if let Ok(c) = t.record("heterogeneous", &Cluster::heterogeneous(&kinds)) {
-            check_cluster(c)?;
-            let gpus: usize = kinds.iter().map(|k| k.gpus).sum();
-            if c.len() != gpus || c.nodes().len() != kinds.len() {
-                return Err(format!("heterogeneous: {} workers for {gpus} GPUs", c.len()));
+    fuzz(
+        "topology-partition::builders",
+        input,
+        move |(kinds, nodes, slots, jitter, seed)| {
+            for link in [perlmutter_intra(), perlmutter_inter()] {
+                AlphaBeta::new(link.alpha_s, link.beta_s_per_byte).map_err(|e| e.to_string())?;
             }
-        }
-        if let Some(kind) = kinds.first() {
-            if let Ok(c) = t.record("uniform_nodes", &Cluster::uniform_nodes(nodes, *kind)) {
+            if let Ok(c) = t.record("heterogeneous", &Cluster::heterogeneous(&kinds)) {
                 check_cluster(c)?;
+                let gpus: usize = kinds.iter().map(|k| k.gpus).sum();
+                if c.len() != gpus || c.nodes().len() != kinds.len() {
+                    return Err(format!(
+                        "heterogeneous: {} workers for {gpus} GPUs",
+                        c.len()
+                    ));
+                }
             }
-            let json = serde_json::to_string(kind).map_err(|e| e.to_string())?;
-            let _ = serde_json::from_str::<NodeKind>(&json);
-        }
-        let preset = NodeKind::perlmutter(slots);
-        if preset.expert_slots != slots {
-            return Err("NodeKind::perlmutter ignores its slots".into());
-        }
-        if let Ok(c) = t.record("perlmutter", &Cluster::perlmutter(nodes, slots)) {
-            check_cluster(c)?;
-            if c.len() != 4 * nodes {
-                return Err("perlmutter: not 4 GPUs per node".into());
+            if let Some(kind) = kinds.first() {
+                if let Ok(c) = t.record("uniform_nodes", &Cluster::uniform_nodes(nodes, *kind)) {
+                    check_cluster(c)?;
+                }
+                let json = serde_json::to_string(kind).map_err(|e| e.to_string())?;
+                let _ = serde_json::from_str::<NodeKind>(&json);
             }
-        }
-        if let Ok(c) = t.record("random_cluster", &random_cluster(nodes, jitter, seed)) {
-            check_cluster(c)?;
-            c.check_symmetric(0.0).map_err(|e| format!("random_cluster: {e}"))?;
-        }
-        Ok(())
-    });
+            let preset = NodeKind::perlmutter(slots);
+            if preset.expert_slots != slots {
+                return Err("NodeKind::perlmutter ignores its slots".into());
+            }
+            if let Ok(c) = t.record("perlmutter", &Cluster::perlmutter(nodes, slots)) {
+                check_cluster(c)?;
+                if c.len() != 4 * nodes {
+                    return Err("perlmutter: not 4 GPUs per node".into());
+                }
+            }
+            if let Ok(c) = t.record("random_cluster", &random_cluster(nodes, jitter, seed)) {
+                check_cluster(c)?;
+                c.check_symmetric(0.0)
+                    .map_err(|e| format!("random_cluster: {e}"))?;
+            }
+            Ok(())
+        },
+    );
     tally.print("topology-partition::builders");
 }
 
@@ -477,8 +515,9 @@ fn field_id(n: usize) -> impl Strategy<Value = String> {
 /// A full CSV for `n` workers (every ordered pair once), then some lines dropped, replaced or
 /// added.
 fn csv(n: usize) -> impl Strategy<Value = Vec<Line>> {
-    let pairs: Vec<(usize, usize)> =
-        (0..n).flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j))).collect();
+    let pairs: Vec<(usize, usize)> = (0..n)
+        .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+        .collect();
     let count = pairs.len();
     (
         vec((field_number(), field_number()), count),
@@ -489,7 +528,12 @@ fn csv(n: usize) -> impl Strategy<Value = Vec<Line>> {
                     (field_id(n), field_id(n), field_number(), field_number())
                         .prop_map(|(a, b, c, d)| Line::Data(a, b, c, d)),
                     prop::sample::select(vec![
-                        "src,dst,alpha_s,beta_s_per_byte", "# comment", "", "1,2,3", "1,2,3,4,5", ",,,",
+                        "src,dst,alpha_s,beta_s_per_byte",
+                        "# comment",
+                        "",
+                        "1,2,3",
+                        "1,2,3,4,5",
+                        ",,,",
                     ])
                     .prop_map(|s| Line::Other(s.to_string())),
                     any::<String>().prop_map(Line::Other),
@@ -550,24 +594,34 @@ fn csv_clusters() {
             prop_oneof![6 => Just(Vec::new()), 1 => vec(any::<u8>(), 1..4)],
         )
     });
-    fuzz("topology-partition::csv", input, move |(mut workers, nodes, lines, junk)| {
-        if workers.is_empty() && !lines.is_empty() && junk.len() == 2 {
-            // Past the limit: refused before the `n x n` tables are allocated.
-            workers = vec![Worker { flop_per_s: 1e12, expert_slots: 1 }; MAX_WORKERS + 1];
-        }
-        let text = text_of(&lines);
-        let from_str = Cluster::from_csv_str(workers.clone(), nodes.clone(), &text);
-        if let Ok(c) = t.record("from_csv_str", &from_str) {
-            check_cluster(c)?;
-        }
-        let mut bytes = text.into_bytes();
-        bytes.extend(&junk);
-        let from_reader = Cluster::from_csv_reader(workers, nodes, bytes.as_slice());
-        if let Ok(c) = t.record("from_csv_reader", &from_reader) {
-            check_cluster(c)?;
-        }
-        Ok(())
-    });
+    fuzz(
+        "topology-partition::csv",
+        input,
+        move |(mut workers, nodes, lines, junk)| {
+            if workers.is_empty() && !lines.is_empty() && junk.len() == 2 {
+                // Past the limit: refused before the `n x n` tables are allocated.
+                workers = vec![
+                    Worker {
+                        flop_per_s: 1e12,
+                        expert_slots: 1
+                    };
+                    MAX_WORKERS + 1
+                ];
+            }
+            let text = text_of(&lines);
+            let from_str = Cluster::from_csv_str(workers.clone(), nodes.clone(), &text);
+            if let Ok(c) = t.record("from_csv_str", &from_str) {
+                check_cluster(c)?;
+            }
+            let mut bytes = text.into_bytes();
+            bytes.extend(&junk);
+            let from_reader = Cluster::from_csv_reader(workers, nodes, bytes.as_slice());
+            if let Ok(c) = t.record("from_csv_reader", &from_reader) {
+                check_cluster(c)?;
+            }
+            Ok(())
+        },
+    );
     tally.print("topology-partition::csv");
 }
 
@@ -586,43 +640,51 @@ fn objectives() {
             (small_or_extreme(0..=64), flop()),
         )
     });
-    fuzz("topology-partition::objective", input, move |(p, o, world, groups, (experts, flop))| {
-        if let Ok(g) = t.record("gamma", &o.training.gamma(world)) {
-            if !(g.is_finite() && *g > 0.0) {
-                return Err(format!("gamma = {g}"));
+    fuzz(
+        "topology-partition::objective",
+        input,
+        move |(p, o, world, groups, (experts, flop))| {
+            if let Ok(g) = t.record("gamma", &o.training.gamma(world)) {
+                if !(g.is_finite() && *g > 0.0) {
+                    return Err(format!("gamma = {g}"));
+                }
             }
-        }
-        let uniform = AristosObjective::uniform(o.training, experts, flop, 2.0, 1e6, 1e6);
-        if let Ok(u) = t.record("uniform", &uniform) {
-            if u.expert_flop.len() != experts {
-                return Err("uniform lists the wrong number of experts".into());
+            let uniform = AristosObjective::uniform(o.training, experts, flop, 2.0, 1e6, 1e6);
+            if let Ok(u) = t.record("uniform", &uniform) {
+                if u.expert_flop.len() != experts {
+                    return Err("uniform lists the wrong number of experts".into());
+                }
             }
-        }
-        for json in [serde_json::to_string(&o), serde_json::to_string(&o.training)] {
-            // NaN and infinities do not survive JSON; the rest must.
-            if let Ok(json) = json {
+            // NaN and infinities do not survive JSON (an error); the rest must parse.
+            for json in [
+                serde_json::to_string(&o),
+                serde_json::to_string(&o.training),
+            ]
+            .into_iter()
+            .flatten()
+            {
                 let _ = serde_json::from_str::<AristosObjective>(&json);
                 let _ = serde_json::from_str::<TrainingConstants>(&json);
             }
-        }
-        let Ok(c) = p.build() else { return Ok(()) };
-        let experts = o.expert_flop.len() as u64;
-        for (k, group) in groups.iter().enumerate() {
-            let cost = o.group_cost(&c, group, k + 1);
-            if let Ok(cost) = t.record("group_cost", &cost) {
-                check_group_cost(cost, slots_of(&c, group) >= experts)?;
+            let Ok(c) = p.build() else { return Ok(()) };
+            let experts = o.expert_flop.len() as u64;
+            for (k, group) in groups.iter().enumerate() {
+                let cost = o.group_cost(&c, group, k + 1);
+                if let Ok(cost) = t.record("group_cost", &cost) {
+                    check_group_cost(cost, slots_of(&c, group) >= experts)?;
+                }
             }
-        }
-        if let Ok(p) = t.record("evaluate", &o.evaluate(&c, groups.clone())) {
-            check_partition("evaluate", p, &c, &o, false)?;
-        }
-        // A sure partition: one group per worker.
-        let singles: Vec<Vec<usize>> = (0..c.len()).map(|w| vec![w]).collect();
-        if let Ok(p) = t.record("evaluate (singles)", &o.evaluate(&c, singles)) {
-            check_partition("evaluate", p, &c, &o, false)?;
-        }
-        Ok(())
-    });
+            if let Ok(p) = t.record("evaluate", &o.evaluate(&c, groups.clone())) {
+                check_partition("evaluate", p, &c, &o, false)?;
+            }
+            // A sure partition: one group per worker.
+            let singles: Vec<Vec<usize>> = (0..c.len()).map(|w| vec![w]).collect();
+            if let Ok(p) = t.record("evaluate (singles)", &o.evaluate(&c, singles)) {
+                check_partition("evaluate", p, &c, &o, false)?;
+            }
+            Ok(())
+        },
+    );
     tally.print("topology-partition::objective");
 }
 
@@ -654,33 +716,43 @@ fn groupings() {
         3 => parts().prop_map(|p| p.build()),
         1 => (1_usize..=3, 0.0..0.5_f64, any::<u64>()).prop_map(|(nodes, jitter, seed)| random_cluster(nodes, jitter, seed)),
     ];
-    fuzz("topology-partition::groupings", (cluster, objective()), move |(c, o)| {
-        let Ok(c) = c else { return Ok(()) };
-        let mut best_others = f64::INFINITY;
-        for (what, all_feasible, p) in [
-            ("lysi_group", true, lysi_group(&c, &o)),
-            ("smallest_fitting_groups", true, smallest_fitting_groups(&c, &o)),
-            ("one_group_per_node", false, one_group_per_node(&c, &o)),
-            ("whole_world", false, whole_world(&c, &o)),
-        ] {
-            if let Ok(p) = t.record(what, &p) {
-                check_partition(what, p, &c, &o, all_feasible)?;
-                best_others = best_others.min(p.max_objective_s());
+    fuzz(
+        "topology-partition::groupings",
+        (cluster, objective()),
+        move |(c, o)| {
+            let Ok(c) = c else { return Ok(()) };
+            let mut best_others = f64::INFINITY;
+            for (what, all_feasible, p) in [
+                ("lysi_group", true, lysi_group(&c, &o)),
+                (
+                    "smallest_fitting_groups",
+                    true,
+                    smallest_fitting_groups(&c, &o),
+                ),
+                ("one_group_per_node", false, one_group_per_node(&c, &o)),
+                ("whole_world", false, whole_world(&c, &o)),
+            ] {
+                if let Ok(p) = t.record(what, &p) {
+                    check_partition(what, p, &c, &o, all_feasible)?;
+                    best_others = best_others.min(p.max_objective_s());
+                }
             }
-        }
-        let exact = exhaustive_partition(&c, &o);
-        if let Ok(p) = t.record("exhaustive_partition", &exact) {
-            check_partition("exhaustive_partition", p, &c, &o, true)?;
-            if p.max_objective_s() > best_others {
+            let exact = exhaustive_partition(&c, &o);
+            if let Ok(p) = t.record("exhaustive_partition", &exact) {
+                check_partition("exhaustive_partition", p, &c, &o, true)?;
+                if p.max_objective_s() > best_others {
+                    return Err(format!(
+                        "the exhaustive optimum {} is worse than a heuristic's {best_others}",
+                        p.max_objective_s()
+                    ));
+                }
+            } else if c.len() <= EXHAUSTIVE_MAX_WORKERS && best_others.is_finite() {
                 return Err(format!(
-                    "the exhaustive optimum {} is worse than a heuristic's {best_others}",
-                    p.max_objective_s()
+                    "exhaustive_partition failed ({exact:?}) where a heuristic found a grouping"
                 ));
             }
-        } else if c.len() <= EXHAUSTIVE_MAX_WORKERS && best_others.is_finite() {
-            return Err(format!("exhaustive_partition failed ({exact:?}) where a heuristic found a grouping"));
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
     tally.print("topology-partition::groupings");
 }
