@@ -353,12 +353,12 @@ impl Cluster {
 }
 
 /// Largest number of workers a cluster may have: its two `n x n` link matrices then hold at
-/// most 512 MiB each, and [`crate::lysi_group`] sorts at most 2^25 edges (a few seconds).
+/// most 512 MiB each, and [`crate::lysi_group`] sorts at most 2^25 edges.
 ///
 /// Every constructor checks it before allocating (issue 13). It was `2^15`
-/// (`comm_cost_model::MAX_MATRIX_SIDE`, 8 GiB per matrix, and 2^29 edges for LysiGroup) until
-/// fuzzing at the limit showed that one such cluster cannot be built within the fuzz time bound
-/// nor in an 8 GB address space. `2^13` still holds all of Perlmutter (7,168 GPUs).
+/// (`comm_cost_model::MAX_MATRIX_SIDE`), but a cluster at that size needs two 8 GiB matrices
+/// (and LysiGroup 2^29 edges), beyond the fuzz tests' time bound and 8 GB address space, which
+/// pass sizes at the old limit. `2^13` still holds all of Perlmutter (7,168 GPUs).
 pub const MAX_WORKERS: usize = 1 << 13;
 
 /// Rejects a worker count above [`MAX_WORKERS`] (before allocating anything of that size).
