@@ -73,10 +73,9 @@ pub enum ScheduleError {
         /// What overflowed.
         what: &'static str,
     },
-    /// A positive time is too small to work with: a lower bound below `2^48 / f64::MAX`
-    /// (about 1.6e-294 s) cannot be scaled to integer ticks; traffic is too small for its
-    /// bandwidth.
-    #[error("{what} underflows: below 1.6e-294 for non-zero traffic")]
+    /// A positive time is below the smallest normal `f64` (about 2.2e-308), so it cannot be
+    /// scaled to ticks; traffic is too small for its bandwidth.
+    #[error("{what} underflows: below 2.2e-308 for non-zero traffic")]
     Underflow {
         /// What underflowed.
         what: &'static str,

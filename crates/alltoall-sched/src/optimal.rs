@@ -33,8 +33,8 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// [`ScheduleError::SizeMismatch`] / [`ScheduleError::InvalidBandwidth`] for a bad bandwidth
 /// model; [`ScheduleError::Overflow`] if integer line sums exceed `u64` or a time exceeds the
 /// `f64` range (for example integer bytes over a bandwidth of 5e-324 B/s);
-/// [`ScheduleError::Underflow`] if the bound of a non-integer or per-GPU model is too small to
-/// scale to integer ticks (below `2^48 / f64::MAX`, about 1.6e-294 s) for non-zero traffic.
+/// [`ScheduleError::Underflow`] if the bound of a non-integer or per-GPU model is below the
+/// smallest normal `f64` for non-zero traffic.
 ///
 /// Debug builds (and so the tests) check every result with [`Timetable::validate`].
 ///

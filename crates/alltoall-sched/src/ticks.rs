@@ -65,21 +65,28 @@ impl Ticks {
         }
         let rate = |i: usize, j: usize| bandwidth.rate_at(i, j);
         let bound_s = lower_bound_s(matrix, bandwidth)?;
-        // A bound below `2^48 / f64::MAX` (about 1.6e-294 s), or one that underflowed to 0,
-        // cannot be scaled to ticks: `2^48 / bound_s` overflows and every pair would saturate
-        // (issue 13: bandwidth 1e308 with tiny byte counts; bounds between 1.6e-294 and
-        // 2.2e-308 s used to end in a misleading "line sum overflows").
+        // A subnormal (or underflowed) bound has too few significant bits to scale ticks by
+        // (issue 13: bandwidth 1e308 with tiny byte counts).
+        if bound_s < f64::MIN_POSITIVE && bytes.iter().any(|&b| b > 0.0) {
+            return Err(ScheduleError::Underflow {
+                what: "the lower bound in seconds (bytes / bandwidth)",
+            });
+        }
         let scale = if bound_s > 0.0 {
             SCALED_LINE_TICKS / bound_s
         } else {
             0.0
         };
-        let scalable = scale.is_finite() && scale > 0.0;
-        if !scalable && bytes.iter().any(|&b| b > 0.0) {
-            return Err(ScheduleError::Underflow {
-                what: "the lower bound in seconds (bytes / bandwidth)",
-            });
-        }
+        // Below `2^48 / f64::MAX` (about 1.6e-294 s) the scale overflows; `t / bound_s <= 1`
+        // does not (every pair used to saturate at `u64::MAX` ticks, an `Overflow` as soon as
+        // a line had two pairs). The usual path keeps its exact rounding.
+        let scaled = |t: f64| {
+            if scale.is_finite() {
+                t * scale
+            } else {
+                t / bound_s * SCALED_LINE_TICKS
+            }
+        };
         let q: Vec<u64> = bytes
             .iter()
             .enumerate()
@@ -90,7 +97,7 @@ impl Ticks {
                     // `t <= bound_s`, so this is at most about 2^48; a saturated value would
                     // be caught as a line-sum overflow.
                     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                    let ticks = (t * scale).ceil().max(1.0) as u64;
+                    let ticks = scaled(t).ceil().max(1.0) as u64;
                     ticks
                 } else {
                     0

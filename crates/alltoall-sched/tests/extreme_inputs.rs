@@ -272,10 +272,11 @@ fn generators_at_the_old_limit_are_too_large() {
     ));
 }
 
-/// A bound between 2.2e-308 and 1.6e-294 s (1.5 bytes over 1e300 B/s) is normal but too
-/// small to scale to ticks: `2^48 / bound` overflowed and every pair saturated.
+/// A bound between 2.2e-308 and 1.6e-294 s (1.5 bytes over 1e300 B/s) is normal, but
+/// `2^48 / bound` overflowed: every pair saturated at `u64::MAX` ticks, an `Overflow` as soon
+/// as a line had two pairs. It is now scheduled on the bound.
 #[test]
-fn a_bound_too_small_to_scale_is_an_underflow() {
+fn a_bound_too_small_for_the_tick_scale_is_scheduled() {
     use alltoall_sched::{latency_pareto, non_preemptive};
     let d = TrafficMatrix::from_rows(&[
         vec![0.0, 1.5, 3.0],
@@ -286,13 +287,18 @@ fn a_bound_too_small_to_scale_is_an_underflow() {
     for b in [
         Bandwidth::per_gpu(vec![1e300, 1e300, 1e300]).unwrap(),
         Bandwidth::uniform(1e300).unwrap(),
+        Bandwidth::per_gpu(vec![1e300, 1e307, 1e305]).unwrap(),
     ] {
-        assert!(lower_bound_s(&d, &b).unwrap() > f64::MIN_POSITIVE);
-        let underflow =
-            |r: Result<_, ScheduleError>| matches!(r, Err(ScheduleError::Underflow { .. }));
-        assert!(underflow(optimal(&d, &b).map(|_| ())), "{b:?}");
-        assert!(underflow(non_preemptive(&d, &b).map(|_| ())), "{b:?}");
-        assert!(underflow(latency_pareto(&d, &b, 0.0).map(|_| ())), "{b:?}");
+        let bound = lower_bound_s(&d, &b).unwrap();
+        assert!(bound > f64::MIN_POSITIVE && bound < 1e-294);
+        let plan = optimal(&d, &b).unwrap();
+        assert_eq!(plan.validate(&d, &b), Ok(()), "{b:?}");
+        assert_eq!(plan.makespan_s(), bound);
+        let greedy = non_preemptive(&d, &b).unwrap();
+        assert_eq!(greedy.validate(&d, &b), Ok(()), "{b:?}");
+        for point in latency_pareto(&d, &b, 0.0).unwrap() {
+            assert_eq!(point.timetable.validate(&d, &b), Ok(()), "{b:?}");
+        }
     }
 }
 

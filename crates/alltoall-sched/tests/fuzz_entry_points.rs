@@ -28,7 +28,7 @@ use alltoall_sched::{
     validate_simulated, with_latency,
 };
 use moe_fuzz::{
-    SIZE_EXTREMES, Tally, check_finite, check_finite_json, count, f64_value, fuzz, u64_value,
+    SIZE_EXTREMES, check_finite, check_finite_json, count, f64_value, fuzz_tallied, u64_value,
     vec_of,
 };
 use ndarray::Array2;
@@ -350,10 +350,8 @@ fn check_optimal(t: &Timetable, d: &TrafficMatrix, b: &Bandwidth) -> Result<(), 
 /// and the accessors of `TrafficMatrix`, including the ones that take an index.
 #[test]
 fn traffic_matrix_constructors_and_accessors() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let input = (1_usize..=5).prop_flat_map(|n| (rows_n(n), index(n), index(n)));
-    fuzz("alltoall-sched::matrix", input, move |(rows, i, j)| {
+    fuzz_tallied("alltoall-sched::matrix", input, |t, (rows, i, j)| {
         let built = t.record("from_rows*", &rows.build()).clone();
         // The ndarray constructors, when the rows have one shape.
         let from_array = match &rows {
@@ -399,7 +397,6 @@ fn traffic_matrix_constructors_and_accessors() {
         }
         Ok(())
     });
-    tally.print("alltoall-sched::matrix");
 }
 
 /// The rows as an `ndarray`, when they are rectangular.
@@ -414,8 +411,6 @@ fn array_of<T: Clone>(rows: &[Vec<T>]) -> Option<Array2<T>> {
 /// `relabel`, `checked_add` and `transposed` on hostile matrices and placements.
 #[test]
 fn traffic_matrix_operations() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let placement = prop_oneof![
         6 => vec_of(vec_of(0_usize..6, 3), 5),
         1 => vec_of(vec_of(index(5), 3), 5),
@@ -429,10 +424,10 @@ fn traffic_matrix_operations() {
             prop_oneof![3 => partition_of(n), 2 => placement.clone()],
         )
     });
-    fuzz(
+    fuzz_tallied(
         "alltoall-sched::matrix_ops",
         input,
-        move |(a, b, experts_of_gpu)| {
+        |t, (a, b, experts_of_gpu)| {
             let (Ok(a), b) = (a.build(), b.build()) else {
                 return Ok(());
             };
@@ -455,7 +450,6 @@ fn traffic_matrix_operations() {
             Ok(())
         },
     );
-    tally.print("alltoall-sched::matrix_ops");
 }
 
 /// Experts `0..n` spread over 1 to `n + 1` GPUs (some GPUs may hold none).
@@ -474,13 +468,11 @@ fn partition_of(n: usize) -> impl Strategy<Value = Vec<Vec<usize>>> {
 /// `Bandwidth::uniform`, `per_gpu`, `check`, `port`, `rate`, `as_uniform` and serde.
 #[test]
 fn bandwidth_model() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let input = (rate(), vec_of(rate(), 5), index(5), index(5), count(5));
-    fuzz(
+    fuzz_tallied(
         "alltoall-sched::bandwidth",
         input,
-        move |(one, many, i, j, n)| {
+        |t, (one, many, i, j, n)| {
             if let Ok(b) = t.record("uniform", &Bandwidth::uniform(one)) {
                 check_bandwidth(b, n.max(1), i, j)?;
             }
@@ -503,7 +495,6 @@ fn bandwidth_model() {
             Ok(())
         },
     );
-    tally.print("alltoall-sched::bandwidth");
 }
 
 /// Accessors of a bandwidth model that passed `check(n)`: positive and finite for every listed
@@ -533,9 +524,7 @@ fn check_bandwidth(b: &Bandwidth, n: usize, i: usize, j: usize) -> Result<(), St
 /// tight one.
 #[test]
 fn lower_bounds_of_hostile_matrices() {
-    let tally = Tally::default();
-    let t = tally.clone();
-    fuzz("alltoall-sched::bounds", case(), move |c| {
+    fuzz_tallied("alltoall-sched::bounds", case(), |t, c| {
         let Ok(d) = c.rows.build() else { return Ok(()) };
         let one = lower_bound_s(&d, &c.bandwidth);
         t.record("lower_bound_s", &one);
@@ -562,16 +551,13 @@ fn lower_bounds_of_hostile_matrices() {
         }
         Ok(())
     });
-    tally.print("alltoall-sched::bounds");
 }
 
 /// `optimal`, `non_preemptive` and `aurora_greedy`: valid timetables, never below the bound,
 /// `optimal` exactly on it.
 #[test]
 fn tick_schedulers() {
-    let tally = Tally::default();
-    let t = tally.clone();
-    fuzz("alltoall-sched::schedulers", case(), move |c| {
+    fuzz_tallied("alltoall-sched::schedulers", case(), |t, c| {
         let Ok(d) = c.rows.build() else { return Ok(()) };
         let b = &c.bandwidth;
         if let Ok(plan) = t.record("optimal", &optimal(&d, b)) {
@@ -592,21 +578,18 @@ fn tick_schedulers() {
         }
         Ok(())
     });
-    tally.print("alltoall-sched::schedulers");
 }
 
 /// `schedule` by every `Algorithm`, `Plan::ratio_to_bound`, and the `Algorithm` names.
 #[test]
 fn schedule_by_algorithm() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let name = prop_oneof![
         3 => prop::sample::select(Algorithm::ALL.map(Algorithm::name).to_vec()).prop_map(String::from),
         1 => "[a-z-]{0,16}",
         1 => any::<String>(),
     ];
     let input = (case(), name);
-    fuzz("alltoall-sched::schedule", input, move |(c, name)| {
+    fuzz_tallied("alltoall-sched::schedule", input, |t, (c, name)| {
         // Names: parse, print and serde agree.
         if let Ok(a) = t.record("from_str", &name.parse::<Algorithm>()) {
             if a.name() != name || a.to_string() != name {
@@ -629,7 +612,6 @@ fn schedule_by_algorithm() {
         }
         Ok(())
     });
-    tally.print("alltoall-sched::schedule");
 }
 
 /// A plan's figures agree with its timetable, which is valid for its algorithm.
@@ -664,10 +646,8 @@ fn check_plan(plan: &Plan, d: &TrafficMatrix, b: &Bandwidth) -> Result<(), Strin
 /// simulated timetables (`sjf`, `random`, `shift`, `nccl`).
 #[test]
 fn baselines() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let input = (case(), prop_oneof![3 => 1_usize..=5, 1 => count(5)]);
-    fuzz("alltoall-sched::baselines", input, move |(c, per_node)| {
+    fuzz_tallied("alltoall-sched::baselines", input, |t, (c, per_node)| {
         let Ok(d) = c.rows.build() else { return Ok(()) };
         let b = &c.bandwidth;
         for (what, orders) in [
@@ -692,7 +672,6 @@ fn baselines() {
         }
         Ok(())
     });
-    tally.print("alltoall-sched::baselines");
 }
 
 /// Every pair with traffic appears once, with its bytes, in its sender's list.
@@ -720,8 +699,6 @@ fn check_orders(what: &str, orders: &[Vec<Flow>], d: &TrafficMatrix) -> Result<(
 /// `Flow::new`, `timetable_flows` and serde of flows.
 #[test]
 fn simulator() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let flow = |n: usize| {
         let dst = prop_oneof![8 => 0..n.max(1), 1 => index(n)];
         let bytes = prop_oneof![4 => 0.0..1000.0_f64, 1 => entry()];
@@ -735,10 +712,10 @@ fn simulator() {
     };
     let input = (0_usize..=5)
         .prop_flat_map(move |n| (vec(vec_of(flow(n), 4), n), bandwidth_n(n), any::<bool>()));
-    fuzz(
+    fuzz_tallied(
         "alltoall-sched::simulate",
         input,
-        move |(orders, b, timed)| {
+        |t, (orders, b, timed)| {
             let run = simulate(&orders, &b);
             let Ok(timetable) = t.record("simulate", &run) else {
                 return Ok(());
@@ -763,7 +740,6 @@ fn simulator() {
             Ok(())
         },
     );
-    tally.print("alltoall-sched::simulate");
 }
 
 /// The matrix of what valid flow lists deliver (flows to oneself and empty flows are skipped).
@@ -785,12 +761,10 @@ fn delivered(orders: &[Vec<Flow>]) -> Option<TrafficMatrix> {
 /// timetables, transfers and port sides.
 #[test]
 fn timetables() {
-    let tally = Tally::default();
-    let t = tally.clone();
-    fuzz(
+    fuzz_tallied(
         "alltoall-sched::timetable",
         case_and_timetables(),
-        move |(c, change, hostile)| {
+        |t, (c, change, hostile)| {
             let d = c.rows.build();
             let b = &c.bandwidth;
             let mut changed = d.as_ref().ok().and_then(|d| optimal(d, b).ok());
@@ -835,20 +809,17 @@ fn timetables() {
             Ok(())
         },
     );
-    tally.print("alltoall-sched::timetable");
 }
 
 /// `with_latency` (on valid and hostile timetables), `latency_pareto` and `latency_aware`.
 #[test]
 fn latency() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let alpha = prop_oneof![3 => 0.0..1e-3_f64, 1 => f64_value()];
     let input = (case_and_timetables(), alpha);
-    fuzz(
+    fuzz_tallied(
         "alltoall-sched::latency",
         input,
-        move |((c, _, hostile), alpha_s)| {
+        |t, ((c, _, hostile), alpha_s)| {
             let b = &c.bandwidth;
             if let Ok(out) = t.record(
                 "with_latency (hostile)",
@@ -872,7 +843,6 @@ fn latency() {
             Ok(())
         },
     );
-    tally.print("alltoall-sched::latency");
 }
 
 /// Every point is valid and consistent; fewer pieces cost more time along the front.
@@ -897,14 +867,12 @@ fn check_front(front: &[ParetoPoint], d: &TrafficMatrix, b: &Bandwidth) -> Resul
 /// `replay` of a valid plan and of a hostile one on another matrix.
 #[test]
 fn replays() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let input = (1_usize..=5)
         .prop_flat_map(|n| (rows_n(n), rows_n(n), bandwidth_n(n), hostile_timetable(n)));
-    fuzz(
+    fuzz_tallied(
         "alltoall-sched::replay",
         input,
-        move |(planned, actual, b, hostile)| {
+        |t, (planned, actual, b, hostile)| {
             let Ok(actual) = actual.build() else {
                 return Ok(());
             };
@@ -920,7 +888,6 @@ fn replays() {
             Ok(())
         },
     );
-    tally.print("alltoall-sched::replay");
 }
 
 fn check_replay(r: &Replay, actual: &TrafficMatrix, b: &Bandwidth) -> Result<(), String> {
@@ -945,8 +912,6 @@ fn check_replay(r: &Replay, actual: &TrafficMatrix, b: &Bandwidth) -> Result<(),
 /// `dispatch_tokens`, `ExpertDispatch::computed_tokens` / `traffic` and `uniform_sources`.
 #[test]
 fn dispatch() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let input = (1_usize..=4, 1_usize..=5).prop_flat_map(|(g, e)| {
         (
             prop_oneof![
@@ -973,10 +938,10 @@ fn dispatch() {
             count(4),
         )
     });
-    fuzz(
+    fuzz_tallied(
         "alltoall-sched::dispatch",
         input,
-        move |(routed, experts_of_gpu, node_of_gpu, bytes_per_token, tokens, gpus)| {
+        |t, (routed, experts_of_gpu, node_of_gpu, bytes_per_token, tokens, gpus)| {
             let out = dispatch_tokens(&routed, &experts_of_gpu, &node_of_gpu);
             if let Ok(out) = t.record("dispatch_tokens", &out) {
                 check_dispatch(out, &routed, &experts_of_gpu)?;
@@ -993,7 +958,6 @@ fn dispatch() {
             Ok(())
         },
     );
-    tally.print("alltoall-sched::dispatch");
 }
 
 fn square_of<S: Strategy>(
@@ -1038,8 +1002,6 @@ fn check_dispatch(
 /// `blend_traffic`, with huge GPU counts, token counts and hostile exponents.
 #[test]
 fn workloads() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let exponent = prop_oneof![3 => 0.0..3.0_f64, 1 => f64_value()];
     let noise = prop_oneof![3 => 0.0..1.0_f64, 1 => f64_value()];
     let input = (
@@ -1051,10 +1013,11 @@ fn workloads() {
         (noise.clone(), vec_of(entry(), 5)),
         (1_usize..=5).prop_flat_map(move |n| (rows_n(n), vec_of(rows_n(n), 3), noise.clone())),
     );
-    fuzz(
+    fuzz_tallied(
         "alltoall-sched::workload",
         input,
-        move |(
+        |t,
+         (
             n,
             exponent,
             tokens,
@@ -1092,5 +1055,4 @@ fn workloads() {
             Ok(())
         },
     );
-    tally.print("alltoall-sched::workload");
 }

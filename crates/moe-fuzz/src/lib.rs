@@ -79,6 +79,25 @@ where
     }
 }
 
+/// [`fuzz`] with a fresh [`Tally`] handed to every case, printed after the run: the test
+/// records each entry point it calls (`tally.record("name", &result)`), so the output shows
+/// which share of the cases reached `Ok`.
+///
+/// # Panics
+///
+/// On the first failing case, as [`fuzz`].
+pub fn fuzz_tallied<S, F>(name: &str, strategy: S, test: F)
+where
+    S: Strategy,
+    S::Value: Send + std::fmt::Debug + Clone + 'static,
+    F: Fn(&Tally, S::Value) -> Result<(), String> + Send + Sync + Clone + 'static,
+{
+    let tally = Tally::default();
+    let shared = tally.clone();
+    fuzz(name, strategy, move |value| test(&shared, value));
+    tally.print(name);
+}
+
 /// The first 2,000 characters of `s` (inputs can be huge).
 fn clip(s: &str) -> &str {
     match s.char_indices().nth(2000) {

@@ -363,15 +363,7 @@ pub const MAX_WORKERS: usize = 1 << 13;
 
 /// Rejects a worker count above [`MAX_WORKERS`] (before allocating anything of that size).
 pub(crate) fn check_workers(n: usize) -> Result<(), TopologyError> {
-    if n > MAX_WORKERS {
-        return Err(comm_cost_model::CostModelError::TooLarge {
-            what: "workers in the cluster",
-            limit: MAX_WORKERS as u64,
-            value: n as u64,
-        }
-        .into());
-    }
-    Ok(())
+    crate::error::check_limit("workers in the cluster", n, MAX_WORKERS)
 }
 
 /// Checks that a per-worker list has one entry per worker.

@@ -39,14 +39,11 @@ pub fn exhaustive_partition(
     objective: &AristosObjective,
 ) -> Result<Partition, TopologyError> {
     let n = cluster.len();
-    if n > EXHAUSTIVE_MAX_WORKERS {
-        return Err(comm_cost_model::CostModelError::TooLarge {
-            what: "workers of the exhaustive search",
-            limit: EXHAUSTIVE_MAX_WORKERS as u64,
-            value: n as u64,
-        }
-        .into());
-    }
+    crate::error::check_limit(
+        "workers of the exhaustive search",
+        n,
+        EXHAUSTIVE_MAX_WORKERS,
+    )?;
     let r = resolve_feasible(cluster, objective)?;
     // Restricted-growth strings: label[i] <= 1 + max(label[..i]).
     let mut label = vec![0usize; n];

@@ -203,14 +203,7 @@ impl AristosObjective {
         all_to_all_bytes: Bytes,
         all_reduce_bytes: Bytes,
     ) -> Result<Self, TopologyError> {
-        if experts > MAX_EXPERTS {
-            return Err(CostModelError::TooLarge {
-                what: "experts of an objective",
-                limit: MAX_EXPERTS as u64,
-                value: experts as u64,
-            }
-            .into());
-        }
+        crate::error::check_limit("experts of an objective", experts, MAX_EXPERTS)?;
         Ok(Self {
             training,
             expert_flop: vec![flop_per_expert; experts],

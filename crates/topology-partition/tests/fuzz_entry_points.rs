@@ -17,7 +17,7 @@
 //! ```
 
 use comm_cost_model::{AlphaBeta, SquareMatrix};
-use moe_fuzz::{SIZE_EXTREMES, Tally, check_finite, f64_value, fuzz};
+use moe_fuzz::{SIZE_EXTREMES, check_finite, f64_value, fuzz_tallied};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use topology_partition::{
@@ -365,8 +365,6 @@ fn check_partition(
 /// `worst_link`, `check_symmetric`, `to_graph`, `restrict`, `relabel_nodes`.
 #[test]
 fn clusters() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let input = (1_usize..=5).prop_flat_map(|n| {
         (
             parts_n(n),
@@ -375,10 +373,10 @@ fn clusters() {
             small_or_extreme(0..=8),
         )
     });
-    fuzz(
+    fuzz_tallied(
         "topology-partition::cluster",
         input,
-        move |(p, tol, ids, offset)| {
+        |t, (p, tol, ids, offset)| {
             // `new` directly, from validated matrices.
             if let (Ok(a), Ok(b)) = (
                 SquareMatrix::from_rows(&p.alpha),
@@ -427,15 +425,12 @@ fn clusters() {
             Ok(())
         },
     );
-    tally.print("topology-partition::cluster");
 }
 
 /// `Cluster::heterogeneous`, `uniform_nodes`, `perlmutter`, `NodeKind::perlmutter`, the
 /// Perlmutter link presets, `random_cluster`, and serde of node kinds.
 #[test]
 fn builders() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let input = (
         vec(node_kind(), 0..=4),
         small_or_extreme(1..=4),
@@ -443,10 +438,10 @@ fn builders() {
         prop_oneof![4 => 0.0..1.0_f64, 1 => f64_value()],
         any::<u64>(),
     );
-    fuzz(
+    fuzz_tallied(
         "topology-partition::builders",
         input,
-        move |(kinds, nodes, slots, jitter, seed)| {
+        |t, (kinds, nodes, slots, jitter, seed)| {
             for link in [perlmutter_intra(), perlmutter_inter()] {
                 AlphaBeta::new(link.alpha_s, link.beta_s_per_byte).map_err(|e| e.to_string())?;
             }
@@ -485,7 +480,6 @@ fn builders() {
             Ok(())
         },
     );
-    tally.print("topology-partition::builders");
 }
 
 /// One line of link-cost CSV text.
@@ -584,8 +578,6 @@ fn text_of(lines: &[Line]) -> String {
 /// worker lists past [`MAX_WORKERS`]).
 #[test]
 fn csv_clusters() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let input = (1_usize..=4).prop_flat_map(|n| {
         (
             prop_oneof![8 => vec(worker(), n), 1 => vec(worker(), 0..=n + 1), 1 => Just(Vec::new())],
@@ -594,10 +586,10 @@ fn csv_clusters() {
             prop_oneof![6 => Just(Vec::new()), 1 => vec(any::<u8>(), 1..4)],
         )
     });
-    fuzz(
+    fuzz_tallied(
         "topology-partition::csv",
         input,
-        move |(mut workers, nodes, lines, junk)| {
+        |t, (mut workers, nodes, lines, junk)| {
             if workers.is_empty() && !lines.is_empty() && junk.len() == 2 {
                 // Past the limit: refused before the `n x n` tables are allocated.
                 workers = vec![
@@ -622,15 +614,12 @@ fn csv_clusters() {
             Ok(())
         },
     );
-    tally.print("topology-partition::csv");
 }
 
 /// `TrainingConstants::gamma`, `AristosObjective::uniform`, `group_cost`, `evaluate` on hostile
 /// groups, and serde of the objective types.
 #[test]
 fn objectives() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let input = (1_usize..=5).prop_flat_map(|n| {
         (
             parts_n(n),
@@ -640,10 +629,10 @@ fn objectives() {
             (small_or_extreme(0..=64), flop()),
         )
     });
-    fuzz(
+    fuzz_tallied(
         "topology-partition::objective",
         input,
-        move |(p, o, world, groups, (experts, flop))| {
+        |t, (p, o, world, groups, (experts, flop))| {
             if let Ok(g) = t.record("gamma", &o.training.gamma(world)) {
                 if !(g.is_finite() && *g > 0.0) {
                     return Err(format!("gamma = {g}"));
@@ -685,7 +674,6 @@ fn objectives() {
             Ok(())
         },
     );
-    tally.print("topology-partition::objective");
 }
 
 /// Finite terms; `T` finite exactly when feasible.
@@ -710,16 +698,14 @@ fn check_group_cost(cost: &GroupCost, feasible: bool) -> Result<(), String> {
 /// `exhaustive_partition`, on hand-built and random clusters.
 #[test]
 fn groupings() {
-    let tally = Tally::default();
-    let t = tally.clone();
     let cluster = prop_oneof![
         3 => parts().prop_map(|p| p.build()),
         1 => (1_usize..=3, 0.0..0.5_f64, any::<u64>()).prop_map(|(nodes, jitter, seed)| random_cluster(nodes, jitter, seed)),
     ];
-    fuzz(
+    fuzz_tallied(
         "topology-partition::groupings",
         (cluster, objective()),
-        move |(c, o)| {
+        |t, (c, o)| {
             let Ok(c) = c else { return Ok(()) };
             let mut best_others = f64::INFINITY;
             for (what, all_feasible, p) in [
@@ -754,5 +740,4 @@ fn groupings() {
             Ok(())
         },
     );
-    tally.print("topology-partition::groupings");
 }
