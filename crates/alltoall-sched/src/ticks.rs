@@ -14,6 +14,14 @@ use crate::{Bandwidth, ScheduleError, TrafficMatrix, lower_bound_s};
 /// Ticks of the largest line of a scaled (non-exact) model.
 const SCALED_LINE_TICKS: f64 = (1u64 << 48) as f64;
 
+/// `2^-900` s: below it a scaled model counts time in a power-of-two unit near the bound.
+const TINY_BOUND_S: f64 = f64::from_bits((1023 - 900) << 52);
+
+/// The largest power of two at most `x`, for a normal positive `x` (its exponent alone).
+fn power_of_two_at_most(x: f64) -> f64 {
+    f64::from_bits(x.to_bits() & 0x7FF0_0000_0000_0000)
+}
+
 /// The durations of a traffic matrix in integer ticks, and how to turn ticks into seconds.
 #[derive(Debug, Clone)]
 pub(crate) struct Ticks {
@@ -28,8 +36,11 @@ pub(crate) struct Ticks {
     pub bound_s: f64,
     /// Whether one tick is one byte (integer bytes, one bandwidth).
     pub exact: bool,
-    /// Exact model: the bandwidth (ticks per second). Scaled model: seconds per tick.
+    /// Exact model: the bandwidth (ticks per second). Scaled model: `unit`s per tick.
     tick_factor: f64,
+    /// Scaled model: the unit of time of `tick_factor`, a power of two (1 unless the bound is
+    /// below [`TINY_BOUND_S`]).
+    unit: f64,
 }
 
 impl Ticks {
@@ -61,6 +72,7 @@ impl Ticks {
                 bound_s,
                 exact: true,
                 tick_factor: b,
+                unit: 1.0,
             });
         }
         let rate = |i: usize, j: usize| bandwidth.rate_at(i, j);
@@ -72,20 +84,21 @@ impl Ticks {
                 what: "the lower bound in seconds (bytes / bandwidth)",
             });
         }
-        let scale = if bound_s > 0.0 {
-            SCALED_LINE_TICKS / bound_s
+        // Below 2^-900 s the tick length `bound / 2^48` nears the subnormal range, where times
+        // lose their precision (and `2^48 / bound` overflows below 1.6e-294 s; every pair then
+        // saturated at `u64::MAX` ticks, an `Overflow` as soon as a line had two pairs). Such a
+        // bound is measured in a power-of-two unit of time instead, which scales exactly;
+        // above it the unit is 1 and nothing changes.
+        let unit = if bound_s > 0.0 && bound_s < TINY_BOUND_S {
+            power_of_two_at_most(bound_s)
+        } else {
+            1.0
+        };
+        let scaled_bound = bound_s / unit;
+        let scale = if scaled_bound > 0.0 {
+            SCALED_LINE_TICKS / scaled_bound
         } else {
             0.0
-        };
-        // Below `2^48 / f64::MAX` (about 1.6e-294 s) the scale overflows; `t / bound_s <= 1`
-        // does not (every pair used to saturate at `u64::MAX` ticks, an `Overflow` as soon as
-        // a line had two pairs). The usual path keeps its exact rounding.
-        let scaled = |t: f64| {
-            if scale.is_finite() {
-                t * scale
-            } else {
-                t / bound_s * SCALED_LINE_TICKS
-            }
         };
         let q: Vec<u64> = bytes
             .iter()
@@ -97,7 +110,7 @@ impl Ticks {
                     // `t <= bound_s`, so this is at most about 2^48; a saturated value would
                     // be caught as a line-sum overflow.
                     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                    let ticks = scaled(t).ceil().max(1.0) as u64;
+                    let ticks = (t / unit * scale).ceil().max(1.0) as u64;
                     ticks
                 } else {
                     0
@@ -106,7 +119,7 @@ impl Ticks {
             .collect();
         let line_ticks = max_line_sum_u64(&q, n)?;
         let tick_factor = if line_ticks > 0 {
-            bound_s / line_ticks as f64
+            scaled_bound / line_ticks as f64
         } else {
             0.0
         };
@@ -118,6 +131,7 @@ impl Ticks {
             bound_s,
             exact: false,
             tick_factor,
+            unit,
         })
     }
 
@@ -144,7 +158,7 @@ impl Ticks {
         } else if tick == self.line_ticks {
             self.bound_s
         } else {
-            tick as f64 * self.tick_factor
+            tick as f64 * self.tick_factor * self.unit
         }
     }
 
