@@ -18,6 +18,7 @@ fn objective() -> AristosObjective {
         micro_batch: 4,
     };
     AristosObjective::uniform(training, 64, 8.6e12, 2.0, 16.8e6, 16.8e6)
+        .expect("64 experts are below MAX_EXPERTS")
 }
 
 fn lysigroup(c: &mut Criterion) {

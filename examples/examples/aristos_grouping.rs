@@ -110,6 +110,7 @@ impl Reading {
             all_to_all_bytes,
             all_reduce_bytes,
         )
+        .expect("the studies use at most a few hundred experts, far below MAX_EXPERTS")
     }
 
     fn cluster(&self) -> Result<Cluster, TopologyError> {

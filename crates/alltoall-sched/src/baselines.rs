@@ -213,7 +213,8 @@ fn row_flows(matrix: &TrafficMatrix, i: usize) -> Vec<Flow> {
 ///
 /// # Errors
 ///
-/// The bandwidth errors of [`Bandwidth::check`].
+/// The bandwidth errors of [`Bandwidth::check`]; [`ScheduleError::Overflow`] if the simulation
+/// ends beyond the `f64` range (see [`simulate`]).
 ///
 /// # Complexity
 ///

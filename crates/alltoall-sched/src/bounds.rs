@@ -7,8 +7,9 @@ use crate::{Bandwidth, ScheduleError, TrafficMatrix};
 /// The lower bounds on the completion time of one all-to-all, in seconds.
 ///
 /// With one bandwidth they all equal `b_max` of Aurora Theorem 4.2. With per-GPU bandwidths
-/// `paper_literal_s <= port_capacity_s <= one_port_s`, and only `one_port_s` is reachable when a
-/// port carries one transfer at a time (see `docs/algorithms.md`, `## alltoall-sched`).
+/// `port_capacity_s <= one_port_s` and `paper_literal_s <= one_port_s` (the two relaxed bounds
+/// are not ordered between themselves), and only `one_port_s` is reachable when a port
+/// carries one transfer at a time (see `docs/algorithms.md`, `## alltoall-sched`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LowerBounds {
     /// `max` over GPUs of `sum_j d_ij / min(B_i, B_j)` (sending) or `sum_i d_ij / min(B_i, B_j)`
@@ -95,8 +96,13 @@ pub fn lower_bounds(
 ) -> Result<LowerBounds, ScheduleError> {
     let one_port_s = lower_bound_s(matrix, bandwidth)?;
     let port = |i: usize, _: usize| bandwidth.port_at(i);
-    let port_capacity_s = line_times(matrix, port, |_, j| bandwidth.port_at(j)).max_s();
-    let paper_literal_s = line_times(matrix, port, port).max_s();
+    // Each term is at most its `one_port_s` term, so the exact sums are too; `min` removes the
+    // rounding that put a relaxed bound one ulp above the tight one (found by fuzzing: integer
+    // matrices get the tight bound from exact integer sums, the others from `f64` sums).
+    let port_capacity_s = line_times(matrix, port, |_, j| bandwidth.port_at(j))
+        .max_s()
+        .min(one_port_s);
+    let paper_literal_s = line_times(matrix, port, port).max_s().min(one_port_s);
     Ok(LowerBounds {
         one_port_s,
         port_capacity_s,

@@ -52,7 +52,8 @@ impl ExpertDispatch {
     /// # Errors
     ///
     /// [`ScheduleError::Cost`] for a negative or non-finite `bytes_per_token`;
-    /// [`ScheduleError::InvalidTraffic`] if a product overflows to infinity.
+    /// [`ScheduleError::InvalidTraffic`] if a product overflows to infinity, and the errors of
+    /// [`TrafficMatrix::from_rows`] (a ragged or negative table, a line sum beyond `f64`).
     pub fn traffic(&self, bytes_per_token: f64) -> Result<TrafficMatrix, ScheduleError> {
         let b = check_non_negative("bytes per token", bytes_per_token)?;
         let rows: Vec<Vec<f64>> = self
@@ -90,8 +91,9 @@ impl ExpertDispatch {
 /// or `node_of_gpu` does not have one entry per GPU or a row of `routed` one entry per expert;
 /// [`ScheduleError::OutOfRange`] for an expert id `>=` the expert count;
 /// [`ScheduleError::NoReplica`] for an expert no GPU holds; [`ScheduleError::InvalidTraffic`]
-/// for a negative or non-finite token count.
-/// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
+/// for a negative or non-finite token count; [`ScheduleError::TooLarge`] above
+/// [`crate::MAX_GPUS`] GPUs; [`ScheduleError::Overflow`] if the tokens a GPU sends to another
+/// or computes exceed the `f64` range.
 ///
 /// # Complexity
 ///
@@ -160,6 +162,20 @@ pub fn dispatch_tokens(
         let candidates = if near.is_empty() { all } else { &near };
         let dst = least_loaded(candidates, &load);
         out.assign(src, dst, expert, t, &mut load);
+    }
+    // Counts near `f64::MAX` added up to infinity (found by fuzzing). The entries are partial
+    // sums of the loads, so finite loads and computed totals cover them.
+    let totals = out.computed_tokens();
+    let sent = out.gpu_tokens.iter().flatten();
+    if !load
+        .iter()
+        .chain(&totals)
+        .chain(sent)
+        .all(|x| x.is_finite())
+    {
+        return Err(ScheduleError::Overflow {
+            what: "tokens a GPU sends or computes",
+        });
     }
     Ok(out)
 }

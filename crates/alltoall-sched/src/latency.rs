@@ -32,11 +32,15 @@ pub struct ParetoPoint {
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Cost`] for a negative or non-finite `alpha_s`; bandwidth errors.
+/// [`ScheduleError::Cost`] for a negative or non-finite `alpha_s` or transfer size;
+/// [`ScheduleError::TooLarge`] for a timetable of more than [`crate::MAX_GPUS`] GPUs;
+/// [`ScheduleError::UnknownGpu`] for a transfer naming a GPU `>= n`;
+/// [`ScheduleError::Overflow`] if a re-timed transfer would end beyond the `f64` range;
+/// bandwidth errors.
 ///
 /// # Complexity
 ///
-/// `O(P log P)` time for `P` transfers.
+/// `O(n + P log P)` time for `P` transfers.
 ///
 /// # Examples
 ///
@@ -54,6 +58,8 @@ pub fn with_latency(
     alpha_s: f64,
 ) -> Result<Timetable, ScheduleError> {
     check_alpha(alpha_s)?;
+    // The fields are public: check `n` before allocating two ports per GPU.
+    crate::error::check_gpus("GPUs of a timetable", timetable.n)?;
     bandwidth.check(timetable.n)?;
     let n = timetable.n;
     let mut order: Vec<usize> = (0..timetable.transfers.len()).collect();
@@ -73,8 +79,15 @@ pub fn with_latency(
                 n,
             });
         }
+        check_non_negative("transfer size (bytes)", t.bytes)?;
         t.start_s = free[t.src].max(free[n + t.dst]);
         t.end_s = t.start_s + alpha_s + t.bytes / bandwidth.rate_at(t.src, t.dst);
+        // Starts are earlier ends, so a finite end keeps every time finite.
+        if !t.end_s.is_finite() {
+            return Err(ScheduleError::Overflow {
+                what: "a transfer's end time with latency (s)",
+            });
+        }
         free[t.src] = t.end_s;
         free[n + t.dst] = t.end_s;
     }

@@ -62,9 +62,10 @@ impl TrafficMatrix {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::Empty`], [`ScheduleError::NotSquare`], and
+    /// [`ScheduleError::Empty`], [`ScheduleError::NotSquare`],
     /// [`ScheduleError::InvalidTraffic`] naming the first NaN, infinite or negative entry (the
-    /// diagonal is checked too, then ignored).
+    /// diagonal is checked too, then ignored), and [`ScheduleError::Overflow`] if a row or
+    /// column sum exceeds the `f64` range.
     pub fn from_rows(rows: &[Vec<f64>]) -> Result<Self, ScheduleError> {
         let n = check_shape(rows.iter().map(Vec::len), rows.len())?;
         Self::from_flat_f64(n, rows.iter().flatten().copied().collect())
@@ -102,6 +103,7 @@ impl TrafficMatrix {
             check_traffic(k / n, k % n, value)?;
         }
         zero_diagonal(&mut flat, n);
+        check_line_sums(&flat, n)?;
         let integral = flat.iter().all(|&v| v.fract() == 0.0 && v < EXACT_F64_INT);
         let entries = if integral {
             // Exact: every value is a non-negative integer below 2^53.
@@ -415,6 +417,22 @@ fn check_shape(lens: impl Iterator<Item = usize>, n: usize) -> Result<usize, Sch
         }
     }
     Ok(n)
+}
+
+/// Checks that every row and column sum of `f64` entries is finite, summed in the order
+/// [`TrafficMatrix::send_totals`] and [`TrafficMatrix::receive_totals`] use, so those totals
+/// and every bound built on them are finite (two entries near `f64::MAX` in one line made them
+/// infinite; found by fuzzing).
+fn check_line_sums(flat: &[f64], n: usize) -> Result<(), ScheduleError> {
+    let row = |i: usize| (0..n).map(|j| flat[i * n + j]).sum::<f64>();
+    let col = |j: usize| (0..n).map(|i| flat[i * n + j]).sum::<f64>();
+    if (0..n).all(|g| row(g).is_finite() && col(g).is_finite()) {
+        Ok(())
+    } else {
+        Err(ScheduleError::Overflow {
+            what: "a row or column sum of bytes (f64)",
+        })
+    }
 }
 
 fn zero_diagonal<T: Default>(flat: &mut [T], n: usize) {

@@ -46,7 +46,7 @@ pub fn non_preemptive(
 ) -> Result<Timetable, ScheduleError> {
     let ticks = Ticks::new(matrix, bandwidth)?;
     ticks.check_greedy_fits()?;
-    Ok(starts_to_timetable(&ticks, &best_greedy(&ticks)))
+    starts_to_timetable(&ticks, &best_greedy(&ticks)).finite()
 }
 
 /// The shorter of the two greedy list schedules.

@@ -31,7 +31,8 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// # Errors
 ///
 /// [`ScheduleError::SizeMismatch`] / [`ScheduleError::InvalidBandwidth`] for a bad bandwidth
-/// model; [`ScheduleError::Overflow`] if integer line sums exceed `u64`;
+/// model; [`ScheduleError::Overflow`] if integer line sums exceed `u64` or a time exceeds the
+/// `f64` range (for example integer bytes over a bandwidth of 5e-324 B/s);
 /// [`ScheduleError::Underflow`] if the bound of a non-integer or per-GPU model is below the
 /// smallest normal `f64` for non-zero traffic.
 ///
@@ -69,7 +70,8 @@ pub fn optimal(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<Timetabl
             let (pieces, _) = decompose(ticks.n, &ticks.q, &ticks.q)?;
             pieces_to_timetable(&ticks, &pieces)
         }
-    };
+    }
+    .finite()?;
     debug_assert_eq!(timetable.validate(matrix, bandwidth), Ok(()));
     Ok(timetable)
 }

@@ -29,7 +29,9 @@ pub struct Replay {
 ///
 /// # Errors
 ///
-/// [`ScheduleError::SizeMismatch`] if `plan.n != actual.n()`, and the errors of [`simulate`].
+/// [`ScheduleError::SizeMismatch`] if `plan.n != actual.n()`, the errors of [`simulate`] and
+/// [`crate::lower_bound_s`], and [`ScheduleError::Cost`] (`NonFinite`) if the slowdown exceeds
+/// the `f64` range.
 ///
 /// # Complexity
 ///
@@ -60,7 +62,7 @@ pub fn replay(
         planned[t.src * n + t.dst] += t.bytes;
     }
     let mut orders: Vec<Vec<Flow>> = plan
-        .send_orders()
+        .send_orders()?
         .into_iter()
         .map(|list| {
             list.into_iter()
@@ -80,7 +82,8 @@ pub fn replay(
     let makespan_s = timetable.makespan_s();
     let lower_bound_s = lower_bound_s(actual, bandwidth)?;
     let slowdown = if lower_bound_s > 0.0 {
-        makespan_s / lower_bound_s
+        // A subnormal bound can make the ratio overflow.
+        comm_cost_model::check_finite_result("replay slowdown", makespan_s / lower_bound_s)?
     } else {
         1.0
     };

@@ -14,6 +14,14 @@ use crate::{Bandwidth, ScheduleError, TrafficMatrix, lower_bound_s};
 /// Ticks of the largest line of a scaled (non-exact) model.
 const SCALED_LINE_TICKS: f64 = (1u64 << 48) as f64;
 
+/// `2^-900` s: below it a scaled model counts time in a power-of-two unit near the bound.
+const TINY_BOUND_S: f64 = f64::from_bits((1023 - 900) << 52);
+
+/// The largest power of two at most `x`, for a normal positive `x` (its exponent alone).
+fn power_of_two_at_most(x: f64) -> f64 {
+    f64::from_bits(x.to_bits() & 0x7FF0_0000_0000_0000)
+}
+
 /// The durations of a traffic matrix in integer ticks, and how to turn ticks into seconds.
 #[derive(Debug, Clone)]
 pub(crate) struct Ticks {
@@ -28,8 +36,11 @@ pub(crate) struct Ticks {
     pub bound_s: f64,
     /// Whether one tick is one byte (integer bytes, one bandwidth).
     pub exact: bool,
-    /// Exact model: the bandwidth (ticks per second). Scaled model: seconds per tick.
+    /// Exact model: the bandwidth (ticks per second). Scaled model: `unit`s per tick.
     tick_factor: f64,
+    /// Scaled model: the unit of time of `tick_factor`, a power of two (1 unless the bound is
+    /// below [`TINY_BOUND_S`]).
+    unit: f64,
 }
 
 impl Ticks {
@@ -45,28 +56,47 @@ impl Ticks {
             .collect();
         if let (Some(entries), Some(b)) = (matrix.integer_entries(), bandwidth.as_uniform()) {
             let line_ticks = max_line_sum_u64(entries, n)?;
+            // As `lower_bound_s`: a bandwidth like 5e-324 B/s puts the bound beyond `f64`
+            // (found by fuzzing: `optimal` returned infinite times).
+            let bound_s = line_ticks as f64 / b;
+            if !bound_s.is_finite() {
+                return Err(ScheduleError::Overflow {
+                    what: "a port's busy time in seconds",
+                });
+            }
             return Ok(Self {
                 n,
                 q: entries.to_vec(),
                 bytes,
                 line_ticks,
-                bound_s: line_ticks as f64 / b,
+                bound_s,
                 exact: true,
                 tick_factor: b,
+                unit: 1.0,
             });
         }
         let rate = |i: usize, j: usize| bandwidth.rate_at(i, j);
         let bound_s = lower_bound_s(matrix, bandwidth)?;
-        // A subnormal (or underflowed) bound has too few significant bits to scale ticks by:
-        // `2^48 / bound_s` overflows and pair times round to zero (issue 13: bandwidth 1e308
-        // with tiny byte counts).
+        // A subnormal (or underflowed) bound has too few significant bits to scale ticks by
+        // (issue 13: bandwidth 1e308 with tiny byte counts).
         if bound_s < f64::MIN_POSITIVE && bytes.iter().any(|&b| b > 0.0) {
             return Err(ScheduleError::Underflow {
                 what: "the lower bound in seconds (bytes / bandwidth)",
             });
         }
-        let scale = if bound_s > 0.0 {
-            SCALED_LINE_TICKS / bound_s
+        // Below 2^-900 s the tick length `bound / 2^48` nears the subnormal range, where times
+        // lose their precision (and `2^48 / bound` overflows below 1.6e-294 s; every pair then
+        // saturated at `u64::MAX` ticks, an `Overflow` as soon as a line had two pairs). Such a
+        // bound is measured in a power-of-two unit of time instead, which scales exactly;
+        // above it the unit is 1 and nothing changes.
+        let unit = if bound_s > 0.0 && bound_s < TINY_BOUND_S {
+            power_of_two_at_most(bound_s)
+        } else {
+            1.0
+        };
+        let scaled_bound = bound_s / unit;
+        let scale = if scaled_bound > 0.0 {
+            SCALED_LINE_TICKS / scaled_bound
         } else {
             0.0
         };
@@ -80,7 +110,7 @@ impl Ticks {
                     // `t <= bound_s`, so this is at most about 2^48; a saturated value would
                     // be caught as a line-sum overflow.
                     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                    let ticks = (t * scale).ceil().max(1.0) as u64;
+                    let ticks = (t / unit * scale).ceil().max(1.0) as u64;
                     ticks
                 } else {
                     0
@@ -89,7 +119,7 @@ impl Ticks {
             .collect();
         let line_ticks = max_line_sum_u64(&q, n)?;
         let tick_factor = if line_ticks > 0 {
-            bound_s / line_ticks as f64
+            scaled_bound / line_ticks as f64
         } else {
             0.0
         };
@@ -101,6 +131,7 @@ impl Ticks {
             bound_s,
             exact: false,
             tick_factor,
+            unit,
         })
     }
 
@@ -127,7 +158,7 @@ impl Ticks {
         } else if tick == self.line_ticks {
             self.bound_s
         } else {
-            tick as f64 * self.tick_factor
+            tick as f64 * self.tick_factor * self.unit
         }
     }
 

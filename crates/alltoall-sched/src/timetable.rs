@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::error::check_size;
+use crate::error::{check_gpus, check_size};
 use crate::{Bandwidth, ScheduleError, TrafficMatrix};
 
 /// Relative tolerance of the validator on times, rates and byte sums.
@@ -119,6 +119,11 @@ impl Timetable {
     ///
     /// This is the per-GPU all-to-all time `|N_i|` of Aurora Eq. 1.
     ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::TooLarge`] if `n` exceeds [`crate::MAX_GPUS`] (the fields are public,
+    /// so `n` is checked before `n` entries are allocated).
+    ///
     /// # Complexity
     ///
     /// `O(n + P)` time for `P` transfers.
@@ -129,10 +134,11 @@ impl Timetable {
     /// use alltoall_sched::{Timetable, Transfer};
     /// let t = |src, dst, end_s| Transfer { src, dst, bytes: 1.0, start_s: 0.0, end_s };
     /// let plan = Timetable { n: 3, transfers: vec![t(0, 1, 2.0), t(1, 0, 1.0)] };
-    /// assert_eq!(plan.port_finish_times(), vec![2.0, 2.0, 0.0]);
+    /// assert_eq!(plan.port_finish_times()?, vec![2.0, 2.0, 0.0]);
+    /// # Ok::<(), alltoall_sched::ScheduleError>(())
     /// ```
-    #[must_use]
-    pub fn port_finish_times(&self) -> Vec<f64> {
+    pub fn port_finish_times(&self) -> Result<Vec<f64>, ScheduleError> {
+        check_gpus("GPUs of a timetable", self.n)?;
         let mut finish = vec![0.0_f64; self.n];
         for t in &self.transfers {
             for gpu in [t.src, t.dst] {
@@ -141,12 +147,32 @@ impl Timetable {
                 }
             }
         }
-        finish
+        Ok(finish)
     }
 
-    /// Each GPU's transfers in the order it sends them (by start time).
-    #[must_use]
-    pub fn send_orders(&self) -> Vec<Vec<Transfer>> {
+    /// Each GPU's transfers in the order it sends them (by start time; `n` lists, transfers
+    /// naming a sender `>= n` are left out).
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::TooLarge`] if `n` exceeds [`crate::MAX_GPUS`].
+    ///
+    /// # Complexity
+    ///
+    /// `O(n + P log P)` time for `P` transfers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use alltoall_sched::{Timetable, Transfer};
+    /// let t = |src, dst, start_s| Transfer { src, dst, bytes: 1.0, start_s, end_s: start_s + 1.0 };
+    /// let plan = Timetable { n: 2, transfers: vec![t(0, 1, 1.0), t(1, 0, 0.0)] };
+    /// let orders = plan.send_orders()?;
+    /// assert_eq!((orders[0][0].dst, orders[1][0].dst), (1, 0));
+    /// # Ok::<(), alltoall_sched::ScheduleError>(())
+    /// ```
+    pub fn send_orders(&self) -> Result<Vec<Vec<Transfer>>, ScheduleError> {
+        check_gpus("GPUs of a timetable", self.n)?;
         let mut orders = vec![Vec::new(); self.n];
         for t in &self.transfers {
             if let Some(list) = orders.get_mut(t.src) {
@@ -156,7 +182,20 @@ impl Timetable {
         for list in &mut orders {
             list.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
         }
-        orders
+        Ok(orders)
+    }
+
+    /// `self` if every time is finite, else an `Overflow` (a schedule ending beyond the `f64`
+    /// range, such as a greedy one ending after twice a bound near `f64::MAX`). Starts are
+    /// earlier ends or zero, so checking the ends covers them.
+    pub(crate) fn finite(self) -> Result<Self, ScheduleError> {
+        if self.transfers.iter().all(|t| t.end_s.is_finite()) {
+            Ok(self)
+        } else {
+            Err(ScheduleError::Overflow {
+                what: "a transfer's end time in seconds",
+            })
+        }
     }
 
     /// Sorts transfers by start time, then sender, then receiver.

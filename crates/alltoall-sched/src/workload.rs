@@ -111,8 +111,8 @@ pub fn zipf_batch(
 ///
 /// [`ScheduleError::Empty`] for no GPU; [`ScheduleError::InvalidTraffic`] (source 0) for a
 /// negative or non-finite token count; [`ScheduleError::Cost`] for a negative or non-finite
-/// noise.
-/// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
+/// noise; [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs;
+/// [`ScheduleError::Overflow`] if a noisy count exceeds the `f64` range.
 ///
 /// # Complexity
 ///
@@ -138,14 +138,21 @@ pub fn router_trace(
     let noise = check_non_negative("router trace noise", noise)?;
 
     let mut rng = seeded_rng(seed, NOISE_STREAM);
-    Ok(shares
+    let trace: Vec<Vec<f64>> = shares
         .into_iter()
         .map(|row| {
             row.into_iter()
                 .map(|t| (t * rng.random_range((1.0 - noise).max(0.0)..=1.0 + noise)).round())
                 .collect()
         })
-        .collect())
+        .collect();
+    // A count near `f64::MAX` times noise above 1 is infinite (found by fuzzing).
+    if trace.iter().flatten().any(|t| !t.is_finite()) {
+        return Err(ScheduleError::Overflow {
+            what: "tokens of a router trace",
+        });
+    }
+    Ok(trace)
 }
 
 /// Traffic a plan made on `base` meets when a fraction `noise` of it comes from other

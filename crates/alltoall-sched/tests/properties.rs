@@ -106,12 +106,12 @@ fn check_all_algorithms(d: &TrafficMatrix, b: &Bandwidth) -> Result<(), TestCase
 
 /// Simulating a contention-free timetable's order with its start times reproduces it.
 fn check_simulator_agrees(t: &Timetable, b: &Bandwidth) -> Result<(), TestCaseError> {
-    let sim = simulate(&timetable_flows(t, true), b).unwrap();
+    let sim = simulate(&timetable_flows(t, true).unwrap(), b).unwrap();
     prop_assert_eq!(sim.pieces(), t.pieces());
     let tol = 1e-9 * t.makespan_s().max(f64::MIN_POSITIVE);
     // Compare each sender's sequence of transfers.
-    let planned = t.send_orders().concat();
-    let simulated = sim.send_orders().concat();
+    let planned = t.send_orders().unwrap().concat();
+    let simulated = sim.send_orders().unwrap().concat();
     for (a, s) in planned.iter().zip(&simulated) {
         prop_assert_eq!((a.src, a.dst), (s.src, s.dst));
         prop_assert!((a.start_s - s.start_s).abs() <= tol);

@@ -16,11 +16,13 @@
 mod bounded;
 mod finite;
 mod json;
+mod tally;
 mod values;
 
 pub use bounded::{TIME_LIMIT, within};
 pub use finite::{check_finite, check_finite_json};
 pub use json::{JsonMutation, json_extremes, json_mutation, mutate_json};
+pub use tally::Tally;
 pub use values::{
     FLOAT_EXTREMES, SIZE_EXTREMES, U64_EXTREMES, count, f64_value, finite_f64, u64_value, vec_of,
 };
@@ -78,3 +80,23 @@ where
         Err(e) => panic!("fuzz {name}: {e}"),
     }
 }
+
+/// [`fuzz`] with a fresh [`Tally`] handed to every case, printed after the run: the test
+/// records each entry point it calls (`tally.record("name", &result)`), so the output shows
+/// which share of the cases reached `Ok`.
+///
+/// # Panics
+///
+/// On the first failing case, as [`fuzz`].
+pub fn fuzz_tallied<S, F>(name: &str, strategy: S, test: F)
+where
+    S: Strategy,
+    S::Value: Send + std::fmt::Debug + Clone + 'static,
+    F: Fn(&Tally, S::Value) -> Result<(), String> + Send + Sync + Clone + 'static,
+{
+    let tally = Tally::default();
+    let shared = tally.clone();
+    fuzz(name, strategy, move |value| test(&shared, value));
+    tally.print(name);
+}
+

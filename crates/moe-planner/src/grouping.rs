@@ -43,7 +43,6 @@
 //! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
-use colocation_matching::MAX_PLACEMENT_SLOTS;
 use colocation_matching::{LysiAlgorithm, lysi_assign_with};
 use comm_cost_model::units::{checked_tflop_per_s, megabytes, millis};
 use comm_cost_model::{AlphaBeta, CostModelError, MAX_MATRIX_SIDE, Worker};
@@ -328,24 +327,20 @@ impl GroupSpec {
     ///
     /// # Errors
     ///
-    /// [`PlanError::TooLarge`] for more experts than
-    /// [`MAX_PLACEMENT_SLOTS`] (each expert takes a slot; checked before the per-expert list is
-    /// allocated).
+    /// [`PlanError::Topology`] (`TooLarge`) for more experts than
+    /// [`topology_partition::MAX_EXPERTS`], checked before the per-expert list is allocated.
     pub fn objective(&self) -> Result<AristosObjective, PlanError> {
-        if self.experts.count > MAX_PLACEMENT_SLOTS {
-            return Err(PlanError::TooLarge {
-                what: "experts",
-                limit: MAX_PLACEMENT_SLOTS,
-                value: self.experts.count,
-            });
-        }
+        let objective = AristosObjective::uniform(
+            self.training,
+            self.experts.count,
+            self.experts.flop_per_expert,
+            self.messages_per_edge,
+            megabytes(self.all_to_all_mb),
+            megabytes(self.all_reduce_mb),
+        )?;
         Ok(AristosObjective {
-            training: self.training,
-            expert_flop: vec![self.experts.flop_per_expert; self.experts.count],
-            messages_per_edge: self.messages_per_edge,
-            all_to_all_bytes: megabytes(self.all_to_all_mb),
-            all_reduce_bytes: megabytes(self.all_reduce_mb),
             inference: self.inference,
+            ..objective
         })
     }
 }

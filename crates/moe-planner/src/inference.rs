@@ -498,14 +498,14 @@ impl Workload {
         let n = self.gpus.len();
         let time = exclusive_time(&ExclusiveLayer {
             gate_s: vec![model.gate_s; n],
-            dispatch_s: dispatch.timetable.port_finish_times(),
+            dispatch_s: dispatch.timetable.port_finish_times()?,
             ffn_s: self.ffn_times(model, &on_gpu)?,
-            combine_s: combine.timetable.port_finish_times(),
+            combine_s: combine.timetable.port_finish_times()?,
             aggregation_s: vec![model.aggregation_s; n],
         })?;
         let plan = LayerPlan {
-            dispatch: summary(&dispatch),
-            combine: summary(&combine),
+            dispatch: summary(&dispatch)?,
+            combine: summary(&combine)?,
             inference_time_s: time.inference_time_s,
             experts_of_gpu: Vec::new(),
         };
@@ -533,8 +533,8 @@ impl Workload {
             aggregated_combine_s: combine.makespan_s,
         };
         let plan = LayerPlan {
-            dispatch: summary(&dispatch),
-            combine: summary(&combine),
+            dispatch: summary(&dispatch)?,
+            combine: summary(&combine)?,
             inference_time_s: colocated_timeline(&shared)?.inference_time_s,
             experts_of_gpu: Vec::new(),
         };
@@ -592,14 +592,19 @@ fn experts_of(placement: &[Vec<usize>], m: usize) -> Vec<&[usize]> {
 }
 
 /// The figures and the timetable of a schedule, transfers ordered by sender then start.
-pub(crate) fn summary(plan: &Plan) -> AllToAllSummary {
-    AllToAllSummary {
+pub(crate) fn summary(plan: &Plan) -> Result<AllToAllSummary, PlanError> {
+    Ok(AllToAllSummary {
         lower_bound_s: plan.lower_bound_s,
         makespan_s: plan.makespan_s,
         pieces: plan.pieces,
         nonzero_pairs: plan.nonzero_pairs,
-        timetable: plan.timetable.send_orders().into_iter().flatten().collect(),
-    }
+        timetable: plan
+            .timetable
+            .send_orders()?
+            .into_iter()
+            .flatten()
+            .collect(),
+    })
 }
 
 struct Evaluation {

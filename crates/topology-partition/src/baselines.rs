@@ -23,7 +23,7 @@ use crate::{AristosObjective, Cluster, Partition, TopologyError};
 /// use topology_partition::{one_group_per_node, AristosObjective, Cluster, TrainingConstants};
 /// let cluster = Cluster::perlmutter(2, 32)?;
 /// let c = TrainingConstants { recompute: 0.0, layers: 24, global_batch: 64, moe_every: 2, micro_batch: 4 };
-/// let objective = AristosObjective::uniform(c, 64, 5e9, 2.0, 16e6, 1e6);
+/// let objective = AristosObjective::uniform(c, 64, 5e9, 2.0, 16e6, 1e6)?;
 /// let p = one_group_per_node(&cluster, &objective)?;
 /// assert_eq!(p.groups, vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
 /// # Ok::<(), topology_partition::TopologyError>(())
@@ -51,7 +51,7 @@ pub fn one_group_per_node(
 /// use topology_partition::{whole_world, AristosObjective, Cluster, TrainingConstants};
 /// let cluster = Cluster::perlmutter(2, 32)?;
 /// let c = TrainingConstants { recompute: 0.0, layers: 24, global_batch: 64, moe_every: 2, micro_batch: 4 };
-/// let objective = AristosObjective::uniform(c, 64, 5e9, 2.0, 16e6, 1e6);
+/// let objective = AristosObjective::uniform(c, 64, 5e9, 2.0, 16e6, 1e6)?;
 /// assert_eq!(whole_world(&cluster, &objective)?.groups.len(), 1);
 /// # Ok::<(), topology_partition::TopologyError>(())
 /// ```
@@ -83,7 +83,7 @@ pub fn whole_world(
 /// use topology_partition::{smallest_fitting_groups, AristosObjective, Cluster, TrainingConstants};
 /// let cluster = Cluster::perlmutter(2, 32)?; // 8 GPUs, 32 slots each
 /// let c = TrainingConstants { recompute: 0.0, layers: 24, global_batch: 64, moe_every: 2, micro_batch: 4 };
-/// let objective = AristosObjective::uniform(c, 64, 5e9, 2.0, 16e6, 1e6);
+/// let objective = AristosObjective::uniform(c, 64, 5e9, 2.0, 16e6, 1e6)?;
 /// let p = smallest_fitting_groups(&cluster, &objective)?;
 /// assert_eq!(p.groups, vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]);
 /// # Ok::<(), topology_partition::TopologyError>(())

@@ -1,12 +1,10 @@
 //! Cluster builders: nodes of GPUs with intra- and inter-node alpha-beta, presets, mixes.
 
 use comm_cost_model::units::{FlopPerSecond, megabytes, millis, tflop_per_s};
-use comm_cost_model::{
-    AlphaBeta, CostModelError, MAX_MATRIX_SIDE, SquareMatrix, Worker, check_positive,
-};
+use comm_cost_model::{AlphaBeta, CostModelError, SquareMatrix, Worker, check_positive};
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::check_gpus_per_node;
+use crate::cluster::{check_gpus_per_node, check_workers};
 use crate::{Cluster, TopologyError};
 
 /// One kind of node in a (possibly heterogeneous) cluster.
@@ -81,7 +79,7 @@ impl Cluster {
     /// [`TopologyError::Empty`] for no nodes; [`TopologyError::Value`] (`CountTooSmall`) for a node of
     /// zero GPUs; [`TopologyError::Value`] for non-positive FLOP/s or bad link costs;
     /// [`TopologyError::Value`] (`Overflow`) if the worker count overflows, (`TooLarge`) if it
-    /// exceeds [`MAX_MATRIX_SIDE`] (the alpha and beta matrices hold `n²` entries).
+    /// exceeds [`crate::MAX_WORKERS`] (the alpha and beta matrices hold `n²` entries).
     ///
     /// # Complexity
     ///
@@ -166,7 +164,7 @@ impl Cluster {
     /// # Errors
     ///
     /// [`TopologyError::Value`] (`CountTooSmall`) if `nodes == 0`, (`TooLarge`) beyond
-    /// [`MAX_MATRIX_SIDE`] workers.
+    /// [`crate::MAX_WORKERS`] workers.
     ///
     /// # Complexity
     ///
@@ -182,17 +180,4 @@ impl Cluster {
     pub fn perlmutter(nodes: usize, expert_slots: usize) -> Result<Self, TopologyError> {
         Self::uniform_nodes(nodes, NodeKind::perlmutter(expert_slots))
     }
-}
-
-/// Rejects a worker count whose `n x n` link matrices would not fit (before allocating).
-pub(crate) fn check_workers(n: usize) -> Result<(), TopologyError> {
-    if n > MAX_MATRIX_SIDE {
-        return Err(CostModelError::TooLarge {
-            what: "workers in the cluster",
-            limit: MAX_MATRIX_SIDE as u64,
-            value: n as u64,
-        }
-        .into());
-    }
-    Ok(())
 }

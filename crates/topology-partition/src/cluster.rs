@@ -1,6 +1,6 @@
 //! A cluster of workers joined by alpha-beta links (Aristos Table 1: `W`, `G`, `m_j`, `F_j`).
 
-use comm_cost_model::{AlphaBeta, SquareMatrix, Worker, check_positive};
+use comm_cost_model::{AlphaBeta, SquareMatrix, Worker, check_non_negative, check_positive};
 use petgraph::graph::UnGraph;
 use serde::{Deserialize, Serialize};
 
@@ -65,8 +65,9 @@ impl Cluster {
     /// # Errors
     ///
     /// [`TopologyError::Empty`] for no workers; [`TopologyError::Value`] with
-    /// `SizeMismatch` if `node_of_worker` or a matrix does not have `n` entries (rows), or
-    /// `NotPositive`/`NonFinite` for a worker with bad FLOP/s.
+    /// `SizeMismatch` if `node_of_worker` or a matrix does not have `n` entries (rows),
+    /// `NotPositive`/`NonFinite` for a worker with bad FLOP/s, `TooLarge` for more than
+    /// [`MAX_WORKERS`] workers.
     ///
     /// # Complexity
     ///
@@ -81,6 +82,7 @@ impl Cluster {
         if n == 0 {
             return Err(TopologyError::Empty { what: "cluster" });
         }
+        check_workers(n)?;
         for w in &workers {
             check_positive("worker FLOP/s", w.flop_per_s)?;
         }
@@ -281,12 +283,15 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::Asymmetric`] naming the first asymmetric entry.
+    /// [`TopologyError::Asymmetric`] naming the first asymmetric entry;
+    /// [`TopologyError::Value`] for a negative or non-finite `rel_tol` (a NaN tolerance used
+    /// to accept every matrix).
     ///
     /// # Complexity
     ///
     /// `O(n^2)` time.
     pub fn check_symmetric(&self, rel_tol: f64) -> Result<(), TopologyError> {
+        check_non_negative("relative tolerance", rel_tol)?;
         let n = self.len();
         for (what, m) in [
             ("alpha (s)", &self.alpha_s),
@@ -345,6 +350,20 @@ impl Cluster {
         }
         Ok(graph)
     }
+}
+
+/// Largest number of workers a cluster may have: its two `n x n` link matrices then hold at
+/// most 512 MiB each, and [`crate::lysi_group`] sorts at most 2^25 edges.
+///
+/// Every constructor checks it before allocating (issue 13). It was `2^15`
+/// (`comm_cost_model::MAX_MATRIX_SIDE`), but a cluster at that size needs two 8 GiB matrices
+/// (and LysiGroup 2^29 edges), beyond the fuzz tests' time bound and 8 GB address space, which
+/// pass sizes at the old limit. `2^13` still holds all of Perlmutter (7,168 GPUs).
+pub const MAX_WORKERS: usize = 1 << 13;
+
+/// Rejects a worker count above [`MAX_WORKERS`] (before allocating anything of that size).
+pub(crate) fn check_workers(n: usize) -> Result<(), TopologyError> {
+    crate::error::check_limit("workers in the cluster", n, MAX_WORKERS)
 }
 
 /// Checks that a per-worker list has one entry per worker.

@@ -20,7 +20,7 @@ impl Cluster {
     /// [`TopologyError::Csv`] for a malformed line, an id out of range, a self-pair, a pair
     /// listed twice or a pair missing in both directions; [`TopologyError::Value`] (`BadEntry`)
     /// for a negative or non-finite cost, (`TooLarge`) for more than
-    /// [`comm_cost_model::MAX_MATRIX_SIDE`] workers; as [`Cluster::new`] otherwise.
+    /// [`crate::MAX_WORKERS`] workers; as [`Cluster::new`] otherwise.
     ///
     /// # Complexity
     ///
@@ -50,7 +50,7 @@ impl Cluster {
             return Err(TopologyError::Empty { what: "cluster" });
         }
         // Before allocating three `n x n` tables from the caller's worker count.
-        crate::builders::check_workers(n)?;
+        crate::cluster::check_workers(n)?;
         let cells = n * n;
         let mut alpha = vec![f64::NAN; cells];
         let mut beta = vec![f64::NAN; cells];

@@ -119,3 +119,21 @@ pub enum CsvProblem {
         message: String,
     },
 }
+
+/// Checks a size against its documented limit before anything of that size is allocated
+/// (issue 13): `Value(TooLarge)` above it.
+pub(crate) fn check_limit(
+    what: &'static str,
+    value: usize,
+    limit: usize,
+) -> Result<(), TopologyError> {
+    if value > limit {
+        return Err(CostModelError::TooLarge {
+            what,
+            limit: limit as u64,
+            value: value as u64,
+        }
+        .into());
+    }
+    Ok(())
+}

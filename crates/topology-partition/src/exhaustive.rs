@@ -1,7 +1,7 @@
 //! The exact optimum of small instances, by enumerating every set partition.
 
 use crate::lysigroup::resolve_feasible;
-use crate::objective::evaluate_resolved;
+use crate::objective::{evaluate_resolved, group_costs};
 use crate::{AristosObjective, Cluster, Partition, TopologyError};
 
 /// Largest cluster [`exhaustive_partition`] accepts (Bell(10) = 115 975 partitions).
@@ -28,7 +28,7 @@ pub const EXHAUSTIVE_MAX_WORKERS: usize = 10;
 /// use topology_partition::{exhaustive_partition, lysi_group, AristosObjective, Cluster, TrainingConstants};
 /// let cluster = Cluster::perlmutter(2, 32)?;
 /// let c = TrainingConstants { recompute: 0.0, layers: 24, global_batch: 64, moe_every: 2, micro_batch: 4 };
-/// let objective = AristosObjective::uniform(c, 64, 5e9, 2.0, 16e6, 1e6);
+/// let objective = AristosObjective::uniform(c, 64, 5e9, 2.0, 16e6, 1e6)?;
 /// let best = exhaustive_partition(&cluster, &objective)?;
 /// let lysi = lysi_group(&cluster, &objective)?;
 /// assert!(best.max_objective_s() <= lysi.max_objective_s() * (1.0 + 1e-12));
@@ -39,31 +39,34 @@ pub fn exhaustive_partition(
     objective: &AristosObjective,
 ) -> Result<Partition, TopologyError> {
     let n = cluster.len();
-    if n > EXHAUSTIVE_MAX_WORKERS {
-        return Err(comm_cost_model::CostModelError::TooLarge {
-            what: "workers of the exhaustive search",
-            limit: EXHAUSTIVE_MAX_WORKERS as u64,
-            value: n as u64,
-        }
-        .into());
-    }
+    crate::error::check_limit(
+        "workers of the exhaustive search",
+        n,
+        EXHAUSTIVE_MAX_WORKERS,
+    )?;
     let r = resolve_feasible(cluster, objective)?;
     // Restricted-growth strings: label[i] <= 1 + max(label[..i]).
     let mut label = vec![0usize; n];
-    let mut best: Option<Partition> = None;
+    let mut best: Option<(f64, Vec<Vec<usize>>)> = None;
     loop {
-        let candidate = evaluate_resolved(&r, cluster, groups_of(&label))?;
-        if best
-            .as_ref()
-            .is_none_or(|b| candidate.max_objective_s() < b.max_objective_s())
-        {
-            best = Some(candidate);
+        let mut groups = groups_of(&label);
+        let costs = group_costs(&r, cluster, &mut groups)?;
+        // Infinite when a group is infeasible, or when a feasible group's exact `T` exceeds
+        // `f64`: either way worse than every finite candidate, so never the optimum.
+        let score = costs.iter().map(|c| c.objective_s).fold(0.0, f64::max);
+        if score.is_finite() && best.as_ref().is_none_or(|(b, _)| score < *b) {
+            best = Some((score, groups));
         }
         if !next_labeling(&mut label) {
             break;
         }
     }
-    best.ok_or(TopologyError::Empty { what: "cluster" })
+    match best {
+        Some((_, groups)) => evaluate_resolved(&r, cluster, groups),
+        // The whole cluster is feasible (checked above), so its `T` overflowed, and every
+        // other feasible grouping's too: the error names the whole cluster's.
+        None => evaluate_resolved(&r, cluster, groups_of(&vec![0; n])),
+    }
 }
 
 fn groups_of(label: &[usize]) -> Vec<Vec<usize>> {

@@ -26,7 +26,7 @@
 //! // Expert-parallel groups on 4 Perlmutter nodes (16 A100, 32 expert slots each).
 //! let cluster = Cluster::perlmutter(4, 32)?;
 //! let training = TrainingConstants { recompute: 0.0, layers: 24, global_batch: 256, moe_every: 2, micro_batch: 4 };
-//! let objective = AristosObjective::uniform(training, 64, 8.6e9, 2.0, 16.8e6, 67e6);
+//! let objective = AristosObjective::uniform(training, 64, 8.6e9, 2.0, 16.8e6, 67e6)?;
 //! let groups = lysi_group(&cluster, &objective)?;
 //! let nodes = one_group_per_node(&cluster, &objective)?;
 //! assert!(groups.max_objective_s() <= nodes.max_objective_s());
@@ -60,11 +60,11 @@ mod random;
 
 pub use baselines::{one_group_per_node, smallest_fitting_groups, whole_world};
 pub use builders::{NodeKind, perlmutter_inter, perlmutter_intra};
-pub use cluster::Cluster;
+pub use cluster::{Cluster, MAX_WORKERS};
 pub use comm_cost_model::Worker;
 pub use error::{CsvProblem, TopologyError};
 pub use exhaustive::{EXHAUSTIVE_MAX_WORKERS, exhaustive_partition};
 pub use lysigroup::lysi_group;
-pub use objective::{AristosObjective, GroupCost, TrainingConstants};
+pub use objective::{AristosObjective, GroupCost, MAX_EXPERTS, TrainingConstants};
 pub use partition::Partition;
 pub use random::random_cluster;

@@ -54,7 +54,7 @@ use crate::{AristosObjective, Cluster, Partition, TopologyError};
 /// // Two Perlmutter nodes; 128 experts need 4 GPUs of 32 slots each.
 /// let cluster = Cluster::perlmutter(2, 32)?;
 /// let c = TrainingConstants { recompute: 0.0, layers: 24, global_batch: 64, moe_every: 2, micro_batch: 4 };
-/// let objective = AristosObjective::uniform(c, 128, 5e9, 2.0, 16e6, 0.0);
+/// let objective = AristosObjective::uniform(c, 128, 5e9, 2.0, 16e6, 0.0)?;
 /// let partition = lysi_group(&cluster, &objective)?;
 /// // Each group holds all 128 experts.
 /// for g in &partition.groups {
@@ -386,7 +386,7 @@ mod tests {
         };
         for seed in 0..20 {
             let cluster = random_cluster(3, 0.3, seed).unwrap();
-            let obj = AristosObjective::uniform(training, 24, 5e10, 2.0, 16e6, 64e6);
+            let obj = AristosObjective::uniform(training, 24, 5e10, 2.0, 16e6, 64e6).unwrap();
             let r = obj.resolve(&cluster).unwrap();
             let mut groups = Groups::new(&cluster, &r);
             for (u, v) in sorted_edges(&cluster, r.d) {

@@ -1,7 +1,7 @@
 //! The Aristos objective `T(g)` (Aimuyo, §2.1, Eq. 1–4).
 
 use comm_cost_model::units::{Bytes, Flop, Seconds};
-use comm_cost_model::{check_non_negative, check_positive};
+use comm_cost_model::{CostModelError, check_finite_result, check_non_negative, check_positive};
 use serde::{Deserialize, Serialize};
 
 use crate::partition::check_disjoint;
@@ -34,7 +34,8 @@ impl TrainingConstants {
     /// # Errors
     ///
     /// [`TopologyError::Value`] (`CountTooSmall`) for a zero count; [`TopologyError::Value`] for a negative
-    /// or non-finite `recompute`.
+    /// or non-finite `recompute`, and (`NonFinite`) if `gamma` itself exceeds the `f64` range
+    /// (a `recompute` near `f64::MAX`).
     ///
     /// # Complexity
     ///
@@ -56,9 +57,19 @@ impl TrainingConstants {
         let every = check_count("MoE layer frequency i", self.moe_every, 1)? as f64;
         let micro = check_count("mini-batch b", self.micro_batch, 1)? as f64;
         let world = check_count("effective world size omega", world, 1)? as f64;
-        Ok((2.0 + r) * layers * batch / (every * world * micro))
+        // The denominator is at most (2^64)^3, so gamma is positive; a huge `r` can make it
+        // infinite (found by fuzzing).
+        let gamma = (2.0 + r) * layers * batch / (every * world * micro);
+        Ok(check_finite_result(
+            "gamma(omega) (MoE-layer runs per iteration)",
+            gamma,
+        )?)
     }
 }
+
+/// Most experts [`AristosObjective::uniform`] lists (128 MiB of FLOP counts). A `usize::MAX`
+/// count used to panic or abort on allocation (issue 13).
+pub const MAX_EXPERTS: usize = 1 << 24;
 
 /// Everything Aristos Eq. 2–4 needs besides the cluster.
 ///
@@ -145,13 +156,45 @@ impl Resolved {
 
     /// `C_i` from worker `i`'s summed alphas and betas towards its group of `size`.
     pub(crate) fn member_comm_s(&self, alpha_sum: Seconds, beta_sum: f64, size: usize) -> Seconds {
-        self.eta * (alpha_sum + self.d / size as f64 * beta_sum)
+        // A zero factor gives zero even when the other factor's sum overflowed (0 * inf is
+        // NaN); otherwise a non-finite value means the exact one exceeds `f64`.
+        if self.eta == 0.0 {
+            return 0.0;
+        }
+        let bytes_s = if self.d == 0.0 {
+            0.0
+        } else {
+            self.d / size as f64 * beta_sum
+        };
+        self.eta * (alpha_sum + bytes_s)
     }
 }
 
 impl AristosObjective {
     /// A training objective with `experts` experts of `flop_per_expert` FLOP each.
-    #[must_use]
+    ///
+    /// The values are checked where the objective is used (every algorithm resolves it against
+    /// a cluster first); only the size of the expert list is checked here, before it is
+    /// allocated.
+    ///
+    /// # Errors
+    ///
+    /// [`TopologyError::Value`] (`TooLarge`) for more than [`MAX_EXPERTS`] experts.
+    ///
+    /// # Complexity
+    ///
+    /// `O(experts)` time and space.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use topology_partition::{AristosObjective, TrainingConstants, MAX_EXPERTS};
+    /// let c = TrainingConstants { recompute: 0.0, layers: 24, global_batch: 256, moe_every: 2, micro_batch: 4 };
+    /// let objective = AristosObjective::uniform(c, 64, 8.6e9, 2.0, 16.8e6, 67e6)?;
+    /// assert_eq!(objective.expert_flop.len(), 64);
+    /// assert!(AristosObjective::uniform(c, MAX_EXPERTS + 1, 8.6e9, 2.0, 16.8e6, 67e6).is_err());
+    /// # Ok::<(), topology_partition::TopologyError>(())
+    /// ```
     pub fn uniform(
         training: TrainingConstants,
         experts: usize,
@@ -159,15 +202,16 @@ impl AristosObjective {
         messages_per_edge: f64,
         all_to_all_bytes: Bytes,
         all_reduce_bytes: Bytes,
-    ) -> Self {
-        Self {
+    ) -> Result<Self, TopologyError> {
+        crate::error::check_limit("experts of an objective", experts, MAX_EXPERTS)?;
+        Ok(Self {
             training,
             expert_flop: vec![flop_per_expert; experts],
             messages_per_edge,
             all_to_all_bytes,
             all_reduce_bytes,
             inference: false,
-        }
+        })
     }
 
     /// Validates the objective and resolves the cluster-wide constants.
@@ -180,6 +224,7 @@ impl AristosObjective {
             total += check_positive("expert FLOP f_x", f)?;
         }
         let worst = cluster.worst_link();
+        check_cluster_flop_per_s(cluster)?;
         Ok(Resolved {
             gamma: self.training.gamma(cluster.len())?,
             total_expert_flop: check_positive("total expert FLOP", total)?,
@@ -200,7 +245,9 @@ impl AristosObjective {
     /// [`TopologyError::Empty`] for an empty group or no experts; [`TopologyError::BadWorker`]
     /// for an id out of range or listed twice; [`TopologyError::Value`] for a non-positive
     /// expert FLOP or a negative `eta`, `d` or `d_ar`; [`TopologyError::Value`] (`CountTooSmall`) for zero
-    /// training constants or `groups == 0`.
+    /// training constants or `groups == 0`; [`TopologyError::Value`] (`NonFinite`) if a term
+    /// of `T` exceeds the `f64` range, or the workers' FLOP/s add up to more than
+    /// `f64::MAX / 2`. An infeasible group's `objective_s` is infinite by definition.
     ///
     /// # Complexity
     ///
@@ -212,7 +259,7 @@ impl AristosObjective {
     /// use topology_partition::{AristosObjective, Cluster, TrainingConstants};
     /// let cluster = Cluster::perlmutter(1, 32)?;
     /// let c = TrainingConstants { recompute: 0.0, layers: 2, global_batch: 4, moe_every: 2, micro_batch: 1 };
-    /// let objective = AristosObjective::uniform(c, 64, 312e12, 2.0, 0.0, 0.0);
+    /// let objective = AristosObjective::uniform(c, 64, 312e12, 2.0, 0.0, 0.0)?;
     /// // gamma = 2 · 2 · 4 / (2 · 4 · 1) = 2; pi = 64 · 312e12 / (2 · 312e12) = 32 s.
     /// // eta = 2 messages of 0 bytes to 1 peer: 2 · 9 us.
     /// let cost = objective.group_cost(&cluster, &[0, 1], 1)?;
@@ -228,7 +275,16 @@ impl AristosObjective {
         let r = self.resolve(cluster)?;
         check_count("number of groups", groups, 1)?;
         check_disjoint(cluster.len(), std::iter::once(group))?;
-        Ok(group_cost_resolved(&r, cluster, group, groups))
+        let cost = group_cost_resolved(&r, cluster, group, groups);
+        for (what, value) in [
+            ("compute time pi(g) (s)", cost.compute_s),
+            ("communication time max C_i (s)", cost.communication_s),
+            ("AllReduce time T_rho (s)", cost.all_reduce_s),
+        ] {
+            check_finite_result(what, value)?;
+        }
+        check_feasible_finite(&cost)?;
+        Ok(cost)
     }
 
     /// Evaluates every group of a partition on `T` (with `|G| = groups.len()`).
@@ -237,8 +293,9 @@ impl AristosObjective {
     ///
     /// # Errors
     ///
-    /// As [`AristosObjective::group_cost`]; [`TopologyError::BadWorker`] if a worker is missing
-    /// from the partition or appears twice; [`TopologyError::Empty`] for an empty group.
+    /// As [`AristosObjective::group_cost`] (`NonFinite` only for a feasible group's `T`);
+    /// [`TopologyError::BadWorker`] if a worker is missing from the partition or appears
+    /// twice; [`TopologyError::Empty`] for an empty group.
     ///
     /// # Complexity
     ///
@@ -250,7 +307,7 @@ impl AristosObjective {
     /// use topology_partition::{AristosObjective, Cluster, TrainingConstants};
     /// let cluster = Cluster::perlmutter(2, 32)?;
     /// let c = TrainingConstants { recompute: 0.0, layers: 24, global_batch: 64, moe_every: 2, micro_batch: 4 };
-    /// let objective = AristosObjective::uniform(c, 64, 1e12, 2.0, 8e6, 64e6);
+    /// let objective = AristosObjective::uniform(c, 64, 1e12, 2.0, 8e6, 64e6)?;
     /// let p = objective.evaluate(&cluster, vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]])?;
     /// assert_eq!(p.objective_s[0], p.objective_s[1]);
     /// # Ok::<(), topology_partition::TopologyError>(())
@@ -265,12 +322,29 @@ impl AristosObjective {
     }
 }
 
-/// Evaluates a partition whose constants are already resolved.
+/// Evaluates a partition whose constants are already resolved; a feasible group whose `T`
+/// exceeds the `f64` range is an error.
 pub(crate) fn evaluate_resolved(
     r: &Resolved,
     cluster: &Cluster,
     mut groups: Vec<Vec<usize>>,
 ) -> Result<Partition, TopologyError> {
+    let costs = group_costs(r, cluster, &mut groups)?;
+    costs.iter().try_for_each(check_feasible_finite)?;
+    Ok(Partition {
+        objective_s: costs.iter().map(|c| c.objective_s).collect(),
+        groups,
+    })
+}
+
+/// The cost of every group of a partition (each group sorted in place), checked to cover
+/// every worker once. A feasible group's `T` may be infinite when its exact value exceeds
+/// `f64` (an overflow, never a NaN: see [`Resolved::member_comm_s`]).
+pub(crate) fn group_costs(
+    r: &Resolved,
+    cluster: &Cluster,
+    groups: &mut [Vec<usize>],
+) -> Result<Vec<GroupCost>, TopologyError> {
     check_disjoint(cluster.len(), groups.iter().map(Vec::as_slice))?;
     let covered: usize = groups.iter().map(Vec::len).sum();
     if covered != cluster.len() {
@@ -282,18 +356,38 @@ pub(crate) fn evaluate_resolved(
             problem: "missing from the partition",
         });
     }
-    for g in &mut groups {
+    for g in groups.iter_mut() {
         g.sort_unstable();
     }
     let k = groups.len();
-    let objective_s = groups
+    Ok(groups
         .iter()
-        .map(|g| group_cost_resolved(r, cluster, g, k).objective_s)
-        .collect();
-    Ok(Partition {
-        groups,
-        objective_s,
-    })
+        .map(|g| group_cost_resolved(r, cluster, g, k))
+        .collect())
+}
+
+/// A feasible group's `T` must be finite (issue 13: an overflow used to be reported as an
+/// infinite `T`, which reads as "infeasible"; found by fuzzing).
+fn check_feasible_finite(cost: &GroupCost) -> Result<(), TopologyError> {
+    if cost.feasible {
+        check_finite_result("T(g) of a feasible group (s)", cost.objective_s)?;
+    }
+    Ok(())
+}
+
+/// The workers' FLOP/s must add up to at most `f64::MAX / 2`, so that no group's sum (in any
+/// order) overflows: an infinite sum would make the compute time `pi(g)` zero, silently.
+fn check_cluster_flop_per_s(cluster: &Cluster) -> Result<(), TopologyError> {
+    let total: f64 = cluster.workers().iter().map(|w| w.flop_per_s).sum();
+    if total <= f64::MAX / 2.0 {
+        Ok(())
+    } else {
+        Err(CostModelError::NonFinite {
+            what: "total FLOP/s of the cluster (must stay below f64::MAX / 2)",
+            value: total,
+        }
+        .into())
+    }
 }
 
 /// `T(g)` and its terms, from scratch: `O(|g|^2)`.

@@ -17,7 +17,7 @@ use comm_cost_model::check_count;
 /// # Errors
 ///
 /// [`TopologyError::Value`] (`CountTooSmall`) if `nodes == 0`; [`TopologyError::Value`] if `jitter` is
-/// negative or not finite; (`TooLarge`) beyond [`comm_cost_model::MAX_MATRIX_SIDE`] nodes
+/// negative or not finite; (`TooLarge`) beyond [`crate::MAX_WORKERS`] nodes
 /// (each has at least two workers, so the cluster would be too large anyway).
 ///
 /// # Complexity
@@ -36,7 +36,7 @@ use comm_cost_model::check_count;
 pub fn random_cluster(nodes: usize, jitter: f64, seed: u64) -> Result<Cluster, TopologyError> {
     check_count("nodes", nodes, 1)?;
     // Before one node kind per node is allocated.
-    crate::builders::check_workers(nodes)?;
+    crate::cluster::check_workers(nodes)?;
     let jitter = comm_cost_model::check_non_negative("jitter", jitter)?;
     let mut rng = seeded_rng(seed, 0);
     // (TFLOP/s, expert slots, NVLink GB/s per direction, NVLink latency s)

@@ -3,7 +3,8 @@
 
 use comm_cost_model::{AlphaBeta, CostModelError, MAX_MATRIX_SIDE, SquareMatrix, Worker};
 use topology_partition::{
-    AristosObjective, Cluster, NodeKind, TopologyError, TrainingConstants, lysi_group,
+    AristosObjective, Cluster, NodeKind, TopologyError, TrainingConstants, exhaustive_partition,
+    lysi_group, one_group_per_node, whole_world,
 };
 
 /// `nodes = 1e18` panicked ("capacity overflow"), `1 << 16` and `100000` aborted out of memory.
@@ -47,7 +48,7 @@ fn slot_totals_saturate() {
         moe_every: 2,
         micro_batch: 4,
     };
-    let objective = AristosObjective::uniform(c, 128, 5e9, 2.0, 16e6, 0.0);
+    let objective = AristosObjective::uniform(c, 128, 5e9, 2.0, 16e6, 0.0).unwrap();
     let partition = lysi_group(&cluster, &objective).unwrap();
     assert!(!partition.groups.is_empty());
 }
@@ -72,4 +73,125 @@ fn a_huge_random_cluster_is_too_large() {
             Err(TopologyError::Value(CostModelError::TooLarge { .. }))
         ));
     }
+}
+
+// Found by `tests/fuzz_entry_points.rs` (issue 13, requirement 5), or while writing it.
+
+fn training(recompute: f64) -> TrainingConstants {
+    TrainingConstants {
+        recompute,
+        layers: 24,
+        global_batch: 64,
+        moe_every: 2,
+        micro_batch: 4,
+    }
+}
+
+fn is_non_finite<T: std::fmt::Debug>(r: Result<T, TopologyError>) -> bool {
+    matches!(
+        r,
+        Err(TopologyError::Value(CostModelError::NonFinite { .. }))
+    )
+}
+
+/// Two workers joined by links of `beta` s/byte (both directions), one expert slot each.
+fn pair(flop_per_s: f64, beta: f64) -> Cluster {
+    let w = Worker::new(flop_per_s, 1).unwrap();
+    let m = |v: f64| SquareMatrix::from_fn(2, |i, j| if i == j { 0.0 } else { v }).unwrap();
+    Cluster::new(vec![w, w], vec![0, 1], m(1e-6), m(beta)).unwrap()
+}
+
+/// `gamma` with `recompute = 1e308` was `Ok(inf)`.
+#[test]
+fn an_infinite_gamma_is_non_finite() {
+    assert!(is_non_finite(training(1e308).gamma(4)));
+    assert!(training(1e300).gamma(4).unwrap().is_finite());
+}
+
+/// A feasible group whose `T` overflows (a link of `f64::MAX` s/byte) was reported with
+/// `T = inf`, which reads as "infeasible"; it is now an error, and the exhaustive search
+/// skips such groupings when a finite one exists.
+#[test]
+fn an_overflowing_feasible_group_is_non_finite() {
+    let cluster = pair(1e12, f64::MAX);
+    // Two experts: only the whole cluster holds them.
+    let two = AristosObjective::uniform(training(0.0), 2, 5e9, 2.0, 16e6, 0.0).unwrap();
+    assert!(is_non_finite(lysi_group(&cluster, &two)));
+    assert!(is_non_finite(whole_world(&cluster, &two)));
+    assert!(is_non_finite(exhaustive_partition(&cluster, &two)));
+    assert!(is_non_finite(two.group_cost(&cluster, &[0, 1], 1)));
+    // One group per node is infeasible, which `T = inf` still means.
+    let per_node = one_group_per_node(&cluster, &two).unwrap();
+    assert!(per_node.objective_s.iter().all(|t| t.is_infinite()));
+    // One expert: each worker alone is feasible and finite, and is the optimum.
+    let one = AristosObjective::uniform(training(0.0), 1, 5e9, 2.0, 16e6, 0.0).unwrap();
+    let best = exhaustive_partition(&cluster, &one).unwrap();
+    assert_eq!(best.groups, vec![vec![0], vec![1]]);
+    assert!(best.max_objective_s().is_finite());
+}
+
+/// Two workers of `f64::MAX` FLOP/s: their sum was infinite and the compute time `pi(g)`
+/// silently zero.
+#[test]
+fn an_infinite_flop_total_is_non_finite() {
+    let cluster = pair(f64::MAX, 1e-9);
+    let objective = AristosObjective::uniform(training(0.0), 1, 5e9, 2.0, 16e6, 0.0).unwrap();
+    assert!(is_non_finite(objective.group_cost(&cluster, &[0, 1], 1)));
+    assert!(is_non_finite(lysi_group(&cluster, &objective)));
+}
+
+/// `check_symmetric(NaN)` accepted every matrix.
+#[test]
+fn a_bad_symmetry_tolerance_is_an_error() {
+    let w = Worker::new(1e12, 1).unwrap();
+    let rows = vec![vec![0.0, 1e-6], vec![2e-6, 0.0]];
+    let cluster = Cluster::from_rows(vec![w, w], vec![0, 0], &rows, &rows).unwrap();
+    assert!(is_non_finite(cluster.check_symmetric(f64::NAN)));
+    assert!(is_non_finite(cluster.check_symmetric(f64::INFINITY)));
+    assert!(matches!(
+        cluster.check_symmetric(-1.0),
+        Err(TopologyError::Value(CostModelError::Negative { .. }))
+    ));
+    assert!(matches!(
+        cluster.check_symmetric(0.1),
+        Err(TopologyError::Asymmetric { .. })
+    ));
+}
+
+/// `AristosObjective::uniform(.., usize::MAX, ..)` panicked ("capacity overflow") or aborted
+/// out of memory.
+#[test]
+fn a_huge_uniform_objective_is_too_large() {
+    for experts in [usize::MAX, 1 << 53, topology_partition::MAX_EXPERTS + 1] {
+        assert!(matches!(
+            AristosObjective::uniform(training(0.0), experts, 5e9, 2.0, 16e6, 0.0),
+            Err(TopologyError::Value(CostModelError::TooLarge { .. }))
+        ));
+    }
+}
+
+/// At the old limit (2^15 workers) a cluster needed two 8 GiB matrices; the limit is now
+/// `MAX_WORKERS` = 2^13, which still holds all of Perlmutter (1,792 nodes).
+#[test]
+fn clusters_above_max_workers_are_too_large() {
+    use topology_partition::MAX_WORKERS;
+    let too_large = |r: Result<Cluster, TopologyError>| {
+        matches!(
+            r,
+            Err(TopologyError::Value(CostModelError::TooLarge { .. }))
+        )
+    };
+    assert!(too_large(Cluster::perlmutter(MAX_WORKERS / 4 + 1, 32)));
+    assert!(too_large(Cluster::perlmutter(1 << 13, 32)));
+    let one_big_node = NodeKind {
+        gpus: 1 << 15,
+        ..NodeKind::perlmutter(32)
+    };
+    assert!(too_large(Cluster::uniform_nodes(1, one_big_node)));
+    assert!(too_large(topology_partition::random_cluster(
+        MAX_WORKERS + 1,
+        0.1,
+        0
+    )));
+    assert_eq!(MAX_WORKERS, 8192);
 }

@@ -40,7 +40,7 @@ fn zeros(n: usize) -> SquareMatrix {
 
 /// 2 experts of 1 TFLOP, eta = 1, d = 100 MB, `d_ar` = 1 MB.
 fn objective(training: TrainingConstants) -> AristosObjective {
-    AristosObjective::uniform(training, 2, 1e12, 1.0, 1e8, 1e6)
+    AristosObjective::uniform(training, 2, 1e12, 1.0, 1e8, 1e6).unwrap()
 }
 
 #[test]
@@ -173,19 +173,19 @@ fn bad_inputs_are_typed_errors() {
         Err(TopologyError::Asymmetric { .. })
     ));
     // Three experts, two slots in total.
-    let obj = AristosObjective::uniform(unit_gamma(), 3, 1e12, 1.0, 1e8, 1e6);
+    let obj = AristosObjective::uniform(unit_gamma(), 3, 1e12, 1.0, 1e8, 1e6).unwrap();
     assert!(matches!(
         lysi_group(&c, &obj),
         Err(TopologyError::NoFeasibleGroup { .. })
     ));
-    let no_experts = AristosObjective::uniform(unit_gamma(), 0, 1e12, 1.0, 1e8, 1e6);
+    let no_experts = AristosObjective::uniform(unit_gamma(), 0, 1e12, 1.0, 1e8, 1e6).unwrap();
     assert!(lysi_group(&c, &no_experts).is_err());
     let zero_layers = TrainingConstants {
         layers: 0,
         ..unit_gamma()
     };
     assert!(lysi_group(&c, &objective(zero_layers)).is_err());
-    let bad_d = AristosObjective::uniform(unit_gamma(), 1, 1e12, 1.0, -1.0, 1e6);
+    let bad_d = AristosObjective::uniform(unit_gamma(), 1, 1e12, 1.0, -1.0, 1e6).unwrap();
     assert!(lysi_group(&c, &bad_d).is_err());
     // Partitions that are not partitions.
     let ok = objective(unit_gamma());
@@ -245,7 +245,7 @@ fn study_objective(experts: usize) -> AristosObjective {
         moe_every: 2,
         micro_batch: 8,
     };
-    AristosObjective::uniform(training, experts, 5e10, 2.0, 16e6, 64e6)
+    AristosObjective::uniform(training, experts, 5e10, 2.0, 16e6, 64e6).unwrap()
 }
 
 proptest! {

@@ -291,9 +291,9 @@ impl Experts {
         );
         let time = exclusive_time(&ExclusiveLayer {
             gate_s: vec![self.gate_s; g],
-            dispatch_s: out.1.port_finish_times(),
+            dispatch_s: out.1.port_finish_times()?,
             ffn_s: routed.ffn_s.clone(),
-            combine_s: home.1.port_finish_times(),
+            combine_s: home.1.port_finish_times()?,
             aggregation_s: vec![self.aggregation_s; g],
         })?;
         Ok(Timed {
@@ -316,7 +316,7 @@ impl Experts {
         let timetable = match order {
             Order::Planned => {
                 let plan = schedule(matrix, &self.bandwidth, Algorithm::Optimal, 0)?;
-                return Ok((summary(&plan), plan.timetable));
+                return Ok((summary(&plan)?, plan.timetable));
             }
             Order::Nccl => nccl(matrix, &self.bandwidth, self.gpus_per_node)?,
             Order::Shift => shift(matrix, &self.bandwidth)?,
