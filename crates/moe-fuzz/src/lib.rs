@@ -99,4 +99,3 @@ where
     fuzz(name, strategy, move |value| test(&shared, value));
     tally.print(name);
 }
-

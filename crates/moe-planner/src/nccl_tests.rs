@@ -42,10 +42,10 @@ pub struct NcclTestsRow {
     pub dtype: String,
     /// Out-of-place time, seconds.
     pub seconds: f64,
-    /// Out-of-place algorithm bandwidth, bytes/s.
-    pub algbw_bytes_per_s: f64,
-    /// Out-of-place bus bandwidth, bytes/s.
-    pub busbw_bytes_per_s: f64,
+    /// Out-of-place algorithm bandwidth, bytes/s (`None` when the table has no `algbw` column).
+    pub algbw_bytes_per_s: Option<f64>,
+    /// Out-of-place bus bandwidth, bytes/s (`None` when the table has no `busbw` column).
+    pub busbw_bytes_per_s: Option<f64>,
 }
 
 /// A parsed nccl-tests run.
@@ -111,8 +111,13 @@ fn number(tokens: &[&str], at: usize, line: usize, what: &str) -> Result<f64, Pl
     token
         .parse::<f64>()
         .ok()
-        .filter(|v| v.is_finite())
-        .ok_or_else(|| format_error(line, format!("{what} `{token}` is not a number")))
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| {
+            format_error(
+                line,
+                format!("{what} `{token}` is not a finite non-negative number"),
+            )
+        })
 }
 
 fn header_count(tokens: &[&str], key: &str) -> Option<u64> {
@@ -163,9 +168,17 @@ pub fn parse_nccl_tests(text: &str) -> Result<NcclTestsRun, PlanError> {
                 ));
             }
         }
-        let bw = |at: Option<usize>, what| match at {
-            Some(i) => number(&tokens, i, line, what).map(|v| v * 1e9),
-            None => Ok(f64::NAN),
+        // GB/s in the file; a value near f64::MAX would overflow in bytes/s.
+        let bw = |at: Option<usize>, what| {
+            at.map(|i| {
+                let bytes_per_s = number(&tokens, i, line, what)? * 1e9;
+                if bytes_per_s.is_finite() {
+                    Ok(bytes_per_s)
+                } else {
+                    Err(format_error(line, format!("{what} is too large")))
+                }
+            })
+            .transpose()
         };
         rows.push(NcclTestsRow {
             bytes: number(&tokens, c.size, line, "size")?,
@@ -211,7 +224,11 @@ mod tests {
         assert!((first.seconds - 10.14e-6).abs() < 1e-12);
         // busbw = algbw (p-1)/p for AllGather.
         let last = &run.rows[20];
-        assert!((last.busbw_bytes_per_s / last.algbw_bytes_per_s - 0.875).abs() < 1e-3);
+        let (bus, alg) = (
+            last.busbw_bytes_per_s.unwrap(),
+            last.algbw_bytes_per_s.unwrap(),
+        );
+        assert!((bus / alg - 0.875).abs() < 1e-3);
     }
 
     #[test]
@@ -251,5 +268,27 @@ mod tests {
             parse_nccl_tests(no_ranks),
             Err(PlanError::MissingField { .. })
         ));
+    }
+
+    #[test]
+    fn bandwidths_are_finite_or_absent() {
+        // Found by fuzzing: 1e308 GB/s overflowed to an infinite bytes/s, and a table without
+        // the bandwidth columns carried NaN.
+        let huge = "#  Rank 0\n# size count type redop root time algbw busbw #wrong\n\
+                    8 2 float none -1 10.0 1e308 0.0 0\n";
+        assert!(matches!(
+            parse_nccl_tests(huge),
+            Err(PlanError::Format { line: 3, .. })
+        ));
+        let negative = "#  Rank 0\n# size count type redop root time algbw busbw #wrong\n\
+                        8 2 float none -1 -10.0 0.0 0.0 0\n";
+        assert!(matches!(
+            parse_nccl_tests(negative),
+            Err(PlanError::Format { line: 3, .. })
+        ));
+        let bare =
+            "#  Rank 0\n# size count type redop root time #wrong\n8 2 float none -1 10.0 0\n";
+        let run = parse_nccl_tests(bare).unwrap();
+        assert_eq!(run.rows[0].algbw_bytes_per_s, None);
     }
 }
