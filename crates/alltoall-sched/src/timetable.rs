@@ -1,5 +1,6 @@
 //! Timetables (who sends what to whom, when) and the public validator.
 
+use comm_cost_model::Shown;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -64,7 +65,7 @@ pub enum TimetableViolation {
         reason: &'static str,
     },
     /// A pair received more or fewer bytes than the matrix says.
-    #[error("pair {src}->{dst} delivers {delivered} bytes, the matrix says {expected}")]
+    #[error("pair {src}->{dst} delivers {} bytes, the matrix says {}", Shown(*.delivered), Shown(*.expected))]
     BytesMismatch {
         /// Sending GPU.
         src: usize,
@@ -89,7 +90,9 @@ pub enum TimetableViolation {
     },
     /// A transfer moves its bytes faster than `min(B_src, B_dst)`.
     #[error(
-        "transfer {index} runs at {rate_bytes_per_s} bytes/s, above its link's {limit_bytes_per_s}"
+        "transfer {index} runs at {} bytes/s, above its link's {}",
+        Shown(*.rate_bytes_per_s),
+        Shown(*.limit_bytes_per_s)
     )]
     TooFast {
         /// Index in `transfers`.

@@ -1,5 +1,7 @@
 use thiserror::Error;
 
+use crate::Shown;
+
 /// Everything that can be wrong with the input of a cost-model function.
 ///
 /// Variants name the offending quantity (`what`) so a caller can report one clear line.
@@ -7,7 +9,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum CostModelError {
     /// A quantity was NaN or infinite.
-    #[error("{what} must be finite, got {value}")]
+    #[error("{what} must be finite, got {}", Shown(*.value))]
     NonFinite {
         /// Name of the quantity, with its unit.
         what: &'static str,
@@ -15,7 +17,7 @@ pub enum CostModelError {
         value: f64,
     },
     /// A quantity that must be at least zero was negative.
-    #[error("{what} must be non-negative, got {value}")]
+    #[error("{what} must be non-negative, got {}", Shown(*.value))]
     Negative {
         /// Name of the quantity, with its unit.
         what: &'static str,
@@ -23,7 +25,7 @@ pub enum CostModelError {
         value: f64,
     },
     /// A quantity that must be strictly positive was zero or negative.
-    #[error("{what} must be positive, got {value}")]
+    #[error("{what} must be positive, got {}", Shown(*.value))]
     NotPositive {
         /// Name of the quantity, with its unit.
         what: &'static str,
@@ -32,7 +34,7 @@ pub enum CostModelError {
     },
     /// A quantity was larger than the computation can represent (a bandwidth whose conversion
     /// to bytes per second would overflow `f64`), stated in the unit the user gave.
-    #[error("{what} must be at most {max:.4e}, got {value}")]
+    #[error("{what} must be at most {}, got {}", Shown(*.max), Shown(*.value))]
     AboveMaximum {
         /// Name of the quantity, with its unit.
         what: &'static str,
@@ -70,7 +72,7 @@ pub enum CostModelError {
         what: &'static str,
     },
     /// A least-squares fit produced a parameter outside its physical range.
-    #[error("fitted {what} is negative ({value}); the data do not follow t = alpha + beta * x")]
+    #[error("fitted {what} is negative ({}); the data do not follow t = alpha + beta * x", Shown(*.value))]
     NegativeFit {
         /// The parameter (`alpha (s)` or `beta (s/byte)`).
         what: &'static str,
@@ -89,7 +91,7 @@ pub enum CostModelError {
         value: u64,
     },
     /// A matrix entry was NaN, infinite or negative.
-    #[error("{what}[{row}][{col}] must be finite and non-negative, got {value}")]
+    #[error("{what}[{row}][{col}] must be finite and non-negative, got {}", Shown(*.value))]
     BadEntry {
         /// Which matrix.
         what: &'static str,

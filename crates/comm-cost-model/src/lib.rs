@@ -74,6 +74,7 @@ pub mod piecewise;
 mod rng;
 mod scale;
 mod segments;
+mod shown;
 pub mod timeline;
 pub mod units;
 mod validate;
@@ -84,6 +85,7 @@ pub use count::{checked_product, gcd};
 pub use error::CostModelError;
 pub use matrix::{MAX_MATRIX_SIDE, SquareMatrix};
 pub use rng::{SeededRng, seeded_rng};
+pub use shown::Shown;
 pub use validate::{
     check_count, check_count_u64, check_divides, check_finite_result, check_non_negative,
     check_positive,

@@ -97,8 +97,9 @@ impl<'a> Table<'a> {
             Err(PlanError::Format {
                 line: row.0,
                 message: format!(
-                    "column {}: `{x}` is not a finite non-negative number",
-                    at + 1
+                    "column {}: `{}` is not a finite non-negative number",
+                    at + 1,
+                    comm_cost_model::Shown(x)
                 ),
             })
         }

@@ -1,6 +1,6 @@
 //! The error type of the crate.
 
-use comm_cost_model::CostModelError;
+use comm_cost_model::{CostModelError, Shown};
 use thiserror::Error;
 
 /// Everything that can be wrong with the input of a topology-partition function.
@@ -21,7 +21,7 @@ pub enum TopologyError {
         what: &'static str,
     },
     /// An operation that needs a symmetric alpha-beta matrix got an asymmetric one.
-    #[error("{what} is asymmetric at ({row}, {col}): {forward} vs {backward}")]
+    #[error("{what} is asymmetric at ({row}, {col}): {} vs {}", Shown(*.forward), Shown(*.backward))]
     Asymmetric {
         /// Which matrix.
         what: &'static str,
