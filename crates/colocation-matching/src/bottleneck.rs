@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::allowed::Allowed;
 use crate::error::MatchingError;
 use crate::hopcroft_karp::{BipartiteGraph, MatchingState, NIL};
-use crate::hungarian::hungarian;
+use crate::hungarian::{exact_scale, hungarian};
 use crate::matching::WeightedMatching;
 use crate::matrix::SquareMatrix;
 
@@ -62,7 +62,9 @@ pub struct BottleneckOptions {
 /// # Errors
 ///
 /// [`MatchingError::IndexOutOfRange`] for a forbidden pair outside the matrix;
-/// [`MatchingError::NoPerfectMatching`] when the allowed pairs admit no perfect matching.
+/// [`MatchingError::NoPerfectMatching`] when the allowed pairs admit no perfect matching;
+/// [`MatchingError::Cost`] (`NonFinite`) when the matching's total weight overflows (weights
+/// near `f64::MAX`).
 ///
 /// # Complexity
 ///
@@ -102,16 +104,17 @@ pub fn bottleneck_matching(
             binary_search(weights, &allowed, lower, state)?
         }
     };
-    let optimal = WeightedMatching::new(weights, assignment);
+    let optimal = WeightedMatching::new(weights, assignment)?;
     match options.tie_break {
         TieBreak::Any => Ok(optimal),
         TieBreak::MinTotalWeight => {
             let b = optimal.bottleneck;
+            let scale = exact_scale(b);
             let assignment = hungarian(n, |i, j| {
                 let w = weights.get(i, j)?;
-                (allowed.allows(i, j) && w <= b).then_some(w)
+                (allowed.allows(i, j) && w <= b).then_some(w * scale)
             })?;
-            Ok(WeightedMatching::new(weights, assignment))
+            WeightedMatching::new(weights, assignment)
         }
     }
 }

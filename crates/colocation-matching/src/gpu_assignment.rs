@@ -1,5 +1,6 @@
 //! Assigning exclusive experts to heterogeneous GPUs (Aurora §5.1).
 
+use comm_cost_model::check_finite_result;
 use serde::{Deserialize, Serialize};
 
 use crate::bottleneck::{BottleneckOptions, bottleneck_matching};
@@ -34,7 +35,8 @@ impl ExpertDemand {
     ///
     /// # Errors
     ///
-    /// [`MatchingError::InvalidValue`] for a NaN, infinite or negative `flop_per_byte`.
+    /// [`MatchingError::InvalidValue`] for a NaN, infinite or negative `flop_per_byte`,
+    /// [`MatchingError::Cost`] (`NonFinite`) when an expert's FLOP overflow.
     ///
     /// # Complexity
     ///
@@ -51,16 +53,18 @@ impl ExpertDemand {
     /// ```
     pub fn from_loads(loads: &ExpertLoads, flop_per_byte: f64) -> Result<Vec<Self>, MatchingError> {
         check_weight("FLOP per byte", 0, flop_per_byte)?;
-        Ok(loads
+        loads
             .send_bytes
             .iter()
             .zip(&loads.recv_bytes)
-            .map(|(&send_bytes, &recv_bytes)| Self {
-                send_bytes,
-                recv_bytes,
-                flop: recv_bytes * flop_per_byte,
+            .map(|(&send_bytes, &recv_bytes)| {
+                Ok(Self {
+                    send_bytes,
+                    recv_bytes,
+                    flop: check_finite_result("expert FLOP", recv_bytes * flop_per_byte)?,
+                })
             })
-            .collect())
+            .collect()
     }
 
     pub(crate) fn check(&self, what: &'static str, index: usize) -> Result<(), MatchingError> {
@@ -97,7 +101,10 @@ pub(crate) fn layer_time_s(gpu: &GpuSpec, send: f64, recv: f64, flop: f64) -> f6
 /// # Errors
 ///
 /// [`MatchingError::SizeMismatch`] unless there are as many GPUs as experts,
-/// [`MatchingError::InvalidValue`] / [`MatchingError::NotPositive`] for bad numbers.
+/// [`MatchingError::InvalidValue`] / [`MatchingError::NotPositive`] for bad numbers,
+/// [`MatchingError::Cost`] (`NonFinite`) when a time overflows (huge bytes or FLOP on a
+/// subnormal bandwidth or FLOP/s), `TooLarge` above [`comm_cost_model::MAX_MATRIX_SIDE`]
+/// experts.
 ///
 /// # Complexity
 ///
@@ -123,10 +130,20 @@ pub fn exclusive_time_matrix(
     for (i, e) in experts.iter().enumerate() {
         e.check("expert demand", i)?;
     }
-    Ok(SquareMatrix::from_fn(experts.len(), |e, g| {
+    let mut overflow = None;
+    let times = SquareMatrix::from_fn(experts.len(), |e, g| {
         let x = &experts[e];
-        layer_time_s(&gpus[g], x.send_bytes, x.recv_bytes, x.flop)
-    })?)
+        let t = layer_time_s(&gpus[g], x.send_bytes, x.recv_bytes, x.flop);
+        if !t.is_finite() {
+            overflow.get_or_insert(t);
+        }
+        t
+    });
+    // An overflowing time would be reported as a bad matrix entry; say what it is.
+    if let Some(value) = overflow {
+        check_finite_result("expert time on a GPU (s)", value)?;
+    }
+    Ok(times?)
 }
 
 /// An expert-to-GPU assignment with its slowest GPU's time.

@@ -4,9 +4,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::bottleneck::{BottleneckOptions, TieBreak, bottleneck_matching};
 use crate::dominance::Dominance;
-use comm_cost_model::check_non_negative;
+use comm_cost_model::{MAX_MATRIX_SIDE, check_non_negative};
 
-use crate::error::{MatchingError, check_same_len};
+use crate::error::{MatchingError, check_at_most, check_same_len};
 use crate::loads::ExpertLoads;
 use crate::matrix::SquareMatrix;
 
@@ -176,7 +176,9 @@ pub struct PairingOptions {
 /// # Errors
 ///
 /// [`MatchingError::SizeMismatch`] for different expert counts, [`MatchingError::Cost`] for a NaN,
-/// infinite or negative gate.
+/// infinite or negative gate or a GPU's bytes that overflow (loads near `f64::MAX`),
+/// [`MatchingError::TooLarge`] above [`comm_cost_model::MAX_MATRIX_SIDE`] experts (the candidate
+/// weights take up to `n^2` words, like the matrix they stand for).
 ///
 /// # Complexity
 ///
@@ -204,6 +206,7 @@ pub fn pair_bottleneck(
     options: &PairingOptions,
 ) -> Result<ExpertPairing, MatchingError> {
     check_same_len("experts of model A vs model B", a.len(), b.len())?;
+    check_at_most("experts (Case II pairing)", MAX_MATRIX_SIDE, a.len())?;
     let gate = check_non_negative("gate_b_bytes", options.gate_b_bytes)?;
     let b_of_a = match options.tie_break {
         TieBreak::Any => {

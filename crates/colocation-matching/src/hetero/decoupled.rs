@@ -46,5 +46,5 @@ pub fn colocate_decoupled(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, 
     for a in 0..n {
         gpu_experts[gpu_of[a]] = [a, pairs[a]];
     }
-    Ok(HeteroPlacement::scored(cost, gpu_experts))
+    HeteroPlacement::scored(cost, gpu_experts)
 }

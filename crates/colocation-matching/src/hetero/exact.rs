@@ -104,7 +104,7 @@ impl<C: HyperedgeCost> BranchAndBound<'_, C> {
             for (a, &g) in m.assignment.iter().enumerate() {
                 gpu_experts[g] = [a, pairs[a]];
             }
-            *self.incumbent = HeteroPlacement::scored(cost, gpu_experts);
+            *self.incumbent = HeteroPlacement::scored(cost, gpu_experts)?;
         }
         Ok(())
     }

@@ -6,7 +6,12 @@ use serde::{Deserialize, Serialize};
 
 use super::{HeteroPlacement, HyperedgeCost, colocate_decoupled, matrix_of};
 use crate::bottleneck::{BottleneckOptions, TieBreak, bottleneck_matching};
-use crate::error::MatchingError;
+use crate::error::{MatchingError, check_at_most};
+
+/// Largest [`LocalSearchOptions::restarts`] and [`LocalSearchOptions::max_rounds`]
+/// [`colocate_local_search`] accepts: each restart is a whole descent, so `usize::MAX` of them
+/// never ended.
+pub const LOCAL_SEARCH_MAX_ITERATIONS: usize = 1 << 16;
 
 /// Options of [`colocate_local_search`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,7 +56,9 @@ impl Default for LocalSearchOptions {
 ///
 /// # Errors
 ///
-/// [`MatchingError::InvalidValue`] if `cost` returns a NaN, infinite or negative value.
+/// [`MatchingError::InvalidValue`] if `cost` returns a NaN, infinite or negative value,
+/// [`MatchingError::TooLarge`] for more than [`LOCAL_SEARCH_MAX_ITERATIONS`] restarts or rounds,
+/// and those of [`colocate_decoupled`].
 ///
 /// # Complexity
 ///
@@ -76,6 +83,16 @@ pub fn colocate_local_search(
     cost: &impl HyperedgeCost,
     options: &LocalSearchOptions,
 ) -> Result<HeteroPlacement, MatchingError> {
+    check_at_most(
+        "local search restarts",
+        LOCAL_SEARCH_MAX_ITERATIONS,
+        options.restarts,
+    )?;
+    check_at_most(
+        "local search rounds",
+        LOCAL_SEARCH_MAX_ITERATIONS,
+        options.max_rounds,
+    )?;
     let start = colocate_decoupled(cost)?;
     let mut best = Search::new(cost, &start.gpu_experts, options);
     best.descend(options.max_rounds)?;
@@ -96,7 +113,7 @@ pub fn colocate_local_search(
             best = trial;
         }
     }
-    Ok(HeteroPlacement::scored(cost, best.placement()))
+    HeteroPlacement::scored(cost, best.placement())
 }
 
 /// A start placing `side`'s experts by a bottleneck matching of `min over partners` costs, the

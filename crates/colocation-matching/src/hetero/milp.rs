@@ -18,8 +18,10 @@ pub const MILP_MAX_GPUS: usize = 6;
 ///
 /// # Errors
 ///
-/// [`MatchingError::TooLarge`] above [`MILP_MAX_GPUS`], [`MatchingError::InvalidValue`] for a bad
-/// cost, [`MatchingError::Solver`] if microlp fails.
+/// [`MatchingError::Empty`] for no GPU, [`MatchingError::TooLarge`] above [`MILP_MAX_GPUS`],
+/// [`MatchingError::InvalidValue`] for a bad
+/// cost, [`MatchingError::Solver`] if microlp fails. Extreme magnitudes never reach the solver:
+/// costs are scaled to `[0, 1]` first.
 ///
 /// # Complexity
 ///
@@ -37,6 +39,11 @@ pub const MILP_MAX_GPUS: usize = 6;
 /// ```
 pub fn colocate_milp(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, MatchingError> {
     let n = cost.size();
+    if n == 0 {
+        return Err(MatchingError::Empty {
+            what: "hyperedge costs",
+        });
+    }
     check_at_most("colocating + heterogeneous MILP (GPUs)", MILP_MAX_GPUS, n)?;
     let index = |a: usize, b: usize, g: usize| (a * n + b) * n + g;
     let mut vars = ProblemVariables::new();
@@ -44,6 +51,15 @@ pub fn colocate_milp(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, Match
         .map(|_| vars.add(variable().binary()))
         .collect();
     let z = vars.add(variable().min(0.0));
+    // Costs relative to the largest one: the solver sees coefficients in [0, 1] whatever the
+    // magnitudes (costs near f64::MAX made its sums overflow), and the argmin is unchanged.
+    let mut costs = Vec::with_capacity(n * n * n);
+    for k in 0..n * n * n {
+        let (a, b, g) = (k / (n * n), k / n % n, k % n);
+        costs.push(check_weight("hyperedge cost", k, cost.cost_s(a, b, g))?);
+    }
+    let largest = costs.iter().copied().fold(0.0, f64::max);
+    let norm = if largest > 0.0 { largest } else { 1.0 };
     let mut model = vars.minimise(z).using(microlp);
     let sum = |f: &dyn Fn(usize, usize) -> usize| -> Expression {
         (0..n)
@@ -58,8 +74,7 @@ pub fn colocate_milp(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, Match
         let mut load = Expression::default();
         for a in 0..n {
             for b in 0..n {
-                let c = check_weight("hyperedge cost", index(a, b, k), cost.cost_s(a, b, k))?;
-                load += c * x[index(a, b, k)];
+                load += costs[index(a, b, k)] / norm * x[index(a, b, k)];
             }
         }
         model = model.with(constraint!(z >= load));
@@ -77,5 +92,5 @@ pub fn colocate_milp(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, Match
             }
         }
     }
-    Ok(HeteroPlacement::scored(cost, gpu_experts))
+    HeteroPlacement::scored(cost, gpu_experts)
 }

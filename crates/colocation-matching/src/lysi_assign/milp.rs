@@ -44,7 +44,7 @@ pub fn lysi_assign_milp(
     check_at_most(
         "LysiAssign MILP (experts × workers)",
         LYSI_MILP_MAX_VARIABLES,
-        nx * nw,
+        nx.saturating_mul(nw),
     )?;
     let mut vars = ProblemVariables::new();
     let y: Vec<Variable> = (0..nx * nw)
