@@ -11,7 +11,7 @@ use crate::error::{MatchingError, check_at_most};
 /// Largest [`LocalSearchOptions::restarts`] and [`LocalSearchOptions::max_rounds`]
 /// [`colocate_local_search`] accepts: each restart is a whole descent, so `usize::MAX` of them
 /// never ended.
-pub const LOCAL_SEARCH_MAX_ITERATIONS: usize = 1 << 16;
+pub const LOCAL_SEARCH_MAX_ITERATIONS: usize = 1 << 12;
 
 /// Options of [`colocate_local_search`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
