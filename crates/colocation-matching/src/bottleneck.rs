@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::allowed::Allowed;
 use crate::error::MatchingError;
 use crate::hopcroft_karp::{BipartiteGraph, MatchingState, NIL};
-use crate::hungarian::{exact_scale, hungarian};
+use crate::hungarian::hungarian;
 use crate::matching::WeightedMatching;
 use crate::matrix::SquareMatrix;
 
@@ -93,6 +93,16 @@ pub fn bottleneck_matching(
     weights: &SquareMatrix,
     options: &BottleneckOptions,
 ) -> Result<WeightedMatching, MatchingError> {
+    WeightedMatching::new(weights, bottleneck_assignment(weights, options)?)
+}
+
+/// [`bottleneck_matching`]'s assignment (`assignment[row] = column`) without its figures: the
+/// crate's solvers need only the assignment, whose total weight may overflow where the
+/// bottleneck does not.
+pub(crate) fn bottleneck_assignment(
+    weights: &SquareMatrix,
+    options: &BottleneckOptions,
+) -> Result<Vec<usize>, MatchingError> {
     let n = weights.n();
     let allowed = Allowed::new(n, &options.forbidden)?;
     let lower = lower_bound(weights, &allowed)?;
@@ -104,19 +114,25 @@ pub fn bottleneck_matching(
             binary_search(weights, &allowed, lower, state)?
         }
     };
-    let optimal = WeightedMatching::new(weights, assignment)?;
     match options.tie_break {
-        TieBreak::Any => Ok(optimal),
+        TieBreak::Any => Ok(assignment),
         TieBreak::MinTotalWeight => {
-            let b = optimal.bottleneck;
-            let scale = exact_scale(b);
-            let assignment = hungarian(n, |i, j| {
+            let b = chosen_max(weights, &assignment);
+            hungarian(n, |i, j| {
                 let w = weights.get(i, j)?;
-                (allowed.allows(i, j) && w <= b).then_some(w * scale)
-            })?;
-            WeightedMatching::new(weights, assignment)
+                (allowed.allows(i, j) && w <= b).then_some(w)
+            })
         }
     }
+}
+
+/// The largest weight an assignment uses.
+pub(crate) fn chosen_max(weights: &SquareMatrix, assignment: &[usize]) -> f64 {
+    assignment
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &j)| weights.get(i, j))
+        .fold(0.0, f64::max)
 }
 
 /// `max(max_i min_j w_ij, max_j min_i w_ij)` over allowed pairs: every row and every column

@@ -3,7 +3,7 @@
 use comm_cost_model::check_finite_result;
 use serde::{Deserialize, Serialize};
 
-use crate::bottleneck::{BottleneckOptions, bottleneck_matching};
+use crate::bottleneck::{BottleneckOptions, bottleneck_assignment, chosen_max};
 use crate::error::{MatchingError, check_positives, check_same_len, check_weight, check_weights};
 use crate::loads::ExpertLoads;
 use crate::matrix::SquareMatrix;
@@ -245,16 +245,16 @@ pub(crate) fn descending(values: &[f64]) -> Vec<usize> {
 
 /// Exact GPU assignment minimizing the slowest GPU for any per-(expert, GPU) time matrix.
 ///
-/// Generalizes Aurora Theorem 5.1: a [`bottleneck_matching`] of `times[e][g]`, optimal even when
+/// Generalizes Aurora Theorem 5.1: a [`crate::bottleneck_matching`] of `times[e][g]`, optimal even when
 /// a faster-computing GPU has less bandwidth (where sorting by popularity can lose).
 ///
 /// # Errors
 ///
-/// As [`bottleneck_matching`].
+/// As [`crate::bottleneck_matching`].
 ///
 /// # Complexity
 ///
-/// That of [`bottleneck_matching`].
+/// That of [`crate::bottleneck_matching`].
 ///
 /// # Examples
 ///
@@ -279,9 +279,9 @@ pub(crate) fn descending(values: &[f64]) -> Vec<usize> {
 /// # Ok::<(), colocation_matching::MatchingError>(())
 /// ```
 pub fn assign_gpus_bottleneck(times: &SquareMatrix) -> Result<GpuAssignment, MatchingError> {
-    let m = bottleneck_matching(times, &BottleneckOptions::default())?;
+    let gpu_of_expert = bottleneck_assignment(times, &BottleneckOptions::default())?;
     Ok(GpuAssignment {
-        gpu_of_expert: m.assignment,
-        bottleneck_s: m.bottleneck,
+        bottleneck_s: chosen_max(times, &gpu_of_expert),
+        gpu_of_expert,
     })
 }

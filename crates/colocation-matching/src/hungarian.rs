@@ -39,27 +39,10 @@ pub fn min_cost_perfect_matching(
     forbidden: &[(usize, usize)],
 ) -> Result<WeightedMatching, MatchingError> {
     let allowed = Allowed::new(weights.n(), forbidden)?;
-    let largest = weights.as_slice().iter().copied().fold(0.0, f64::max);
-    let scale = exact_scale(largest);
     let assignment = hungarian(weights.n(), |i, j| {
-        weights
-            .get(i, j)
-            .filter(|_| allowed.allows(i, j))
-            .map(|w| w * scale)
+        weights.get(i, j).filter(|_| allowed.allows(i, j))
     })?;
     WeightedMatching::new(weights, assignment)
-}
-
-/// A power of two that brings costs up to `largest` far below `f64::MAX` (1 when they already
-/// are): the potentials and reduced costs of [`hungarian`] add and subtract up to `n` costs,
-/// which overflowed to infinities and NaN for costs near `f64::MAX`. Multiplying by a power of
-/// two is exact (except for costs so small next to `largest` that they do not count).
-pub(crate) fn exact_scale(largest: f64) -> f64 {
-    if largest > 2f64.powi(500) {
-        2f64.powi(-600)
-    } else {
-        1.0
-    }
 }
 
 /// Core of the Hungarian method on an implicit cost function (`None` = forbidden pair).

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bottleneck::{BottleneckOptions, TieBreak, bottleneck_matching};
+use crate::bottleneck::{BottleneckOptions, TieBreak, bottleneck_assignment};
 use crate::dominance::Dominance;
 use comm_cost_model::{MAX_MATRIX_SIDE, check_non_negative};
 
@@ -168,7 +168,7 @@ pub struct PairingOptions {
 /// a threshold iff B's (send, receive) point is dominated by a point of A's, and for dominance
 /// graphs a greedy sweep finds a maximum matching in `O(n log n)`. The threshold is found by
 /// median splitting of the candidate weights, `O(n^2)` in total, without storing the matrix. With
-/// [`TieBreak::MinTotalWeight`] it builds the matrix and uses [`bottleneck_matching`]. The
+/// [`TieBreak::MinTotalWeight`] it builds the matrix and uses [`crate::bottleneck_matching`]. The
 /// returned loads and `bottleneck_bytes` are the true bytes (without the gate adjustment).
 ///
 /// Models with different expert counts: pad the smaller one with [`ExpertLoads::padded`].
@@ -225,7 +225,7 @@ pub fn pair_bottleneck(
                 tie_break: options.tie_break,
                 ..BottleneckOptions::default()
             };
-            bottleneck_matching(&pair_weights(a, b, gate)?, &bottleneck_options)?.assignment
+            bottleneck_assignment(&pair_weights(a, b, gate)?, &bottleneck_options)?
         }
     };
     ExpertPairing::evaluate(a, b, &b_of_a)

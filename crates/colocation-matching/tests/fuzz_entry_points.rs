@@ -26,7 +26,7 @@ use colocation_matching::{
     EplbPolicy, EplbTables, ExpertDemand, ExpertLoads, ExpertPairing, ExpertTransfer, GpuSpec,
     HeteroPlacement, HyperedgeCost, LayerLoads, LocalSearchOptions, LysiAlgorithm, MatchingError,
     PairingOptions, Placement, PlacementAlgorithm, PlacementCluster, RobustObjective,
-    SquareMatrix, ThresholdSearch, TieBreak, Worker, WorkerAssignment, assign_by_popularity,
+    SolverFailure, SquareMatrix, ThresholdSearch, TieBreak, Worker, WorkerAssignment, assign_by_popularity,
     assign_gpus_bottleneck, assignment_lower_bound_s, bottleneck_matching, colocate_decoupled,
     colocate_exact, colocate_local_search, colocate_lower_bound_s, colocate_milp, count_moves,
     drift_loads, eplb, exclusive_time_matrix, hopcroft_karp, lina_pairs, lognormal_loads,
@@ -78,13 +78,21 @@ where
     tally.report(name);
 }
 
-/// A typed error is a pass (its message must render); an `Ok` goes to `check`.
+/// A typed error is a pass (its message must render), except a solver reporting an infeasible
+/// or unbounded model: the crate's own formulations are always feasible and bounded. An `Ok`
+/// goes to `check`.
 fn judge<T>(
     r: Result<T, MatchingError>,
     check: impl FnOnce(T) -> Result<(), String>,
 ) -> Result<(), String> {
     match r {
         Ok(v) => check(v),
+        Err(
+            e @ MatchingError::Solver {
+                failure: SolverFailure::Infeasible | SolverFailure::Unbounded,
+                ..
+            },
+        ) => Err(format!("the solver says {e}")),
         Err(e) => {
             let _ = e.to_string();
             Ok(())
@@ -128,12 +136,14 @@ fn size(small: usize) -> impl Strategy<Value = usize> {
     prop_oneof![4 => 0..=small, 1 => huge()]
 }
 
-/// A load or byte count: ordinary values and ties mostly, an edge value a sixth of the time.
+/// A load or byte count: ordinary values and ties mostly, an edge value a sixth of the time,
+/// and finite extremes (whose sums and quotients overflow or underflow) a seventh.
 fn value() -> impl Strategy<Value = f64> {
     prop_oneof![
         3 => 0.0..1000.0f64,
         2 => (0u32..6).prop_map(f64::from),
         1 => f64_value(),
+        1 => select(&[f64::MAX, 1e308, 1e300, f64::MIN_POSITIVE, 5e-324][..]),
     ]
 }
 
@@ -506,7 +516,8 @@ fn matching_case() -> impl Strategy<Value = MatchingCase> {
     (0usize..=5)
         .prop_flat_map(|n| {
             (
-                rows(n),
+                // Now and then every weight near `f64::MAX`, so that any total overflows.
+                prop_oneof![4 => rows(n), 1 => vec(vec(1e307..f64::MAX, n..=n), n..=n)],
                 prop_oneof![2 => Just(Vec::new()), 1 => vec((index(n), index(n)), 0..=3)],
                 tie_break(),
                 any::<bool>(),
@@ -1011,14 +1022,36 @@ fn hetero_case() -> impl Strategy<Value = HeteroCase> {
 }
 
 /// Every colocating + heterogeneous solver on `cost`: valid placements, exact <= local search
-/// <= decoupled, exact <= MILP.
-fn solve_hetero(cost: &(impl HyperedgeCost + Debug), options: &LocalSearchOptions) -> Result<(), String> {
+/// <= decoupled, exact <= MILP. With `valid` costs (the crate's validated types) every solver
+/// must succeed, except for the size limits.
+fn solve_hetero(
+    cost: &(impl HyperedgeCost + Debug),
+    options: &LocalSearchOptions,
+    valid: bool,
+) -> Result<(), String> {
     let decoupled = colocate_decoupled(cost);
     let local = colocate_local_search(cost, options);
     let exact = colocate_exact(cost);
     let milp = colocate_milp(cost);
     let mut values = [f64::NAN; 4];
     for (k, r) in [decoupled, local, exact, milp].into_iter().enumerate() {
+        // The MILP may give up on badly conditioned costs (documented).
+        let gave_up = |e: &MatchingError| {
+            k == 3
+                && matches!(
+                    e,
+                    MatchingError::Solver {
+                        failure: SolverFailure::Internal,
+                        ..
+                    }
+                )
+        };
+        if let Err(e) = &r {
+            ensure(
+                !valid || matches!(e, MatchingError::TooLarge { .. }) || gave_up(e),
+                || format!("solver {k} refused valid costs: {e}"),
+            )?;
+        }
         judge(r, |p| {
             values[k] = p.bottleneck_s;
             check_hetero(&p, cost)
@@ -1029,6 +1062,11 @@ fn solve_hetero(cost: &(impl HyperedgeCost + Debug), options: &LocalSearchOption
     ensure(!(local > decoupled), || format!("local search {local} > decoupled {decoupled}"))?;
     ensure(!(exact > local) && !(exact > milp * (1.0 + 1e-9)), || {
         format!("exact {exact} above local search {local} or MILP {milp}")
+    })?;
+    // Both are exact: the MILP only up to its solver's tolerance, relative to the decoupled
+    // bottleneck it scales by.
+    ensure(!(milp > exact * (1.0 + 1e-6) + 1e-9 * decoupled), || {
+        format!("MILP {milp} above the optimum {exact}")
     })
 }
 
@@ -1047,16 +1085,16 @@ fn hetero_placements() {
             }
             round_trip(&model)?;
             check_finite("bound", colocate_lower_bound_s(&model).map_err(|e| e.to_string())?)?;
-            solve_hetero(&model, &c.options)
+            solve_hetero(&model, &c.options, true)
         })?;
         let n = c.n;
         judge(CostTensor::from_fn(n, |a, b, g| c.tensor[(a * n + b) * n + g]), |t| {
             ensure(t.size() == n && t.get(n, 0, 0).is_none(), || "tensor".into())?;
             round_trip(&t)?;
             check_finite("bound", colocate_lower_bound_s(&t).map_err(|e| e.to_string())?)?;
-            solve_hetero(&t, &c.options)
+            solve_hetero(&t, &c.options, true)
         })?;
-        solve_hetero(&c.hostile, &c.options)?;
+        solve_hetero(&c.hostile, &c.options, false)?;
         judge(colocate_lower_bound_s(&c.hostile), |b| check_finite("bound", b))?;
         // The tensor's size limit is checked before allocating.
         ensure(CostTensor::from_fn(COST_TENSOR_MAX_SIDE + 1, |_, _, _| 0.0).is_err(), || {
@@ -1093,9 +1131,12 @@ fn lysi_assignments() {
         })?;
         judge(lysi_assign_milp(&flop, &workers), |a| {
             check_workers(&a, &flop, &workers)?;
-            // The refined variant is exact for so few experts.
+            // The refined variant is exact for so few experts, the MILP up to its tolerance.
             ensure(!(refined > a.makespan_s * (1.0 + 1e-9)), || {
                 format!("refined {refined} above the MILP's {}", a.makespan_s)
+            })?;
+            ensure(!(a.makespan_s > refined * (1.0 + 1e-6) + 1e-9 * paper), || {
+                format!("MILP {} above the optimum {refined}", a.makespan_s)
             })
         })?;
         for algorithm in [LysiAlgorithm::Paper, LysiAlgorithm::Refined, LysiAlgorithm::Milp] {
@@ -1716,7 +1757,15 @@ fn serde_inputs() {
         ]),
         json_array(5),
         json_object(vec![("send_bytes", json_array(3).boxed()), ("recv_bytes", json_array(3).boxed())]),
-        json_object(vec![("n_right", json_number().boxed()), ("adjacency", json_matrix(3).boxed())]),
+        prop_oneof![
+            json_object(vec![("n_right", json_number().boxed()), ("adjacency", json_matrix(3).boxed())]),
+            // The fields of the graph's memory layout, which must not deserialize.
+            json_object(vec![
+                ("n_right", json_number().boxed()),
+                ("offsets", json_array(3).boxed()),
+                ("targets", json_array(3).boxed()),
+            ]),
+        ],
         json_object(vec![("n", json_number().boxed()), ("data", json_array(9).boxed())]),
         json_object(vec![
             ("model_a", vec(json_object(vec![("send_bytes", json_number().boxed()), ("recv_bytes", json_number().boxed()), ("flop", json_number().boxed())]), 0..=2).prop_map(Value::Array).boxed()),

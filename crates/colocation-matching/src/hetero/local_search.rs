@@ -5,7 +5,7 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
 use super::{HeteroPlacement, HyperedgeCost, colocate_decoupled, matrix_of};
-use crate::bottleneck::{BottleneckOptions, TieBreak, bottleneck_matching};
+use crate::bottleneck::{BottleneckOptions, TieBreak, bottleneck_assignment};
 use crate::error::{MatchingError, check_at_most};
 
 /// Largest [`LocalSearchOptions::restarts`] and [`LocalSearchOptions::max_rounds`]
@@ -128,7 +128,7 @@ fn one_side_first(cost: &impl HyperedgeCost, side: Side) -> Result<Vec<[usize; 2
             })
             .fold(f64::INFINITY, f64::min)
     })?;
-    let gpu_of = bottleneck_matching(&weights, &BottleneckOptions::default())?.assignment;
+    let gpu_of = bottleneck_assignment(&weights, &BottleneckOptions::default())?;
     let mut placement: Vec<[usize; 2]> = (0..n).map(|g| [g, g]).collect();
     for (x, &g) in gpu_of.iter().enumerate() {
         match side {
@@ -245,7 +245,7 @@ impl<'c, C: HyperedgeCost> Search<'c, C> {
             tie_break: self.tie_break,
             ..BottleneckOptions::default()
         };
-        let gpu_of = bottleneck_matching(&weights, &options)?.assignment;
+        let gpu_of = bottleneck_assignment(&weights, &options)?;
         let (mut new_a, mut new_b) = (self.a_on.clone(), self.b_on.clone());
         for (r, &g) in gpu_of.iter().enumerate() {
             match side {

@@ -39,8 +39,10 @@ pub trait HyperedgeCost {
     /// the mean cost over GPUs; [`ColocationCostModel`] uses Eq. 6's aggregated bytes as the paper
     /// does.
     fn pair_weight(&self, a: usize, b: usize) -> f64 {
-        let n = self.size();
-        (0..n).map(|g| self.cost_s(a, b, g)).sum::<f64>() / n as f64
+        let n = self.size() as f64;
+        // Divide before summing: the mean of finite costs is finite (the sum of costs near
+        // `f64::MAX` is not).
+        (0..self.size()).map(|g| self.cost_s(a, b, g) / n).sum::<f64>()
     }
 }
 
