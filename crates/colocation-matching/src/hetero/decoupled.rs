@@ -38,9 +38,9 @@ use crate::error::MatchingError;
 pub fn colocate_decoupled(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, MatchingError> {
     let n = cost.size();
     let options = BottleneckOptions::default();
-    let pairs =
-        bottleneck_assignment(&matrix_of(n, |a, b| cost.pair_weight(a, b))?, &options)?;
-    let gpu_of = bottleneck_assignment(&matrix_of(n, |a, g| cost.cost_s(a, pairs[a], g))?, &options)?;
+    let pairs = bottleneck_assignment(&matrix_of(n, |a, b| cost.pair_weight(a, b))?, &options)?;
+    let gpu_of =
+        bottleneck_assignment(&matrix_of(n, |a, g| cost.cost_s(a, pairs[a], g))?, &options)?;
     let mut gpu_experts = vec![[0, 0]; n];
     for a in 0..n {
         gpu_experts[gpu_of[a]] = [a, pairs[a]];

@@ -42,7 +42,9 @@ pub trait HyperedgeCost {
         let n = self.size() as f64;
         // Divide before summing: the mean of finite costs is finite (the sum of costs near
         // `f64::MAX` is not).
-        (0..self.size()).map(|g| self.cost_s(a, b, g) / n).sum::<f64>()
+        (0..self.size())
+            .map(|g| self.cost_s(a, b, g) / n)
+            .sum::<f64>()
     }
 }
 

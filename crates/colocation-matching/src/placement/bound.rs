@@ -6,7 +6,9 @@ use super::model::{LayerLoads, PlacementCluster};
 use super::replicate::replicate;
 use crate::error::MatchingError;
 
-/// A lower bound on the maximum GPU load of every valid placement of `loads` on `cluster`.
+/// A lower bound on the maximum GPU load of every valid placement of `loads` on `cluster`
+/// (every expert placed, never two replicas of one expert on a GPU: EPLB's duplicates split an
+/// expert unevenly over GPUs and can go below it when speeds differ).
 ///
 /// The larger of two relaxations:
 ///
