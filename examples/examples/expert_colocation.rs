@@ -74,7 +74,10 @@ fn part_one() -> Result<(), Error> {
     let bytes = 512e6;
     let a = zipf_traffic(8, 1.0, bytes, &mut rng)?;
     let b = zipf_traffic(8, 1.2, bytes, &mut rng)?;
-    let (la, lb) = (ExpertLoads::from_traffic(&a)?, ExpertLoads::from_traffic(&b)?);
+    let (la, lb) = (
+        ExpertLoads::from_traffic(&a)?,
+        ExpertLoads::from_traffic(&b)?,
+    );
     let least_total = PairingOptions {
         tie_break: TieBreak::MinTotalWeight,
         ..PairingOptions::default()
@@ -232,7 +235,12 @@ fn part_three() -> Result<(), Error> {
     let thm = exclusive_bottleneck(&times, &assign_by_popularity(&tokens, &speed)?);
     let exact = assign_gpus_bottleneck(&times)?.bottleneck_s;
     let rga: Vec<f64> = (0..1000)
-        .map(|seed| Ok(exclusive_bottleneck(&times, &random_gpu_assignment(n, seed)?)))
+        .map(|seed| {
+            Ok(exclusive_bottleneck(
+                &times,
+                &random_gpu_assignment(n, seed)?,
+            ))
+        })
         .collect::<Result<_, Error>>()?;
     let rga_mean = rga.iter().sum::<f64>() / rga.len() as f64;
     let inst = ColocationCostModel::new(a, b, gpus)?;

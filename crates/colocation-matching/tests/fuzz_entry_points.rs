@@ -114,6 +114,11 @@ fn at_most(a: f64, b: f64) -> bool {
     a <= b + 1e-9 * a.abs().max(b.abs()) + 1e-300
 }
 
+/// `a` is not above `b`; true when either is NaN (a solver that returned an error).
+fn not_above(a: f64, b: f64) -> bool {
+    a.partial_cmp(&b) != Some(std::cmp::Ordering::Greater)
+}
+
 /// `a == b` up to a relative rounding tolerance.
 fn close(a: f64, b: f64) -> bool {
     at_most(a, b) && at_most(b, a)
@@ -1238,18 +1243,19 @@ fn solve_hetero(
         })?;
     }
     let [decoupled, local, exact, milp] = values;
-    // Comparisons with NaN (a solver that returned an error) are false, so they pass.
-    ensure(!(local > decoupled), || {
+    ensure(not_above(local, decoupled), || {
         format!("local search {local} > decoupled {decoupled}")
     })?;
-    ensure(!(exact > local) && !(exact > milp * (1.0 + 1e-9)), || {
-        format!("exact {exact} above local search {local} or MILP {milp}")
-    })?;
+    ensure(
+        not_above(exact, local) && not_above(exact, milp * (1.0 + 1e-9)),
+        || format!("exact {exact} above local search {local} or MILP {milp}"),
+    )?;
     // Both are exact: the MILP only up to its solver's tolerance, relative to the decoupled
     // bottleneck it scales by.
-    ensure(!(milp > exact * (1.0 + 1e-6) + 1e-9 * decoupled), || {
-        format!("MILP {milp} above the optimum {exact}")
-    })
+    ensure(
+        not_above(milp, exact * (1.0 + 1e-6) + 1e-9 * decoupled),
+        || format!("MILP {milp} above the optimum {exact}"),
+    )
 }
 
 #[test]
@@ -1360,18 +1366,18 @@ fn lysi_assignments() {
             judge(lysi_assign_refined(&flop, &workers), |a| {
                 refined = a.makespan_s;
                 check_workers(&a, &flop, &workers)?;
-                ensure(!(a.makespan_s > paper), || {
+                ensure(not_above(a.makespan_s, paper), || {
                     format!("refined {} > paper {paper}", a.makespan_s)
                 })
             })?;
             judge(lysi_assign_milp(&flop, &workers), |a| {
                 check_workers(&a, &flop, &workers)?;
                 // The refined variant is exact for so few experts, the MILP up to its tolerance.
-                ensure(!(refined > a.makespan_s * (1.0 + 1e-9)), || {
+                ensure(not_above(refined, a.makespan_s * (1.0 + 1e-9)), || {
                     format!("refined {refined} above the MILP's {}", a.makespan_s)
                 })?;
                 ensure(
-                    !(a.makespan_s > refined * (1.0 + 1e-6) + 1e-9 * paper),
+                    not_above(a.makespan_s, refined * (1.0 + 1e-6) + 1e-9 * paper),
                     || format!("MILP {} above the optimum {refined}", a.makespan_s),
                 )
             })?;
@@ -1937,9 +1943,9 @@ fn token_splits() {
                             .sum();
                         ensure(sum == t, || format!("expert {e} gets {sum} of {t} tokens"))?;
                     }
-                    for g in 0..c.gpus() {
+                    for (g, &tokens) in per_gpu.iter().enumerate() {
                         let sum: u64 = c.slot_range(g).map(|s| split[s]).sum();
-                        ensure(per_gpu[g] == sum, || format!("GPU {g} tokens"))?;
+                        ensure(tokens == sum, || format!("GPU {g} tokens"))?;
                     }
                     let peak = per_gpu
                         .iter()
@@ -2225,7 +2231,7 @@ fn serde_inputs() {
         "colocation_matching::serde",
         strategy,
         |(cluster, layer, loads, graph, tensor, model, placement, name), tally| {
-            let ok = from_json::<PlacementCluster>(&cluster, |c| check_cluster(c))?;
+            let ok = from_json::<PlacementCluster>(&cluster, check_cluster)?;
             tally.count(&if ok { Ok(()) } else { Err(()) });
             from_json::<LayerLoads>(&layer, |l| {
                 ensure(
@@ -2265,13 +2271,14 @@ fn serde_inputs() {
                 let _ = (p.gap(), p.imbalance(), p.mean_gpu_load());
                 let _ = (p.experts_of_gpu(&c), p.logical_to_physical());
             }
-            for text in [name.to_string()] {
-                let _ = serde_json::from_str::<PlacementAlgorithm>(&text).map(|a| round_trip(&a));
-                let _ = serde_json::from_str::<LysiAlgorithm>(&text).map(|a| round_trip(&a));
-                let _ = serde_json::from_str::<TieBreak>(&text).map(|a| round_trip(&a));
-                let _ = serde_json::from_str::<ThresholdSearch>(&text).map(|a| round_trip(&a));
-                let _ = serde_json::from_str::<RobustObjective>(&text).map(|a| round_trip(&a));
-            }
+            from_json::<PlacementAlgorithm>(&name, |a| {
+                ensure(a.to_string() == a.name(), || "name".into())?;
+                round_trip(a)
+            })?;
+            from_json::<LysiAlgorithm>(&name, round_trip)?;
+            from_json::<TieBreak>(&name, round_trip)?;
+            from_json::<ThresholdSearch>(&name, round_trip)?;
+            from_json::<RobustObjective>(&name, round_trip)?;
             Ok(())
         },
     );
