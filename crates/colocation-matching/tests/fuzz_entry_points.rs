@@ -2120,6 +2120,12 @@ fn json_object(fields: Vec<(&'static str, BoxedStrategy<Value>)>) -> impl Strate
     })
 }
 
+/// A JSON array of up to two objects with numeric `fields`.
+fn json_list(fields: &[&'static str]) -> BoxedStrategy<Value> {
+    let object = json_object(fields.iter().map(|&f| (f, json_number().boxed())).collect());
+    vec(object, 0..=2).prop_map(Value::Array).boxed()
+}
+
 /// Deserializes `v` as `T`: a refusal passes, a value must round-trip, be finite and pass `check`.
 fn from_json<T: Serialize + DeserializeOwned + PartialEq + Debug>(
     v: &Value,
@@ -2165,44 +2171,9 @@ fn serde_inputs() {
             ("data", json_array(9).boxed()),
         ]),
         json_object(vec![
-            (
-                "model_a",
-                vec(
-                    json_object(vec![
-                        ("send_bytes", json_number().boxed()),
-                        ("recv_bytes", json_number().boxed()),
-                        ("flop", json_number().boxed()),
-                    ]),
-                    0..=2,
-                )
-                .prop_map(Value::Array)
-                .boxed(),
-            ),
-            (
-                "model_b",
-                vec(
-                    json_object(vec![
-                        ("send_bytes", json_number().boxed()),
-                        ("recv_bytes", json_number().boxed()),
-                        ("flop", json_number().boxed()),
-                    ]),
-                    0..=2,
-                )
-                .prop_map(Value::Array)
-                .boxed(),
-            ),
-            (
-                "gpus",
-                vec(
-                    json_object(vec![
-                        ("flop_per_s", json_number().boxed()),
-                        ("bandwidth_bytes_per_s", json_number().boxed()),
-                    ]),
-                    0..=2,
-                )
-                .prop_map(Value::Array)
-                .boxed(),
-            ),
+            ("model_a", json_list(&["send_bytes", "recv_bytes", "flop"])),
+            ("model_b", json_list(&["send_bytes", "recv_bytes", "flop"])),
+            ("gpus", json_list(&["flop_per_s", "bandwidth_bytes_per_s"])),
         ]),
         json_object(vec![
             ("physical_to_logical", json_array(4).boxed()),
