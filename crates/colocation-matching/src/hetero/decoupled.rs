@@ -14,7 +14,10 @@ use crate::error::MatchingError;
 ///
 /// # Errors
 ///
-/// [`MatchingError::InvalidValue`] if `cost` returns a NaN, infinite or negative value.
+/// [`MatchingError::Cost`] (a bad matrix entry) if `cost` returns a NaN, infinite or negative
+/// value it uses, or (`TooLarge`) above [`comm_cost_model::MAX_MATRIX_SIDE`] GPUs;
+/// [`MatchingError::InvalidValue`] if the final placement's costs are not finite and
+/// non-negative.
 ///
 /// # Complexity
 ///

@@ -56,8 +56,8 @@ impl Default for LocalSearchOptions {
 ///
 /// # Errors
 ///
-/// [`MatchingError::InvalidValue`] if `cost` returns a NaN, infinite or negative value,
-/// [`MatchingError::TooLarge`] for more than [`LOCAL_SEARCH_MAX_ITERATIONS`] restarts or rounds,
+/// [`MatchingError::InvalidValue`] or [`MatchingError::Cost`] if `cost` returns a NaN, infinite
+/// or negative value it uses, [`MatchingError::TooLarge`] for more than [`LOCAL_SEARCH_MAX_ITERATIONS`] restarts or rounds,
 /// and those of [`colocate_decoupled`].
 ///
 /// # Complexity
