@@ -59,7 +59,7 @@ fn gpu_of(groups: &[Vec<usize>], n: usize) -> Vec<usize> {
 /// Lina: each model alone, its experts packed two per GPU (hot with cold); the bound is the
 /// busiest GPU of either model.
 fn lina_bound(traffic: &SquareMatrix) -> Result<f64, Error> {
-    let recv = ExpertLoads::from_traffic(traffic).recv_bytes;
+    let recv = ExpertLoads::from_traffic(traffic)?.recv_bytes;
     let groups = lina_pairs(&recv)?;
     let loads = placement_loads(traffic, &gpu_of(&groups, traffic.n()), groups.len())?;
     Ok(loads
@@ -74,7 +74,10 @@ fn part_one() -> Result<(), Error> {
     let bytes = 512e6;
     let a = zipf_traffic(8, 1.0, bytes, &mut rng)?;
     let b = zipf_traffic(8, 1.2, bytes, &mut rng)?;
-    let (la, lb) = (ExpertLoads::from_traffic(&a), ExpertLoads::from_traffic(&b));
+    let (la, lb) = (
+        ExpertLoads::from_traffic(&a)?,
+        ExpertLoads::from_traffic(&b)?,
+    );
     let least_total = PairingOptions {
         tie_break: TieBreak::MinTotalWeight,
         ..PairingOptions::default()
@@ -82,7 +85,7 @@ fn part_one() -> Result<(), Error> {
     let aurora = pair_bottleneck(&la, &lb, &least_total)?;
     let rec: Vec<f64> = (0..1000)
         .map(|seed| {
-            ExpertPairing::evaluate(&la, &lb, &random_colocation(8, seed))
+            ExpertPairing::evaluate(&la, &lb, &random_colocation(8, seed)?)
                 .map(|p| p.bottleneck_bytes)
         })
         .collect::<Result<_, _>>()?;
@@ -123,7 +126,7 @@ fn hetero_parts(n: usize, rng: &mut SeededRng) -> Result<Parts, Error> {
         .collect();
     let model = |rng: &mut SeededRng| -> Result<Vec<ExpertDemand>, Error> {
         let s = rng.random_range(0.6..1.6);
-        let loads = ExpertLoads::from_traffic(&zipf_traffic(n, s, 64e6 * n as f64, rng)?);
+        let loads = ExpertLoads::from_traffic(&zipf_traffic(n, s, 64e6 * n as f64, rng)?)?;
         // FFN work proportional to received tokens: ~4 kFLOP per byte (fp16, d_ff = 4 d_model).
         Ok((0..n)
             .map(|e| ExpertDemand {
@@ -198,7 +201,7 @@ fn part_two() -> Result<(), Error> {
     let paper_ms = start.elapsed().as_secs_f64() * 1e3;
     let start = Instant::now();
     let o = colocate_local_search(&big, &options)?.bottleneck_s;
-    let lower = colocate_lower_bound_s(&big);
+    let lower = colocate_lower_bound_s(&big)?;
     println!(
         "  n = 256: decoupled {:.3} ms in {paper_ms:.1} ms; local search {:.3} ms in {:.1} ms ({:.4}x of decoupled); lower bound {:.3} ms",
         p * 1e3,
@@ -232,8 +235,13 @@ fn part_three() -> Result<(), Error> {
     let thm = exclusive_bottleneck(&times, &assign_by_popularity(&tokens, &speed)?);
     let exact = assign_gpus_bottleneck(&times)?.bottleneck_s;
     let rga: Vec<f64> = (0..1000)
-        .map(|seed| exclusive_bottleneck(&times, &random_gpu_assignment(n, seed)))
-        .collect();
+        .map(|seed| {
+            Ok(exclusive_bottleneck(
+                &times,
+                &random_gpu_assignment(n, seed)?,
+            ))
+        })
+        .collect::<Result<_, Error>>()?;
     let rga_mean = rga.iter().sum::<f64>() / rga.len() as f64;
     let inst = ColocationCostModel::new(a, b, gpus)?;
     println!("Part 3: one 8-GPU heterogeneous instance (seed 11)");
@@ -246,13 +254,13 @@ fn part_three() -> Result<(), Error> {
     );
     let random: Vec<f64> = (0..1000)
         .map(|seed| {
-            let b_of_a = random_colocation(n, seed);
-            let gpu_of = random_gpu_assignment(n, seed);
-            (0..n)
+            let b_of_a = random_colocation(n, seed)?;
+            let gpu_of = random_gpu_assignment(n, seed)?;
+            Ok((0..n)
                 .map(|a| inst.cost_s(a, b_of_a[a], gpu_of[a]))
-                .fold(0.0, f64::max)
+                .fold(0.0, f64::max))
         })
-        .collect();
+        .collect::<Result<_, Error>>()?;
     let random_mean = random.iter().sum::<f64>() / random.len() as f64;
     let ours = colocate_local_search(&inst, &LocalSearchOptions::default())?.bottleneck_s;
     let optimum = colocate_exact(&inst)?.bottleneck_s;

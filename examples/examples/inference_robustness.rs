@@ -199,7 +199,7 @@ fn ahead(map: &[usize], later: &[LayerLoads], cluster: &PlacementCluster) -> Res
     let mut ratios = Vec::new();
     for w in later {
         let p = Placement::evaluate(w, cluster, map.to_vec())?;
-        ratios.push(p.max_gpu_load / placement_lower_bound(w, cluster));
+        ratios.push(p.max_gpu_load / placement_lower_bound(w, cluster)?);
     }
     let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
     Ok((mean, ratios.iter().copied().fold(0.0, f64::max)))

@@ -4,8 +4,9 @@
 use comm_cost_model::seeded_rng;
 use rand::seq::SliceRandom;
 
-use crate::error::{MatchingError, check_weights};
+use crate::error::{MatchingError, check_at_most, check_weights};
 use crate::gpu_assignment::{descending, experts_of_gpu};
+use crate::placement::MAX_PLACEMENT_SLOTS;
 
 /// Lina's expert packing (Aurora §8.1, footnote 5): within one model, the most popular expert
 /// shares a GPU with the least popular, the second most with the second least, and so on.
@@ -47,44 +48,55 @@ pub fn lina_pairs(expert_load: &[f64]) -> Result<Vec<Vec<usize>>, MatchingError>
 }
 
 /// Random expert colocation (REC, Aurora §8.1): a uniformly random pairing of A's experts with
-/// B's, `b_of_a[i]` for A's expert `i`. Deterministic for a given `seed`.
+/// B's, `b_of_a[i]` for A's expert `i`. Deterministic for a given `seed`; `n = 0` gives the
+/// empty pairing.
+///
+/// # Errors
+///
+/// [`MatchingError::TooLarge`] above [`MAX_PLACEMENT_SLOTS`] experts (checked before
+/// allocating: `usize::MAX` used to abort the process).
 ///
 /// # Complexity
 ///
-/// `O(n)` time.
+/// `O(n)` time and space.
 ///
 /// # Examples
 ///
 /// ```
 /// use colocation_matching::random_colocation;
 ///
-/// let p = random_colocation(5, 7);
-/// assert_eq!(p, random_colocation(5, 7));
+/// let p = random_colocation(5, 7)?;
+/// assert_eq!(p, random_colocation(5, 7)?);
 /// let mut sorted = p.clone();
 /// sorted.sort();
 /// assert_eq!(sorted, vec![0, 1, 2, 3, 4]);
+/// assert!(random_colocation(usize::MAX, 7).is_err());
+/// # Ok::<(), colocation_matching::MatchingError>(())
 /// ```
-#[must_use]
-pub fn random_colocation(n: usize, seed: u64) -> Vec<usize> {
+pub fn random_colocation(n: usize, seed: u64) -> Result<Vec<usize>, MatchingError> {
     random_permutation(n, seed, 0)
 }
 
 /// Random GPU assignment (RGA, Aurora §8.1): expert `e` goes to GPU `gpu_of[e]`, a uniformly
 /// random permutation. Deterministic for a given `seed`.
 ///
+/// # Errors
+///
+/// [`MatchingError::TooLarge`] above [`MAX_PLACEMENT_SLOTS`] experts, before allocating.
+///
 /// # Complexity
 ///
-/// `O(n)` time.
+/// `O(n)` time and space.
 ///
 /// # Examples
 ///
 /// ```
 /// use colocation_matching::random_gpu_assignment;
 ///
-/// assert_eq!(random_gpu_assignment(4, 1).len(), 4);
+/// assert_eq!(random_gpu_assignment(4, 1)?.len(), 4);
+/// # Ok::<(), colocation_matching::MatchingError>(())
 /// ```
-#[must_use]
-pub fn random_gpu_assignment(n: usize, seed: u64) -> Vec<usize> {
+pub fn random_gpu_assignment(n: usize, seed: u64) -> Result<Vec<usize>, MatchingError> {
     // A different stream from REC so RGA + REC with one seed are independent.
     random_permutation(n, seed, 1)
 }
@@ -97,29 +109,37 @@ pub fn random_gpu_assignment(n: usize, seed: u64) -> Vec<usize> {
 /// The same `seed` gives the same placement, [`random_gpu_assignment`]'s and
 /// [`random_colocation`]'s for that seed.
 ///
+/// # Errors
+///
+/// [`MatchingError::TooLarge`] above [`MAX_PLACEMENT_SLOTS`] experts, before allocating.
+///
 /// # Complexity
 ///
-/// `O(n)` time.
+/// `O(n)` time and space.
 ///
 /// # Examples
 ///
 /// ```
 /// use colocation_matching::{random_colocation, random_gpu_assignment, random_placement};
 ///
-/// let placement = random_placement(4, true, 9);
-/// let (gpu_of_a, b_of_a) = (random_gpu_assignment(4, 9), random_colocation(4, 9));
+/// let placement = random_placement(4, true, 9)?;
+/// let (gpu_of_a, b_of_a) = (random_gpu_assignment(4, 9)?, random_colocation(4, 9)?);
 /// for (g, experts) in placement.iter().enumerate() {
 ///     let a = experts[0];
 ///     assert_eq!(gpu_of_a[a], g);
 ///     assert_eq!(experts[1], b_of_a[a]);
 /// }
-/// assert_eq!(random_placement(4, false, 9)[0], vec![placement[0][0]]);
+/// assert_eq!(random_placement(4, false, 9)?[0], vec![placement[0][0]]);
+/// # Ok::<(), colocation_matching::MatchingError>(())
 /// ```
-#[must_use]
-pub fn random_placement(n: usize, colocated: bool, seed: u64) -> Vec<Vec<usize>> {
-    let gpu_of_a = random_gpu_assignment(n, seed);
-    let b_of_a = random_colocation(n, seed);
-    experts_of_gpu(&gpu_of_a, n)
+pub fn random_placement(
+    n: usize,
+    colocated: bool,
+    seed: u64,
+) -> Result<Vec<Vec<usize>>, MatchingError> {
+    let gpu_of_a = random_gpu_assignment(n, seed)?;
+    let b_of_a = random_colocation(n, seed)?;
+    Ok(experts_of_gpu(&gpu_of_a, n)
         .into_iter()
         .map(|mut experts| {
             if colocated {
@@ -128,7 +148,7 @@ pub fn random_placement(n: usize, colocated: bool, seed: u64) -> Vec<Vec<usize>>
             }
             experts
         })
-        .collect()
+        .collect())
 }
 
 /// A load-oblivious replica placement: the replicas of `placement` (same replica counts) put in
@@ -170,8 +190,10 @@ pub fn random_slot_placement(
     crate::Placement::evaluate(loads, cluster, map)
 }
 
-fn random_permutation(n: usize, seed: u64, stream: u64) -> Vec<usize> {
+/// A seeded random permutation of `0..n`, `n` checked against the crate's size limit first.
+fn random_permutation(n: usize, seed: u64, stream: u64) -> Result<Vec<usize>, MatchingError> {
+    check_at_most("experts of a random baseline", MAX_PLACEMENT_SLOTS, n)?;
     let mut perm: Vec<usize> = (0..n).collect();
     perm.shuffle(&mut seeded_rng(seed, stream));
-    perm
+    Ok(perm)
 }

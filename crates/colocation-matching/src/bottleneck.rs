@@ -62,7 +62,9 @@ pub struct BottleneckOptions {
 /// # Errors
 ///
 /// [`MatchingError::IndexOutOfRange`] for a forbidden pair outside the matrix;
-/// [`MatchingError::NoPerfectMatching`] when the allowed pairs admit no perfect matching.
+/// [`MatchingError::NoPerfectMatching`] when the allowed pairs admit no perfect matching;
+/// [`MatchingError::Cost`] (`NonFinite`) when the matching's total weight overflows (weights
+/// near `f64::MAX`).
 ///
 /// # Complexity
 ///
@@ -91,6 +93,16 @@ pub fn bottleneck_matching(
     weights: &SquareMatrix,
     options: &BottleneckOptions,
 ) -> Result<WeightedMatching, MatchingError> {
+    WeightedMatching::new(weights, bottleneck_assignment(weights, options)?)
+}
+
+/// [`bottleneck_matching`]'s assignment (`assignment[row] = column`) without its figures: the
+/// crate's solvers need only the assignment, whose total weight may overflow where the
+/// bottleneck does not.
+pub(crate) fn bottleneck_assignment(
+    weights: &SquareMatrix,
+    options: &BottleneckOptions,
+) -> Result<Vec<usize>, MatchingError> {
     let n = weights.n();
     let allowed = Allowed::new(n, &options.forbidden)?;
     let lower = lower_bound(weights, &allowed)?;
@@ -102,18 +114,25 @@ pub fn bottleneck_matching(
             binary_search(weights, &allowed, lower, state)?
         }
     };
-    let optimal = WeightedMatching::new(weights, assignment);
     match options.tie_break {
-        TieBreak::Any => Ok(optimal),
+        TieBreak::Any => Ok(assignment),
         TieBreak::MinTotalWeight => {
-            let b = optimal.bottleneck;
-            let assignment = hungarian(n, |i, j| {
+            let b = chosen_max(weights, &assignment);
+            hungarian(n, |i, j| {
                 let w = weights.get(i, j)?;
                 (allowed.allows(i, j) && w <= b).then_some(w)
-            })?;
-            Ok(WeightedMatching::new(weights, assignment))
+            })
         }
     }
+}
+
+/// The largest weight an assignment uses.
+pub(crate) fn chosen_max(weights: &SquareMatrix, assignment: &[usize]) -> f64 {
+    assignment
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &j)| weights.get(i, j))
+        .fold(0.0, f64::max)
 }
 
 /// `max(max_i min_j w_ij, max_j min_i w_ij)` over allowed pairs: every row and every column

@@ -1,8 +1,9 @@
 //! Assigning exclusive experts to heterogeneous GPUs (Aurora §5.1).
 
+use comm_cost_model::check_finite_result;
 use serde::{Deserialize, Serialize};
 
-use crate::bottleneck::{BottleneckOptions, bottleneck_matching};
+use crate::bottleneck::{BottleneckOptions, bottleneck_assignment, chosen_max};
 use crate::error::{MatchingError, check_positives, check_same_len, check_weight, check_weights};
 use crate::loads::ExpertLoads;
 use crate::matrix::SquareMatrix;
@@ -34,7 +35,8 @@ impl ExpertDemand {
     ///
     /// # Errors
     ///
-    /// [`MatchingError::InvalidValue`] for a NaN, infinite or negative `flop_per_byte`.
+    /// [`MatchingError::InvalidValue`] for a NaN, infinite or negative `flop_per_byte`,
+    /// [`MatchingError::Cost`] (`NonFinite`) when an expert's FLOP overflow.
     ///
     /// # Complexity
     ///
@@ -51,16 +53,18 @@ impl ExpertDemand {
     /// ```
     pub fn from_loads(loads: &ExpertLoads, flop_per_byte: f64) -> Result<Vec<Self>, MatchingError> {
         check_weight("FLOP per byte", 0, flop_per_byte)?;
-        Ok(loads
+        loads
             .send_bytes
             .iter()
             .zip(&loads.recv_bytes)
-            .map(|(&send_bytes, &recv_bytes)| Self {
-                send_bytes,
-                recv_bytes,
-                flop: recv_bytes * flop_per_byte,
+            .map(|(&send_bytes, &recv_bytes)| {
+                Ok(Self {
+                    send_bytes,
+                    recv_bytes,
+                    flop: check_finite_result("expert FLOP", recv_bytes * flop_per_byte)?,
+                })
             })
-            .collect())
+            .collect()
     }
 
     pub(crate) fn check(&self, what: &'static str, index: usize) -> Result<(), MatchingError> {
@@ -97,7 +101,10 @@ pub(crate) fn layer_time_s(gpu: &GpuSpec, send: f64, recv: f64, flop: f64) -> f6
 /// # Errors
 ///
 /// [`MatchingError::SizeMismatch`] unless there are as many GPUs as experts,
-/// [`MatchingError::InvalidValue`] / [`MatchingError::NotPositive`] for bad numbers.
+/// [`MatchingError::InvalidValue`] / [`MatchingError::NotPositive`] for bad numbers,
+/// [`MatchingError::Cost`] (`NonFinite`) when a time overflows (huge bytes or FLOP on a
+/// subnormal bandwidth or FLOP/s), `TooLarge` above [`comm_cost_model::MAX_MATRIX_SIDE`]
+/// experts.
 ///
 /// # Complexity
 ///
@@ -123,10 +130,20 @@ pub fn exclusive_time_matrix(
     for (i, e) in experts.iter().enumerate() {
         e.check("expert demand", i)?;
     }
-    Ok(SquareMatrix::from_fn(experts.len(), |e, g| {
+    let mut overflow = None;
+    let times = SquareMatrix::from_fn(experts.len(), |e, g| {
         let x = &experts[e];
-        layer_time_s(&gpus[g], x.send_bytes, x.recv_bytes, x.flop)
-    })?)
+        let t = layer_time_s(&gpus[g], x.send_bytes, x.recv_bytes, x.flop);
+        if !t.is_finite() {
+            overflow.get_or_insert(t);
+        }
+        t
+    });
+    // An overflowing time would be reported as a bad matrix entry; say what it is.
+    if let Some(value) = overflow {
+        check_finite_result("expert time on a GPU (s)", value)?;
+    }
+    Ok(times?)
 }
 
 /// An expert-to-GPU assignment with its slowest GPU's time.
@@ -228,16 +245,16 @@ pub(crate) fn descending(values: &[f64]) -> Vec<usize> {
 
 /// Exact GPU assignment minimizing the slowest GPU for any per-(expert, GPU) time matrix.
 ///
-/// Generalizes Aurora Theorem 5.1: a [`bottleneck_matching`] of `times[e][g]`, optimal even when
+/// Generalizes Aurora Theorem 5.1: a [`crate::bottleneck_matching`] of `times[e][g]`, optimal even when
 /// a faster-computing GPU has less bandwidth (where sorting by popularity can lose).
 ///
 /// # Errors
 ///
-/// As [`bottleneck_matching`].
+/// As [`crate::bottleneck_matching`].
 ///
 /// # Complexity
 ///
-/// That of [`bottleneck_matching`].
+/// That of [`crate::bottleneck_matching`].
 ///
 /// # Examples
 ///
@@ -262,9 +279,9 @@ pub(crate) fn descending(values: &[f64]) -> Vec<usize> {
 /// # Ok::<(), colocation_matching::MatchingError>(())
 /// ```
 pub fn assign_gpus_bottleneck(times: &SquareMatrix) -> Result<GpuAssignment, MatchingError> {
-    let m = bottleneck_matching(times, &BottleneckOptions::default())?;
+    let gpu_of_expert = bottleneck_assignment(times, &BottleneckOptions::default())?;
     Ok(GpuAssignment {
-        gpu_of_expert: m.assignment,
-        bottleneck_s: m.bottleneck,
+        bottleneck_s: chosen_max(times, &gpu_of_expert),
+        gpu_of_expert,
     })
 }

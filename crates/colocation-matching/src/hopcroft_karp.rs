@@ -2,18 +2,48 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::MatchingError;
+use crate::error::{MatchingError, check_at_most};
+use crate::placement::MAX_PLACEMENT_SLOTS;
 
 /// Marks an unmatched vertex in the internal matching arrays.
 pub(crate) const NIL: usize = usize::MAX;
 
 /// A bipartite graph in compressed sparse row form: the neighbours of left vertex `u` are
 /// `targets[offsets[u]..offsets[u + 1]]`, all below `n_right`.
+///
+/// It serializes as `{"n_right": .., "adjacency": [[..], ..]}` and deserializes through
+/// [`BipartiteGraph::from_adjacency`], so a deserialized graph is valid too.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "GraphFields", into = "GraphFields")]
 pub struct BipartiteGraph {
     n_right: usize,
     offsets: Vec<usize>,
     targets: Vec<usize>,
+}
+
+/// The serialized form of a [`BipartiteGraph`].
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GraphFields {
+    n_right: usize,
+    adjacency: Vec<Vec<usize>>,
+}
+
+impl TryFrom<GraphFields> for BipartiteGraph {
+    type Error = MatchingError;
+
+    fn try_from(f: GraphFields) -> Result<Self, Self::Error> {
+        Self::from_adjacency(f.n_right, &f.adjacency)
+    }
+}
+
+impl From<BipartiteGraph> for GraphFields {
+    fn from(g: BipartiteGraph) -> Self {
+        Self {
+            n_right: g.n_right,
+            adjacency: (0..g.n_left()).map(|u| g.neighbors(u).to_vec()).collect(),
+        }
+    }
 }
 
 impl BipartiteGraph {
@@ -21,7 +51,13 @@ impl BipartiteGraph {
     ///
     /// # Errors
     ///
-    /// [`MatchingError::IndexOutOfRange`] when a neighbour is `>= n_right`.
+    /// [`MatchingError::IndexOutOfRange`] when a neighbour is `>= n_right`,
+    /// [`MatchingError::TooLarge`] for more than [`MAX_PLACEMENT_SLOTS`] vertices on either
+    /// side ([`hopcroft_karp`] allocates per vertex: `n_right = usize::MAX` used to abort it).
+    ///
+    /// # Complexity
+    ///
+    /// `O(V + E)`.
     ///
     /// # Examples
     ///
@@ -34,6 +70,8 @@ impl BipartiteGraph {
     /// # Ok::<(), colocation_matching::MatchingError>(())
     /// ```
     pub fn from_adjacency(n_right: usize, adjacency: &[Vec<usize>]) -> Result<Self, MatchingError> {
+        check_at_most("right vertices", MAX_PLACEMENT_SLOTS, n_right)?;
+        check_at_most("left vertices", MAX_PLACEMENT_SLOTS, adjacency.len())?;
         let mut graph = Self::with_capacity(n_right, adjacency.len(), 0);
         for neighbors in adjacency {
             for &v in neighbors {
@@ -85,10 +123,14 @@ impl BipartiteGraph {
         self.targets.len()
     }
 
-    /// Neighbours of left vertex `u`.
+    /// Neighbours of left vertex `u` (none for a vertex out of range).
     #[must_use]
     pub fn neighbors(&self, u: usize) -> &[usize] {
-        &self.targets[self.offsets[u]..self.offsets[u + 1]]
+        let end = u.checked_add(1).and_then(|v| self.offsets.get(v));
+        match (self.offsets.get(u), end) {
+            (Some(&a), Some(&b)) => &self.targets[a..b],
+            _ => &[],
+        }
     }
 }
 

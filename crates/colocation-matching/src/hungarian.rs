@@ -14,7 +14,9 @@ use crate::matrix::SquareMatrix;
 /// # Errors
 ///
 /// [`MatchingError::IndexOutOfRange`] for a forbidden pair outside the matrix,
-/// [`MatchingError::NoPerfectMatching`] when the allowed pairs admit no perfect matching.
+/// [`MatchingError::NoPerfectMatching`] when the allowed pairs admit no perfect matching,
+/// [`MatchingError::Cost`] (`NonFinite`) when the least total weight overflows (weights near
+/// `f64::MAX`).
 ///
 /// # Complexity
 ///
@@ -40,7 +42,7 @@ pub fn min_cost_perfect_matching(
     let assignment = hungarian(weights.n(), |i, j| {
         weights.get(i, j).filter(|_| allowed.allows(i, j))
     })?;
-    Ok(WeightedMatching::new(weights, assignment))
+    WeightedMatching::new(weights, assignment)
 }
 
 /// Core of the Hungarian method on an implicit cost function (`None` = forbidden pair).

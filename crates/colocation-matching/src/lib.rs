@@ -34,13 +34,13 @@
 //! // First all-to-all of two 3-expert models: d[i][j] = bytes from expert i's GPU to expert j's.
 //! let a = SquareMatrix::from_rows(&[vec![0.0, 9.0, 1.0], vec![1.0, 0.0, 1.0], vec![4.0, 1.0, 0.0]])?;
 //! let b = SquareMatrix::from_rows(&[vec![0.0, 1.0, 1.0], vec![1.0, 0.0, 6.0], vec![1.0, 1.0, 0.0]])?;
-//! let (la, lb) = (ExpertLoads::from_traffic(&a), ExpertLoads::from_traffic(&b));
+//! let (la, lb) = (ExpertLoads::from_traffic(&a)?, ExpertLoads::from_traffic(&b)?);
 //! // A sends (10, 2, 5) and receives (5, 10, 2); B sends (2, 7, 2) and receives (2, 2, 7).
 //! let best = pair_bottleneck(&la, &lb, &PairingOptions::default())?;
 //! // A0's GPU sends at least 10 + 2 whatever B expert joins it, and 12 is reachable, e.g.
 //! // A0+B0 (send 12, receive 7), A1+B1 (9, 12), A2+B2 (7, 9).
 //! assert_eq!(best.bottleneck_bytes, 12.0);
-//! let rec = ExpertPairing::evaluate(&la, &lb, &random_colocation(3, 1))?;
+//! let rec = ExpertPairing::evaluate(&la, &lb, &random_colocation(3, 1)?)?;
 //! assert!(rec.bottleneck_bytes >= best.bottleneck_bytes);
 //! # Ok::<(), colocation_matching::MatchingError>(())
 //! ```
@@ -84,9 +84,10 @@ pub use gpu_assignment::{
     exclusive_time_matrix,
 };
 pub use hetero::{
-    ColocationCostModel, CostTensor, EXACT_MAX_GPUS, HeteroPlacement, HyperedgeCost,
-    LocalSearchOptions, MILP_MAX_GPUS, colocate_decoupled, colocate_exact, colocate_local_search,
-    colocate_lower_bound_s, colocate_milp,
+    COST_TENSOR_MAX_SIDE, ColocationCostModel, CostTensor, EXACT_MAX_GPUS, HeteroPlacement,
+    HyperedgeCost, LOCAL_SEARCH_MAX_ITERATIONS, LocalSearchOptions, MILP_MAX_GPUS,
+    colocate_decoupled, colocate_exact, colocate_local_search, colocate_lower_bound_s,
+    colocate_milp,
 };
 pub use loads::ExpertLoads;
 pub use pairing::{ExpertPairing, PairingOptions, pair_bottleneck, pair_sorted};
@@ -107,7 +108,7 @@ pub use load_workloads::{MAX_WORKLOAD_LOADS, drift_loads, lognormal_loads, zipf_
 
 pub use placement::{
     EplbPolicy, EplbTables, ExpertTransfer, LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PLACEMENT_SLOTS,
-    MAX_SPLIT_TOKENS, MAX_TRANSFER_MATRIX_GPUS, PLACEMENT_EXACT_MAX_EXPERTS,
+    MAX_PLAN_ENTRIES, MAX_SPLIT_TOKENS, MAX_TRANSFER_MATRIX_GPUS, PLACEMENT_EXACT_MAX_EXPERTS,
     PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET, Placement, PlacementAlgorithm,
     PlacementCluster, Rebalance, RobustObjective, RobustPlacement, TokenSplit, TradeoffPoint,
     count_moves, eplb, place, place_layers, place_robust, placement_lower_bound, plan_transfers,

@@ -15,8 +15,9 @@ use rand::seq::SliceRandom;
 use crate::error::{MatchingError, check_at_most};
 use crate::placement::MAX_PLACEMENT_SLOTS;
 
-/// Largest `layers * experts` the generators produce (`2^26` loads, 512 MiB of `f64`).
-pub const MAX_WORKLOAD_LOADS: usize = 1 << 26;
+/// Largest `layers * experts` the generators produce (`2^24` loads, 128 MiB of `f64`, a few
+/// seconds of work at most; `2^26` let a fuzzed call run for more than 20 s).
+pub const MAX_WORKLOAD_LOADS: usize = 1 << 24;
 
 /// `layers` layers of `experts` log-normal loads, each layer scaled to `tokens_per_layer` in
 /// total and rounded to whole tokens.

@@ -2,8 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{MatchingError, check_same_len, check_weights};
+use comm_cost_model::check_finite_result;
+
+use crate::error::{MatchingError, check_at_most, check_same_len, check_weights};
 use crate::matrix::SquareMatrix;
+use crate::placement::MAX_PLACEMENT_SLOTS;
 
 /// How many bytes each expert's GPU sends and receives in one all-to-all (Aurora Eq. 6's
 /// `a_i` and `a_{n+i}`).
@@ -15,7 +18,7 @@ use crate::matrix::SquareMatrix;
 ///
 /// // d[i][j] = bytes from expert i's GPU to expert j's GPU; the diagonal never leaves the GPU.
 /// let d = SquareMatrix::from_rows(&[vec![5.0, 1.0, 2.0], vec![3.0, 0.0, 4.0], vec![0.0, 6.0, 9.0]])?;
-/// let loads = ExpertLoads::from_traffic(&d);
+/// let loads = ExpertLoads::from_traffic(&d)?;
 /// assert_eq!(loads.send_bytes, vec![1.0 + 2.0, 3.0 + 4.0, 0.0 + 6.0]);
 /// assert_eq!(loads.recv_bytes, vec![3.0 + 0.0, 1.0 + 6.0, 2.0 + 4.0]);
 /// # Ok::<(), colocation_matching::MatchingError>(())
@@ -78,8 +81,28 @@ impl ExpertLoads {
     /// Row and column sums of a traffic matrix `d[i][j]` (bytes from expert `i`'s GPU to expert
     /// `j`'s GPU). The diagonal is excluded: a token routed to the expert on its own GPU never
     /// crosses the network. (Aurora Eq. 6 sums the whole row; with a zero diagonal both agree.)
-    #[must_use]
-    pub fn from_traffic(traffic: &SquareMatrix) -> Self {
+    ///
+    /// # Errors
+    ///
+    /// [`MatchingError::Cost`] (`NonFinite`) when a row or column sum overflows (entries near
+    /// `f64::MAX`): loads must be finite.
+    ///
+    /// # Complexity
+    ///
+    /// `O(n^2)` time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use colocation_matching::{ExpertLoads, SquareMatrix};
+    ///
+    /// let d = SquareMatrix::from_rows(&[vec![0.0, 1e308], vec![1e308, 0.0]])?;
+    /// assert_eq!(ExpertLoads::from_traffic(&d)?.send_bytes, vec![1e308, 1e308]);
+    /// let d = SquareMatrix::from_rows(&[vec![0.0, 1e308, 1e308], vec![0.0; 3], vec![0.0; 3]])?;
+    /// assert!(ExpertLoads::from_traffic(&d).is_err()); // expert 0 sends 2e308 bytes
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_traffic(traffic: &SquareMatrix) -> Result<Self, MatchingError> {
         let n = traffic.n();
         let mut send_bytes = vec![0.0; n];
         let mut recv_bytes = vec![0.0; n];
@@ -91,10 +114,7 @@ impl ExpertLoads {
                 }
             }
         }
-        Self {
-            send_bytes,
-            recv_bytes,
-        }
+        finite_loads(send_bytes, recv_bytes)
     }
 
     /// Number of experts.
@@ -115,8 +135,24 @@ impl ExpertLoads {
     ///
     /// # Errors
     ///
-    /// [`MatchingError::SizeMismatch`] if `n < len()`.
+    /// [`MatchingError::SizeMismatch`] if `n < len()`, [`MatchingError::TooLarge`] above
+    /// [`MAX_PLACEMENT_SLOTS`] experts (checked before allocating).
+    ///
+    /// # Complexity
+    ///
+    /// `O(n)` time and space.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use colocation_matching::ExpertLoads;
+    ///
+    /// let a = ExpertLoads::new(vec![4.0], vec![2.0])?.padded(3)?;
+    /// assert_eq!((a.send_bytes, a.recv_bytes), (vec![4.0, 0.0, 0.0], vec![2.0, 0.0, 0.0]));
+    /// # Ok::<(), colocation_matching::MatchingError>(())
+    /// ```
     pub fn padded(&self, n: usize) -> Result<Self, MatchingError> {
+        check_at_most("padded experts", MAX_PLACEMENT_SLOTS, n)?;
         if n < self.len() {
             return Err(MatchingError::SizeMismatch {
                 what: "padding below the number of experts",
@@ -139,7 +175,9 @@ impl ExpertLoads {
 /// # Errors
 ///
 /// [`MatchingError::SizeMismatch`] when `gpu_of_expert` does not have one entry per expert,
-/// [`MatchingError::IndexOutOfRange`] for a GPU `>= n_gpus`, [`MatchingError::Empty`] for no GPU.
+/// [`MatchingError::IndexOutOfRange`] for a GPU `>= n_gpus`, [`MatchingError::Empty`] for no GPU,
+/// [`MatchingError::TooLarge`] above [`MAX_PLACEMENT_SLOTS`] GPUs (checked before allocating),
+/// [`MatchingError::Cost`] (`NonFinite`) when a GPU's bytes overflow.
 ///
 /// # Complexity
 ///
@@ -165,6 +203,7 @@ pub fn placement_loads(
     if n_gpus == 0 {
         return Err(MatchingError::Empty { what: "GPUs" });
     }
+    check_at_most("GPUs", MAX_PLACEMENT_SLOTS, n_gpus)?;
     check_same_len("placement vs experts", gpu_of_expert.len(), traffic.n())?;
     if let Some(&index) = gpu_of_expert.iter().find(|&&g| g >= n_gpus) {
         return Err(MatchingError::IndexOutOfRange {
@@ -183,6 +222,14 @@ pub fn placement_loads(
                 recv_bytes[gj] += d;
             }
         }
+    }
+    finite_loads(send_bytes, recv_bytes)
+}
+
+/// Loads from sums of finite bytes, which overflow to infinity for entries near `f64::MAX`.
+fn finite_loads(send_bytes: Vec<f64>, recv_bytes: Vec<f64>) -> Result<ExpertLoads, MatchingError> {
+    for &x in send_bytes.iter().chain(&recv_bytes) {
+        check_finite_result("bytes sent or received by a GPU", x)?;
     }
     Ok(ExpertLoads {
         send_bytes,

@@ -2,6 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use comm_cost_model::check_finite_result;
+
+use crate::error::MatchingError;
 use crate::matrix::SquareMatrix;
 
 /// A perfect matching of a square weight matrix with its bottleneck and total weight.
@@ -16,13 +19,18 @@ pub struct WeightedMatching {
 }
 
 impl WeightedMatching {
-    /// Scores `assignment` on `weights`.
-    pub(crate) fn new(weights: &SquareMatrix, assignment: Vec<usize>) -> Self {
-        Self {
+    /// Scores `assignment` on `weights`; the total of finite weights near `f64::MAX` can
+    /// overflow, which is an error rather than an infinite `total_weight`.
+    pub(crate) fn new(
+        weights: &SquareMatrix,
+        assignment: Vec<usize>,
+    ) -> Result<Self, MatchingError> {
+        let total_weight = chosen(weights, &assignment).sum();
+        Ok(Self {
             bottleneck: chosen(weights, &assignment).fold(0.0, f64::max),
-            total_weight: chosen(weights, &assignment).sum(),
+            total_weight: check_finite_result("total weight of the matching", total_weight)?,
             assignment,
-        }
+        })
     }
 }
 

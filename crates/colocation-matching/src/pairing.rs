@@ -2,11 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bottleneck::{BottleneckOptions, TieBreak, bottleneck_matching};
+use crate::bottleneck::{BottleneckOptions, TieBreak, bottleneck_assignment};
 use crate::dominance::Dominance;
-use comm_cost_model::check_non_negative;
+use comm_cost_model::{MAX_MATRIX_SIDE, check_non_negative};
 
-use crate::error::{MatchingError, check_same_len};
+use crate::error::{MatchingError, check_at_most, check_same_len};
 use crate::loads::ExpertLoads;
 use crate::matrix::SquareMatrix;
 
@@ -168,7 +168,7 @@ pub struct PairingOptions {
 /// a threshold iff B's (send, receive) point is dominated by a point of A's, and for dominance
 /// graphs a greedy sweep finds a maximum matching in `O(n log n)`. The threshold is found by
 /// median splitting of the candidate weights, `O(n^2)` in total, without storing the matrix. With
-/// [`TieBreak::MinTotalWeight`] it builds the matrix and uses [`bottleneck_matching`]. The
+/// [`TieBreak::MinTotalWeight`] it builds the matrix and uses [`crate::bottleneck_matching`]. The
 /// returned loads and `bottleneck_bytes` are the true bytes (without the gate adjustment).
 ///
 /// Models with different expert counts: pad the smaller one with [`ExpertLoads::padded`].
@@ -176,7 +176,9 @@ pub struct PairingOptions {
 /// # Errors
 ///
 /// [`MatchingError::SizeMismatch`] for different expert counts, [`MatchingError::Cost`] for a NaN,
-/// infinite or negative gate.
+/// infinite or negative gate or a GPU's bytes that overflow (loads near `f64::MAX`),
+/// [`MatchingError::TooLarge`] above [`comm_cost_model::MAX_MATRIX_SIDE`] experts (the candidate
+/// weights take up to `n^2` words, like the matrix they stand for).
 ///
 /// # Complexity
 ///
@@ -204,39 +206,59 @@ pub fn pair_bottleneck(
     options: &PairingOptions,
 ) -> Result<ExpertPairing, MatchingError> {
     check_same_len("experts of model A vs model B", a.len(), b.len())?;
+    check_at_most("experts (Case II pairing)", MAX_MATRIX_SIDE, a.len())?;
     let gate = check_non_negative("gate_b_bytes", options.gate_b_bytes)?;
     let b_of_a = match options.tie_break {
-        TieBreak::Any => {
-            let gated = |v: &[f64]| v.iter().map(|&x| x.max(gate)).collect::<Vec<f64>>();
-            let (b_send, b_recv) = (gated(&b.send_bytes), gated(&b.recv_bytes));
-            Dominance {
-                a_send: &a.send_bytes,
-                a_recv: &a.recv_bytes,
-                b_send: &b_send,
-                b_recv: &b_recv,
-            }
-            .solve()
-        }
+        TieBreak::Any => dominance_pairing(a, b, gate),
         _ => {
+            // Pairs whose gated bytes overflow are forbidden; if that leaves no pairing, every
+            // pairing overflows under the gate and the sweep (exact on the same sums) decides.
+            let (weights, overflow) = pair_weights(a, b, gate)?;
             let bottleneck_options = BottleneckOptions {
+                forbidden: overflow,
                 tie_break: options.tie_break,
                 ..BottleneckOptions::default()
             };
-            bottleneck_matching(&pair_weights(a, b, gate)?, &bottleneck_options)?.assignment
+            match bottleneck_assignment(&weights, &bottleneck_options) {
+                Err(MatchingError::NoPerfectMatching { .. }) => dominance_pairing(a, b, gate),
+                assignment => assignment?,
+            }
         }
     };
     ExpertPairing::evaluate(a, b, &b_of_a)
 }
 
-/// The Case II weight matrix (footnote-4 form; `gate = 0` is Eq. 6).
+/// The optimal pairing by the dominance sweep (no matrix).
+fn dominance_pairing(a: &ExpertLoads, b: &ExpertLoads, gate: f64) -> Vec<usize> {
+    let gated = |v: &[f64]| v.iter().map(|&x| x.max(gate)).collect::<Vec<f64>>();
+    let (b_send, b_recv) = (gated(&b.send_bytes), gated(&b.recv_bytes));
+    Dominance {
+        a_send: &a.send_bytes,
+        a_recv: &a.recv_bytes,
+        b_send: &b_send,
+        b_recv: &b_recv,
+    }
+    .solve()
+}
+
+/// The Case II weight matrix (footnote-4 form; `gate = 0` is Eq. 6), with the pairs whose
+/// bytes overflow (their entries are `f64::MAX`, so that the matrix stays valid).
 pub(crate) fn pair_weights(
     a: &ExpertLoads,
     b: &ExpertLoads,
     gate: f64,
-) -> Result<SquareMatrix, MatchingError> {
-    Ok(SquareMatrix::from_fn(a.len(), |i, j| {
+) -> Result<(SquareMatrix, Vec<(usize, usize)>), MatchingError> {
+    let mut overflow = Vec::new();
+    let weights = SquareMatrix::from_fn(a.len(), |i, j| {
         let send = a.send_bytes[i] + b.send_bytes[j].max(gate);
         let recv = a.recv_bytes[i] + b.recv_bytes[j].max(gate);
-        send.max(recv)
-    })?)
+        let w = send.max(recv);
+        if w.is_finite() {
+            w
+        } else {
+            overflow.push((i, j));
+            f64::MAX
+        }
+    })?;
+    Ok((weights, overflow))
 }

@@ -180,7 +180,7 @@ fn check_against(
         assert!((exact.max_gpu_load - best).abs() <= tol, "{w:?} {c:?}");
         // Proved optimal: the reported bound is the optimum; the relaxation is below it.
         assert!((opt.lower_bound - best).abs() <= tol);
-        assert!(placement_lower_bound(&loads, &c) <= best + tol);
+        assert!(placement_lower_bound(&loads, &c).unwrap() <= best + tol);
         assert_eq!(opt.duplicates_on_gpu, 0);
         if c.uniform_slots().is_some() {
             let base = eplb(&loads, &c, EplbPolicy::Global).unwrap();

@@ -84,10 +84,10 @@ pub struct ColocationPlan {
 /// assert!(matches!(plan_colocation(&spec), Err(PlanError::Matching(MatchingError::SizeMismatch { .. }))));
 /// ```
 pub fn plan_colocation(spec: &ColocationSpec) -> Result<ColocationPlan, PlanError> {
-    let a = ExpertLoads::from_traffic(&SquareMatrix::from_rows(&spec.model_a_traffic_bytes)?);
-    let b = ExpertLoads::from_traffic(&SquareMatrix::from_rows(&spec.model_b_traffic_bytes)?);
+    let a = ExpertLoads::from_traffic(&SquareMatrix::from_rows(&spec.model_a_traffic_bytes)?)?;
+    let b = ExpertLoads::from_traffic(&SquareMatrix::from_rows(&spec.model_b_traffic_bytes)?)?;
     let best = pair_bottleneck(&a, &b, &PairingOptions::default())?;
-    let random = ExpertPairing::evaluate(&a, &b, &random_colocation(a.len(), spec.seed))?;
+    let random = ExpertPairing::evaluate(&a, &b, &random_colocation(a.len(), spec.seed)?)?;
     Ok(ColocationPlan {
         pairs: best.pairs,
         bottleneck_bytes: best.bottleneck_bytes,

@@ -286,7 +286,7 @@ pub fn plan_inference(spec: &InferenceSpec) -> Result<InferencePlan, PlanError> 
         Some(fixed) => work.fixed_placement(fixed)?,
         None => work.optimized_placement(scenario)?,
     };
-    let baseline_placement = random_placement(work.gpus.len(), work.models.len() == 2, spec.seed);
+    let baseline_placement = random_placement(work.gpus.len(), work.models.len() == 2, spec.seed)?;
     let planned = work.evaluate(&placement, Algorithm::Optimal, spec.seed)?;
     let baseline = work.evaluate(&baseline_placement, Algorithm::Sjf, spec.seed)?;
     let speedup = speedup(baseline.total_s, planned.total_s);

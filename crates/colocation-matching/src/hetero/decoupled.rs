@@ -1,12 +1,12 @@
 //! Aurora §7.2: pair experts first, then assign the pairs to GPUs.
 
 use super::{HeteroPlacement, HyperedgeCost, matrix_of};
-use crate::bottleneck::{BottleneckOptions, bottleneck_matching};
+use crate::bottleneck::{BottleneckOptions, bottleneck_assignment};
 use crate::error::MatchingError;
 
 /// Aurora's decoupled two-stage heuristic for colocating + heterogeneous placement (§7.2).
 ///
-/// Stage 1 pairs A's and B's experts by a [`bottleneck_matching`] on
+/// Stage 1 pairs A's and B's experts by a [`crate::bottleneck_matching`] on
 /// [`HyperedgeCost::pair_weight`] (Case II's aggregated bytes), ignoring GPUs. Stage 2 assigns the
 /// pairs to GPUs by a bottleneck matching on the pair's time on each GPU. Each stage is optimal
 /// on its own; together they are not (the problem is NP-hard, §7.1). The paper reports 1.07× the
@@ -14,7 +14,10 @@ use crate::error::MatchingError;
 ///
 /// # Errors
 ///
-/// [`MatchingError::InvalidValue`] if `cost` returns a NaN, infinite or negative value.
+/// [`MatchingError::Cost`] (a bad matrix entry) if `cost` returns a NaN, infinite or negative
+/// value it uses, or (`TooLarge`) above [`comm_cost_model::MAX_MATRIX_SIDE`] GPUs;
+/// [`MatchingError::InvalidValue`] if the final placement's costs are not finite and
+/// non-negative.
 ///
 /// # Complexity
 ///
@@ -38,13 +41,12 @@ use crate::error::MatchingError;
 pub fn colocate_decoupled(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, MatchingError> {
     let n = cost.size();
     let options = BottleneckOptions::default();
-    let pairs =
-        bottleneck_matching(&matrix_of(n, |a, b| cost.pair_weight(a, b))?, &options)?.assignment;
-    let gpu_of = bottleneck_matching(&matrix_of(n, |a, g| cost.cost_s(a, pairs[a], g))?, &options)?
-        .assignment;
+    let pairs = bottleneck_assignment(&matrix_of(n, |a, b| cost.pair_weight(a, b))?, &options)?;
+    let gpu_of =
+        bottleneck_assignment(&matrix_of(n, |a, g| cost.cost_s(a, pairs[a], g))?, &options)?;
     let mut gpu_experts = vec![[0, 0]; n];
     for a in 0..n {
         gpu_experts[gpu_of[a]] = [a, pairs[a]];
     }
-    Ok(HeteroPlacement::scored(cost, gpu_experts))
+    HeteroPlacement::scored(cost, gpu_experts)
 }

@@ -1,7 +1,7 @@
 //! Exact colocating + heterogeneous placement by branch and bound over expert pairings.
 
 use super::{HeteroPlacement, HyperedgeCost, LocalSearchOptions, colocate_local_search, matrix_of};
-use crate::bottleneck::{BottleneckOptions, bottleneck_matching};
+use crate::bottleneck::{BottleneckOptions, bottleneck_assignment, chosen_max};
 use crate::error::{MatchingError, check_at_most, check_weight};
 
 /// Largest instance [`colocate_exact`] accepts.
@@ -98,13 +98,13 @@ impl<C: HyperedgeCost> BranchAndBound<'_, C> {
         let n = self.pairs.len();
         let (cost, pairs) = (self.cost, &self.pairs);
         let weights = matrix_of(n, |a, g| cost.cost_s(a, pairs[a], g))?;
-        let m = bottleneck_matching(&weights, &BottleneckOptions::default())?;
-        if m.bottleneck < self.incumbent.bottleneck_s {
+        let assignment = bottleneck_assignment(&weights, &BottleneckOptions::default())?;
+        if chosen_max(&weights, &assignment) < self.incumbent.bottleneck_s {
             let mut gpu_experts = vec![[0, 0]; n];
-            for (a, &g) in m.assignment.iter().enumerate() {
+            for (a, &g) in assignment.iter().enumerate() {
                 gpu_experts[g] = [a, pairs[a]];
             }
-            *self.incumbent = HeteroPlacement::scored(cost, gpu_experts);
+            *self.incumbent = HeteroPlacement::scored(cost, gpu_experts)?;
         }
         Ok(())
     }

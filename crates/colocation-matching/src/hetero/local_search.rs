@@ -5,8 +5,13 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
 use super::{HeteroPlacement, HyperedgeCost, colocate_decoupled, matrix_of};
-use crate::bottleneck::{BottleneckOptions, TieBreak, bottleneck_matching};
-use crate::error::MatchingError;
+use crate::bottleneck::{BottleneckOptions, TieBreak, bottleneck_assignment};
+use crate::error::{MatchingError, check_at_most};
+
+/// Largest [`LocalSearchOptions::restarts`] and [`LocalSearchOptions::max_rounds`]
+/// [`colocate_local_search`] accepts: each restart is a whole descent, so `usize::MAX` of them
+/// never ended.
+pub const LOCAL_SEARCH_MAX_ITERATIONS: usize = 1 << 12;
 
 /// Options of [`colocate_local_search`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,7 +56,9 @@ impl Default for LocalSearchOptions {
 ///
 /// # Errors
 ///
-/// [`MatchingError::InvalidValue`] if `cost` returns a NaN, infinite or negative value.
+/// [`MatchingError::InvalidValue`] or [`MatchingError::Cost`] if `cost` returns a NaN, infinite
+/// or negative value it uses, [`MatchingError::TooLarge`] for more than [`LOCAL_SEARCH_MAX_ITERATIONS`] restarts or rounds,
+/// and those of [`colocate_decoupled`].
 ///
 /// # Complexity
 ///
@@ -76,6 +83,16 @@ pub fn colocate_local_search(
     cost: &impl HyperedgeCost,
     options: &LocalSearchOptions,
 ) -> Result<HeteroPlacement, MatchingError> {
+    check_at_most(
+        "local search restarts",
+        LOCAL_SEARCH_MAX_ITERATIONS,
+        options.restarts,
+    )?;
+    check_at_most(
+        "local search rounds",
+        LOCAL_SEARCH_MAX_ITERATIONS,
+        options.max_rounds,
+    )?;
     let start = colocate_decoupled(cost)?;
     let mut best = Search::new(cost, &start.gpu_experts, options);
     best.descend(options.max_rounds)?;
@@ -96,7 +113,7 @@ pub fn colocate_local_search(
             best = trial;
         }
     }
-    Ok(HeteroPlacement::scored(cost, best.placement()))
+    HeteroPlacement::scored(cost, best.placement())
 }
 
 /// A start placing `side`'s experts by a bottleneck matching of `min over partners` costs, the
@@ -111,7 +128,7 @@ fn one_side_first(cost: &impl HyperedgeCost, side: Side) -> Result<Vec<[usize; 2
             })
             .fold(f64::INFINITY, f64::min)
     })?;
-    let gpu_of = bottleneck_matching(&weights, &BottleneckOptions::default())?.assignment;
+    let gpu_of = bottleneck_assignment(&weights, &BottleneckOptions::default())?;
     let mut placement: Vec<[usize; 2]> = (0..n).map(|g| [g, g]).collect();
     for (x, &g) in gpu_of.iter().enumerate() {
         match side {
@@ -228,7 +245,7 @@ impl<'c, C: HyperedgeCost> Search<'c, C> {
             tie_break: self.tie_break,
             ..BottleneckOptions::default()
         };
-        let gpu_of = bottleneck_matching(&weights, &options)?.assignment;
+        let gpu_of = bottleneck_assignment(&weights, &options)?;
         let (mut new_a, mut new_b) = (self.a_on.clone(), self.b_on.clone());
         for (r, &g) in gpu_of.iter().enumerate() {
             match side {

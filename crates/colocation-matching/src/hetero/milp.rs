@@ -4,7 +4,7 @@ use good_lp::{
     Expression, ProblemVariables, Solution, SolverModel, Variable, constraint, microlp, variable,
 };
 
-use super::{HeteroPlacement, HyperedgeCost};
+use super::{HeteroPlacement, HyperedgeCost, colocate_decoupled};
 use crate::error::{MatchingError, check_at_most, check_weight};
 
 /// Largest instance [`colocate_milp`] accepts (`n³` binaries).
@@ -18,8 +18,13 @@ pub const MILP_MAX_GPUS: usize = 6;
 ///
 /// # Errors
 ///
-/// [`MatchingError::TooLarge`] above [`MILP_MAX_GPUS`], [`MatchingError::InvalidValue`] for a bad
-/// cost, [`MatchingError::Solver`] if microlp fails.
+/// [`MatchingError::Empty`] for no GPU, [`MatchingError::TooLarge`] above [`MILP_MAX_GPUS`],
+/// [`MatchingError::InvalidValue`] for a bad cost, those of [`colocate_decoupled`] (its
+/// bottleneck bounds the model), [`MatchingError::Solver`] if microlp fails (`Internal` for
+/// badly conditioned costs: relevant costs spanning more than about ten orders of magnitude).
+/// Extreme magnitudes
+/// never reach the solver: hyperedges slower than the decoupled placement are left out and the
+/// rest scaled to `[0, 1]` by its bottleneck.
 ///
 /// # Complexity
 ///
@@ -37,18 +42,36 @@ pub const MILP_MAX_GPUS: usize = 6;
 /// ```
 pub fn colocate_milp(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, MatchingError> {
     let n = cost.size();
+    if n == 0 {
+        return Err(MatchingError::Empty {
+            what: "hyperedge costs",
+        });
+    }
     check_at_most("colocating + heterogeneous MILP (GPUs)", MILP_MAX_GPUS, n)?;
     let index = |a: usize, b: usize, g: usize| (a * n + b) * n + g;
+    let mut costs = Vec::with_capacity(n * n * n);
+    for k in 0..n * n * n {
+        let (a, b, g) = (k / (n * n), k / n % n, k % n);
+        costs.push(check_weight("hyperedge cost", k, cost.cost_s(a, b, g))?);
+    }
+    // Numerics: an optimal placement is no slower than the decoupled one, so hyperedges above
+    // its bottleneck `U` never help and get no variable, and the rest are scaled by `U` into
+    // [0, 1]. Scaling by the largest cost instead lost every cost below 1e-9 of it in the
+    // solver's tolerance (wrong optima for costs spanning 10 orders of magnitude, "infeasible"
+    // near f64::MAX).
+    let upper = colocate_decoupled(cost)?.bottleneck_s;
+    let norm = if upper > 0.0 { upper } else { 1.0 };
     let mut vars = ProblemVariables::new();
-    let x: Vec<Variable> = (0..n * n * n)
-        .map(|_| vars.add(variable().binary()))
+    let x: Vec<Option<Variable>> = costs
+        .iter()
+        .map(|&c| (c <= upper).then(|| vars.add(variable().binary())))
         .collect();
     let z = vars.add(variable().min(0.0));
     let mut model = vars.minimise(z).using(microlp);
     let sum = |f: &dyn Fn(usize, usize) -> usize| -> Expression {
         (0..n)
             .flat_map(|p| (0..n).map(move |q| (p, q)))
-            .map(|(p, q)| x[f(p, q)])
+            .filter_map(|(p, q)| x[f(p, q)])
             .sum()
     };
     for k in 0..n {
@@ -58,8 +81,9 @@ pub fn colocate_milp(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, Match
         let mut load = Expression::default();
         for a in 0..n {
             for b in 0..n {
-                let c = check_weight("hyperedge cost", index(a, b, k), cost.cost_s(a, b, k))?;
-                load += c * x[index(a, b, k)];
+                if let Some(v) = x[index(a, b, k)] {
+                    load += costs[index(a, b, k)] / norm * v;
+                }
             }
         }
         model = model.with(constraint!(z >= load));
@@ -71,11 +95,11 @@ pub fn colocate_milp(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, Match
     for a in 0..n {
         for b in 0..n {
             for (g, slot) in gpu_experts.iter_mut().enumerate() {
-                if solution.value(x[index(a, b, g)]) > 0.5 {
+                if x[index(a, b, g)].is_some_and(|v| solution.value(v) > 0.5) {
                     *slot = [a, b];
                 }
             }
         }
     }
-    Ok(HeteroPlacement::scored(cost, gpu_experts))
+    HeteroPlacement::scored(cost, gpu_experts)
 }

@@ -12,9 +12,10 @@ mod milp;
 
 pub use decoupled::colocate_decoupled;
 pub use exact::{EXACT_MAX_GPUS, colocate_exact};
-pub use local_search::{LocalSearchOptions, colocate_local_search};
+pub use local_search::{LOCAL_SEARCH_MAX_ITERATIONS, LocalSearchOptions, colocate_local_search};
 pub use milp::{MILP_MAX_GPUS, colocate_milp};
 
+use comm_cost_model::{MAX_MATRIX_SIDE, check_finite_result};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MatchingError, check_at_most, check_same_len, check_weight};
@@ -23,8 +24,10 @@ use crate::matrix::SquareMatrix;
 
 /// The cost of putting expert `a` of model A and expert `b` of model B on GPU `gpu`.
 ///
-/// Implementations must return finite non-negative seconds (the provided types validate their
-/// inputs on construction).
+/// Implementations should return finite non-negative seconds for indices below
+/// [`HyperedgeCost::size`] (the provided types validate their inputs on construction, and
+/// return NaN out of range). The solvers check every cost they use and return
+/// [`MatchingError::InvalidValue`] (or a `Cost` error) for one that is not.
 pub trait HyperedgeCost {
     /// Number of experts per model, which is also the number of GPUs.
     fn size(&self) -> usize;
@@ -36,8 +39,12 @@ pub trait HyperedgeCost {
     /// the mean cost over GPUs; [`ColocationCostModel`] uses Eq. 6's aggregated bytes as the paper
     /// does.
     fn pair_weight(&self, a: usize, b: usize) -> f64 {
-        let n = self.size();
-        (0..n).map(|g| self.cost_s(a, b, g)).sum::<f64>() / n as f64
+        let n = self.size() as f64;
+        // Divide before summing: the mean of finite costs is finite (the sum of costs near
+        // `f64::MAX` is not).
+        (0..self.size())
+            .map(|g| self.cost_s(a, b, g) / n)
+            .sum::<f64>()
     }
 }
 
@@ -63,11 +70,31 @@ pub trait HyperedgeCost {
 /// assert_eq!(model.pair_weight(0, 0), 7.0); // max(4 + 1, 2 + 5) bytes
 /// # Ok::<(), colocation_matching::MatchingError>(())
 /// ```
+///
+/// It deserializes through [`ColocationCostModel::new`] (fields `model_a`, `model_b`, `gpus`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "CostModelFields")]
 pub struct ColocationCostModel {
     model_a: Vec<ExpertDemand>,
     model_b: Vec<ExpertDemand>,
     gpus: Vec<GpuSpec>,
+}
+
+/// The serialized form of a [`ColocationCostModel`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CostModelFields {
+    model_a: Vec<ExpertDemand>,
+    model_b: Vec<ExpertDemand>,
+    gpus: Vec<GpuSpec>,
+}
+
+impl TryFrom<CostModelFields> for ColocationCostModel {
+    type Error = MatchingError;
+
+    fn try_from(f: CostModelFields) -> Result<Self, Self::Error> {
+        Self::new(f.model_a, f.model_b, f.gpus)
+    }
 }
 
 impl ColocationCostModel {
@@ -76,7 +103,14 @@ impl ColocationCostModel {
     /// # Errors
     ///
     /// [`MatchingError::Empty`], [`MatchingError::SizeMismatch`] unless all three lengths agree,
-    /// [`MatchingError::InvalidValue`] / [`MatchingError::NotPositive`] for bad numbers.
+    /// [`MatchingError::InvalidValue`] / [`MatchingError::NotPositive`] for bad numbers,
+    /// [`MatchingError::Cost`] (`NonFinite`) when the slowest case (the largest demands of both
+    /// models on the GPU with the least bandwidth and FLOP/s) takes a time that overflows, so
+    /// that every [`HyperedgeCost::cost_s`] is finite.
+    ///
+    /// # Complexity
+    ///
+    /// `O(n)`.
     pub fn new(
         model_a: Vec<ExpertDemand>,
         model_b: Vec<ExpertDemand>,
@@ -91,12 +125,70 @@ impl ColocationCostModel {
         for (i, e) in model_b.iter().enumerate() {
             e.check("model B demand", i)?;
         }
+        check_finite_result(
+            "slowest colocated layer time (s)",
+            worst_time_s(&model_a, &model_b, &gpus),
+        )?;
         Ok(Self {
             model_a,
             model_b,
             gpus,
         })
     }
+
+    /// `cost_s(a, b, gpu)`, or `None` for an index out of range.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use colocation_matching::{ColocationCostModel, ExpertDemand, GpuSpec};
+    ///
+    /// let e = ExpertDemand { send_bytes: 1.0, recv_bytes: 1.0, flop: 1.0 };
+    /// let g = GpuSpec { flop_per_s: 1.0, bandwidth_bytes_per_s: 1.0 };
+    /// let model = ColocationCostModel::new(vec![e], vec![e], vec![g])?;
+    /// assert_eq!(model.get(0, 0, 0), Some(6.0));
+    /// assert_eq!(model.get(0, 1, 0), None);
+    /// # Ok::<(), colocation_matching::MatchingError>(())
+    /// ```
+    #[must_use]
+    pub fn get(&self, a: usize, b: usize, gpu: usize) -> Option<f64> {
+        let (x, y, g) = (
+            self.model_a.get(a)?,
+            self.model_b.get(b)?,
+            self.gpus.get(gpu)?,
+        );
+        Some(layer_time_s(
+            g,
+            x.send_bytes + y.send_bytes,
+            x.recv_bytes + y.recv_bytes,
+            x.flop + y.flop,
+        ))
+    }
+}
+
+/// An upper bound on every layer time of the model: the largest demands of each model on the
+/// GPU with the least bandwidth and the least FLOP/s (the time grows with demands and falls
+/// with speeds).
+fn worst_time_s(model_a: &[ExpertDemand], model_b: &[ExpertDemand], gpus: &[GpuSpec]) -> f64 {
+    let most =
+        |v: &[ExpertDemand], f: fn(&ExpertDemand) -> f64| v.iter().map(f).fold(0.0, f64::max);
+    let slowest = GpuSpec {
+        flop_per_s: gpus
+            .iter()
+            .map(|g| g.flop_per_s)
+            .fold(f64::INFINITY, f64::min),
+        bandwidth_bytes_per_s: gpus
+            .iter()
+            .map(|g| g.bandwidth_bytes_per_s)
+            .fold(f64::INFINITY, f64::min),
+    };
+    let both = |f: fn(&ExpertDemand) -> f64| most(model_a, f) + most(model_b, f);
+    layer_time_s(
+        &slowest,
+        both(|e| e.send_bytes),
+        both(|e| e.recv_bytes),
+        both(|e| e.flop),
+    )
 }
 
 impl HyperedgeCost for ColocationCostModel {
@@ -104,27 +196,55 @@ impl HyperedgeCost for ColocationCostModel {
         self.gpus.len()
     }
 
+    /// NaN for an index out of range.
     fn cost_s(&self, a: usize, b: usize, gpu: usize) -> f64 {
-        let (x, y) = (&self.model_a[a], &self.model_b[b]);
-        layer_time_s(
-            &self.gpus[gpu],
-            x.send_bytes + y.send_bytes,
-            x.recv_bytes + y.recv_bytes,
-            x.flop + y.flop,
-        )
+        self.get(a, b, gpu).unwrap_or(f64::NAN)
     }
 
+    /// NaN for an index out of range.
     fn pair_weight(&self, a: usize, b: usize) -> f64 {
-        let (x, y) = (&self.model_a[a], &self.model_b[b]);
-        (x.send_bytes + y.send_bytes).max(x.recv_bytes + y.recv_bytes)
+        match (self.model_a.get(a), self.model_b.get(b)) {
+            (Some(x), Some(y)) => (x.send_bytes + y.send_bytes).max(x.recv_bytes + y.recv_bytes),
+            _ => f64::NAN,
+        }
     }
 }
 
+/// Largest side of a [`CostTensor`]: `n^3` entries of 8 bytes are then at most 8 GiB.
+pub const COST_TENSOR_MAX_SIDE: usize = 1024;
+
 /// An explicit `n × n × n` cost tensor, `cost[a][b][gpu]` in seconds.
+///
+/// It serializes as `{"n": .., "data": [..]}` (`data[(a n + b) n + gpu]`) and deserializes
+/// through the same validation as [`CostTensor::from_fn`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "TensorFields")]
 pub struct CostTensor {
     n: usize,
     data: Vec<f64>,
+}
+
+/// The serialized form of a [`CostTensor`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TensorFields {
+    n: usize,
+    data: Vec<f64>,
+}
+
+impl TryFrom<TensorFields> for CostTensor {
+    type Error = MatchingError;
+
+    fn try_from(f: TensorFields) -> Result<Self, Self::Error> {
+        if f.n == 0 {
+            return Err(MatchingError::Empty {
+                what: "cost tensor",
+            });
+        }
+        check_at_most("cost tensor side", COST_TENSOR_MAX_SIDE, f.n)?;
+        check_same_len("cost tensor entries (n³)", f.data.len(), f.n * f.n * f.n)?;
+        Self::from_fn(f.n, |a, b, g| f.data[(a * f.n + b) * f.n + g])
+    }
 }
 
 impl CostTensor {
@@ -132,8 +252,13 @@ impl CostTensor {
     ///
     /// # Errors
     ///
-    /// [`MatchingError::Empty`] for `n = 0`, [`MatchingError::TooLarge`] for `n > 1024`,
-    /// [`MatchingError::InvalidValue`] for a NaN, infinite or negative cost.
+    /// [`MatchingError::Empty`] for `n = 0`, [`MatchingError::TooLarge`] above
+    /// [`COST_TENSOR_MAX_SIDE`], [`MatchingError::InvalidValue`] for a NaN, infinite or negative
+    /// cost.
+    ///
+    /// # Complexity
+    ///
+    /// `O(n^3)` time and space.
     ///
     /// # Examples
     ///
@@ -153,7 +278,7 @@ impl CostTensor {
                 what: "cost tensor",
             });
         }
-        check_at_most("cost tensor side", 1024, n)?;
+        check_at_most("cost tensor side", COST_TENSOR_MAX_SIDE, n)?;
         let mut data = Vec::with_capacity(n * n * n);
         for a in 0..n {
             for b in 0..n {
@@ -167,13 +292,33 @@ impl CostTensor {
     }
 }
 
+impl CostTensor {
+    /// `cost[a][b][gpu]`, or `None` for an index out of range.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use colocation_matching::CostTensor;
+    ///
+    /// let t = CostTensor::from_fn(2, |a, b, g| (a + 2 * b + 4 * g) as f64)?;
+    /// assert_eq!((t.get(1, 1, 1), t.get(2, 0, 0)), (Some(7.0), None));
+    /// # Ok::<(), colocation_matching::MatchingError>(())
+    /// ```
+    #[must_use]
+    pub fn get(&self, a: usize, b: usize, gpu: usize) -> Option<f64> {
+        let n = self.n;
+        (a < n && b < n && gpu < n).then(|| self.data[(a * n + b) * n + gpu])
+    }
+}
+
 impl HyperedgeCost for CostTensor {
     fn size(&self) -> usize {
         self.n
     }
 
+    /// NaN for an index out of range.
     fn cost_s(&self, a: usize, b: usize, gpu: usize) -> f64 {
-        self.data[(a * self.n + b) * self.n + gpu]
+        self.get(a, b, gpu).unwrap_or(f64::NAN)
     }
 }
 
@@ -187,17 +332,21 @@ pub struct HeteroPlacement {
 }
 
 impl HeteroPlacement {
-    /// Scores `gpu_experts` under `cost`.
-    pub(crate) fn scored(cost: &impl HyperedgeCost, gpu_experts: Vec<[usize; 2]>) -> Self {
-        let bottleneck_s = gpu_experts
-            .iter()
-            .enumerate()
-            .map(|(g, &[a, b])| cost.cost_s(a, b, g))
-            .fold(0.0, f64::max);
-        Self {
+    /// Scores `gpu_experts` under `cost`, checking every cost it uses (a user's
+    /// [`HyperedgeCost`] may return anything).
+    pub(crate) fn scored(
+        cost: &impl HyperedgeCost,
+        gpu_experts: Vec<[usize; 2]>,
+    ) -> Result<Self, MatchingError> {
+        let mut bottleneck_s = 0.0f64;
+        for (g, &[a, b]) in gpu_experts.iter().enumerate() {
+            let c = check_weight("hyperedge cost on GPU", g, cost.cost_s(a, b, g))?;
+            bottleneck_s = bottleneck_s.max(c);
+        }
+        Ok(Self {
             gpu_experts,
             bottleneck_s,
-        }
+        })
     }
 }
 
@@ -207,9 +356,15 @@ impl HeteroPlacement {
 /// `max(max_a min_{b,g} c, max_b min_{a,g} c, max_g min_{a,b} c)`. Not in Aurora; it certifies
 /// optimality when a heuristic reaches it (common when one hot expert dominates).
 ///
+/// # Errors
+///
+/// [`MatchingError::Empty`] for size 0, [`MatchingError::TooLarge`] above
+/// [`comm_cost_model::MAX_MATRIX_SIDE`] (like every other solver here),
+/// [`MatchingError::InvalidValue`] if `cost` returns a NaN, infinite or negative value.
+///
 /// # Complexity
 ///
-/// `O(n^3)` cost evaluations.
+/// `O(n^3)` cost evaluations, `O(n)` space.
 ///
 /// # Examples
 ///
@@ -219,29 +374,35 @@ impl HeteroPlacement {
 /// let load = [1.0, 3.0];
 /// let t = CostTensor::from_fn(2, |a, b, g| (load[a] + load[b]) * (1.0 + g as f64))?;
 /// // A1's cheapest hyperedge is A1+B0 on GPU 0: 4. The optimum is 6.
-/// assert_eq!(colocate_lower_bound_s(&t), 4.0);
+/// assert_eq!(colocate_lower_bound_s(&t)?, 4.0);
 /// # Ok::<(), colocation_matching::MatchingError>(())
 /// ```
-pub fn colocate_lower_bound_s(cost: &impl HyperedgeCost) -> f64 {
+pub fn colocate_lower_bound_s(cost: &impl HyperedgeCost) -> Result<f64, MatchingError> {
     let n = cost.size();
+    if n == 0 {
+        return Err(MatchingError::Empty {
+            what: "hyperedge costs",
+        });
+    }
+    check_at_most("GPUs", MAX_MATRIX_SIDE, n)?;
     let mut min_a = vec![f64::INFINITY; n];
     let mut min_b = vec![f64::INFINITY; n];
     let mut min_g = vec![f64::INFINITY; n];
     for (a, ma) in min_a.iter_mut().enumerate() {
         for (b, mb) in min_b.iter_mut().enumerate() {
             for (g, mg) in min_g.iter_mut().enumerate() {
-                let c = cost.cost_s(a, b, g);
+                let c = check_weight("hyperedge cost", (a * n + b) * n + g, cost.cost_s(a, b, g))?;
                 *ma = ma.min(c);
                 *mb = mb.min(c);
                 *mg = mg.min(c);
             }
         }
     }
-    min_a
+    Ok(min_a
         .iter()
         .chain(&min_b)
         .chain(&min_g)
-        .fold(0.0, |m, &x| f64::max(m, x))
+        .fold(0.0, |m, &x| f64::max(m, x)))
 }
 
 /// The matrix `w[row][col] = f(row, col)` (validated like every [`SquareMatrix`]).

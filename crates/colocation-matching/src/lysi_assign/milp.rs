@@ -19,7 +19,8 @@ pub const LYSI_MILP_MAX_VARIABLES: usize = 64;
 ///
 /// As [`lysi_assign`](super::lysi_assign), plus [`MatchingError::TooLarge`] above [`LYSI_MILP_MAX_VARIABLES`] binaries
 /// and [`MatchingError::Solver`] if microlp fails. Extreme magnitudes never reach the solver:
-/// non-finite times are rejected first and the rest are scaled to `[0, 1]`.
+/// non-finite times are rejected first, pairs slower than Algorithm 2's makespan are left out
+/// and the rest scaled to `[0, 1]` by it.
 ///
 /// # Complexity
 ///
@@ -44,33 +45,37 @@ pub fn lysi_assign_milp(
     check_at_most(
         "LysiAssign MILP (experts × workers)",
         LYSI_MILP_MAX_VARIABLES,
-        nx * nw,
+        nx.saturating_mul(nw),
     )?;
+    let time = |x: usize, w: &Worker| expert_flop[x] / w.flop_per_s;
+    // Numerics: an optimal assignment is no slower than Algorithm 2's, so (expert, worker)
+    // pairs above its makespan `U` never help and get no variable, and the rest are scaled by
+    // `U` into [0, 1] (finite by `check_instance`). Scaling by the largest time instead lost
+    // every time below 1e-9 of it in the solver's tolerance: a 1e-300 FLOP/s worker made the
+    // "optimum" 0.3% above the true one.
+    let upper = super::lysi_assign(expert_flop, workers)?.makespan_s;
+    // Dividing (not multiplying by `1 / upper`, which overflows for a subnormal `upper`).
+    let norm = if upper > 0.0 { upper } else { 1.0 };
     let mut vars = ProblemVariables::new();
-    let y: Vec<Variable> = (0..nx * nw)
-        .map(|_| vars.add(variable().binary()))
+    let y: Vec<Option<Variable>> = (0..nx * nw)
+        .map(|k| (time(k / nw, &workers[k % nw]) <= upper).then(|| vars.add(variable().binary())))
         .collect();
     let z = vars.add(variable().min(0.0));
-    // Times relative to the largest one (finite by `check_instance`): the solver sees
-    // coefficients in [0, 1] whatever the FLOP and FLOP/s magnitudes.
-    let time = |x: usize, w: &Worker| expert_flop[x] / w.flop_per_s;
-    let largest = (0..nx)
-        .flat_map(|x| workers.iter().map(move |w| time(x, w)))
-        .fold(0.0, f64::max);
-    // Dividing (not multiplying by `1 / largest`, which overflows for a subnormal largest).
-    let norm = if largest > 0.0 { largest } else { 1.0 };
     let mut model = vars.minimise(z).using(microlp);
     for x in 0..nx {
-        let placed: Expression = (0..nw).map(|j| y[x * nw + j]).sum();
+        let placed: Expression = (0..nw).filter_map(|j| y[x * nw + j]).sum();
         model = model.with(constraint!(placed == 1));
     }
     for (j, w) in workers.iter().enumerate() {
-        let count: Expression = (0..nx).map(|x| y[x * nw + j]).sum();
+        let count: Expression = (0..nx).filter_map(|x| y[x * nw + j]).sum();
         model = model.with(constraint!(count <= w.expert_slots.min(nx) as f64));
-        let time: Expression = (0..nx)
-            .map(|x| (time(x, w) / norm).min(1.0) * y[x * nw + j])
-            .sum();
-        model = model.with(constraint!(z >= time));
+        let mut load = Expression::default();
+        for x in 0..nx {
+            if let Some(v) = y[x * nw + j] {
+                load += time(x, w) / norm * v;
+            }
+        }
+        model = model.with(constraint!(z >= load));
     }
     let solution = model
         .solve()
@@ -78,7 +83,7 @@ pub fn lysi_assign_milp(
     let gpu_of_expert = (0..nx)
         .map(|x| {
             (0..nw)
-                .find(|&j| solution.value(y[x * nw + j]) > 0.5)
+                .find(|&j| y[x * nw + j].is_some_and(|v| solution.value(v) > 0.5))
                 .unwrap_or(0)
         })
         .collect();

@@ -60,13 +60,6 @@ impl fmt::Display for PlacementAlgorithm {
     }
 }
 
-/// Rejects a placement whose loads overflowed (finite inputs near `f64::MAX`, or tiny speeds).
-fn check_finite(placement: Placement) -> Result<Placement, MatchingError> {
-    comm_cost_model::check_finite_result("maximum GPU load", placement.max_gpu_load)?;
-    comm_cost_model::check_finite_result("mean GPU load", placement.mean_gpu_load())?;
-    Ok(placement)
-}
-
 /// Places one layer's experts on the cluster's slots with `algorithm`.
 ///
 /// Model: a replica of expert `e` carries `w_e / c_e` (the even split engines use by default), a
@@ -77,8 +70,8 @@ fn check_finite(placement: Placement) -> Result<Placement, MatchingError> {
 ///
 /// # Errors
 ///
-/// [`MatchingError::Cost`] when a GPU's load overflows to infinity (loads near `f64::MAX` or
-/// tiny speeds), [`MatchingError::InsufficientCapacity`] for fewer slots than experts,
+/// [`MatchingError::Cost`] (`NonFinite`) when a GPU's load, the plan's gap or its imbalance
+/// overflows (loads near `f64::MAX` or tiny speeds), [`MatchingError::InsufficientCapacity`] for fewer slots than experts,
 /// [`MatchingError::SlotsExceedExperts`] for a GPU with more slots than experts,
 /// [`MatchingError::TooLarge`] above [`crate::MAX_GPU_EXPERT_PAIRS`] GPU-expert pairs; the shape errors
 /// of [`eplb`] and, node-aware, [`MatchingError::NotDivisible`] when `groups` does not divide
@@ -120,11 +113,12 @@ pub fn place(
     if !matches!(algorithm, PlacementAlgorithm::Eplb(_)) {
         cluster.check_experts(w.len())?;
     }
-    let placement = match algorithm {
+    // Every plan is scored by `Placement::scored`, which refuses non-finite figures.
+    match algorithm {
         PlacementAlgorithm::Eplb(policy) => eplb(loads, cluster, policy),
         PlacementAlgorithm::Optimal => {
             let s = solve(loads, cluster, None);
-            Ok(Placement::scored(w, cluster, s.map, s.lower_bound))
+            Placement::scored(w, cluster, s.map, s.lower_bound)
         }
         PlacementAlgorithm::Exact => {
             check_at_most(
@@ -144,26 +138,26 @@ pub fn place(
                     failure: SolverFailure::BudgetExhausted,
                 });
             }
-            Ok(Placement::scored(w, cluster, s.map, s.lower_bound))
+            Placement::scored(w, cluster, s.map, s.lower_bound)
         }
         PlacementAlgorithm::OptimalNodeAware { groups } => {
             let (map, _, bound) = solve_node_aware(loads, cluster, groups)?;
             let free = solve(loads, cluster, None);
-            let mut p = Placement::scored(w, cluster, map, bound.max(free.lower_bound));
+            let mut p = Placement::scored(w, cluster, map, bound.max(free.lower_bound))?;
             // The node-aware plan is also a valid unconstrained one, so the best unconstrained
             // plan found is the better of the two (the heuristics are not monotone).
             p.unconstrained_max_gpu_load = Some(free.value.min(p.max_gpu_load));
             Ok(p)
         }
-    }?;
-    check_finite(placement)
+    }
 }
 
 /// [`place`] for every layer (each layer independently).
 ///
 /// # Errors
 ///
-/// Those of [`place`], for the first failing layer.
+/// Those of [`place`], for the first failing layer; [`MatchingError::TooLarge`] when
+/// `layers · R` exceeds [`crate::MAX_PLAN_ENTRIES`] (checked first).
 ///
 /// # Complexity
 ///
@@ -189,6 +183,11 @@ pub fn place_layers(
     cluster: &PlacementCluster,
     algorithm: PlacementAlgorithm,
 ) -> Result<Vec<Placement>, MatchingError> {
+    check_at_most(
+        "layers x slots",
+        super::model::MAX_PLAN_ENTRIES,
+        layers.len().saturating_mul(cluster.total_slots()),
+    )?;
     layers
         .iter()
         .map(|l| place(l, cluster, algorithm))

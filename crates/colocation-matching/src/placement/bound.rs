@@ -1,9 +1,14 @@
 //! A certified lower bound on the maximum GPU load of any placement.
 
+use comm_cost_model::check_finite_result;
+
 use super::model::{LayerLoads, PlacementCluster};
 use super::replicate::replicate;
+use crate::error::MatchingError;
 
-/// A lower bound on the maximum GPU load of every valid placement of `loads` on `cluster`.
+/// A lower bound on the maximum GPU load of every valid placement of `loads` on `cluster`
+/// (every expert placed, never two replicas of one expert on a GPU: EPLB's duplicates split an
+/// expert unevenly over GPUs and can go below it when speeds differ).
 ///
 /// The larger of two relaxations:
 ///
@@ -19,6 +24,11 @@ use super::replicate::replicate;
 /// Exact solvers ([`crate::PlacementAlgorithm::Exact`], and [`crate::PlacementAlgorithm::Optimal`]
 /// on small instances) report their proved optimum instead.
 ///
+/// # Errors
+///
+/// [`MatchingError::Cost`] (`NonFinite`) when the bound overflows (loads near `f64::MAX` on
+/// slow GPUs): every placement's maximum load would overflow too.
+///
 /// # Complexity
 ///
 /// `O(G log G + R log E)` time, `O(E + G)` space.
@@ -31,16 +41,26 @@ use super::replicate::replicate;
 /// let c = PlacementCluster::uniform(8, 2, 1)?;
 /// // Average 1450 / 8 = 181.25; the best split of 600 and 560 over 16 slots is 120 per replica.
 /// let w = LayerLoads::new(vec![600.0, 560.0, 120.0, 120.0, 20.0, 10.0, 10.0, 10.0])?;
-/// assert_eq!(placement_lower_bound(&w, &c), 181.25);
+/// assert_eq!(placement_lower_bound(&w, &c)?, 181.25);
 /// // One hot expert on 8 single-slot GPUs: 3 slots go to the cold experts, so at most 5
 /// // replicas of 1000 (the average is only 1003 / 8).
 /// let c = PlacementCluster::uniform(8, 1, 1)?;
 /// let w = LayerLoads::new(vec![1000.0, 1.0, 1.0, 1.0])?;
-/// assert_eq!(placement_lower_bound(&w, &c), 200.0);
+/// assert_eq!(placement_lower_bound(&w, &c)?, 200.0);
 /// # Ok::<(), colocation_matching::MatchingError>(())
 /// ```
-#[must_use]
-pub fn placement_lower_bound(loads: &LayerLoads, cluster: &PlacementCluster) -> f64 {
+pub fn placement_lower_bound(
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+) -> Result<f64, MatchingError> {
+    Ok(check_finite_result(
+        "placement lower bound",
+        lower_bound(loads, cluster),
+    )?)
+}
+
+/// [`placement_lower_bound`] unchecked (infinite when the loads overflow on slow GPUs).
+pub(crate) fn lower_bound(loads: &LayerLoads, cluster: &PlacementCluster) -> f64 {
     average_bound(loads, cluster).max(replication_bound(loads, cluster))
 }
 
@@ -49,27 +69,30 @@ pub(crate) fn average_bound(loads: &LayerLoads, cluster: &PlacementCluster) -> f
     loads.total() / cluster.speed_of_gpu().iter().sum::<f64>()
 }
 
-/// `min over counts of max_e w_e h(c_e)` (see [`placement_lower_bound`]).
+/// `min over counts of max_e w_e h(c_e)` (see [`placement_lower_bound`]), computed as
+/// `w_e / H(c_e)` with `H = 1 / h`.
 fn replication_bound(loads: &LayerLoads, cluster: &PlacementCluster) -> f64 {
-    let h = replica_factors(cluster.speed_of_gpu());
+    let speed = replica_speeds(cluster.speed_of_gpu());
     let w = loads.as_slice();
     let extra = cluster.total_slots().saturating_sub(w.len());
-    let (count, _) = replicate(w.len(), extra, h.len(), |e, c| w[e] * h[c - 1]);
+    let (count, _) = replicate(w.len(), extra, speed.len(), |e, c| w[e] / speed[c - 1]);
     w.iter()
         .zip(&count)
-        .map(|(&we, &c)| we * h[c - 1])
+        .map(|(&we, &c)| we / speed[c - 1])
         .fold(0.0, f64::max)
 }
 
-/// `h[k - 1] = min_{j <= k} 1 / (j · v_(j))` for `k = 1..=G`, speeds sorted fastest first.
-fn replica_factors(speeds: &[f64]) -> Vec<f64> {
+/// `H[k - 1] = max_{j <= k} j · v_(j)` for `k = 1..=G`, speeds sorted fastest first: the
+/// largest total speed `c` replicas can be sure of. (Dividing by it, rather than multiplying by
+/// `1 / (j v)`, keeps subnormal speeds from turning the bound into `inf` or NaN.)
+fn replica_speeds(speeds: &[f64]) -> Vec<f64> {
     let mut v = speeds.to_vec();
     v.sort_by(|a, b| b.total_cmp(a));
-    let mut best = f64::INFINITY;
+    let mut best = 0.0f64;
     v.iter()
         .enumerate()
         .map(|(j, &s)| {
-            best = best.min(1.0 / ((j + 1) as f64 * s));
+            best = best.max((j + 1) as f64 * s);
             best
         })
         .collect()
@@ -85,13 +108,13 @@ mod tests {
         let c = PlacementCluster::new(vec![2, 2], vec![3.0, 1.0], vec![0, 0]).unwrap();
         let w = LayerLoads::new(vec![12.0, 0.0]).unwrap();
         // Alone on the fast GPU: 12 / 3 = 4; split: 6 / 1 = 6 on the slow one; average 3.
-        assert_eq!(placement_lower_bound(&w, &c), 4.0);
+        assert_eq!(placement_lower_bound(&w, &c), Ok(4.0));
     }
 
     #[test]
     fn zero_loads_give_zero() {
         let c = PlacementCluster::uniform(2, 2, 1).unwrap();
         let w = LayerLoads::new(vec![0.0, 0.0]).unwrap();
-        assert_eq!(placement_lower_bound(&w, &c), 0.0);
+        assert_eq!(placement_lower_bound(&w, &c), Ok(0.0));
     }
 }

@@ -12,10 +12,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{LayerLoads, PlacementCluster};
+use super::model::{LayerLoads, MAX_PLAN_ENTRIES, PlacementCluster};
 use super::plan::Placement;
 use super::replicate::replicate;
-use crate::error::{MatchingError, check_divides};
+use crate::error::{MatchingError, check_at_most, check_divides};
 
 /// Which of EPLB's two policies to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -76,7 +76,9 @@ pub struct EplbTables {
 /// [`MatchingError::InsufficientCapacity`] for fewer slots than experts,
 /// [`MatchingError::NotUniform`] for unequal slot counts (or, hierarchical, nodes that are not
 /// equal blocks of consecutive GPUs numbered in order), [`MatchingError::NotDivisible`] when
-/// `groups` does not divide the expert count or the node count does not divide `groups`.
+/// `groups` does not divide the expert count or the node count does not divide `groups`,
+/// [`MatchingError::Cost`] (`NonFinite`) when a figure of the plan overflows (as
+/// [`Placement::evaluate`]).
 ///
 /// # Complexity
 ///
@@ -101,12 +103,12 @@ pub fn eplb(
 ) -> Result<Placement, MatchingError> {
     let shape = Shape::of(loads.len(), cluster, policy)?;
     let (map, _) = shape.layer(loads.as_slice());
-    Ok(Placement::scored(
+    Placement::scored(
         loads.as_slice(),
         cluster,
         map,
-        super::bound::placement_lower_bound(loads, cluster),
-    ))
+        super::bound::lower_bound(loads, cluster),
+    )
 }
 
 /// EPLB's `rebalance_experts` with its signature and return shapes.
@@ -121,7 +123,10 @@ pub fn eplb(
 /// [`MatchingError::SizeMismatch`] for layers of different lengths; the load errors of
 /// [`LayerLoads::new`]; [`MatchingError::NotDivisible`] for `num_replicas % num_gpus != 0` and,
 /// hierarchical, `num_gpus % num_nodes != 0` or `E % num_groups != 0`;
-/// [`MatchingError::InsufficientCapacity`] for fewer replicas than experts.
+/// [`MatchingError::InsufficientCapacity`] for fewer replicas than experts;
+/// [`MatchingError::TooLarge`] when `layers · num_replicas` or the `logical_to_physical` table
+/// (`layers · E · max replicas`) exceeds [`crate::MAX_PLAN_ENTRIES`] (checked before it is
+/// allocated).
 ///
 /// # Complexity
 ///
@@ -169,6 +174,11 @@ pub fn rebalance_experts(
     check_divides("num_gpus by num_nodes", num_gpus, nodes)?;
     let cluster = PlacementCluster::uniform(num_gpus, num_replicas / num_gpus, nodes)?;
     let shape = Shape::of(layers[0].len(), &cluster, policy)?;
+    check_at_most(
+        "layers x replicas",
+        MAX_PLAN_ENTRIES,
+        layers.len().saturating_mul(num_replicas),
+    )?;
     let mut tables = EplbTables {
         physical_to_logical: Vec::new(),
         logical_to_physical: Vec::new(),
@@ -190,6 +200,14 @@ pub fn rebalance_experts(
         .copied()
         .max()
         .unwrap_or(1);
+    check_at_most(
+        "logical_to_physical entries (layers x experts x replicas)",
+        MAX_PLAN_ENTRIES,
+        layers
+            .len()
+            .saturating_mul(layers[0].len())
+            .saturating_mul(width),
+    )?;
     for (map, rank) in tables.physical_to_logical.iter().zip(&ranks) {
         let mut l2p = vec![vec![-1i64; width]; layers[0].len()];
         for (slot, (&e, &r)) in map.iter().zip(rank).enumerate() {

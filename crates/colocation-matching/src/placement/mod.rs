@@ -28,7 +28,9 @@ pub use eplb::{EplbPolicy, EplbTables, eplb, rebalance_experts};
 pub use exact::{
     PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET,
 };
-pub use model::{LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PLACEMENT_SLOTS, PlacementCluster};
+pub use model::{
+    LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PLACEMENT_SLOTS, MAX_PLAN_ENTRIES, PlacementCluster,
+};
 pub use plan::Placement;
 pub use rebalance::{Rebalance, TradeoffPoint, rebalance};
 pub use robust::{RobustObjective, RobustPlacement, place_robust};

@@ -10,8 +10,17 @@ use crate::error::{MatchingError, check_at_most, check_positives, check_weights}
 
 /// Largest number of physical slots (replicas) a [`PlacementCluster`] may have, and of experts
 /// a [`LayerLoads`] may have, `2^24`: every algorithm keeps a few words per slot and per expert,
-/// and all index arithmetic stays far from overflow.
+/// and all index arithmetic stays far from overflow. It is the crate's limit on every other
+/// expert or GPU count that sizes an allocation too (the random baselines, padding, per-GPU
+/// loads, bipartite graphs, synthetic workloads).
 pub const MAX_PLACEMENT_SLOTS: usize = 1 << 24;
+
+/// Largest number of entries the multi-layer planners return, `2^28` (2 GiB of words):
+/// `layers · R` slot entries of [`crate::place_layers`] and [`crate::rebalance_experts`], and
+/// the `layers · E · max replicas` of the latter's `logical_to_physical` table. Checked before
+/// planning: many layers of few experts on a cluster of `2^24` slots would otherwise fill
+/// memory.
+pub const MAX_PLAN_ENTRIES: usize = 1 << 28;
 
 /// Largest `G · E` (GPUs times experts) the planners accept, `2^34`: they keep a GPU × expert
 /// membership bitset of `G · E / 8` bytes (2 GiB at the limit).
@@ -190,7 +199,17 @@ impl PlacementCluster {
                 value: 0.0,
             });
         }
+        if slots_per_gpu == 0 {
+            return Err(MatchingError::NotPositive {
+                what: "slots_of_gpu",
+                index: 0,
+                value: 0.0,
+            });
+        }
         check_at_most("nodes (at most one per GPU)", gpus, nodes)?;
+        // Sizes before allocating: with no slot per GPU, `usize::MAX` GPUs used to pass this
+        // check and abort allocating the node list. Every GPU has a slot, so `gpus` is bounded
+        // too.
         check_at_most(
             "total slots",
             MAX_PLACEMENT_SLOTS,
@@ -242,7 +261,8 @@ impl PlacementCluster {
     /// The slots of `gpu` (an empty range for a GPU out of range).
     #[must_use]
     pub fn slot_range(&self, gpu: usize) -> Range<usize> {
-        match (self.first_slot.get(gpu), self.first_slot.get(gpu + 1)) {
+        let next = gpu.checked_add(1).and_then(|g| self.first_slot.get(g));
+        match (self.first_slot.get(gpu), next) {
             (Some(&a), Some(&b)) => a..b,
             _ => 0..0,
         }

@@ -1,7 +1,7 @@
 //! The optimal planner under group-to-node constraints: every replica of an expert group stays
 //! inside one node (DeepSeek-V3's group-limited routing then sends each token to few nodes).
 
-use super::bound::placement_lower_bound;
+use super::bound::lower_bound;
 use super::model::{LayerLoads, PlacementCluster};
 use super::optimal::{Solved, solve};
 use crate::error::{MatchingError, check_divides};
@@ -49,7 +49,7 @@ pub(crate) fn solve_node_aware(
             }
         }
     }
-    Ok((map, value, placement_lower_bound(loads, cluster)))
+    Ok((map, value, lower_bound(loads, cluster)))
 }
 
 /// The nodes of a cluster: their GPUs, slots, speed and the fewest experts they can take.
@@ -173,7 +173,7 @@ fn improve_assignment(
         }
         LayerLoads::new(loads)
             .ok()
-            .map(|l| placement_lower_bound(&l, &subs[n]))
+            .map(|l| lower_bound(&l, &subs[n]))
     };
     let worst = |assign: &[usize]| -> Option<f64> {
         (0..subs.len()).try_fold(0.0f64, |m, n| node_bound(assign, n).map(|b| m.max(b)))

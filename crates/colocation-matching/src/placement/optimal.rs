@@ -1,7 +1,7 @@
 //! The optimal planner: greedy replication, conflict-free packing, local search, and branch and
 //! bound on small instances.
 
-use super::bound::placement_lower_bound;
+use super::bound::lower_bound;
 use super::exact::{PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, branch_and_bound};
 use super::local_search::{Aggregate, SearchOptions, improve};
 use super::model::{LayerLoads, PlacementCluster};
@@ -113,7 +113,7 @@ pub(crate) fn solve(
     budget: Option<usize>,
 ) -> Solved {
     let w = loads.as_slice();
-    let bound = placement_lower_bound(loads, cluster);
+    let bound = lower_bound(loads, cluster);
     let map = heuristic(w, cluster, bound);
     let value = max_load(w, cluster, &map);
     let mut solved = Solved {

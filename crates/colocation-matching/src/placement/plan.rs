@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::bound::placement_lower_bound;
+use comm_cost_model::check_finite_result;
+
+use super::bound::lower_bound;
 use super::model::{LayerLoads, PlacementCluster};
 use crate::error::{MatchingError, check_same_len};
 
@@ -62,7 +64,9 @@ impl Placement {
     ///
     /// [`MatchingError::SizeMismatch`] unless the map has one entry per slot,
     /// [`MatchingError::IndexOutOfRange`] for an expert id `>= E`,
-    /// [`MatchingError::MissingExpert`] when an expert has no replica.
+    /// [`MatchingError::MissingExpert`] when an expert has no replica,
+    /// [`MatchingError::Cost`] (`NonFinite`) when a figure of the plan overflows (loads near
+    /// `f64::MAX`, tiny speeds, or a gap or imbalance beyond `f64`).
     ///
     /// # Complexity
     ///
@@ -78,26 +82,29 @@ impl Placement {
             loads.len(),
             cluster,
         )?;
-        Ok(Self::scored(
+        Self::scored(
             loads.as_slice(),
             cluster,
             physical_to_logical,
-            placement_lower_bound(loads, cluster),
-        ))
+            lower_bound(loads, cluster),
+        )
     }
 
-    /// Scores a map already known to be valid.
+    /// Scores a map already known to be valid; every figure of the result (and its
+    /// [`Placement::gap`], [`Placement::mean_gpu_load`] and [`Placement::imbalance`]) is
+    /// finite, or this is a `NonFinite` error.
     pub(crate) fn scored(
         w: &[f64],
         cluster: &PlacementCluster,
         physical_to_logical: Vec<usize>,
         lower_bound: f64,
-    ) -> Self {
+    ) -> Result<Self, MatchingError> {
         let replica_count = counts(&physical_to_logical, w.len());
         let gpu_loads = gpu_loads(w, &replica_count, cluster, &physical_to_logical);
         let max_gpu_load = gpu_loads.iter().copied().fold(0.0, f64::max);
+        check_finite_result("maximum GPU load", max_gpu_load)?;
         let duplicates_on_gpu = duplicates(cluster, &physical_to_logical, w.len());
-        Self {
+        let placement = Self {
             physical_to_logical,
             replica_count,
             gpu_loads,
@@ -105,7 +112,13 @@ impl Placement {
             lower_bound: lower_bound.min(max_gpu_load),
             duplicates_on_gpu,
             unconstrained_max_gpu_load: None,
-        }
+        };
+        check_finite_result("mean GPU load", placement.mean_gpu_load())?;
+        // A bound far below the maximum (speeds spanning more than `f64`'s range) makes the
+        // ratios overflow.
+        check_finite_result("gap of the plan to its lower bound", placement.gap())?;
+        check_finite_result("imbalance of the plan", placement.imbalance())?;
+        Ok(placement)
     }
 
     /// `max_gpu_load / lower_bound - 1`: how far the plan may be from optimal (0 when both are 0).

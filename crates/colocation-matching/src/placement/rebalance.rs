@@ -1,6 +1,6 @@
 //! Rebalancing a running placement to new loads with the fewest expert transfers.
 
-use comm_cost_model::check_non_negative;
+use comm_cost_model::{check_finite_result, check_non_negative};
 use serde::{Deserialize, Serialize};
 
 use super::align::align;
@@ -64,7 +64,8 @@ pub struct Rebalance {
 /// [`MatchingError::SizeMismatch`] unless `current` has one entry per slot;
 /// [`MatchingError::IndexOutOfRange`] for an expert id `>= E`; [`MatchingError::MissingExpert`]
 /// when `current` lacks an expert; [`MatchingError::Cost`] for a negative, NaN or infinite
-/// `tolerance`.
+/// `tolerance`, and (`NonFinite`) when a figure overflows: loads near `f64::MAX` or tiny speeds,
+/// or a `tolerance` so large that the target `(1 + tolerance) · best` is beyond `f64`.
 ///
 /// # Complexity
 ///
@@ -112,7 +113,7 @@ pub fn rebalance(
         .iter()
         .map(|p| p.1)
         .fold(fresh.value, f64::min);
-    let target = best * (1.0 + tolerance);
+    let target = check_finite_result("target maximum GPU load", best * (1.0 + tolerance))?;
     let direct = to_target(&start, w, cluster, &origin, target);
     // Candidates: every step of the descent, the end of the direct path, the fresh plan.
     let mut candidates: Vec<(usize, f64, Vec<usize>)> = Vec::new();
@@ -139,10 +140,13 @@ pub fn rebalance(
     let mut points = descent.points;
     points.extend(direct.points);
     points.push((fresh_moves, fresh.value));
+    for &(_, v) in &points {
+        check_finite_result("maximum GPU load of a rebalancing step", v)?;
+    }
     Ok(Rebalance {
         moves: transfers.len(),
         transfers,
-        placement: Placement::scored(w, cluster, map, fresh.lower_bound),
+        placement: Placement::scored(w, cluster, map, fresh.lower_bound)?,
         best_max_gpu_load: best,
         target_max_gpu_load: target,
         fresh_max_gpu_load: fresh.value,

@@ -1,8 +1,9 @@
 //! One placement planned against several load windows at once.
 
+use comm_cost_model::check_finite_result;
 use serde::{Deserialize, Serialize};
 
-use super::bound::placement_lower_bound;
+use super::bound::lower_bound;
 use super::local_search::{Aggregate, SearchOptions, improve, objective};
 use super::model::{LayerLoads, PlacementCluster};
 use super::optimal::solve;
@@ -55,7 +56,8 @@ pub struct RobustPlacement {
 ///
 /// [`MatchingError::Empty`] for no window, [`MatchingError::SizeMismatch`] for windows of
 /// different expert counts, and those of [`crate::place`] with
-/// [`crate::PlacementAlgorithm::Optimal`].
+/// [`crate::PlacementAlgorithm::Optimal`]; [`MatchingError::Cost`] (`NonFinite`) when a
+/// window's figures overflow (loads near `f64::MAX` or tiny speeds).
 ///
 /// # Complexity
 ///
@@ -95,7 +97,13 @@ pub fn place_robust(
     let slices: Vec<&[f64]> = windows.iter().map(LayerLoads::as_slice).collect();
     let mean = LayerLoads::new(
         (0..experts)
-            .map(|e| slices.iter().map(|w| w[e]).sum::<f64>() / slices.len() as f64)
+            // Divide before summing: the mean of finite loads is finite.
+            .map(|e| {
+                slices
+                    .iter()
+                    .map(|w| w[e] / slices.len() as f64)
+                    .sum::<f64>()
+            })
             .collect(),
     )?;
     let newest_map = solve(newest, cluster, None).map;
@@ -127,7 +135,7 @@ pub fn place_robust(
     };
     let combine = |v: &[f64]| match objective_kind {
         RobustObjective::Worst => v.iter().copied().fold(0.0, f64::max),
-        RobustObjective::Mean => v.iter().sum::<f64>() / v.len() as f64,
+        RobustObjective::Mean => v.iter().map(|x| x / v.len() as f64).sum::<f64>(),
     };
     // The newest-only plan was a start, so the search can only beat it; guard the rounding.
     let best = if combine(&figures(&best)) <= combine(&figures(&newest_map)) {
@@ -136,11 +144,15 @@ pub fn place_robust(
         newest_map.clone()
     };
     let window_max_gpu_loads = figures(&best);
-    let window_lower_bounds: Vec<f64> = windows
-        .iter()
-        .map(|w| placement_lower_bound(w, cluster))
-        .collect();
+    let window_lower_bounds: Vec<f64> = windows.iter().map(|w| lower_bound(w, cluster)).collect();
     let newest_only_max_gpu_loads = figures(&newest_map);
+    for &x in window_max_gpu_loads
+        .iter()
+        .chain(&window_lower_bounds)
+        .chain(&newest_only_max_gpu_loads)
+    {
+        check_finite_result("maximum GPU load or lower bound of a window", x)?;
+    }
     Ok(RobustPlacement {
         replica_count: counts(&best, experts),
         physical_to_logical: best,

@@ -1,5 +1,6 @@
 //! Splitting one batch's tokens over an expert's replicas to balance the GPUs.
 
+use comm_cost_model::check_finite_result;
 use serde::{Deserialize, Serialize};
 
 use super::flow::FlowNetwork;
@@ -45,7 +46,9 @@ pub struct TokenSplit {
 /// [`MatchingError::SizeMismatch`] unless the map has one entry per slot,
 /// [`MatchingError::IndexOutOfRange`] for an expert id `>= tokens.len()`,
 /// [`MatchingError::MissingExpert`] for an expert without a replica,
-/// [`MatchingError::TooLarge`] above [`MAX_SPLIT_TOKENS`] tokens in total.
+/// [`MatchingError::TooLarge`] above [`MAX_SPLIT_TOKENS`] tokens in total,
+/// [`MatchingError::Cost`] (`NonFinite`) when a GPU's tokens over its speed overflow (a
+/// subnormal speed).
 ///
 /// # Complexity
 ///
@@ -89,7 +92,10 @@ pub fn split_tokens(
     let gpu_of_slot = cluster.gpu_of_each_slot();
     let even_slot_tokens = even_split(physical_to_logical, tokens);
     let even_gpu_tokens = per_gpu(&even_slot_tokens, &gpu_of_slot, cluster.gpus());
-    let even_max_gpu_load = max_load(&even_gpu_tokens, cluster);
+    let even_max_gpu_load = check_finite_result(
+        "maximum GPU load of the even split",
+        max_load(&even_gpu_tokens, cluster),
+    )?;
     let network = Network::new(physical_to_logical, tokens, &gpu_of_slot, cluster);
     let speed = cluster.speed_of_gpu();
     let average = total as f64 / speed.iter().sum::<f64>();
@@ -112,7 +118,10 @@ pub fn split_tokens(
         }
     }
     let gpu_tokens = per_gpu(&best, &gpu_of_slot, cluster.gpus());
-    let max_gpu_load = max_load(&gpu_tokens, cluster);
+    let max_gpu_load = check_finite_result(
+        "maximum GPU load of the split",
+        max_load(&gpu_tokens, cluster),
+    )?;
     Ok(TokenSplit {
         slot_tokens: best,
         gpu_tokens,
