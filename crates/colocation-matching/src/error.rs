@@ -5,7 +5,7 @@
 //! `SizeMismatch` and `TooLarge` mean; scalar value checks use comm-cost-model's helpers and
 //! arrive wrapped in [`MatchingError::Cost`].
 
-use comm_cost_model::{CostModelError, check_non_negative, check_positive};
+use comm_cost_model::{CostModelError, Shown, check_non_negative, check_positive};
 use thiserror::Error;
 
 /// Everything that can go wrong in `colocation-matching`.
@@ -41,7 +41,7 @@ pub enum MatchingError {
         actual: usize,
     },
     /// A value is NaN, infinite or negative.
-    #[error("{what}[{index}] = {value} is not a finite non-negative number")]
+    #[error("{what}[{index}] = {} is not a finite non-negative number", Shown(*.value))]
     InvalidValue {
         /// Which input.
         what: &'static str,
@@ -51,7 +51,7 @@ pub enum MatchingError {
         value: f64,
     },
     /// A value that must be strictly positive (FLOPS, bandwidth) is zero.
-    #[error("{what}[{index}] = {value} must be positive")]
+    #[error("{what}[{index}] = {} must be positive", Shown(*.value))]
     NotPositive {
         /// Which input.
         what: &'static str,
