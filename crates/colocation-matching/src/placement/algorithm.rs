@@ -84,9 +84,11 @@ impl fmt::Display for PlacementAlgorithm {
 ///
 /// # Complexity
 ///
-/// [`PlacementAlgorithm::Optimal`]: `O(R · G)` for the packing plus local search moves of
-/// `O(S_max · (R + E · c_max))` each, at most `4R + 64` of them; in practice well under a
-/// millisecond for 256 experts on 288 slots. [`PlacementAlgorithm::Exact`]: exponential,
+/// [`PlacementAlgorithm::Optimal`]: `O(R · C · log G)` for the packing (`C` distinct GPU
+/// speeds) plus local search moves of `O(S_max · (R + E · c_max) · log c_max)` each, at most
+/// `4R + 64` of them and at most about 2^28 units of scoring work in all (so a few experts
+/// with thousands of replicas each stay fast); in practice well under a millisecond for 256
+/// experts on 288 slots. [`PlacementAlgorithm::Exact`]: exponential,
 /// bounded by the node budget. EPLB: `O(R log R)`.
 ///
 /// # Examples

@@ -10,9 +10,13 @@
 //! to the lightest pack that still has room (every pack takes the same number of items). Nothing
 //! stops two replicas of one expert from landing on the same GPU (deepseek-ai/EPLB issue 22).
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use serde::{Deserialize, Serialize};
 
 use super::model::{LayerLoads, MAX_PLAN_ENTRIES, PlacementCluster};
+use super::pack::Load;
 use super::plan::Placement;
 use super::replicate::replicate;
 use crate::error::{MatchingError, check_at_most, check_divides};
@@ -335,7 +339,8 @@ impl Shape {
 /// EPLB's balanced packing of `weight.len()` items into `packs` packs of equal item counts:
 /// heaviest item first (ties: lower index), each to the lightest pack with room (ties: lower
 /// pack). Returns each item's pack and its position in the pack. With one item per pack, item
-/// `i` goes to pack `i`.
+/// `i` goes to pack `i`. `O(n log n)` time: the packs with room sit in a heap of
+/// `(load, pack)`, which picks what EPLB's scan of every pack picks.
 fn balanced_packing(weight: &[f64], packs: usize) -> (Vec<usize>, Vec<usize>) {
     let n = weight.len();
     let per = n / packs;
@@ -346,15 +351,18 @@ fn balanced_packing(weight: &[f64], packs: usize) -> (Vec<usize>, Vec<usize>) {
     order.sort_by(|&a, &b| weight[b].total_cmp(&weight[a]).then(a.cmp(&b)));
     let (mut load, mut items) = (vec![0.0f64; packs], vec![0usize; packs]);
     let (mut pack, mut rank) = (vec![0; n], vec![0; n]);
+    let mut open: BinaryHeap<Reverse<(Load, usize)>> =
+        (0..packs).map(|p| Reverse((Load(0.0), p))).collect();
     for i in order {
-        let p = (0..packs)
-            .filter(|&p| items[p] < per)
-            .min_by(|&a, &b| load[a].total_cmp(&load[b]))
-            .unwrap_or(0);
+        // `n = packs * per`, so a pack with room is left for every item.
+        let p = open.pop().map_or(0, |Reverse((_, p))| p);
         pack[i] = p;
         rank[i] = items[p];
         load[p] += weight[i];
         items[p] += 1;
+        if items[p] < per {
+            open.push(Reverse((Load(load[p]), p)));
+        }
     }
     (pack, rank)
 }

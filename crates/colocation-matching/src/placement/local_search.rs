@@ -19,6 +19,13 @@ pub(crate) const REL_EPS: f64 = 1e-12;
 /// Slot count up to which a transfer-counting search tries replica moves at every step.
 const EVERY_STEP_MAX_SLOTS: usize = 1024;
 
+/// Work after which a search stops with the best placement found so far: candidate moves
+/// scored (each counted by the GPUs it touches, times the logarithm `effect`'s sort adds) plus
+/// slots scanned. A few experts on thousands of slots make every candidate touch
+/// thousands of GPUs; without this bound such a search ran for minutes (6 experts on 10,000
+/// GPUs: more than 2 minutes). The benchmark instances stay far below it (see the tests).
+const WORK_BUDGET: u64 = 1 << 28;
+
 /// How many of each window's busiest GPUs are cached to find the busiest untouched one.
 const TOP: usize = 4;
 
@@ -160,15 +167,34 @@ impl Tops {
         }
     }
 
-    /// Largest load of window `k` over GPUs not in `touched`.
-    fn untouched_max(&self, s: &SlotState, k: usize, touched: &[usize]) -> f64 {
+    /// Largest load of window `k` over GPUs not in `touched`, and whether finding it took a
+    /// scan of every GPU (when all cached busiest GPUs are touched). `mask` is scratch space,
+    /// all `false` before and after: the scan marks the touched GPUs in it, so a move touching
+    /// thousands of GPUs costs `O(G)`, not `O(G t)`.
+    fn untouched_max(
+        &self,
+        s: &SlotState,
+        k: usize,
+        touched: &[usize],
+        mask: &mut Vec<bool>,
+    ) -> (f64, bool) {
         match self.top[k].iter().find(|g| !touched.contains(g)) {
-            Some(&g) => s.gpu_load(k, g),
-            None if self.top[k].len() < TOP => 0.0,
-            None => (0..s.gpus())
-                .filter(|g| !touched.contains(g))
-                .map(|g| s.gpu_load(k, g))
-                .fold(0.0, f64::max),
+            Some(&g) => (s.gpu_load(k, g), false),
+            None if self.top[k].len() < TOP => (0.0, false),
+            None => {
+                mask.resize(s.gpus(), false);
+                for &g in touched {
+                    mask[g] = true;
+                }
+                let max = (0..s.gpus())
+                    .filter(|&g| !mask[g])
+                    .map(|g| s.gpu_load(k, g))
+                    .fold(0.0, f64::max);
+                for &g in touched {
+                    mask[g] = false;
+                }
+                (max, true)
+            }
         }
     }
 
@@ -205,9 +231,11 @@ pub(crate) fn improve(
         options,
         buffers: (Vec::new(), Vec::new()),
         best: None,
+        work: 0,
+        mask: Vec::new(),
     };
     let mut moves = 0;
-    while moves < options.max_moves {
+    while moves < options.max_moves && search.work < WORK_BUDGET {
         let current = tops.objective(options.aggregate);
         if current <= options.target * (1.0 + REL_EPS) {
             break;
@@ -246,6 +274,10 @@ struct Candidates<'o> {
     options: SearchOptions<'o>,
     buffers: (Vec<usize>, Vec<f64>),
     best: Option<(Move, Score)>,
+    /// Work done so far, see [`WORK_BUDGET`].
+    work: u64,
+    /// Scratch space of [`Tops::untouched_max`].
+    mask: Vec<bool>,
 }
 
 impl Candidates<'_> {
@@ -277,11 +309,20 @@ impl Candidates<'_> {
     /// Scores any move through [`SlotState::effect`].
     fn score(&mut self, s: &SlotState, tops: &Tops, mv: Move) -> Score {
         let (touched, new_load) = &mut self.buffers;
+        let mask = &mut self.mask;
         s.effect(mv, touched, new_load);
+        // `effect` sorts the shifts of a move touching many GPUs.
+        let t = touched.len() as u64;
+        self.work = self
+            .work
+            .saturating_add(1 + t * u64::from(t.max(2).ilog2()));
         let kk = s.windows;
         let (mut ssq_change, mut worst, mut sum) = (0.0, 0.0f64, 0.0);
         for k in 0..kk {
-            let mut m = tops.untouched_max(s, k, touched);
+            let (mut m, scanned) = tops.untouched_max(s, k, touched, mask);
+            if scanned {
+                self.work = self.work.saturating_add(s.gpus() as u64);
+            }
             for (t, &g) in touched.iter().enumerate() {
                 let (old, new) = (s.gpu_load(k, g), new_load[t * kk + k]);
                 m = m.max(new);
@@ -308,7 +349,11 @@ impl Candidates<'_> {
             return;
         }
         for &g in hot {
+            self.work = self.work.saturating_add(s.expert_of_slot.len() as u64);
             s.moves_touching(g, false, |mv| {
+                if self.work >= WORK_BUDGET {
+                    return;
+                }
                 let sc = self.score(s, tops, mv);
                 self.offer(mv, sc, current);
             });
@@ -319,6 +364,9 @@ impl Candidates<'_> {
     /// of share `sa` and takes one of share `sb < sa` from a GPU that stays below the maximum.
     fn swaps_one_window(&mut self, s: &SlotState, tops: &Tops, g: usize, current: f64) {
         let limit = current * (1.0 - REL_EPS);
+        self.work = self
+            .work
+            .saturating_add((s.expert_of_slot.len() + 2 * s.gpus()) as u64);
         let share: Vec<f64> = s
             .expert_of_slot
             .iter()
@@ -332,6 +380,9 @@ impl Candidates<'_> {
             .collect();
         partners.sort_by(|&a, &b| s.gpu_load(0, a).total_cmp(&s.gpu_load(0, b)));
         for h in partners {
+            if self.work >= WORK_BUDGET {
+                return;
+            }
             let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
             let others = tops.top[0]
                 .iter()
@@ -340,6 +391,8 @@ impl Candidates<'_> {
             if self.options.origin.is_none() && self.partner_cannot_win(lg, ig, lh, ih, others) {
                 continue;
             }
+            let pairs = s.cluster.slot_range(g).len() * s.cluster.slot_range(h).len();
+            self.work = self.work.saturating_add(pairs as u64);
             for i in s.cluster.slot_range(g) {
                 if s.has(h, s.expert_of_slot[i]) {
                     continue;
@@ -383,8 +436,13 @@ impl Candidates<'_> {
     /// its experts gains a replica elsewhere.
     fn replacements(&mut self, s: &SlotState, tops: &Tops, hot: &[usize], current: f64) {
         for &g in hot {
+            let slots = s.cluster.slot_range(g).len() * (s.expert_of_slot.len() + s.experts);
+            self.work = self.work.saturating_add(slots as u64);
             s.moves_touching(g, true, |mv| {
                 let Move::Replace(slot, b) = mv else { return };
+                if self.work >= WORK_BUDGET {
+                    return;
+                }
                 // The slot's GPU alone must stay below the maximum, and must not exceed the best
                 // candidate's objective (which the move's objective is at least).
                 let ceiling = self.best.map_or(current * (1.0 - REL_EPS), |(_, best)| {

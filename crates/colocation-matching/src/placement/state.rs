@@ -3,6 +3,10 @@
 
 use super::model::PlacementCluster;
 
+/// Shifts up to which a replacement's effect looks each GPU up linearly among those already
+/// touched (fastest for the usual one or two replicas per expert).
+const LINEAR_LOOKUP_MAX: usize = 32;
+
 /// A change of a placement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Move {
@@ -159,24 +163,93 @@ impl<'a> SlotState<'a> {
                 }
             }
             Move::Replace(i, b) => {
-                let a = self.expert_of_slot[i];
-                let g = self.gpu_of_slot[i];
-                let (ca, cb) = (self.count[a], self.count[b]);
-                self.push_shift(touched, new_load, g, |s, k| {
-                    s.share(k, b, cb + 1) - s.share(k, a, ca)
-                });
-                for &slot in &self.slots_of_expert[a] {
-                    if slot != i {
-                        self.push_shift(touched, new_load, self.gpu_of_slot[slot], |s, k| {
-                            s.share(k, a, ca - 1) - s.share(k, a, ca)
-                        });
-                    }
+                let shifts = self.slots_of_expert[self.expert_of_slot[i]].len()
+                    + self.slots_of_expert[b].len();
+                if shifts <= LINEAR_LOOKUP_MAX {
+                    self.replace_effect_linear(i, b, touched, new_load);
+                } else {
+                    self.replace_effect_sorted(i, b, touched, new_load);
                 }
-                for &slot in &self.slots_of_expert[b] {
-                    self.push_shift(touched, new_load, self.gpu_of_slot[slot], |s, k| {
-                        s.share(k, b, cb + 1) - s.share(k, b, cb)
-                    });
+            }
+        }
+    }
+
+    /// The shifts of `Replace(i, b)` in the order they are added: GPU and which change
+    /// (0: slot `i`'s GPU, `a` out and `b` in; 1: another replica of `a`, now one fewer;
+    /// 2: a replica of `b`, now one more).
+    fn replace_shifts(&self, i: usize, b: usize) -> impl Iterator<Item = (usize, u8)> + '_ {
+        let a = self.expert_of_slot[i];
+        let others = self.slots_of_expert[a]
+            .iter()
+            .filter(move |&&slot| slot != i);
+        std::iter::once((self.gpu_of_slot[i], 0))
+            .chain(others.map(|&slot| (self.gpu_of_slot[slot], 1)))
+            .chain(
+                self.slots_of_expert[b]
+                    .iter()
+                    .map(|&slot| (self.gpu_of_slot[slot], 2)),
+            )
+    }
+
+    /// Raw load change of window `k` for shift `kind` of `Replace(i, b)`.
+    fn replace_delta(&self, i: usize, b: usize, kind: u8, k: usize) -> f64 {
+        let a = self.expert_of_slot[i];
+        let (ca, cb) = (self.count[a], self.count[b]);
+        match kind {
+            0 => self.share(k, b, cb + 1) - self.share(k, a, ca),
+            1 => self.share(k, a, ca - 1) - self.share(k, a, ca),
+            _ => self.share(k, b, cb + 1) - self.share(k, b, cb),
+        }
+    }
+
+    /// [`SlotState::effect`] of a replacement touching few GPUs: each shift looks its GPU up
+    /// among those already touched.
+    fn replace_effect_linear(
+        &self,
+        i: usize,
+        b: usize,
+        touched: &mut Vec<usize>,
+        new_load: &mut Vec<f64>,
+    ) {
+        for (g, kind) in self.replace_shifts(i, b) {
+            self.push_shift(touched, new_load, g, |s, k| s.replace_delta(i, b, kind, k));
+        }
+    }
+
+    /// [`SlotState::effect`] of a replacement touching many GPUs (an expert with thousands of
+    /// replicas): the shifts are grouped by GPU with a stable sort, in `O(t log t)` instead of
+    /// the linear look-up's `O(t^2)`. Each GPU's shifts are added in the same order, and the
+    /// GPUs listed in order of first appearance, so the result is bit-identical.
+    fn replace_effect_sorted(
+        &self,
+        i: usize,
+        b: usize,
+        touched: &mut Vec<usize>,
+        new_load: &mut Vec<f64>,
+    ) {
+        let kk = self.windows;
+        let shifts: Vec<(usize, u8)> = self.replace_shifts(i, b).collect();
+        let mut order: Vec<usize> = (0..shifts.len()).collect();
+        order.sort_by_key(|&t| shifts[t].0);
+        // Runs of equal GPUs, each with its first shift's index (stable sort: the run's first).
+        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+        let mut start = 0;
+        for end in 1..=order.len() {
+            if end == order.len() || shifts[order[end]].0 != shifts[order[start]].0 {
+                runs.push((order[start], start, end));
+                start = end;
+            }
+        }
+        runs.sort_unstable_by_key(|r| r.0);
+        for &(_, start, end) in &runs {
+            let g = shifts[order[start]].0;
+            touched.push(g);
+            for k in 0..kk {
+                let mut load = self.gpu_load(k, g);
+                for &t in &order[start..end] {
+                    load += self.replace_delta(i, b, shifts[t].1, k) * self.inv_speed[g];
                 }
+                new_load.push(load);
             }
         }
     }
@@ -308,5 +381,39 @@ mod tests {
         // Expert 0 now has one replica: replacing it would lose the expert.
         let only = s.slots_of_expert[0][0];
         assert!(!s.is_valid(Move::Replace(only, 1)));
+    }
+
+    #[test]
+    fn sorted_replacement_effects_equal_the_linear_ones_bit_for_bit() {
+        // 3 experts on 40 GPUs of 2 slots, two windows: each expert has about 27 replicas, so
+        // a replacement shifts more than LINEAR_LOOKUP_MAX GPUs, many of them twice.
+        let c = PlacementCluster::new(vec![2; 40], [1.0, 3.0].repeat(20), vec![0; 40]).unwrap();
+        let (w0, w1) = ([7.0, 3.0, 1.3], [2.0, 5.5, 0.7]);
+        let map: Vec<usize> = (0..80).map(|slot| (slot / 2 + slot % 2) % 3).collect();
+        let s = SlotState::new(&c, &[&w0, &w1], map);
+        assert!(s.count.iter().all(|&n| n > 20));
+        let (mut t1, mut l1, mut t2, mut l2) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut compared = 0;
+        for i in 0..80 {
+            for b in 0..3 {
+                if !s.is_valid(Move::Replace(i, b)) {
+                    continue;
+                }
+                s.replace_effect_linear(i, b, &mut t1, &mut l1);
+                s.replace_effect_sorted(i, b, &mut t2, &mut l2);
+                assert_eq!(t1, t2);
+                assert_eq!(
+                    l1.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    l2.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+                );
+                assert!(t1.len() > 20 && l1.iter().all(|x| x.is_finite()));
+                t1.clear();
+                l1.clear();
+                t2.clear();
+                l2.clear();
+                compared += 1;
+            }
+        }
+        assert!(compared > 50, "{compared}");
     }
 }
