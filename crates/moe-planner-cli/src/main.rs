@@ -5,6 +5,14 @@
 //! and exit non-zero: 1 for bad input or an infeasible plan, 2 for a usage error (clap).
 //! See `docs/cli.md` for every subcommand and file format.
 
+// Issue 13: integer casts that may truncate, lose the sign or wrap are checked or justified
+// where they appear, as in the library crates.
+#![warn(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap
+)]
+
 mod commands;
 mod error;
 mod format;

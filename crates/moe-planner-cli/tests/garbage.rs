@@ -264,7 +264,11 @@ fn line_sum_of_u64_max_is_scheduled_exactly_or_refused() {
             t["src"].as_u64().expect("src"),
             t["dst"].as_u64().expect("dst"),
         );
-        delivered[i as usize][j as usize] += t["bytes"].as_f64().expect("bytes");
+        let (i, j) = (
+            usize::try_from(i).expect("src"),
+            usize::try_from(j).expect("dst"),
+        );
+        delivered[i][j] += t["bytes"].as_f64().expect("bytes");
     }
     for (i, row) in traffic.iter().enumerate() {
         for (j, &want) in row.iter().enumerate() {

@@ -174,6 +174,7 @@ mod tests {
         ]
     }
 
+    #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation)]
     fn max_gpu_load(weights: &[f64], p2l: &[i64], counts: &[i64], slots: usize) -> f64 {
         p2l.chunks(slots)
             .map(|gpu| {

@@ -24,6 +24,14 @@
 //! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
+// Issue 13: integer casts that may truncate, lose the sign or wrap are checked or justified
+// where they appear, as in the library crates.
+#![warn(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap
+)]
+
 use pyo3::prelude::*;
 
 mod boundary;

@@ -472,3 +472,11 @@ fn placement_of_six_experts_on_thousands_of_gpus_is_fast_and_near_the_bound() {
         assert!(layer.gap < 0.01, "gap {}", layer.gap);
     }
 }
+
+#[test]
+fn grouping_1e308_recompute_is_refused() {
+    // Found by the fuzzing: every group's time overflowed and came back as `null`.
+    let mut spec = group_seed();
+    spec["training"]["recompute"] = json!(1e308);
+    regression(spec, plan_groups);
+}

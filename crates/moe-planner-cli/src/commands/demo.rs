@@ -192,7 +192,12 @@ fn placement_specs() -> Result<(PlacementSpec, PlacementSpec), CliError> {
     let current = plan_placement(&fresh)?
         .physical_to_logical_map()
         .into_iter()
-        .map(|row| row.into_iter().map(|e| e as i64).collect())
+        // Expert ids are below MAX_PLACEMENT_SLOTS (2^24), so they fit.
+        .map(|row| {
+            row.into_iter()
+                .map(|e| i64::try_from(e).unwrap_or(i64::MAX))
+                .collect()
+        })
         .collect();
     let mut rebalance = fresh.clone();
     rebalance.loads = drift_loads(&loads, 0.2, 1)?;

@@ -28,9 +28,12 @@ pub(crate) fn write(
         .flat_map(|(_, p)| p.transfers.iter().map(|t| t.src.max(t.dst) + 1))
         .max()
         .unwrap_or(1);
-    let row_px = (400 / gpus).clamp(8, 28) as u32;
-    let panel_px = row_px * gpus as u32 + 110;
-    let height = panel_px * plans.len().max(1) as u32 + 50;
+    // Pixel sizes: saturate rather than wrap (the library caps GPUs far below u32::MAX).
+    let gpus_px = u32::try_from(gpus).unwrap_or(u32::MAX);
+    let panels = u32::try_from(plans.len().max(1)).unwrap_or(u32::MAX);
+    let row_px = (400 / gpus_px).clamp(8, 28);
+    let panel_px = row_px.saturating_mul(gpus_px).saturating_add(110);
+    let height = panel_px.saturating_mul(panels).saturating_add(50);
     let root = svg_root(path, (WIDTH, height));
     let err = draw_err(path);
     let body = root.titled(title, TITLE_FONT).map_err(&err)?;

@@ -28,8 +28,11 @@ const VIRIDIS: [(u8, u8, u8); 8] = [
 /// Colour of `t` in `[0, 1]` on the viridis scale.
 pub(crate) fn viridis(t: f64) -> RGBColor {
     let x = t.clamp(0.0, 1.0) * (VIRIDIS.len() - 1) as f64;
+    // `x` is in [0, len - 1], so the floor fits; each channel mixes two bytes, so it fits a byte.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let i = (x.floor() as usize).min(VIRIDIS.len() - 2);
     let f = x - i as f64;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * f).round() as u8;
     let (a, b) = (VIRIDIS[i], VIRIDIS[i + 1]);
     RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
@@ -97,6 +100,8 @@ pub(crate) fn write(path: &Path, title: &str, traffic: &[Vec<f64>]) -> Result<()
 }
 
 /// The index of the cell whose centre is at `x`, or nothing between centres.
+// The cast runs only for `x >= 0` and saturates; the comparison with `n` bounds it.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 pub(crate) fn cell_label(x: f64, n: usize) -> String {
     if (x - x.round()).abs() < 1e-6 && x >= -1e-6 && (x.round() as usize) < n {
         format!("{}", x.round())

@@ -13,7 +13,10 @@ use crate::error::CliError;
 /// Draws one panel per `(scenario label, plan)`.
 pub(crate) fn write(path: &Path, plans: &[(&str, &InferencePlan)]) -> Result<(), CliError> {
     let rows: usize = plans.iter().map(|(_, p)| p.baselines.len() + 1).sum();
-    let height = 60 + 90 * plans.len() as u32 + 44 * rows as u32;
+    let px = |n: usize, each: u32| u32::try_from(n).unwrap_or(u32::MAX).saturating_mul(each);
+    let height = px(plans.len(), 90)
+        .saturating_add(px(rows, 44))
+        .saturating_add(60);
     let root = svg_root(path, (1000, height));
     let err = draw_err(path);
     let body = root
@@ -24,7 +27,7 @@ pub(crate) fn write(path: &Path, plans: &[(&str, &InferencePlan)]) -> Result<(),
         .map_err(&err)?;
     let mut rest = body;
     for (label, plan) in plans {
-        let px = 90 + 44 * (plan.baselines.len() as u32 + 1);
+        let px = px(plan.baselines.len() + 1, 44).saturating_add(90);
         let (area, below) = rest.split_vertically(px);
         panel(&area, label, plan).map_err(&err)?;
         rest = below;

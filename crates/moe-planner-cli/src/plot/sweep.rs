@@ -65,6 +65,8 @@ fn log2_k(k: u64) -> f64 {
 }
 
 /// `K` at the integer ticks of a log2 axis, nothing between them.
+// The cast runs only for `x >= 0` (an axis position) and saturates below 62.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 fn k_label(x: f64) -> String {
     if (x - x.round()).abs() < 1e-6 && x >= -1e-6 {
         format!("{}", 1u64 << (x.round() as u32).min(62))
@@ -87,7 +89,7 @@ fn k_chart<'a, 'b>(
         .build_cartesian_2d(-0.2..log2_k(k_max.max(2)) + 0.2, 0.0..y_max)?;
     chart
         .configure_mesh()
-        .x_labels(log2_k(k_max.max(2)) as usize + 1)
+        .x_labels(axis_labels(log2_k(k_max.max(2))))
         .x_label_formatter(&|x| k_label(*x))
         .x_desc("HB-domain size K (GPUs per high-bandwidth domain; log scale)")
         .y_desc(y_desc)
@@ -210,4 +212,10 @@ pub(crate) fn write_cost_sweep(path: &Path, spec: &FabricSpec) -> Result<(), Cli
         spec.gpus, spec.radix
     );
     write_cost(path, &title, &cost_points(spec))
+}
+
+/// Labels of an axis from 0 to `max` (a base-2 logarithm, at most 64).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn axis_labels(max: f64) -> usize {
+    max.clamp(0.0, 64.0) as usize + 1
 }
