@@ -39,8 +39,9 @@ use comm_cost_model::parm::{
 };
 use comm_cost_model::piecewise::{PiecewiseFit, PiecewiseOptions, piecewise_fit};
 use comm_cost_model::timeline::{
-    ColocatedLayer, ExclusiveLayer, ModelLayerTimes, colocated_gpu_utilization, colocated_timeline,
-    exclusive_time, exclusive_time_eq3, ffn_times_s, model_colocated_time_s, model_exclusive_time,
+    ColocatedLayer, Component, ExclusiveLayer, ModelLayerTimes, colocated_gpu_utilization,
+    colocated_timeline, exclusive_time, exclusive_time_eq3, ffn_times_s, model_colocated_time_s,
+    model_exclusive_time,
 };
 use comm_cost_model::{
     AlphaBeta, CostModelError, MAX_MATRIX_SIDE, SquareMatrix, Worker, check_count, check_count_u64,
@@ -1195,7 +1196,13 @@ fn colocated_timelines() {
                         .iter()
                         .filter(|c| c.kind.is_compute())
                         .collect();
-                    compute.sort_by(|x, y| x.start_s.total_cmp(&y.start_s));
+                    // By start, then end; `+ 0.0` makes -0 equal to 0 (zero-length components
+                    // at time 0 may carry either sign).
+                    let key = |c: &&Component| (c.start_s + 0.0, c.end_s + 0.0);
+                    compute.sort_by(|x, y| {
+                        let (a, b) = (key(x), key(y));
+                        a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1))
+                    });
                     if compute.len() != 6 || compute.windows(2).any(|w| w[0].end_s > w[1].start_s) {
                         return Err(format!("overlapping computations in {t:?}"));
                     }
