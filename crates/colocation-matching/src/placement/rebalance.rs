@@ -8,6 +8,7 @@ use super::excess::reduce_excess;
 use super::local_search::{Aggregate, Origin, REL_EPS, SearchOptions, improve};
 use super::model::{LayerLoads, PlacementCluster};
 use super::optimal::{max_load, move_budget, solve};
+use super::options::Budget;
 use super::plan::{Placement, counts};
 use super::state::{Move, SlotState};
 use super::transfers::{ExpertTransfer, check_current, plan_transfers};
@@ -101,7 +102,7 @@ pub fn rebalance(
     check_current(current, experts, cluster)?;
     let tolerance = check_non_negative("rebalance tolerance", tolerance)?;
     let w = loads.as_slice();
-    let fresh = solve(loads, cluster, None);
+    let fresh = solve(loads, cluster, Budget::default_optimal());
     let gpu_of_slot = cluster.gpu_of_each_slot();
     let origin = Origin::new(&gpu_of_slot, current, cluster.gpus(), experts);
     let start = without_duplicates(current, w, cluster);
