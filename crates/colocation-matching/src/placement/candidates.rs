@@ -65,7 +65,7 @@ fn targets(w: &[f64], slots: usize, cap: usize, lower_bound: f64, max_speed: f64
     let mut t: Vec<f64> = Vec::new();
     let floor = lower_bound * (1.0 - 1e-12);
     for &we in w {
-        if !(we > 0.0) {
+        if we <= 0.0 || we.is_nan() {
             continue;
         }
         // Replica counts whose per-replica load is at or above the bound: k <= w / floor.
@@ -95,7 +95,7 @@ fn targets(w: &[f64], slots: usize, cap: usize, lower_bound: f64, max_speed: f64
 /// `max(1, ceil(w_e / per_replica))` for every expert, or `None` when they exceed the slots or
 /// an expert would need more than `cap` replicas.
 fn minimal_counts(w: &[f64], per_replica: f64, slots: usize, cap: usize) -> Option<Vec<usize>> {
-    if !(per_replica > 0.0) {
+    if per_replica <= 0.0 || per_replica.is_nan() {
         return None;
     }
     let mut total = 0usize;

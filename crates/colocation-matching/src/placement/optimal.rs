@@ -28,10 +28,17 @@ const PERTURB_MAX_SLOTS: usize = 256;
 /// Gap to the lower bound below which [`heuristic`] does not perturb (0.1%).
 const PERTURB_GAP: f64 = 1e-3;
 
-/// Perturbations [`heuristic`] tries on instances up to [`PERTURB_MAX_SLOTS`] slots.
-const KICKS: u64 = 30;
+/// Most perturbations [`heuristic`] tries on instances up to [`PERTURB_MAX_SLOTS`] slots.
+const KICKS: u64 = 400;
 
-/// Swaps per perturbation.
+/// Perturbations times slots [`heuristic`] may spend (so 256 slots get 128 kicks, 12 slots
+/// all [`KICKS`]).
+const KICK_WORK: u64 = 32_768;
+
+/// Consecutive perturbations without improvement after which [`heuristic`] stops.
+const KICK_STALL: u64 = 100;
+
+/// Random moves (swaps, and every other one a replica move) per perturbation.
 const SWAPS_PER_KICK: u64 = 3;
 
 /// Local searches the multi-start of [`heuristic`] runs, from the best packed candidates.
@@ -46,10 +53,14 @@ const STARTS: usize = 6;
 /// 2. **Descent.** The per-replica greedy's packing and the [`STARTS`] best other packings
 ///    (fewer when the greedy is already within [`PERTURB_GAP`] of the bound) are improved by
 ///    local search with swaps and replica moves; the best wins.
-/// 3. **Kicks.** On instances up to [`PERTURB_MAX_SLOTS`] slots still more than
-///    [`PERTURB_GAP`] above the bound, an iterated local search follows: [`KICKS`] times, a few
-///    fixed pseudo-random swaps perturb the best placement and the local search runs again,
+/// 3. **Kicks.** On instances up to [`PERTURB_MAX_SLOTS`] slots still above the bound, an
+///    iterated local search follows: up to [`KICKS`] times (at most [`KICK_WORK`] / slots, and
+///    stopping after [`KICK_STALL`] in a row without improvement), a few fixed pseudo-random
+///    swaps and replica moves perturb the best placement and the local search runs again,
 ///    keeping strict improvements (a fixed schedule, so the result is deterministic).
+///
+/// Instances above [`PERTURB_MAX_SLOTS`] slots stop as soon as a plan is within
+/// [`PERTURB_GAP`] of the bound; smaller ones only at the bound.
 ///
 /// The result is never worse than the per-replica greedy's packing after descent (the "simple
 /// greedy" of the docs) nor than a duplicate-free EPLB global plan.
@@ -60,7 +71,14 @@ pub(crate) fn heuristic(
 ) -> Vec<usize> {
     let w = loads.as_slice();
     let experts = w.len();
-    let near = |v: f64| v <= lower_bound * (1.0 + PERTURB_GAP);
+    // Small instances search until the bound itself; large ones stop within PERTURB_GAP.
+    let small = cluster.total_slots() <= PERTURB_MAX_SLOTS;
+    let gap = if small {
+        super::local_search::REL_EPS
+    } else {
+        PERTURB_GAP
+    };
+    let near = |v: f64| v <= lower_bound * (1.0 + gap);
     let max_speed = cluster.speed_of_gpu().iter().copied().fold(0.0, f64::max);
     let counts = candidate_counts(
         w,
@@ -102,20 +120,26 @@ pub(crate) fn heuristic(
             best_value = value;
         }
     }
-    if cluster.total_slots() > PERTURB_MAX_SLOTS || near(best_value) {
+    if !small || near(best_value) {
         return best;
     }
     let slots = cluster.total_slots() as u64;
-    for kick in 0..KICKS {
-        if near(best_value) {
+    let kicks = KICKS.min(KICK_WORK / slots.max(1));
+    let mut stall = 0;
+    for kick in 0..kicks {
+        if near(best_value) || stall >= KICK_STALL {
             break;
         }
         let mut state = SlotState::new(cluster, &[w], best.clone());
         for k in 0..SWAPS_PER_KICK {
             let r = mix(kick * SWAPS_PER_KICK + k);
-            // Both remainders are below `slots`, which came from a `usize`.
+            // Both remainders are below `slots` or `experts`, which came from `usize`s.
             #[allow(clippy::cast_possible_truncation)]
-            let mv = Move::Swap((r % slots) as usize, ((r >> 32) % slots) as usize);
+            let mv = if k % 2 == 1 {
+                Move::Replace((r % slots) as usize, ((r >> 32) % experts as u64) as usize)
+            } else {
+                Move::Swap((r % slots) as usize, ((r >> 32) % slots) as usize)
+            };
             if state.is_valid(mv) {
                 state.apply(mv);
             }
@@ -125,6 +149,9 @@ pub(crate) fn heuristic(
         if value < best_value * (1.0 - super::local_search::REL_EPS) {
             best = map;
             best_value = value;
+            stall = 0;
+        } else {
+            stall += 1;
         }
     }
     best
@@ -192,6 +219,10 @@ pub(crate) fn solve(loads: &LayerLoads, cluster: &PlacementCluster, budget: Budg
         solved.proven = true;
         solved.lower_bound = solved.value;
         solved.termination = Termination::ProvedOptimal;
+    } else if solved.value <= bound * (1.0 + super::local_search::REL_EPS) {
+        // The search ran out of budget after finding a plan at the bound: optimal anyway.
+        solved.proven = true;
+        solved.termination = Termination::BoundReached;
     } else {
         solved.termination = Termination::BudgetExhausted;
     }
