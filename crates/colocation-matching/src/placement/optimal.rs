@@ -68,6 +68,7 @@ pub(crate) fn heuristic(
     loads: &LayerLoads,
     cluster: &PlacementCluster,
     lower_bound: f64,
+    good_enough: f64,
 ) -> Vec<usize> {
     let w = loads.as_slice();
     let experts = w.len();
@@ -78,7 +79,7 @@ pub(crate) fn heuristic(
     } else {
         PERTURB_GAP
     };
-    let near = |v: f64| v <= lower_bound * (1.0 + gap);
+    let near = |v: f64| v <= lower_bound * (1.0 + gap) || v <= good_enough;
     let max_speed = cluster.speed_of_gpu().iter().copied().fold(0.0, f64::max);
     let counts = candidate_counts(
         w,
@@ -189,9 +190,20 @@ pub(crate) fn max_load(w: &[f64], cluster: &PlacementCluster, map: &[usize]) -> 
 /// The heuristic, then (when the instance is small and the heuristic is not already at the
 /// bound) branch and bound within `budget`.
 pub(crate) fn solve(loads: &LayerLoads, cluster: &PlacementCluster, budget: Budget) -> Solved {
+    solve_to(loads, cluster, budget, 0.0)
+}
+
+/// [`solve`] that stops searching once the plan's maximum load is at most `good_enough` (a
+/// node of a node-aware plan need not beat the busiest node).
+pub(crate) fn solve_to(
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+    budget: Budget,
+    good_enough: f64,
+) -> Solved {
     let w = loads.as_slice();
     let bound = lower_bound(loads, cluster);
-    let map = heuristic(loads, cluster, bound);
+    let map = heuristic(loads, cluster, bound, good_enough);
     let value = max_load(w, cluster, &map);
     let at_bound = value <= bound * (1.0 + super::local_search::REL_EPS);
     let mut solved = Solved {
@@ -207,7 +219,7 @@ pub(crate) fn solve(loads: &LayerLoads, cluster: &PlacementCluster, budget: Budg
     };
     let small =
         w.len() <= PLACEMENT_EXACT_MAX_EXPERTS && cluster.gpus() <= PLACEMENT_EXACT_MAX_GPUS;
-    if solved.proven || !small || budget.steps == 0 {
+    if solved.proven || !small || budget.steps == 0 || value <= good_enough {
         return solved;
     }
     let outcome = branch_and_bound(w, cluster, solved.value, budget);
