@@ -1,6 +1,7 @@
 //! Criterion benches of expert replication and placement: DeepSeek-V3 scale (58 layers x 256
 //! experts on 32 GPUs x 9 slots in 4 nodes) for the optimal planner and EPLB's two policies,
-//! one layer of 4096 experts on 1024 GPUs, and a fewest-move rebalance of one layer.
+//! one layer of 4096 experts on 1024 GPUs, a fewest-move rebalance of one layer, and the
+//! hot-expert shapes of issue 20 (two hot experts among cold ones) beside EPLB.
 
 // criterion's macros generate undocumented items.
 #![allow(missing_docs)]
@@ -88,5 +89,42 @@ fn rebalance_one_layer(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, deepseek_scale, large_layer, rebalance_one_layer);
+/// Issue 20's adversarial shapes: 18 experts with two at 1000 on 9 x 3, and 32 experts (two at
+/// 1000, thirty at 0-20) on 16 x 3; the optimal planner's default budget beside EPLB's global.
+fn hot_experts(c: &mut Criterion) {
+    let small = LayerLoads::new(vec![
+        0.0, 1.0, 5.0, 0.0, 1.0, 1000.0, 20.0, 0.0, 0.0, 5.0, 20.0, 0.0, 1000.0, 5.0, 5.0, 20.0,
+        1.0, 5.0,
+    ])
+    .expect("valid loads");
+    let mut w = vec![1000.0, 1000.0];
+    w.extend((0..30).map(|i| f64::from((i * 7 + 3) % 21)));
+    let wide = LayerLoads::new(w).expect("valid loads");
+    let cases = [
+        ("18_on_9x3", small, PlacementCluster::uniform(9, 3, 1)),
+        ("32_on_16x3", wide, PlacementCluster::uniform(16, 3, 1)),
+    ];
+    let mut group = c.benchmark_group("placement_hot_experts");
+    configure(&mut group);
+    for (name, layer, cluster) in cases {
+        let cluster = cluster.expect("valid cluster");
+        for algorithm in [
+            PlacementAlgorithm::Optimal,
+            PlacementAlgorithm::Eplb(EplbPolicy::Global),
+        ] {
+            group.bench_function(format!("{name}/{}", algorithm.name()), |b| {
+                b.iter(|| place(black_box(&layer), &cluster, algorithm).expect("plan"));
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    deepseek_scale,
+    large_layer,
+    rebalance_one_layer,
+    hot_experts
+);
 criterion_main!(benches);

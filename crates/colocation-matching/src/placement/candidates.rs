@@ -22,8 +22,9 @@ pub(crate) const MAX_TARGETS: usize = 24;
 /// experts (`j = 0..=MAX_GREEDY_LEFTOVER`, plus "all of them").
 pub(crate) const MAX_GREEDY_LEFTOVER: usize = 6;
 
-/// Distinct replica-count vectors worth packing: the per-replica greedy first, then for each
-/// target `T` the minimal counts plus the leftover spent in several ways. Every vector has
+/// Distinct replica-count vectors worth packing: the per-replica greedy first (the caller has
+/// usually tried it already), then for each target `T` the minimal counts plus the leftover
+/// spent in several ways. Every vector has
 /// `sum = slots`, `1 <= c_e <= cap`. `max_speed` scales the targets on heterogeneous GPUs.
 ///
 /// `O(MAX_TARGETS · MAX_GREEDY_LEFTOVER · (E + L) log E)` time (`L` leftover replicas).

@@ -71,9 +71,11 @@ pub(crate) fn solve_node_aware(
     }
     let mut best: Option<NodeAwareSolved> = None;
     for node_of_group in candidates {
+        // The next assignment is tried only when this one's plan is not already within the
+        // nodes' stopping gap of the bound.
         if best
             .as_ref()
-            .is_some_and(|b| b.value <= bound * (1.0 + super::local_search::REL_EPS))
+            .is_some_and(|b| b.value <= bound * (1.0 + NODE_GAP))
         {
             break;
         }

@@ -8,6 +8,7 @@ use super::local_search::{Aggregate, SearchOptions, improve};
 use super::model::{LayerLoads, PlacementCluster};
 use super::options::{Budget, Termination};
 use super::pack::{pack, round_robin};
+use super::replicate::replicate;
 use super::state::{Move, SlotState};
 
 /// A solved layer: the map, its maximum load and a lower bound (the proved optimum when the
@@ -81,6 +82,15 @@ pub(crate) fn heuristic(
     };
     let near = |v: f64| v <= lower_bound * (1.0 + gap) || v <= good_enough;
     let max_speed = cluster.speed_of_gpu().iter().copied().fold(0.0, f64::max);
+    let extra = cluster.total_slots().saturating_sub(experts);
+    let (greedy, _) = replicate(experts, extra, cluster.gpus(), |e, c| w[e] / c as f64);
+    let greedy_map = pack(w, &greedy, cluster).unwrap_or_else(|| round_robin(experts, cluster));
+    let mut best = descend(w, cluster, lower_bound, greedy_map);
+    let mut best_value = max_load(w, cluster, &best);
+    if near(best_value) {
+        return best;
+    }
+    // The other candidates are built only when the greedy is not good enough.
     let counts = candidate_counts(
         w,
         cluster.total_slots(),
@@ -88,15 +98,6 @@ pub(crate) fn heuristic(
         lower_bound,
         max_speed,
     );
-    let greedy_map = counts
-        .first()
-        .and_then(|c| pack(w, c, cluster))
-        .unwrap_or_else(|| round_robin(experts, cluster));
-    let mut best = descend(w, cluster, lower_bound, greedy_map);
-    let mut best_value = max_load(w, cluster, &best);
-    if near(best_value) {
-        return best;
-    }
     // Other starts, best packed value first.
     let mut starts: Vec<(f64, Vec<usize>)> = counts
         .iter()
