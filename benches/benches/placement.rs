@@ -9,11 +9,11 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use colocation_matching::{
+use criterion::{Criterion, criterion_group, criterion_main};
+use expert_placement::{
     EplbPolicy, LayerLoads, PlacementAlgorithm, PlacementCluster, lognormal_loads, place,
     place_layers, rebalance,
 };
-use criterion::{Criterion, criterion_group, criterion_main};
 /// `layers` rows of `experts` log-normal loads (`sigma = 1`, 1000 tokens per expert on average),
 /// from the workspace's shared generator.
 fn loads(layers: usize, experts: usize, seed: u64) -> Vec<LayerLoads> {

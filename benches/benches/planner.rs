@@ -9,8 +9,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use alltoall_sched::workload::{router_trace, zipf_traffic};
-use colocation_matching::lognormal_loads;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use expert_placement::lognormal_loads;
 use moe_planner::inference::{GpuInput, InferenceModelSpec, InferenceSpec, plan_inference};
 
 /// One model of `layers` Zipf layers on `n` GPUs (4096 tokens of 8192 bytes per GPU).

@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use alltoall_sched::workload::router_trace;
-use colocation_matching::lognormal_loads;
+use expert_placement::lognormal_loads;
 use moe_planner::inference::{InferenceSpec, plan_inference};
 
 const LAYERS: usize = 58;

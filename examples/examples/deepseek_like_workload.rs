@@ -7,7 +7,7 @@
 //! expert-distribution format, `{"logical_count": [[...]]}`.
 //!
 //! Run: `cargo run --release -p moe-planner-examples --example deepseek_like_workload`
-use colocation_matching::lognormal_loads;
+use expert_placement::lognormal_loads;
 
 /// Layers of the workload (DeepSeek-V3's MoE layers).
 const LAYERS: usize = 58;

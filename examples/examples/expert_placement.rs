@@ -11,12 +11,12 @@
 
 use std::time::Instant;
 
-use colocation_matching::{
+use comm_cost_model::seeded_rng;
+use expert_placement::{
     EplbPolicy, LayerLoads, Placement, PlacementAlgorithm, PlacementCluster, RobustObjective,
     count_moves, drift_loads, eplb, lognormal_loads, place, place_layers, place_robust, rebalance,
     rebalance_experts, split_tokens, zipf_loads,
 };
-use comm_cost_model::seeded_rng;
 use rand::RngExt;
 
 type Error = Box<dyn std::error::Error>;

@@ -13,7 +13,7 @@
 //! optimizer exists). Means over 20 seeds.
 //!
 //! **DeepSeek-like windows.** The 58-layer DeepSeek-like loads (256 experts, 32 GPUs in 4 nodes
-//! of 9 slots) drift from window to window (`colocation_matching::drift_loads`, a lognormal
+//! of 9 slots) drift from window to window (`expert_placement::drift_loads`, a lognormal
 //! random walk). A placement planned at window t is evaluated on windows t+1..=t+k by its
 //! maximum GPU load over each window's lower bound: planned on window t alone (`place`,
 //! optimal), with EPLB on window t, and against windows t-k+1..=t (`place_robust`, worst and
@@ -23,7 +23,7 @@
 
 use alltoall_sched::TrafficMatrix;
 use alltoall_sched::workload::{blend_traffic, zipf_traffic};
-use colocation_matching::{
+use expert_placement::{
     EplbPolicy, LayerLoads, Placement, PlacementAlgorithm, PlacementCluster, RobustObjective,
     drift_loads, place, place_robust, placement_lower_bound,
 };

@@ -22,9 +22,9 @@
 
 use crate::ScheduleError;
 use crate::bitset::{self, BitRows};
-use crate::hopcroft_karp::{Matching, NONE, maximum_matching};
 use crate::min_tree::MinTree;
 use crate::padding::pad_to_regular;
+use bipartite::{BipartiteGraph, PartialMatching as Matching, UNMATCHED as NONE};
 
 /// Pure-padding runs (adjacent to the free sender) tried as the run a repair path interrupts,
 /// before settling for any path. Interrupting padding splits no real transfer.
@@ -367,7 +367,11 @@ impl State {
             .map(|i| bitset::ones(self.alive.row(i)).collect())
             .collect();
         let before = self.matching.left.clone();
-        maximum_matching(&adj, &mut self.matching);
+        // Every neighbour is a receiver below `n` and `n` is within the crate's GPU limit, far
+        // below the matching crate's vertex limit: the graph always builds.
+        if let Ok(graph) = BipartiteGraph::from_adjacency(self.n, &adj) {
+            self.matching.augment_to_maximum(&graph);
+        }
         for (i, &old) in before.iter().enumerate() {
             let new = self.matching.left[i];
             if new != old {

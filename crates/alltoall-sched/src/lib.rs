@@ -65,7 +65,6 @@ mod bounds;
 mod decompose;
 mod dispatch;
 mod error;
-mod hopcroft_karp;
 mod latency;
 mod matrix;
 mod min_tree;

@@ -6,7 +6,7 @@ use rand::seq::SliceRandom;
 
 use crate::error::{MatchingError, check_at_most, check_weights};
 use crate::gpu_assignment::{descending, experts_of_gpu};
-use crate::placement::MAX_PLACEMENT_SLOTS;
+use bipartite::MAX_VERTICES;
 
 /// Lina's expert packing (Aurora §8.1, footnote 5): within one model, the most popular expert
 /// shares a GPU with the least popular, the second most with the second least, and so on.
@@ -53,7 +53,7 @@ pub fn lina_pairs(expert_load: &[f64]) -> Result<Vec<Vec<usize>>, MatchingError>
 ///
 /// # Errors
 ///
-/// [`MatchingError::TooLarge`] above [`MAX_PLACEMENT_SLOTS`] experts (checked before
+/// [`MatchingError::TooLarge`] above [`MAX_VERTICES`] experts (checked before
 /// allocating: `usize::MAX` used to abort the process).
 ///
 /// # Complexity
@@ -82,7 +82,7 @@ pub fn random_colocation(n: usize, seed: u64) -> Result<Vec<usize>, MatchingErro
 ///
 /// # Errors
 ///
-/// [`MatchingError::TooLarge`] above [`MAX_PLACEMENT_SLOTS`] experts, before allocating.
+/// [`MatchingError::TooLarge`] above [`MAX_VERTICES`] experts, before allocating.
 ///
 /// # Complexity
 ///
@@ -111,7 +111,7 @@ pub fn random_gpu_assignment(n: usize, seed: u64) -> Result<Vec<usize>, Matching
 ///
 /// # Errors
 ///
-/// [`MatchingError::TooLarge`] above [`MAX_PLACEMENT_SLOTS`] experts, before allocating.
+/// [`MatchingError::TooLarge`] above [`MAX_VERTICES`] experts, before allocating.
 ///
 /// # Complexity
 ///
@@ -151,48 +151,9 @@ pub fn random_placement(
         .collect())
 }
 
-/// A load-oblivious replica placement: the replicas of `placement` (same replica counts) put in
-/// the cluster's slots in a seeded random order, the "random placement" baseline for many experts
-/// per GPU (Aurora §8.1's RGA with replicas).
-///
-/// Two replicas of one expert may land on one GPU (counted in
-/// [`crate::Placement::duplicates_on_gpu`]).
-///
-/// # Errors
-///
-/// Those of [`crate::Placement::evaluate`] when `placement` was made for another cluster or
-/// expert count.
-///
-/// # Complexity
-///
-/// `O(R)` for the shuffle plus [`crate::Placement::evaluate`].
-///
-/// # Examples
-///
-/// ```
-/// use colocation_matching::{LayerLoads, PlacementAlgorithm, PlacementCluster, place, random_slot_placement};
-/// let c = PlacementCluster::uniform(4, 2, 1)?;
-/// let w = LayerLoads::new(vec![8.0, 4.0, 2.0, 1.0, 1.0, 1.0])?;
-/// let best = place(&w, &c, PlacementAlgorithm::Optimal)?;
-/// let random = random_slot_placement(&w, &c, &best, 7)?;
-/// assert_eq!(random.replica_count, best.replica_count);
-/// assert!(random.max_gpu_load >= best.max_gpu_load);
-/// # Ok::<(), colocation_matching::MatchingError>(())
-/// ```
-pub fn random_slot_placement(
-    loads: &crate::LayerLoads,
-    cluster: &crate::PlacementCluster,
-    placement: &crate::Placement,
-    seed: u64,
-) -> Result<crate::Placement, MatchingError> {
-    let mut map = placement.physical_to_logical.clone();
-    map.shuffle(&mut seeded_rng(seed, 3));
-    crate::Placement::evaluate(loads, cluster, map)
-}
-
 /// A seeded random permutation of `0..n`, `n` checked against the crate's size limit first.
 fn random_permutation(n: usize, seed: u64, stream: u64) -> Result<Vec<usize>, MatchingError> {
-    check_at_most("experts of a random baseline", MAX_PLACEMENT_SLOTS, n)?;
+    check_at_most("experts of a random baseline", MAX_VERTICES, n)?;
     let mut perm: Vec<usize> = (0..n).collect();
     perm.shuffle(&mut seeded_rng(seed, stream));
     Ok(perm)

@@ -144,6 +144,10 @@ pub enum MatchingError {
     /// A scalar input failed one of comm-cost-model's value checks.
     #[error(transparent)]
     Cost(#[from] CostModelError),
+    /// An error of a matching primitive (the `bipartite` crate) with no variant of its own
+    /// here (the shared shapes convert to theirs).
+    #[error(transparent)]
+    Bipartite(bipartite::BipartiteError),
 }
 
 /// Why an external solver returned no solution.
@@ -237,19 +241,21 @@ pub(crate) fn check_at_most(
     }
 }
 
-/// Checks that `divisor` is positive and divides `value`.
-pub(crate) fn check_divides(
-    what: &'static str,
-    value: usize,
-    divisor: usize,
-) -> Result<(), MatchingError> {
-    if divisor > 0 && value % divisor == 0 {
-        Ok(())
-    } else {
-        Err(MatchingError::NotDivisible {
-            what,
-            value,
-            divisor,
-        })
+impl From<bipartite::BipartiteError> for MatchingError {
+    fn from(e: bipartite::BipartiteError) -> Self {
+        use bipartite::BipartiteError;
+        match e {
+            BipartiteError::IndexOutOfRange { what, index, size } => {
+                Self::IndexOutOfRange { what, index, size }
+            }
+            BipartiteError::NoPerfectMatching { matched, n } => {
+                Self::NoPerfectMatching { matched, n }
+            }
+            BipartiteError::TooLarge { what, limit, value } => {
+                Self::TooLarge { what, limit, value }
+            }
+            BipartiteError::Cost(c) => Self::Cost(c),
+            other => Self::Bipartite(other),
+        }
     }
 }

@@ -3,10 +3,10 @@
 use comm_cost_model::check_finite_result;
 use serde::{Deserialize, Serialize};
 
-use crate::bottleneck::{BottleneckOptions, bottleneck_assignment, chosen_max};
 use crate::error::{MatchingError, check_positives, check_same_len, check_weight, check_weights};
 use crate::loads::ExpertLoads;
-use crate::matrix::SquareMatrix;
+use bipartite::SquareMatrix;
+use bipartite::{BottleneckOptions, bottleneck_assignment, chosen_max};
 
 /// One GPU of a heterogeneous cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

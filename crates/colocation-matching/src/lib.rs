@@ -7,10 +7,9 @@
 //! Theorems 5.1, 6.1 and 6.2), gives exact and heuristic solvers for the NP-hard colocating plus
 //! heterogeneous case (Aurora §7), implements the baselines Aurora compares against (Lina, random
 //! colocation, random GPU assignment), and assigns experts to heterogeneous workers with
-//! FLOPS-proportional budgets (LysiAssign, Aristos Algorithm 2). It also does the job production
-//! engines give DeepSeek's EPLB: how many replicas each expert of a layer gets and which GPU slot
-//! holds each, minimizing the busiest GPU's load with a certified lower bound, never two
-//! replicas of one expert on a GPU, and rebalancing with the fewest weight transfers.
+//! FLOPS-proportional budgets (LysiAssign, Aristos Algorithm 2). Expert replication and placement
+//! (EPLB's job) has its own crate, `expert-placement`; the matching primitives are in the
+//! `bipartite` base crate (re-exported here).
 //!
 //! | problem | exact | heuristic / baseline |
 //! |---|---|---|
@@ -19,10 +18,6 @@
 //! | experts → heterogeneous GPUs (§5.1) | [`assign_gpus_bottleneck`] | [`assign_by_popularity`] (Thm 5.1), [`random_gpu_assignment`] (RGA), [`random_placement`] (RGA + REC) |
 //! | colocating + heterogeneous (§7) | [`colocate_exact`], [`colocate_milp`] | [`colocate_decoupled`] (paper), [`colocate_local_search`] (ours) |
 //! | experts → workers with FLOPS and slots (Aristos) | [`lysi_assign_milp`], [`lysi_assign_refined`] (≤ 12 experts) | [`lysi_assign`] (Algorithm 2), [`lysi_assign_refined`] (ours); [`lysi_assign_with`] picks by [`LysiAlgorithm`]; bound [`assignment_lower_bound_s`] |
-//! | expert replication and placement (EPLB's job) | [`place`] / [`place_layers`] with [`PlacementAlgorithm`] (`Optimal`, `OptimalNodeAware`, `Exact`), bound [`placement_lower_bound`] | [`eplb`], [`rebalance_experts`] (DeepSeek's EPLB) |
-//! | rebalancing with fewest moves | [`rebalance`] (trade-off, [`plan_transfers`], [`count_moves`], [`transfer_counts`]) | EPLB's fresh plan |
-//! | several load windows / one batch | [`place_robust`], [`split_tokens`] (max-flow token split) | newest window alone / even split |
-//! | synthetic expert loads | [`lognormal_loads`], [`zipf_loads`], [`drift_loads`] | — |
 //!
 //! The papers cited here, with full titles and authors: [docs/references.md](https://github.com/moe-planner/moe-planner/blob/main/docs/references.md).
 //!
@@ -59,21 +54,17 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-mod allowed;
-mod bottleneck;
 mod dominance;
 mod error;
-mod hopcroft_karp;
-mod hungarian;
-mod matching;
-mod matrix;
 
-pub use bottleneck::{BottleneckOptions, ThresholdSearch, TieBreak, bottleneck_matching};
+// The matching primitives live in the `bipartite` base crate; re-exported so the colocation
+// solvers' inputs and outputs come from one place.
+pub use bipartite::{
+    BipartiteError, BipartiteGraph, BipartiteMatching, BottleneckOptions, SquareMatrix,
+    ThresholdSearch, TieBreak, WeightedMatching, bottleneck_matching, hopcroft_karp,
+    min_cost_perfect_matching,
+};
 pub use error::{MatchingError, SolverFailure};
-pub use hopcroft_karp::{BipartiteGraph, BipartiteMatching, hopcroft_karp};
-pub use hungarian::min_cost_perfect_matching;
-pub use matching::WeightedMatching;
-pub use matrix::SquareMatrix;
 mod gpu_assignment;
 mod hetero;
 mod loads;
@@ -94,25 +85,9 @@ pub use pairing::{ExpertPairing, PairingOptions, pair_bottleneck, pair_sorted};
 mod baselines;
 mod lysi_assign;
 
-pub use baselines::random_slot_placement;
 pub use baselines::{lina_pairs, random_colocation, random_gpu_assignment, random_placement};
 pub use loads::placement_loads;
 pub use lysi_assign::{
     LYSI_MILP_MAX_VARIABLES, LysiAlgorithm, REFINED_EXACT_MAX_EXPERTS, Worker, WorkerAssignment,
     assignment_lower_bound_s, lysi_assign, lysi_assign_milp, lysi_assign_refined, lysi_assign_with,
-};
-mod load_workloads;
-mod placement;
-
-pub use load_workloads::{MAX_WORKLOAD_LOADS, drift_loads, lognormal_loads, zipf_loads};
-
-pub use placement::{
-    DEFAULT_EXACT_SEARCH_STEPS, DEFAULT_SEARCH_STEPS, DEFAULT_TIME_BUDGET_S, EplbPolicy,
-    EplbTables, ExpertTransfer, LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PLACEMENT_SLOTS,
-    MAX_PLAN_ENTRIES, MAX_SPLIT_TOKENS, MAX_TRANSFER_MATRIX_GPUS, NODE_BOUND_MAX_GROUPS,
-    PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET, Placement,
-    PlacementAlgorithm, PlacementCluster, PlacementOptions, Rebalance, RobustObjective,
-    RobustPlacement, Termination, TokenSplit, TradeoffPoint, count_moves, eplb, place,
-    place_layers, place_robust, place_with, placement_lower_bound, plan_transfers, rebalance,
-    rebalance_experts, split_tokens, transfer_counts,
 };

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use comm_cost_model::check_finite_result;
 
 use crate::error::{MatchingError, check_at_most, check_same_len, check_weights};
-use crate::matrix::SquareMatrix;
-use crate::placement::MAX_PLACEMENT_SLOTS;
+use bipartite::MAX_VERTICES;
+use bipartite::SquareMatrix;
 
 /// How many bytes each expert's GPU sends and receives in one all-to-all (Aurora Eq. 6's
 /// `a_i` and `a_{n+i}`).
@@ -136,7 +136,7 @@ impl ExpertLoads {
     /// # Errors
     ///
     /// [`MatchingError::SizeMismatch`] if `n < len()`, [`MatchingError::TooLarge`] above
-    /// [`MAX_PLACEMENT_SLOTS`] experts (checked before allocating).
+    /// [`MAX_VERTICES`] experts (checked before allocating).
     ///
     /// # Complexity
     ///
@@ -152,7 +152,7 @@ impl ExpertLoads {
     /// # Ok::<(), colocation_matching::MatchingError>(())
     /// ```
     pub fn padded(&self, n: usize) -> Result<Self, MatchingError> {
-        check_at_most("padded experts", MAX_PLACEMENT_SLOTS, n)?;
+        check_at_most("padded experts", MAX_VERTICES, n)?;
         if n < self.len() {
             return Err(MatchingError::SizeMismatch {
                 what: "padding below the number of experts",
@@ -176,7 +176,7 @@ impl ExpertLoads {
 ///
 /// [`MatchingError::SizeMismatch`] when `gpu_of_expert` does not have one entry per expert,
 /// [`MatchingError::IndexOutOfRange`] for a GPU `>= n_gpus`, [`MatchingError::Empty`] for no GPU,
-/// [`MatchingError::TooLarge`] above [`MAX_PLACEMENT_SLOTS`] GPUs (checked before allocating),
+/// [`MatchingError::TooLarge`] above [`MAX_VERTICES`] GPUs (checked before allocating),
 /// [`MatchingError::Cost`] (`NonFinite`) when a GPU's bytes overflow.
 ///
 /// # Complexity
@@ -203,7 +203,7 @@ pub fn placement_loads(
     if n_gpus == 0 {
         return Err(MatchingError::Empty { what: "GPUs" });
     }
-    check_at_most("GPUs", MAX_PLACEMENT_SLOTS, n_gpus)?;
+    check_at_most("GPUs", MAX_VERTICES, n_gpus)?;
     check_same_len("placement vs experts", gpu_of_expert.len(), traffic.n())?;
     if let Some(&index) = gpu_of_expert.iter().find(|&&g| g >= n_gpus) {
         return Err(MatchingError::IndexOutOfRange {

@@ -2,13 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bottleneck::{BottleneckOptions, TieBreak, bottleneck_assignment};
 use crate::dominance::Dominance;
+use bipartite::{BottleneckOptions, TieBreak, bottleneck_assignment};
 use comm_cost_model::{MAX_MATRIX_SIDE, check_non_negative};
 
 use crate::error::{MatchingError, check_at_most, check_same_len};
 use crate::loads::ExpertLoads;
-use crate::matrix::SquareMatrix;
+use bipartite::SquareMatrix;
 
 /// Experts of models A and B paired on GPUs, with each GPU's aggregated traffic.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -220,7 +220,9 @@ pub fn pair_bottleneck(
                 ..BottleneckOptions::default()
             };
             match bottleneck_assignment(&weights, &bottleneck_options) {
-                Err(MatchingError::NoPerfectMatching { .. }) => dominance_pairing(a, b, gate),
+                Err(bipartite::BipartiteError::NoPerfectMatching { .. }) => {
+                    dominance_pairing(a, b, gate)
+                }
                 assignment => assignment?,
             }
         }

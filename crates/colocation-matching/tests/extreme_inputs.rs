@@ -72,26 +72,49 @@ fn expert_loads_deserialize_validated() {
 // ---------------------------------------------------------------------------------------------
 // Found while fuzzing every entry point (tests/fuzz_entry_points.rs).
 
+use colocation_matching::BipartiteError;
 use colocation_matching::{
-    BipartiteGraph, BottleneckOptions, ColocationCostModel, CostTensor, EplbPolicy, ExpertDemand,
-    ExpertLoads, GpuSpec, HyperedgeCost, LayerLoads, LocalSearchOptions, MAX_PLACEMENT_SLOTS,
-    PairingOptions, Placement, PlacementAlgorithm, PlacementCluster, RobustObjective, SquareMatrix,
-    TieBreak, assign_gpus_bottleneck, bottleneck_matching, colocate_decoupled, colocate_exact,
+    BipartiteGraph, BottleneckOptions, ColocationCostModel, CostTensor, ExpertDemand, ExpertLoads,
+    GpuSpec, HyperedgeCost, LocalSearchOptions, PairingOptions, SquareMatrix, TieBreak,
+    assign_gpus_bottleneck, bottleneck_matching, colocate_decoupled, colocate_exact,
     colocate_local_search, colocate_lower_bound_s, colocate_milp, exclusive_time_matrix,
-    lognormal_loads, lysi_assign_refined, min_cost_perfect_matching, pair_bottleneck, place,
-    place_layers, place_robust, placement_loads, placement_lower_bound, random_colocation,
-    random_gpu_assignment, random_placement, rebalance, rebalance_experts, split_tokens,
+    lysi_assign_refined, min_cost_perfect_matching, pair_bottleneck, placement_loads,
+    random_colocation, random_gpu_assignment, random_placement,
+};
+use expert_placement::PlacementError;
+use expert_placement::{
+    EplbPolicy, LayerLoads, MAX_PLACEMENT_SLOTS, Placement, PlacementAlgorithm, PlacementCluster,
+    RobustObjective, lognormal_loads, place, place_layers, place_robust, placement_lower_bound,
+    rebalance, rebalance_experts, split_tokens,
 };
 
-fn non_finite<T: std::fmt::Debug>(r: Result<T, MatchingError>) -> bool {
-    matches!(
-        r,
-        Err(MatchingError::Cost(CostModelError::NonFinite { .. }))
-    )
+/// The two error shapes these tests look for, in the error types of the three crates they
+/// exercise (colocation, placement, the bipartite primitives).
+trait Shape {
+    fn is_non_finite(&self) -> bool;
+    fn is_too_large(&self) -> bool;
 }
 
-fn too_large<T: std::fmt::Debug>(r: Result<T, MatchingError>) -> bool {
-    matches!(r, Err(MatchingError::TooLarge { .. }))
+macro_rules! shape {
+    ($($t:ident),*) => {$(
+        impl Shape for $t {
+            fn is_non_finite(&self) -> bool {
+                matches!(self, $t::Cost(CostModelError::NonFinite { .. }))
+            }
+            fn is_too_large(&self) -> bool {
+                matches!(self, $t::TooLarge { .. })
+            }
+        }
+    )*};
+}
+shape!(MatchingError, PlacementError, BipartiteError);
+
+fn non_finite<T: std::fmt::Debug, E: Shape>(r: Result<T, E>) -> bool {
+    r.err().is_some_and(|e| e.is_non_finite())
+}
+
+fn too_large<T: std::fmt::Debug, E: Shape>(r: Result<T, E>) -> bool {
+    r.err().is_some_and(|e| e.is_too_large())
 }
 
 /// `random_colocation(usize::MAX, _)` and the other random baselines returned a `Vec` and
@@ -116,7 +139,7 @@ fn a_uniform_cluster_without_slots_is_refused_before_allocating() {
     for gpus in [usize::MAX, 1 << 40] {
         assert!(matches!(
             PlacementCluster::uniform(gpus, 0, 1),
-            Err(MatchingError::NotPositive { .. })
+            Err(PlacementError::NotPositive { .. })
         ));
     }
     assert!(too_large(PlacementCluster::uniform(usize::MAX, 1, 1)));

@@ -21,22 +21,26 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use colocation_matching::BipartiteError;
 use colocation_matching::{
     BipartiteGraph, BottleneckOptions, COST_TENSOR_MAX_SIDE, ColocationCostModel, CostTensor,
-    EplbPolicy, EplbTables, ExpertDemand, ExpertLoads, ExpertPairing, ExpertTransfer, GpuSpec,
-    HeteroPlacement, HyperedgeCost, LayerLoads, LocalSearchOptions, LysiAlgorithm, MatchingError,
-    PairingOptions, Placement, PlacementAlgorithm, PlacementCluster, RobustObjective,
-    SolverFailure, SquareMatrix, ThresholdSearch, TieBreak, Worker, WorkerAssignment,
-    assign_by_popularity, assign_gpus_bottleneck, assignment_lower_bound_s, bottleneck_matching,
-    colocate_decoupled, colocate_exact, colocate_local_search, colocate_lower_bound_s,
-    colocate_milp, count_moves, drift_loads, eplb, exclusive_time_matrix, hopcroft_karp,
-    lina_pairs, lognormal_loads, lysi_assign, lysi_assign_milp, lysi_assign_refined,
-    lysi_assign_with, min_cost_perfect_matching, pair_bottleneck, pair_sorted, place, place_layers,
-    place_robust, placement_loads, placement_lower_bound, plan_transfers, random_colocation,
-    random_gpu_assignment, random_placement, random_slot_placement, rebalance, rebalance_experts,
-    split_tokens, transfer_counts, zipf_loads,
+    ExpertDemand, ExpertLoads, ExpertPairing, GpuSpec, HeteroPlacement, HyperedgeCost,
+    LocalSearchOptions, LysiAlgorithm, MatchingError, PairingOptions, SolverFailure, SquareMatrix,
+    ThresholdSearch, TieBreak, Worker, WorkerAssignment, assign_by_popularity,
+    assign_gpus_bottleneck, assignment_lower_bound_s, bottleneck_matching, colocate_decoupled,
+    colocate_exact, colocate_local_search, colocate_lower_bound_s, colocate_milp,
+    exclusive_time_matrix, hopcroft_karp, lina_pairs, lysi_assign, lysi_assign_milp,
+    lysi_assign_refined, lysi_assign_with, min_cost_perfect_matching, pair_bottleneck, pair_sorted,
+    placement_loads, random_colocation, random_gpu_assignment, random_placement,
 };
 use comm_cost_model::CostModelError;
+use expert_placement::PlacementError;
+use expert_placement::{
+    EplbPolicy, EplbTables, ExpertTransfer, LayerLoads, Placement, PlacementAlgorithm,
+    PlacementCluster, RobustObjective, count_moves, drift_loads, eplb, lognormal_loads, place,
+    place_layers, place_robust, placement_lower_bound, plan_transfers, random_slot_placement,
+    rebalance, rebalance_experts, split_tokens, transfer_counts, zipf_loads,
+};
 use moe_fuzz::{FLOAT_EXTREMES, SIZE_EXTREMES, check_finite, check_finite_json, f64_value};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -85,22 +89,57 @@ where
 /// A typed error is a pass (its message must render), except a solver reporting an infeasible
 /// or unbounded model: the crate's own formulations are always feasible and bounded. An `Ok`
 /// goes to `check`.
-fn judge<T>(
-    r: Result<T, MatchingError>,
+fn judge<T, E: Into<Judged>>(
+    r: Result<T, E>,
     check: impl FnOnce(T) -> Result<(), String>,
 ) -> Result<(), String> {
-    match r {
+    match r.map_err(Into::into) {
         Ok(v) => check(v),
-        Err(
+        Err(Judged::Colocation(
             e @ MatchingError::Solver {
                 failure: SolverFailure::Infeasible | SolverFailure::Unbounded,
                 ..
             },
-        ) => Err(format!("the solver says {e}")),
+        )) => Err(format!("the solver says {e}")),
         Err(e) => {
             let _ = e.to_string();
             Ok(())
         }
+    }
+}
+
+/// The error types of the crates these entry points belong to (colocation, placement, the
+/// matching primitives), judged alike.
+#[derive(Debug)]
+enum Judged {
+    Colocation(MatchingError),
+    Other(String),
+}
+
+impl std::fmt::Display for Judged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Colocation(e) => write!(f, "{e}"),
+            Self::Other(e) => f.write_str(e),
+        }
+    }
+}
+
+impl From<MatchingError> for Judged {
+    fn from(e: MatchingError) -> Self {
+        Self::Colocation(e)
+    }
+}
+
+impl From<PlacementError> for Judged {
+    fn from(e: PlacementError) -> Self {
+        Self::Other(e.to_string())
+    }
+}
+
+impl From<BipartiteError> for Judged {
+    fn from(e: BipartiteError) -> Self {
+        Self::Other(e.to_string())
     }
 }
 
@@ -195,7 +234,7 @@ struct ClusterParts {
 }
 
 impl ClusterParts {
-    fn build(&self) -> Result<PlacementCluster, MatchingError> {
+    fn build(&self) -> Result<PlacementCluster, PlacementError> {
         PlacementCluster::new(self.slots.clone(), self.speeds.clone(), self.nodes.clone())
     }
 }
@@ -416,7 +455,7 @@ fn check_placement(
         Ok(again) => ensure(again.gpu_loads == p.gpu_loads, || {
             "re-evaluated loads differ".into()
         })?,
-        Err(MatchingError::Cost(CostModelError::NonFinite { what, .. }))
+        Err(PlacementError::Cost(CostModelError::NonFinite { what, .. }))
             if what.starts_with("gap") || what.starts_with("imbalance") => {}
         Err(e) => return Err(format!("re-evaluating the plan: {e}")),
     }
@@ -699,7 +738,7 @@ fn matchings() {
                         })?;
                     }
                 }
-                Err(MatchingError::NoPerfectMatching { .. }) => {
+                Err(BipartiteError::NoPerfectMatching { .. }) => {
                     ensure(!in_range || perms.is_empty(), || {
                         format!("no perfect matching, but brute force finds {best}")
                     })?;
@@ -1053,7 +1092,7 @@ fn random_baselines() {
             // Huge counts are refused before allocating, by all three.
             ensure(
                 random_gpu_assignment(n, seed).is_ok()
-                    == (n <= colocation_matching::MAX_PLACEMENT_SLOTS),
+                    == (n <= expert_placement::MAX_PLACEMENT_SLOTS),
                 || "RGA limit".into(),
             )?;
             judge(random_placement(n, colocated, seed), |_| Ok(()))
@@ -1560,7 +1599,7 @@ fn clusters_and_loads() {
 fn placements() {
     let strategy = (instance(), algorithm(), vec(value(), 0..=9), any::<u64>());
     property(
-        "colocation_matching::place",
+        "expert_placement::place",
         strategy,
         |((parts, w), algorithm, other, seed), tally| {
             let (Ok(c), Ok(loads)) = (parts.build(), LayerLoads::new(w)) else {
@@ -1687,7 +1726,7 @@ fn check_transfers(
 fn rebalances() {
     let strategy = (current_map(), vec(value(), 0..=9), f64_value());
     property(
-        "colocation_matching::rebalance",
+        "expert_placement::rebalance",
         strategy,
         |((parts, old, map), new, tolerance), tally| {
             let (Ok(c), Ok(old)) = (parts.build(), LayerLoads::new(old)) else {
@@ -1848,7 +1887,7 @@ fn robust_placements() {
     let objective = prop_oneof![Just(RobustObjective::Worst), Just(RobustObjective::Mean)];
     let strategy = (instance(), windows, objective);
     property(
-        "colocation_matching::place_robust",
+        "expert_placement::place_robust",
         strategy,
         |((parts, w), extra, objective), tally| {
             let Ok(c) = parts.build() else {
@@ -1921,7 +1960,7 @@ fn token_splits() {
         )
     });
     property(
-        "colocation_matching::split_tokens",
+        "expert_placement::split_tokens",
         strategy,
         |((parts, w, map), tokens), tally| {
             let Ok(c) = parts.build() else {
@@ -2027,7 +2066,7 @@ fn check_tables(t: &EplbTables, weights: &[Vec<f64>], replicas: usize) -> Result
 #[test]
 fn eplb_tables() {
     property(
-        "colocation_matching::rebalance_experts",
+        "expert_placement::rebalance_experts",
         eplb_shape(),
         |(weights, replicas, groups, nodes, gpus), tally| {
             let r = rebalance_experts(&weights, replicas, groups, nodes, gpus);

@@ -1,9 +1,8 @@
 //! `moe_planner.eplb.rebalance_experts`: EPLB's signature and return shapes, our optimal planner.
 
 use moe_planner::PlanError;
-use moe_planner::colocation_matching::{
-    LayerLoads, MatchingError, PlacementAlgorithm, PlacementCluster, place,
-};
+use moe_planner::expert_placement::PlacementError;
+use moe_planner::expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, place};
 use numpy::ndarray::{Array2, Array3};
 use numpy::{IntoPyArray, PyArray2, PyArray3, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -31,13 +30,13 @@ pub struct EplbArrays {
 ///
 /// # Errors
 ///
-/// [`PlanError::Matching`] for zero GPUs, groups or nodes, `num_replicas` not a multiple of
+/// [`PlanError::Placement`] for zero GPUs, groups or nodes, `num_replicas` not a multiple of
 /// `num_gpus`, or layers of different lengths; [`PlanError::Layer`] for bad loads (NaN,
 /// infinite, negative, empty), fewer replicas than experts or more slots per GPU than experts.
 ///
 /// # Complexity
 ///
-/// `layers` runs of [`moe_planner::colocation_matching::place`].
+/// `layers` runs of [`moe_planner::expert_placement::place`].
 pub fn rebalance_experts(
     weights: Vec<Vec<f64>>,
     num_replicas: usize,
@@ -51,11 +50,11 @@ pub fn rebalance_experts(
         ("num_nodes", num_nodes),
     ] {
         if v == 0 {
-            return Err(MatchingError::Empty { what }.into());
+            return Err(PlacementError::Empty { what }.into());
         }
     }
     if num_replicas % num_gpus != 0 {
-        return Err(MatchingError::NotDivisible {
+        return Err(PlacementError::NotDivisible {
             what: "num_replicas by num_gpus",
             value: num_replicas,
             divisor: num_gpus,
@@ -105,7 +104,7 @@ pub fn rebalance_experts(
 fn validated(weights: Vec<Vec<f64>>) -> Result<Vec<LayerLoads>, PlanError> {
     let experts = weights
         .first()
-        .ok_or(MatchingError::Empty { what: "layers" })?
+        .ok_or(PlacementError::Empty { what: "layers" })?
         .len();
     weights
         .into_iter()
@@ -215,14 +214,14 @@ mod tests {
     fn bad_shapes_are_typed_errors() {
         assert!(matches!(
             rebalance_experts(readme(), 15, 4, 2, 8),
-            Err(PlanError::Matching(MatchingError::NotDivisible {
+            Err(PlanError::Placement(PlacementError::NotDivisible {
                 value: 15,
                 ..
             }))
         ));
         assert!(matches!(
             rebalance_experts(readme(), 16, 4, 2, 0),
-            Err(PlanError::Matching(MatchingError::Empty {
+            Err(PlanError::Placement(PlacementError::Empty {
                 what: "num_gpus"
             }))
         ));
@@ -244,7 +243,7 @@ mod tests {
             rebalance_experts(readme(), 8, 4, 2, 8),
             Err(PlanError::Layer {
                 layer: 0,
-                source: MatchingError::InsufficientCapacity { .. }
+                source: PlacementError::InsufficientCapacity { .. }
             })
         ));
     }

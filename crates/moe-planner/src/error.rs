@@ -3,6 +3,7 @@
 use alltoall_sched::ScheduleError;
 use colocation_matching::MatchingError;
 use comm_cost_model::CostModelError;
+use expert_placement::PlacementError;
 use rail_network::RailNetworkError;
 use thiserror::Error;
 use topology_partition::TopologyError;
@@ -37,9 +38,12 @@ pub enum PlanError {
     /// The all-to-all scheduler rejected a traffic matrix, a bandwidth or a placement.
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
-    /// A placement problem (GPU assignment, colocation, LysiAssign) was rejected.
+    /// A colocation problem (GPU assignment, expert pairing, LysiAssign) was rejected.
     #[error(transparent)]
     Matching(#[from] MatchingError),
+    /// An expert replication and placement problem was rejected.
+    #[error(transparent)]
+    Placement(#[from] PlacementError),
     /// A cluster, objective or grouping was rejected.
     #[error(transparent)]
     Topology(#[from] TopologyError),
@@ -73,7 +77,7 @@ pub enum PlanError {
         /// Index of the layer.
         layer: usize,
         /// The planner's error.
-        source: MatchingError,
+        source: PlacementError,
     },
     /// A field the chosen option needs is absent.
     #[error("{needed_by} needs `{field}`")]

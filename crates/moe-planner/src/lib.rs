@@ -7,6 +7,7 @@
 //! | [`comm_cost_model`] | how long a collective, an MoE layer or a Parm schedule takes |
 //! | [`alltoall_sched`] | in what order all-to-all traffic should flow so no link is contended |
 //! | [`colocation_matching`] | which experts share a GPU and which GPU hosts which expert |
+//! | [`expert_placement`] | how many replicas each expert gets and which GPU holds each (EPLB's job), fewest-move rebalancing |
 //! | [`topology_partition`] | how a heterogeneous cluster is cut into expert-parallel groups |
 //! | [`rail_network`] | what fabric to build and what an LLM training iteration costs on it |
 //!
@@ -60,6 +61,7 @@ struct ReadmeDoctests;
 pub use alltoall_sched;
 pub use colocation_matching;
 pub use comm_cost_model;
+pub use expert_placement;
 pub use rail_network;
 pub use topology_partition;
 

@@ -1,8 +1,8 @@
 //! Aurora §7.2: pair experts first, then assign the pairs to GPUs.
 
 use super::{HeteroPlacement, HyperedgeCost, matrix_of};
-use crate::bottleneck::{BottleneckOptions, bottleneck_assignment};
 use crate::error::MatchingError;
+use bipartite::{BottleneckOptions, bottleneck_assignment};
 
 /// Aurora's decoupled two-stage heuristic for colocating + heterogeneous placement (§7.2).
 ///

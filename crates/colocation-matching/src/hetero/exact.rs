@@ -1,8 +1,8 @@
 //! Exact colocating + heterogeneous placement by branch and bound over expert pairings.
 
 use super::{HeteroPlacement, HyperedgeCost, LocalSearchOptions, colocate_local_search, matrix_of};
-use crate::bottleneck::{BottleneckOptions, bottleneck_assignment, chosen_max};
 use crate::error::{MatchingError, check_at_most, check_weight};
+use bipartite::{BottleneckOptions, bottleneck_assignment, chosen_max};
 
 /// Largest instance [`colocate_exact`] accepts.
 pub const EXACT_MAX_GPUS: usize = 9;

@@ -5,8 +5,8 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
 use super::{HeteroPlacement, HyperedgeCost, colocate_decoupled, matrix_of};
-use crate::bottleneck::{BottleneckOptions, TieBreak, bottleneck_assignment};
 use crate::error::{MatchingError, check_at_most};
+use bipartite::{BottleneckOptions, TieBreak, bottleneck_assignment};
 
 /// Largest [`LocalSearchOptions::restarts`] and [`LocalSearchOptions::max_rounds`]
 /// [`colocate_local_search`] accepts: each restart is a whole descent, so `usize::MAX` of them

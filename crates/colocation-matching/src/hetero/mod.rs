@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{MatchingError, check_at_most, check_same_len, check_weight};
 use crate::gpu_assignment::{ExpertDemand, GpuSpec, check_gpus, layer_time_s};
-use crate::matrix::SquareMatrix;
+use bipartite::SquareMatrix;
 
 /// The cost of putting expert `a` of model A and expert `b` of model B on GPU `gpu`.
 ///

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use moe_planner::colocation_matching::drift_loads;
+use moe_planner::expert_placement::drift_loads;
 use moe_planner::grouping::{ClusterSpec, GroupPlan, GroupSpec, plan_groups};
 use moe_planner::inference::{GpuInput, InferencePlan, InferenceSpec, plan_inference};
 use moe_planner::network::{

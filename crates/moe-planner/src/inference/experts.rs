@@ -1,6 +1,6 @@
 //! Many experts per GPU: `E` logical experts per layer on `G` GPUs through a replica placement.
 //!
-//! Per layer: the placement ([`colocation_matching::place`], optimal), the dispatch matrix that
+//! Per layer: the placement ([`expert_placement::place`], optimal), the dispatch matrix that
 //! follows from it and the replica choice ([`alltoall_sched::dispatch_tokens`]), its
 //! contention-free schedule and the combine (the transpose), and Aurora's Eq. 1 with the expert
 //! time of each GPU = tokens of all its replicas x FLOP per token / GPU speed. The baselines run
@@ -12,12 +12,12 @@ use alltoall_sched::{
     Algorithm, Bandwidth, Timetable, TrafficMatrix, dispatch_tokens, lower_bound_s, schedule,
     uniform_sources,
 };
-use colocation_matching::{
+use comm_cost_model::timeline::{ExclusiveLayer, exclusive_time, ffn_times_s};
+use comm_cost_model::{check_count, check_non_negative, units};
+use expert_placement::{
     EplbPolicy, LayerLoads, Placement, PlacementAlgorithm, PlacementCluster, place,
     random_slot_placement,
 };
-use comm_cost_model::timeline::{ExclusiveLayer, exclusive_time, ffn_times_s};
-use comm_cost_model::{check_count, check_non_negative, units};
 use rayon::prelude::*;
 
 use super::{

@@ -114,13 +114,13 @@ pub struct CurrentPlacementFile {
 }
 
 /// EPLB's `logical_to_physical_map` for one layer: each expert's slots (the library's
-/// [`colocation_matching::Placement::logical_to_physical`]) padded with -1 to `width` entries
+/// [`expert_placement::Placement::logical_to_physical`]) padded with -1 to `width` entries
 /// (an expert with more slots than `width` keeps them all).
 ///
 /// # Errors
 ///
 /// [`PlanError::TooLarge`] when `width` or a slot id exceeds
-/// [`colocation_matching::MAX_PLACEMENT_SLOTS`] (checked before any row is allocated).
+/// [`expert_placement::MAX_PLACEMENT_SLOTS`] (checked before any row is allocated).
 ///
 /// # Complexity
 ///
@@ -138,7 +138,7 @@ pub fn pad_logical_to_physical(
     slots_of_expert: Vec<Vec<usize>>,
     width: usize,
 ) -> Result<Vec<Vec<i64>>, PlanError> {
-    let limit = colocation_matching::MAX_PLACEMENT_SLOTS;
+    let limit = expert_placement::MAX_PLACEMENT_SLOTS;
     let largest = slots_of_expert.iter().flatten().copied().max().unwrap_or(0);
     for (what, value) in [
         ("logical_to_physical_map width", width),

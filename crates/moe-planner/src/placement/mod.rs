@@ -29,7 +29,7 @@ pub mod formats;
 mod plan;
 mod spec;
 
-pub use colocation_matching::RobustObjective;
+pub use expert_placement::RobustObjective;
 pub use plan::{
     LayerPlacement, PlacementPlan, PlacementTotals, TransferPlan, WeightTransfer, WindowFigure,
     plan_placement,

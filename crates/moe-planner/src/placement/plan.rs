@@ -1,11 +1,11 @@
 //! The placement plan: per layer, our plan and EPLB's on the same input, and totals.
 
 use alltoall_sched::{Algorithm, Bandwidth, TrafficMatrix, schedule};
-use colocation_matching::{
+use comm_cost_model::{CostModelError, check_non_negative, check_positive, units};
+use expert_placement::{
     ExpertTransfer, LayerLoads, Placement, PlacementAlgorithm, PlacementCluster, count_moves,
     place, place_robust, plan_transfers, rebalance, transfer_counts,
 };
-use comm_cost_model::{CostModelError, check_non_negative, check_positive, units};
 use serde::{Deserialize, Serialize};
 
 use super::formats::pad_logical_to_physical;
@@ -186,7 +186,7 @@ impl PlacementPlan {
 ///
 /// # Complexity
 ///
-/// Per layer, that of [`colocation_matching::place`] for the policy and for EPLB; see
+/// Per layer, that of [`expert_placement::place`] for the policy and for EPLB; see
 /// `docs/performance.md` (58 layers of 256 experts on 32 GPUs take a few milliseconds).
 pub fn plan_placement(spec: &PlacementSpec) -> Result<PlacementPlan, PlanError> {
     let layers = validated_loads(&spec.loads)?;

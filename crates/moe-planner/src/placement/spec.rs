@@ -1,8 +1,7 @@
 //! What to place: loads, cluster, policy, current placement; and what can be wrong with it.
 
-use colocation_matching::{
-    EplbPolicy, MatchingError, PlacementAlgorithm, PlacementCluster, RobustObjective,
-};
+use expert_placement::PlacementError;
+use expert_placement::{EplbPolicy, PlacementAlgorithm, PlacementCluster, RobustObjective};
 use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
@@ -141,14 +140,14 @@ impl PlacementSpec {
 }
 
 /// Attaches a layer index to a planner error.
-pub(crate) fn in_layer(layer: usize) -> impl Fn(MatchingError) -> PlanError {
+pub(crate) fn in_layer(layer: usize) -> impl Fn(PlacementError) -> PlanError {
     move |source| PlanError::Layer { layer, source }
 }
 
 /// Attaches a layer index to a placement error inside a [`PlanError`].
 pub(crate) fn plan_error_in_layer(layer: usize) -> impl Fn(PlanError) -> PlanError {
     move |err| match err {
-        PlanError::Matching(source) => PlanError::Layer { layer, source },
+        PlanError::Placement(source) => PlanError::Layer { layer, source },
         other => other,
     }
 }

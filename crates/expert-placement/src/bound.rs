@@ -1,0 +1,120 @@
+//! A certified lower bound on the maximum GPU load of any placement.
+
+use comm_cost_model::check_finite_result;
+
+use crate::error::PlacementError;
+use crate::model::{LayerLoads, PlacementCluster};
+use crate::replicate::replicate;
+
+/// A lower bound on the maximum GPU load of every valid placement of `loads` on `cluster`
+/// (every expert placed, never two replicas of one expert on a GPU: EPLB's duplicates split an
+/// expert unevenly over GPUs and can go below it when speeds differ).
+///
+/// The larger of two relaxations:
+///
+/// * **average**: the total load over the total speed, `sum w_e / sum v_g` (some GPU carries at
+///   least its share);
+/// * **replication**: expert `e` with `c_e` replicas puts `w_e / c_e` on each of `c_e` distinct
+///   GPUs, the slowest of which is no faster than the `c_e`-th fastest GPU `v_(c_e)`, so some GPU
+///   carries at least `w_e / (c_e · v_(c_e)) >= w_e h(c_e)` with the nonincreasing
+///   `h(c) = min_{k <= c} 1 / (k v_(k))`. The bound minimizes `max_e w_e h(c_e)` over all counts
+///   with `1 <= c_e <= G` and `sum c_e = R`, which a greedy (next replica to the largest
+///   `w_e h(c_e)`) does exactly, as for any separable min-max allocation with nonincreasing terms.
+///
+/// Exact solvers ([`crate::PlacementAlgorithm::Exact`], and [`crate::PlacementAlgorithm::Optimal`]
+/// on small instances) report their proved optimum instead.
+///
+/// # Errors
+///
+/// [`PlacementError::Cost`] (`NonFinite`) when the bound overflows (loads near `f64::MAX` on
+/// slow GPUs): every placement's maximum load would overflow too.
+///
+/// # Complexity
+///
+/// `O(G log G + R log E)` time, `O(E + G)` space.
+///
+/// # Examples
+///
+/// ```
+/// use expert_placement::{LayerLoads, PlacementCluster, placement_lower_bound};
+///
+/// let c = PlacementCluster::uniform(8, 2, 1)?;
+/// // Average 1450 / 8 = 181.25; the best split of 600 and 560 over 16 slots is 120 per replica.
+/// let w = LayerLoads::new(vec![600.0, 560.0, 120.0, 120.0, 20.0, 10.0, 10.0, 10.0])?;
+/// assert_eq!(placement_lower_bound(&w, &c)?, 181.25);
+/// // One hot expert on 8 single-slot GPUs: 3 slots go to the cold experts, so at most 5
+/// // replicas of 1000 (the average is only 1003 / 8).
+/// let c = PlacementCluster::uniform(8, 1, 1)?;
+/// let w = LayerLoads::new(vec![1000.0, 1.0, 1.0, 1.0])?;
+/// assert_eq!(placement_lower_bound(&w, &c)?, 200.0);
+/// # Ok::<(), expert_placement::PlacementError>(())
+/// ```
+pub fn placement_lower_bound(
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+) -> Result<f64, PlacementError> {
+    Ok(check_finite_result(
+        "placement lower bound",
+        lower_bound(loads, cluster),
+    )?)
+}
+
+/// [`placement_lower_bound`] unchecked (infinite when the loads overflow on slow GPUs).
+pub(crate) fn lower_bound(loads: &LayerLoads, cluster: &PlacementCluster) -> f64 {
+    average_bound(loads, cluster).max(replication_bound(loads, cluster))
+}
+
+/// `sum w / sum v`.
+pub(crate) fn average_bound(loads: &LayerLoads, cluster: &PlacementCluster) -> f64 {
+    loads.total() / cluster.speed_of_gpu().iter().sum::<f64>()
+}
+
+/// `min over counts of max_e w_e h(c_e)` (see [`placement_lower_bound`]), computed as
+/// `w_e / H(c_e)` with `H = 1 / h`.
+fn replication_bound(loads: &LayerLoads, cluster: &PlacementCluster) -> f64 {
+    let speed = replica_speeds(cluster.speed_of_gpu());
+    let w = loads.as_slice();
+    let extra = cluster.total_slots().saturating_sub(w.len());
+    let (count, _) = replicate(w.len(), extra, speed.len(), |e, c| w[e] / speed[c - 1]);
+    w.iter()
+        .zip(&count)
+        .map(|(&we, &c)| we / speed[c - 1])
+        .fold(0.0, f64::max)
+}
+
+/// `H[k - 1] = max_{j <= k} j · v_(j)` for `k = 1..=G`, speeds sorted fastest first: the
+/// largest total speed `c` replicas can be sure of. (Dividing by it, rather than multiplying by
+/// `1 / (j v)`, keeps subnormal speeds from turning the bound into `inf` or NaN.)
+fn replica_speeds(speeds: &[f64]) -> Vec<f64> {
+    let mut v = speeds.to_vec();
+    v.sort_by(|a, b| b.total_cmp(a));
+    let mut best = 0.0f64;
+    v.iter()
+        .enumerate()
+        .map(|(j, &s)| {
+            best = best.max((j + 1) as f64 * s);
+            best
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heterogeneous_replication_uses_the_fastest_gpus() {
+        // One expert of load 12 on GPUs of speed 3 and 1 (1 slot each, plus a cold expert).
+        let c = PlacementCluster::new(vec![2, 2], vec![3.0, 1.0], vec![0, 0]).unwrap();
+        let w = LayerLoads::new(vec![12.0, 0.0]).unwrap();
+        // Alone on the fast GPU: 12 / 3 = 4; split: 6 / 1 = 6 on the slow one; average 3.
+        assert_eq!(placement_lower_bound(&w, &c), Ok(4.0));
+    }
+
+    #[test]
+    fn zero_loads_give_zero() {
+        let c = PlacementCluster::uniform(2, 2, 1).unwrap();
+        let w = LayerLoads::new(vec![0.0, 0.0]).unwrap();
+        assert_eq!(placement_lower_bound(&w, &c), Ok(0.0));
+    }
+}

@@ -1,0 +1,473 @@
+//! Best-improvement local search on the busiest GPU: swaps of two replicas and replica moves
+//! that change two experts' replica counts, optionally counting weight transfers.
+
+use crate::state::{Move, SlotState};
+
+/// How the figures of several load windows combine into one objective.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Aggregate {
+    /// The largest maximum GPU load over the windows.
+    Worst,
+    /// The mean of the windows' maximum GPU loads.
+    Mean,
+}
+
+/// Relative tolerance below which two objective values are treated as equal (floating-point
+/// noise of incremental load updates is far smaller).
+pub(crate) const REL_EPS: f64 = 1e-12;
+
+/// Slot count up to which a transfer-counting search tries replica moves at every step.
+const EVERY_STEP_MAX_SLOTS: usize = 1024;
+
+/// Work after which a search stops with the best placement found so far: candidate moves
+/// scored (each counted by the GPUs it touches, times the logarithm `effect`'s sort adds) plus
+/// slots scanned. A few experts on thousands of slots make every candidate touch
+/// thousands of GPUs; without this bound such a search ran for minutes (6 experts on 10,000
+/// GPUs: more than 2 minutes). The benchmark instances stay far below it (see the tests).
+const WORK_BUDGET: u64 = 1 << 28;
+
+/// How many of each window's busiest GPUs are cached to find the busiest untouched one.
+const TOP: usize = 4;
+
+/// Which experts each GPU held before a rebalance: a replica placed elsewhere is a move.
+#[derive(Debug, Clone)]
+pub(crate) struct Origin {
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl Origin {
+    /// The (GPU, expert) pairs of a map.
+    pub(crate) fn new(gpu_of_slot: &[usize], map: &[usize], gpus: usize, experts: usize) -> Self {
+        let words = experts.div_ceil(64);
+        let mut bits = vec![0; gpus * words];
+        for (&g, &e) in gpu_of_slot.iter().zip(map) {
+            bits[g * words + e / 64] |= 1 << (e % 64);
+        }
+        Self { words, bits }
+    }
+
+    /// Whether GPU `g` held expert `e`.
+    #[inline]
+    pub(crate) fn holds(&self, g: usize, e: usize) -> bool {
+        self.bits[g * self.words + e / 64] & (1 << (e % 64)) != 0
+    }
+
+    /// 1 when expert `e` in a slot of GPU `g` is a transfer.
+    #[inline]
+    fn cost(&self, g: usize, e: usize) -> i64 {
+        i64::from(!self.holds(g, e))
+    }
+
+    /// Change in the number of transfers if `mv` is applied to `s`.
+    pub(crate) fn delta(&self, s: &SlotState, mv: Move) -> i64 {
+        match mv {
+            Move::Swap(i, j) => {
+                let (a, b) = (s.expert_of_slot[i], s.expert_of_slot[j]);
+                let (g, h) = (s.gpu_of_slot[i], s.gpu_of_slot[j]);
+                self.cost(g, b) + self.cost(h, a) - self.cost(g, a) - self.cost(h, b)
+            }
+            Move::Replace(i, b) => {
+                let (a, g) = (s.expert_of_slot[i], s.gpu_of_slot[i]);
+                self.cost(g, b) - self.cost(g, a)
+            }
+        }
+    }
+
+    /// Number of transfers of a map (`gpu_of_slot` from [`PlacementCluster::gpu_of_each_slot`]).
+    ///
+    /// [`PlacementCluster::gpu_of_each_slot`]: crate::model::PlacementCluster::gpu_of_each_slot
+    pub(crate) fn count(&self, gpu_of_slot: &[usize], map: &[usize]) -> usize {
+        gpu_of_slot
+            .iter()
+            .zip(map)
+            .filter(|&(&g, &e)| !self.holds(g, e))
+            .count()
+    }
+
+    /// Number of transfers of the whole state.
+    pub(crate) fn moves(&self, s: &SlotState) -> usize {
+        self.count(&s.gpu_of_slot, &s.expert_of_slot)
+    }
+}
+
+/// Options of [`improve`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SearchOptions<'o> {
+    pub(crate) aggregate: Aggregate,
+    /// Also try [`Move::Replace`] (changes replica counts): after swaps fail, or at every step
+    /// when transfers are counted on up to 1024 slots (a replacement is one transfer, a swap
+    /// two).
+    pub(crate) count_changes: bool,
+    /// Stop as soon as the objective is at most this.
+    pub(crate) target: f64,
+    /// Stop after this many moves.
+    pub(crate) max_moves: usize,
+    /// Count transfers against this placement: among moves reaching the same objective, the one
+    /// adding the fewest transfers wins.
+    pub(crate) origin: Option<&'o Origin>,
+}
+
+impl<'o> SearchOptions<'o> {
+    /// Swaps and replica moves until nothing improves (or `target` is reached), with the move
+    /// budget of [`move_budget`](crate::optimal::move_budget) and no transfer counting.
+    pub(crate) fn full(
+        aggregate: Aggregate,
+        target: f64,
+        cluster: &crate::model::PlacementCluster,
+    ) -> Self {
+        Self {
+            aggregate,
+            count_changes: true,
+            target,
+            max_moves: crate::optimal::move_budget(cluster),
+            origin: None,
+        }
+    }
+}
+
+/// The objective, transfers added, and the change in the sum of squared loads of a move.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Score {
+    objective: f64,
+    transfers: i64,
+    ssq_change: f64,
+}
+
+/// The search's view of the windows' busiest GPUs.
+struct Tops {
+    /// `top[k]`: up to [`TOP`] GPUs of window `k`, busiest first.
+    top: Vec<Vec<usize>>,
+    max: Vec<f64>,
+}
+
+impl Tops {
+    fn new(s: &SlotState) -> Self {
+        let mut t = Self {
+            top: vec![Vec::with_capacity(TOP + 1); s.windows],
+            max: vec![0.0; s.windows],
+        };
+        t.refresh(s);
+        t
+    }
+
+    fn refresh(&mut self, s: &SlotState) {
+        for k in 0..s.windows {
+            let top = &mut self.top[k];
+            top.clear();
+            for g in 0..s.gpus() {
+                let l = s.gpu_load(k, g);
+                if top.len() < TOP || l > s.gpu_load(k, top[top.len() - 1]) {
+                    let at = top.partition_point(|&x| s.gpu_load(k, x) >= l);
+                    top.insert(at, g);
+                    top.truncate(TOP);
+                }
+            }
+            self.max[k] = s.gpu_load(k, top[0]);
+        }
+    }
+
+    /// Largest load of window `k` over GPUs not in `touched`, and whether finding it took a
+    /// scan of every GPU (when all cached busiest GPUs are touched). `mask` is scratch space,
+    /// all `false` before and after: the scan marks the touched GPUs in it, so a move touching
+    /// thousands of GPUs costs `O(G)`, not `O(G t)`.
+    fn untouched_max(
+        &self,
+        s: &SlotState,
+        k: usize,
+        touched: &[usize],
+        mask: &mut Vec<bool>,
+    ) -> (f64, bool) {
+        match self.top[k].iter().find(|g| !touched.contains(g)) {
+            Some(&g) => (s.gpu_load(k, g), false),
+            None if self.top[k].len() < TOP => (0.0, false),
+            None => {
+                mask.resize(s.gpus(), false);
+                for &g in touched {
+                    mask[g] = true;
+                }
+                let max = (0..s.gpus())
+                    .filter(|&g| !mask[g])
+                    .map(|g| s.gpu_load(k, g))
+                    .fold(0.0, f64::max);
+                for &g in touched {
+                    mask[g] = false;
+                }
+                (max, true)
+            }
+        }
+    }
+
+    fn objective(&self, aggregate: Aggregate) -> f64 {
+        combine(aggregate, self.max.iter().copied(), self.max.len())
+    }
+}
+
+/// The objective of a state.
+pub(crate) fn objective(s: &SlotState, aggregate: Aggregate) -> f64 {
+    Tops::new(s).objective(aggregate)
+}
+
+fn combine(aggregate: Aggregate, maxima: impl Iterator<Item = f64>, windows: usize) -> f64 {
+    match aggregate {
+        Aggregate::Worst => maxima.fold(0.0, f64::max),
+        Aggregate::Mean => maxima.sum::<f64>() / windows as f64,
+    }
+}
+
+/// Improves `s` by best-improvement moves on the busiest GPUs until no move lowers the objective
+/// (or, at equal objective, the sum of squared loads), calling `after_move` with the state, the
+/// move and the objective after each accepted move. Returns the number of moves made.
+///
+/// Each accepted move lowers the pair (objective, sum of squares) lexicographically by more than
+/// a relative [`REL_EPS`], so the search ends; `max_moves` bounds its time.
+pub(crate) fn improve(
+    s: &mut SlotState,
+    options: SearchOptions,
+    mut after_move: impl FnMut(&SlotState, Move, f64),
+) -> usize {
+    let mut tops = Tops::new(s);
+    let mut search = Candidates {
+        options,
+        buffers: (Vec::new(), Vec::new()),
+        best: None,
+        work: 0,
+        mask: Vec::new(),
+    };
+    let mut moves = 0;
+    while moves < options.max_moves && search.work < WORK_BUDGET {
+        let current = tops.objective(options.aggregate);
+        if current <= options.target * (1.0 + REL_EPS) {
+            break;
+        }
+        let hot = hot_gpus(&tops, options.aggregate, current);
+        search.best = None;
+        search.swaps(s, &tops, &hot, current);
+        // Counting transfers, replica moves (one transfer) compete with swaps (two) at every
+        // step, except on large instances where their scan would dominate.
+        let every_step = options.origin.is_some() && s.expert_of_slot.len() <= EVERY_STEP_MAX_SLOTS;
+        if options.count_changes && (search.best.is_none() || every_step) {
+            search.replacements(s, &tops, &hot, current);
+        }
+        let Some((mv, _)) = search.best else { break };
+        s.apply(mv);
+        tops.refresh(s);
+        moves += 1;
+        after_move(s, mv, tops.objective(options.aggregate));
+    }
+    moves
+}
+
+/// The busiest GPU of every window that decides the objective.
+fn hot_gpus(tops: &Tops, aggregate: Aggregate, current: f64) -> Vec<usize> {
+    let mut hot: Vec<usize> = (0..tops.top.len())
+        .filter(|&k| aggregate == Aggregate::Mean || tops.max[k] >= current * (1.0 - REL_EPS))
+        .map(|k| tops.top[k][0])
+        .collect();
+    hot.sort_unstable();
+    hot.dedup();
+    hot
+}
+
+/// The candidate moves of one iteration and the best found so far.
+struct Candidates<'o> {
+    options: SearchOptions<'o>,
+    buffers: (Vec<usize>, Vec<f64>),
+    best: Option<(Move, Score)>,
+    /// Work done so far, see [`WORK_BUDGET`].
+    work: u64,
+    /// Scratch space of [`Tops::untouched_max`].
+    mask: Vec<bool>,
+}
+
+impl Candidates<'_> {
+    /// Keeps `mv` if it improves on `current` and beats the best so far.
+    fn offer(&mut self, mv: Move, sc: Score, current: f64) {
+        let eps = current * REL_EPS;
+        let improves = sc.objective < current - eps
+            || (sc.objective <= current + eps
+                && sc.ssq_change < -eps * current.max(f64::MIN_POSITIVE));
+        let beats = |b: &Score| {
+            if sc.objective < b.objective - eps {
+                true
+            } else if sc.objective > b.objective + eps {
+                false
+            } else {
+                (sc.transfers, sc.ssq_change) < (b.transfers, b.ssq_change)
+            }
+        };
+        if improves && self.best.as_ref().is_none_or(|b| beats(&b.1)) {
+            self.best = Some((mv, sc));
+        }
+    }
+
+    /// Transfers `mv` adds (0 when none are counted).
+    fn transfers(&self, s: &SlotState, mv: Move) -> i64 {
+        self.options.origin.map_or(0, |o| o.delta(s, mv))
+    }
+
+    /// Scores any move through [`SlotState::effect`].
+    fn score(&mut self, s: &SlotState, tops: &Tops, mv: Move) -> Score {
+        let (touched, new_load) = &mut self.buffers;
+        let mask = &mut self.mask;
+        s.effect(mv, touched, new_load);
+        // `effect` sorts the shifts of a move touching many GPUs.
+        let t = touched.len() as u64;
+        self.work = self
+            .work
+            .saturating_add(1 + t * u64::from(t.max(2).ilog2()));
+        let kk = s.windows;
+        let (mut ssq_change, mut worst, mut sum) = (0.0, 0.0f64, 0.0);
+        for k in 0..kk {
+            let (mut m, scanned) = tops.untouched_max(s, k, touched, mask);
+            if scanned {
+                self.work = self.work.saturating_add(s.gpus() as u64);
+            }
+            for (t, &g) in touched.iter().enumerate() {
+                let (old, new) = (s.gpu_load(k, g), new_load[t * kk + k]);
+                m = m.max(new);
+                ssq_change += new * new - old * old;
+            }
+            worst = worst.max(m);
+            sum += m;
+        }
+        let objective = match self.options.aggregate {
+            Aggregate::Worst => worst,
+            Aggregate::Mean => sum / kk as f64,
+        };
+        Score {
+            objective,
+            transfers: self.transfers(s, mv),
+            ssq_change,
+        }
+    }
+
+    /// Swaps of a replica on a hot GPU with a replica elsewhere.
+    fn swaps(&mut self, s: &SlotState, tops: &Tops, hot: &[usize], current: f64) {
+        if s.windows == 1 {
+            self.swaps_one_window(s, tops, hot[0], current);
+            return;
+        }
+        for &g in hot {
+            self.work = self.work.saturating_add(s.expert_of_slot.len() as u64);
+            s.moves_touching(g, false, |mv| {
+                if self.work >= WORK_BUDGET {
+                    return;
+                }
+                let sc = self.score(s, tops, mv);
+                self.offer(mv, sc, current);
+            });
+        }
+    }
+
+    /// [`Candidates::swaps`] for a single window, inlined: the busiest GPU `g` gives a replica
+    /// of share `sa` and takes one of share `sb < sa` from a GPU that stays below the maximum.
+    fn swaps_one_window(&mut self, s: &SlotState, tops: &Tops, g: usize, current: f64) {
+        let limit = current * (1.0 - REL_EPS);
+        self.work = self
+            .work
+            .saturating_add((s.expert_of_slot.len() + 2 * s.gpus()) as u64);
+        let share: Vec<f64> = s
+            .expert_of_slot
+            .iter()
+            .map(|&e| s.share(0, e, s.count[e]))
+            .collect();
+        let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
+        // Lightest partners first: their swaps can balance the most, so later partners are
+        // usually cut by the bound below.
+        let mut partners: Vec<usize> = (0..s.gpus())
+            .filter(|&h| h != g && s.gpu_load(0, h) < limit)
+            .collect();
+        partners.sort_by(|&a, &b| s.gpu_load(0, a).total_cmp(&s.gpu_load(0, b)));
+        for h in partners {
+            if self.work >= WORK_BUDGET {
+                return;
+            }
+            let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
+            let others = tops.top[0]
+                .iter()
+                .find(|&&x| x != g && x != h)
+                .map_or(0.0, |&x| s.gpu_load(0, x));
+            if self.options.origin.is_none() && self.partner_cannot_win(lg, ig, lh, ih, others) {
+                continue;
+            }
+            let pairs = s.cluster.slot_range(g).len() * s.cluster.slot_range(h).len();
+            self.work = self.work.saturating_add(pairs as u64);
+            for i in s.cluster.slot_range(g) {
+                if s.has(h, s.expert_of_slot[i]) {
+                    continue;
+                }
+                for j in s.cluster.slot_range(h) {
+                    let d = share[i] - share[j];
+                    let (new_g, new_h) = (lg - d * ig, lh + d * ih);
+                    if d <= 0.0 || new_g >= limit || new_h >= limit || s.has(g, s.expert_of_slot[j])
+                    {
+                        continue;
+                    }
+                    let mv = Move::Swap(i, j);
+                    let sc = Score {
+                        objective: others.max(new_g).max(new_h),
+                        transfers: self.transfers(s, mv),
+                        ssq_change: new_g * new_g + new_h * new_h - lg * lg - lh * lh,
+                    };
+                    self.offer(mv, sc, current);
+                }
+            }
+        }
+    }
+
+    /// Whether no swap between the busiest GPU (load `lg`, inverse speed `ig`) and a partner
+    /// (`lh`, `ih`) can beat the best candidate: shifting `d` raw load makes the pair
+    /// `(lg - d ig, lh + d ih)`, whose larger value is at least where the two lines cross and
+    /// whose sum-of-squares change is at least `-(lg ig - lh ih)^2 / (ig^2 + ih^2)`.
+    fn partner_cannot_win(&self, lg: f64, ig: f64, lh: f64, ih: f64, others: f64) -> bool {
+        let Some((_, best)) = self.best else {
+            return false;
+        };
+        let eps = best.objective * REL_EPS;
+        let cross = (lg * ih + lh * ig) / (ig + ih);
+        let objective = others.max(cross);
+        let ssq = -(lg * ig - lh * ih).powi(2) / (ig * ig + ih * ih);
+        objective > best.objective + eps
+            || (objective >= best.objective - eps && ssq >= best.ssq_change)
+    }
+
+    /// Replica moves involving a hot GPU: one of its replicas becomes another expert, or one of
+    /// its experts gains a replica elsewhere.
+    fn replacements(&mut self, s: &SlotState, tops: &Tops, hot: &[usize], current: f64) {
+        for &g in hot {
+            let slots = s.cluster.slot_range(g).len() * (s.expert_of_slot.len() + s.experts);
+            self.work = self.work.saturating_add(slots as u64);
+            s.moves_touching(g, true, |mv| {
+                let Move::Replace(slot, b) = mv else { return };
+                if self.work >= WORK_BUDGET {
+                    return;
+                }
+                // The slot's GPU alone must stay below the maximum, and must not exceed the best
+                // candidate's objective (which the move's objective is at least).
+                let ceiling = self.best.map_or(current * (1.0 - REL_EPS), |(_, best)| {
+                    (current * (1.0 - REL_EPS)).min(best.objective * (1.0 + REL_EPS))
+                });
+                if replaced_slot_load(s, slot, b).is_none_or(|new| new < ceiling) {
+                    let sc = self.score(s, tops, mv);
+                    self.offer(mv, sc, current);
+                }
+            });
+        }
+    }
+}
+
+/// With one window, the load of `slot`'s GPU after the slot takes expert `b` (`None` with
+/// several windows, where the full score decides).
+#[inline]
+fn replaced_slot_load(s: &SlotState, slot: usize, b: usize) -> Option<f64> {
+    if s.windows > 1 {
+        return None;
+    }
+    let g = s.gpu_of_slot[slot];
+    let a = s.expert_of_slot[slot];
+    Some(
+        s.gpu_load(0, g)
+            + (s.share(0, b, s.count[b] + 1) - s.share(0, a, s.count[a])) * s.inv_speed(g),
+    )
+}

@@ -1,0 +1,312 @@
+//! Rebalancing a running placement to new loads with the fewest expert transfers.
+
+use comm_cost_model::{check_finite_result, check_non_negative};
+use serde::{Deserialize, Serialize};
+
+use crate::align::align;
+use crate::error::PlacementError;
+use crate::excess::reduce_excess;
+use crate::local_search::{Aggregate, Origin, REL_EPS, SearchOptions, improve};
+use crate::model::{LayerLoads, PlacementCluster};
+use crate::optimal::{max_load, move_budget, solve};
+use crate::options::Budget;
+use crate::plan::{Placement, counts};
+use crate::state::{Move, SlotState};
+use crate::transfers::{ExpertTransfer, check_current, plan_transfers};
+
+/// One point of the moves / maximum-load trade-off of a rebalance.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TradeoffPoint {
+    /// Expert copies transferred.
+    pub moves: usize,
+    /// Maximum GPU load reached with that many moves.
+    pub max_gpu_load: f64,
+}
+
+/// A rebalanced placement with its transfers and the trade-off it was picked from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rebalance {
+    /// The new placement (scored on the new loads).
+    pub placement: Placement,
+    /// Replicas placed on a GPU that did not hold that expert ([`crate::count_moves`]).
+    pub moves: usize,
+    /// The copies to make, one per move ([`crate::plan_transfers`]).
+    pub transfers: Vec<ExpertTransfer>,
+    /// The smallest maximum GPU load found (fresh optimal plan or the low-move path).
+    pub best_max_gpu_load: f64,
+    /// `(1 + tolerance) · best_max_gpu_load`, the limit the plan respects.
+    pub target_max_gpu_load: f64,
+    /// Maximum GPU load of a fresh [`crate::PlacementAlgorithm::Optimal`] plan.
+    pub fresh_max_gpu_load: f64,
+    /// Moves of that fresh plan after relabeling interchangeable GPUs to keep what they hold.
+    pub fresh_moves: usize,
+    /// Pareto-optimal (moves, maximum load) points found, from zero moves up: the maximum load
+    /// strictly decreases along the list.
+    pub tradeoff: Vec<TradeoffPoint>,
+}
+
+/// Rebalances `current` (a slot-to-expert map, for example SGLang's `physical_to_logical_map`
+/// of one layer) to new `loads` with the fewest expert transfers, keeping the maximum GPU load
+/// within `(1 + tolerance)` of the best found.
+///
+/// EPLB re-plans from scratch and moves nearly every slot (deepseek-ai/EPLB issue 25, vLLM issue
+/// 23243). Here a move is a replica placed on a GPU that did not hold that expert; keeping an
+/// expert on its GPU is free. The planner computes a fresh optimal plan and relabels
+/// interchangeable GPUs (equal slots and speed) by a maximum-overlap assignment; independently it
+/// improves the current placement by local search in which, among moves reaching the same
+/// maximum load, the one adding the fewest transfers wins (a replacement of one replica is one
+/// transfer, a swap two), recording each step's (moves, maximum load). Replicas that share a GPU
+/// with another replica of their expert (possible in EPLB's plans) are replaced first, one move
+/// each. The answer is the point with the fewest moves whose maximum load is at most the target.
+///
+/// # Errors
+///
+/// The errors of [`crate::place`] with [`crate::PlacementAlgorithm::Optimal`];
+/// [`PlacementError::SizeMismatch`] unless `current` has one entry per slot;
+/// [`PlacementError::IndexOutOfRange`] for an expert id `>= E`; [`PlacementError::MissingExpert`]
+/// when `current` lacks an expert; [`PlacementError::Cost`] for a negative, NaN or infinite
+/// `tolerance`, and (`NonFinite`) when a figure overflows: loads near `f64::MAX` or tiny speeds,
+/// or a `tolerance` so large that the target `(1 + tolerance) · best` is beyond `f64`.
+///
+/// # Complexity
+///
+/// The fresh plan's, plus `O(G³)` for the relabeling (greedy above 256 identical GPUs), plus up
+/// to `4R + 64` local search moves of `O(S_max · (R + E · c_max))` each.
+///
+/// # Examples
+///
+/// ```
+/// use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, place, rebalance};
+///
+/// let c = PlacementCluster::uniform(4, 2, 1)?;
+/// let old = LayerLoads::new(vec![40.0, 30.0, 20.0, 10.0, 10.0, 5.0])?;
+/// let plan = place(&old, &c, PlacementAlgorithm::Optimal)?;
+/// // Unchanged loads: nothing moves.
+/// assert_eq!(rebalance(&plan.physical_to_logical, &old, &c, 0.0)?.moves, 0);
+/// // Expert 5 becomes hot.
+/// let new = LayerLoads::new(vec![40.0, 30.0, 20.0, 10.0, 10.0, 45.0])?;
+/// let r = rebalance(&plan.physical_to_logical, &new, &c, 0.0)?;
+/// assert!(r.placement.max_gpu_load <= r.fresh_max_gpu_load);
+/// assert!(r.moves <= r.fresh_moves);
+/// assert_eq!(r.transfers.len(), r.moves);
+/// # Ok::<(), expert_placement::PlacementError>(())
+/// ```
+pub fn rebalance(
+    current: &[usize],
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+    tolerance: f64,
+) -> Result<Rebalance, PlacementError> {
+    let experts = loads.len();
+    cluster.check_experts(experts)?;
+    check_current(current, experts, cluster)?;
+    let tolerance = check_non_negative("rebalance tolerance", tolerance)?;
+    let w = loads.as_slice();
+    let fresh = solve(loads, cluster, Budget::default_optimal());
+    let gpu_of_slot = cluster.gpu_of_each_slot();
+    let origin = Origin::new(&gpu_of_slot, current, cluster.gpus(), experts);
+    let start = without_duplicates(current, w, cluster);
+    let descent = low_move_path(&start, w, cluster, &origin, fresh.value);
+    let aligned = align(&fresh.map, current, cluster, experts);
+    let fresh_moves = origin.count(&gpu_of_slot, &aligned);
+    // The direct path aims at the best load the descent and the fresh plan found; whatever it
+    // reaches joins the candidates too, so the target is set from every point recorded (issue
+    // 20: with tolerance 0 the answer was above the best point of its own trade-off list).
+    let first_best = descent
+        .points
+        .iter()
+        .map(|p| p.1)
+        .fold(fresh.value, f64::min);
+    let first_target =
+        check_finite_result("target maximum GPU load", first_best * (1.0 + tolerance))?;
+    let direct = to_target(&start, w, cluster, &origin, first_target);
+    // Candidates: every step of both paths and the fresh plan, as (moves, load, where).
+    let mut candidates: Vec<(usize, f64, Source)> = Vec::new();
+    candidates.extend(
+        descent
+            .points
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (p.0, p.1, Source::Descent(k))),
+    );
+    candidates.extend(
+        direct
+            .points
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (p.0, p.1, Source::Direct(k))),
+    );
+    candidates.push((fresh_moves, fresh.value, Source::Fresh));
+    for &(_, v, _) in &candidates {
+        check_finite_result("maximum GPU load of a rebalancing step", v)?;
+    }
+    let best = candidates.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+    let target = check_finite_result("target maximum GPU load", best * (1.0 + tolerance))?;
+    let meets = |v: f64| v <= target * (1.0 + REL_EPS);
+    // Fewest moves among the points meeting the target, then the lower load; the best point
+    // always meets it.
+    let pick = candidates
+        .iter()
+        .filter(|c| meets(c.1))
+        .min_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)))
+        .map_or(Source::Fresh, |c| c.2);
+    let map = match pick {
+        Source::Descent(k) => descent.map_after(k),
+        Source::Direct(k) => direct.map_after(k),
+        Source::Fresh => aligned,
+    };
+    let transfers = plan_transfers(current, &map, cluster, experts)?;
+    let points: Vec<(usize, f64)> = candidates.iter().map(|c| (c.0, c.1)).collect();
+    Ok(Rebalance {
+        moves: transfers.len(),
+        transfers,
+        placement: Placement::scored(w, cluster, map, fresh.lower_bound)?,
+        best_max_gpu_load: best,
+        target_max_gpu_load: target,
+        fresh_max_gpu_load: fresh.value,
+        fresh_moves,
+        tradeoff: pareto(points),
+    })
+}
+
+/// Where a rebalancing candidate comes from: the point after `k` moves of a path, or the
+/// relabeled fresh plan.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Descent(usize),
+    Direct(usize),
+    Fresh,
+}
+
+/// A sequence of moves from a start map, with (transfers, maximum load) before and after each.
+struct Path<'a> {
+    start: Vec<usize>,
+    w: &'a [f64],
+    cluster: &'a PlacementCluster,
+    points: Vec<(usize, f64)>,
+    moves: Vec<Move>,
+}
+
+impl<'a> Path<'a> {
+    fn new(start: &[usize], w: &'a [f64], cluster: &'a PlacementCluster, origin: &Origin) -> Self {
+        let gpu_of_slot = cluster.gpu_of_each_slot();
+        Self {
+            start: start.to_vec(),
+            w,
+            cluster,
+            points: vec![(
+                origin.count(&gpu_of_slot, start),
+                max_load(w, cluster, start),
+            )],
+            moves: Vec::new(),
+        }
+    }
+
+    /// Runs `search` from `start`, recording (transfers, maximum load) after every move it
+    /// reports.
+    fn follow(
+        start: &[usize],
+        w: &'a [f64],
+        cluster: &'a PlacementCluster,
+        origin: &Origin,
+        search: impl FnOnce(&mut SlotState, &mut dyn FnMut(&SlotState, Move)),
+    ) -> Self {
+        let mut path = Self::new(start, w, cluster, origin);
+        let mut state = SlotState::new(cluster, &[w], start.to_vec());
+        search(&mut state, &mut |s, mv| {
+            let value = (0..s.gpus()).map(|g| s.gpu_load(0, g)).fold(0.0, f64::max);
+            path.points.push((origin.moves(s), value));
+            path.moves.push(mv);
+        });
+        path
+    }
+
+    /// The map after the first `k` moves.
+    fn map_after(&self, k: usize) -> Vec<usize> {
+        let mut state = SlotState::new(self.cluster, &[self.w], self.start.clone());
+        for &mv in &self.moves[..k] {
+            state.apply(mv);
+        }
+        state.map().to_vec()
+    }
+}
+
+/// The low-move local search from `start` (maximum load first, then fewest transfers), until
+/// it reaches `target` (the fresh plan's maximum load: going lower only costs moves).
+fn low_move_path<'a>(
+    start: &[usize],
+    w: &'a [f64],
+    cluster: &'a PlacementCluster,
+    origin: &Origin,
+    target: f64,
+) -> Path<'a> {
+    Path::follow(start, w, cluster, origin, |state, record| {
+        let options = SearchOptions {
+            origin: Some(origin),
+            ..SearchOptions::full(Aggregate::Worst, target, cluster)
+        };
+        improve(state, options, |s, mv, _| record(s, mv));
+    })
+}
+
+/// The excess greedy from `start` towards `target` ([`reduce_excess`]).
+fn to_target<'a>(
+    start: &[usize],
+    w: &'a [f64],
+    cluster: &'a PlacementCluster,
+    origin: &Origin,
+    target: f64,
+) -> Path<'a> {
+    Path::follow(start, w, cluster, origin, |state, record| {
+        reduce_excess(state, origin, target, move_budget(cluster), record);
+    })
+}
+
+/// Replaces every replica that shares a GPU with an earlier replica of its expert by a replica
+/// of the expert with the largest per-replica load not on that GPU.
+fn without_duplicates(current: &[usize], w: &[f64], cluster: &PlacementCluster) -> Vec<usize> {
+    let mut map = current.to_vec();
+    let mut count = counts(&map, w.len());
+    for g in 0..cluster.gpus() {
+        let range = cluster.slot_range(g);
+        for s in range.clone() {
+            let e = map[s];
+            if !map[range.start..s].contains(&e) {
+                continue;
+            }
+            let on_gpu = &map[range.clone()];
+            let b = (0..w.len())
+                .filter(|b| !on_gpu.contains(b))
+                .max_by(|&x, &y| {
+                    (w[x] / count[x] as f64)
+                        .total_cmp(&(w[y] / count[y] as f64))
+                        .then(y.cmp(&x))
+                });
+            if let Some(b) = b {
+                map[s] = b;
+                count[e] -= 1;
+                count[b] += 1;
+            }
+        }
+    }
+    map
+}
+
+/// The Pareto front of (moves, maximum load): sorted by moves, keeping points that lower the
+/// maximum load.
+fn pareto(mut points: Vec<(usize, f64)>) -> Vec<TradeoffPoint> {
+    points.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let mut out: Vec<TradeoffPoint> = Vec::new();
+    for (moves, max_gpu_load) in points {
+        if out
+            .last()
+            .is_none_or(|p| max_gpu_load < p.max_gpu_load * (1.0 - REL_EPS))
+        {
+            out.push(TradeoffPoint {
+                moves,
+                max_gpu_load,
+            });
+        }
+    }
+    out
+}

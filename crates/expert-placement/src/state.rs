@@ -1,0 +1,419 @@
+//! A mutable duplicate-free placement with incremental GPU loads over one or more load windows,
+//! and the two moves every improvement in this module is built from.
+
+use crate::model::PlacementCluster;
+
+/// Shifts up to which a replacement's effect looks each GPU up linearly among those already
+/// touched (fastest for the usual one or two replicas per expert).
+const LINEAR_LOOKUP_MAX: usize = 32;
+
+/// A change of a placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Move {
+    /// Exchange the experts of two slots on different GPUs (replica counts unchanged).
+    Swap(usize, usize),
+    /// Put expert `.1` in slot `.0` instead of its expert, which must keep another replica.
+    Replace(usize, usize),
+}
+
+/// A placement being improved: which expert sits in each slot, and each GPU's load under each
+/// window's loads (`load[k * G + g]`).
+#[derive(Debug, Clone)]
+pub(crate) struct SlotState<'a> {
+    pub(crate) cluster: &'a PlacementCluster,
+    pub(crate) experts: usize,
+    pub(crate) windows: usize,
+    /// `w[k * E + e]`: load of expert `e` in window `k`.
+    w: Vec<f64>,
+    inv_speed: Vec<f64>,
+    pub(crate) gpu_of_slot: Vec<usize>,
+    pub(crate) expert_of_slot: Vec<usize>,
+    pub(crate) count: Vec<usize>,
+    pub(crate) slots_of_expert: Vec<Vec<usize>>,
+    member: Vec<u64>,
+    words: usize,
+    pub(crate) load: Vec<f64>,
+}
+
+impl<'a> SlotState<'a> {
+    /// A state from a valid, duplicate-free map and the loads of each window (`E` each).
+    pub(crate) fn new(cluster: &'a PlacementCluster, windows: &[&[f64]], map: Vec<usize>) -> Self {
+        let experts = windows[0].len();
+        let words = experts.div_ceil(64);
+        let gpu_of_slot = cluster.gpu_of_each_slot();
+        let mut s = Self {
+            cluster,
+            experts,
+            windows: windows.len(),
+            w: windows.iter().flat_map(|w| w.iter().copied()).collect(),
+            inv_speed: cluster.speed_of_gpu().iter().map(|v| 1.0 / v).collect(),
+            member: vec![0; cluster.gpus() * words],
+            words,
+            count: vec![0; experts],
+            slots_of_expert: vec![Vec::new(); experts],
+            load: vec![0.0; windows.len() * cluster.gpus()],
+            gpu_of_slot,
+            expert_of_slot: map,
+        };
+        for (slot, &e) in s.expert_of_slot.iter().enumerate() {
+            s.count[e] += 1;
+            s.slots_of_expert[e].push(slot);
+            let g = s.gpu_of_slot[slot];
+            s.member[g * words + e / 64] |= 1 << (e % 64);
+        }
+        for g in 0..cluster.gpus() {
+            s.refresh(g);
+        }
+        s
+    }
+
+    /// Number of GPUs.
+    pub(crate) fn gpus(&self) -> usize {
+        self.inv_speed.len()
+    }
+
+    /// Whether GPU `g` holds expert `e`.
+    #[inline]
+    pub(crate) fn has(&self, g: usize, e: usize) -> bool {
+        self.member[g * self.words + e / 64] & (1 << (e % 64)) != 0
+    }
+
+    /// Load of expert `e` in window `k`.
+    #[inline]
+    pub(crate) fn weight(&self, k: usize, e: usize) -> f64 {
+        self.w[k * self.experts + e]
+    }
+
+    /// Load of one replica of `e` in window `k` if `e` had `c` replicas.
+    #[inline]
+    pub(crate) fn share(&self, k: usize, e: usize, c: usize) -> f64 {
+        self.weight(k, e) / c as f64
+    }
+
+    /// `1 / speed` of GPU `g`.
+    #[inline]
+    pub(crate) fn inv_speed(&self, g: usize) -> f64 {
+        self.inv_speed[g]
+    }
+
+    /// Load of GPU `g` in window `k`.
+    #[inline]
+    pub(crate) fn gpu_load(&self, k: usize, g: usize) -> f64 {
+        self.load[k * self.gpus() + g]
+    }
+
+    /// Whether `mv` keeps the placement valid (every expert placed, no duplicate on a GPU).
+    pub(crate) fn is_valid(&self, mv: Move) -> bool {
+        match mv {
+            Move::Swap(i, j) => {
+                let (a, b) = (self.expert_of_slot[i], self.expert_of_slot[j]);
+                let (g, h) = (self.gpu_of_slot[i], self.gpu_of_slot[j]);
+                g != h && a != b && !self.has(g, b) && !self.has(h, a)
+            }
+            Move::Replace(i, b) => {
+                let a = self.expert_of_slot[i];
+                a != b && self.count[a] >= 2 && !self.has(self.gpu_of_slot[i], b)
+            }
+        }
+    }
+
+    /// Calls `f` with every valid move that changes GPU `g`'s replicas: swaps of one of them with
+    /// a replica elsewhere, and (with `replacements`) a replica of `g` becoming another expert or
+    /// an expert of `g` gaining a replica in another GPU's slot.
+    pub(crate) fn moves_touching(&self, g: usize, replacements: bool, mut f: impl FnMut(Move)) {
+        let slots = self.expert_of_slot.len();
+        for i in self.cluster.slot_range(g) {
+            for j in 0..slots {
+                let mv = Move::Swap(i, j);
+                if self.is_valid(mv) {
+                    f(mv);
+                }
+            }
+            if !replacements {
+                continue;
+            }
+            let a = self.expert_of_slot[i];
+            for mv in (0..self.experts)
+                .map(|b| Move::Replace(i, b))
+                .chain((0..slots).map(|j| Move::Replace(j, a)))
+            {
+                if self.is_valid(mv) {
+                    f(mv);
+                }
+            }
+        }
+    }
+
+    /// Writes the GPUs `mv` changes into `touched` and their new loads (`windows` values each,
+    /// GPU-major) into `new_load`.
+    pub(crate) fn effect(&self, mv: Move, touched: &mut Vec<usize>, new_load: &mut Vec<f64>) {
+        touched.clear();
+        new_load.clear();
+        let kk = self.windows;
+        match mv {
+            Move::Swap(i, j) => {
+                let (a, b) = (self.expert_of_slot[i], self.expert_of_slot[j]);
+                let (g, h) = (self.gpu_of_slot[i], self.gpu_of_slot[j]);
+                touched.extend([g, h]);
+                new_load.resize(2 * kk, 0.0);
+                for k in 0..kk {
+                    let d = self.share(k, a, self.count[a]) - self.share(k, b, self.count[b]);
+                    new_load[k] = self.gpu_load(k, g) - d * self.inv_speed[g];
+                    new_load[kk + k] = self.gpu_load(k, h) + d * self.inv_speed[h];
+                }
+            }
+            Move::Replace(i, b) => {
+                let shifts = self.slots_of_expert[self.expert_of_slot[i]].len()
+                    + self.slots_of_expert[b].len();
+                if shifts <= LINEAR_LOOKUP_MAX {
+                    self.replace_effect_linear(i, b, touched, new_load);
+                } else {
+                    self.replace_effect_sorted(i, b, touched, new_load);
+                }
+            }
+        }
+    }
+
+    /// The shifts of `Replace(i, b)` in the order they are added: GPU and which change
+    /// (0: slot `i`'s GPU, `a` out and `b` in; 1: another replica of `a`, now one fewer;
+    /// 2: a replica of `b`, now one more).
+    fn replace_shifts(&self, i: usize, b: usize) -> impl Iterator<Item = (usize, u8)> + '_ {
+        let a = self.expert_of_slot[i];
+        let others = self.slots_of_expert[a]
+            .iter()
+            .filter(move |&&slot| slot != i);
+        std::iter::once((self.gpu_of_slot[i], 0))
+            .chain(others.map(|&slot| (self.gpu_of_slot[slot], 1)))
+            .chain(
+                self.slots_of_expert[b]
+                    .iter()
+                    .map(|&slot| (self.gpu_of_slot[slot], 2)),
+            )
+    }
+
+    /// Raw load change of window `k` for shift `kind` of `Replace(i, b)`.
+    fn replace_delta(&self, i: usize, b: usize, kind: u8, k: usize) -> f64 {
+        let a = self.expert_of_slot[i];
+        let (ca, cb) = (self.count[a], self.count[b]);
+        match kind {
+            0 => self.share(k, b, cb + 1) - self.share(k, a, ca),
+            1 => self.share(k, a, ca - 1) - self.share(k, a, ca),
+            _ => self.share(k, b, cb + 1) - self.share(k, b, cb),
+        }
+    }
+
+    /// [`SlotState::effect`] of a replacement touching few GPUs: each shift looks its GPU up
+    /// among those already touched.
+    fn replace_effect_linear(
+        &self,
+        i: usize,
+        b: usize,
+        touched: &mut Vec<usize>,
+        new_load: &mut Vec<f64>,
+    ) {
+        for (g, kind) in self.replace_shifts(i, b) {
+            self.push_shift(touched, new_load, g, |s, k| s.replace_delta(i, b, kind, k));
+        }
+    }
+
+    /// [`SlotState::effect`] of a replacement touching many GPUs (an expert with thousands of
+    /// replicas): the shifts are grouped by GPU with a stable sort, in `O(t log t)` instead of
+    /// the linear look-up's `O(t^2)`. Each GPU's shifts are added in the same order, and the
+    /// GPUs listed in order of first appearance, so the result is bit-identical.
+    fn replace_effect_sorted(
+        &self,
+        i: usize,
+        b: usize,
+        touched: &mut Vec<usize>,
+        new_load: &mut Vec<f64>,
+    ) {
+        let kk = self.windows;
+        let shifts: Vec<(usize, u8)> = self.replace_shifts(i, b).collect();
+        let mut order: Vec<usize> = (0..shifts.len()).collect();
+        order.sort_by_key(|&t| shifts[t].0);
+        // Runs of equal GPUs, each with its first shift's index (stable sort: the run's first).
+        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+        let mut start = 0;
+        for end in 1..=order.len() {
+            if end == order.len() || shifts[order[end]].0 != shifts[order[start]].0 {
+                runs.push((order[start], start, end));
+                start = end;
+            }
+        }
+        runs.sort_unstable_by_key(|r| r.0);
+        for &(_, start, end) in &runs {
+            let g = shifts[order[start]].0;
+            touched.push(g);
+            for k in 0..kk {
+                let mut load = self.gpu_load(k, g);
+                for &t in &order[start..end] {
+                    load += self.replace_delta(i, b, shifts[t].1, k) * self.inv_speed[g];
+                }
+                new_load.push(load);
+            }
+        }
+    }
+
+    /// Shifts GPU `g`'s loads by `delta(k)` (raw, before the speed) in the buffers, adding it
+    /// first if it is not there yet (a GPU may hold both experts of a replacement).
+    fn push_shift(
+        &self,
+        touched: &mut Vec<usize>,
+        new_load: &mut Vec<f64>,
+        g: usize,
+        delta: impl Fn(&Self, usize) -> f64,
+    ) {
+        let kk = self.windows;
+        let t = touched.iter().position(|&x| x == g).unwrap_or_else(|| {
+            touched.push(g);
+            new_load.extend((0..kk).map(|k| self.gpu_load(k, g)));
+            touched.len() - 1
+        });
+        for k in 0..kk {
+            new_load[t * kk + k] += delta(self, k) * self.inv_speed[g];
+        }
+    }
+
+    /// Applies `mv` (which must be valid) and recomputes the loads it changed exactly.
+    pub(crate) fn apply(&mut self, mv: Move) {
+        let mut dirty = Vec::new();
+        match mv {
+            Move::Swap(i, j) => {
+                let (a, b) = (self.expert_of_slot[i], self.expert_of_slot[j]);
+                self.set_slot(i, b);
+                self.set_slot(j, a);
+                self.relink(a, i, j);
+                self.relink(b, j, i);
+                dirty.extend([self.gpu_of_slot[i], self.gpu_of_slot[j]]);
+            }
+            Move::Replace(i, b) => {
+                let a = self.expert_of_slot[i];
+                dirty.extend(self.slots_of_expert[a].iter().map(|&s| self.gpu_of_slot[s]));
+                dirty.extend(self.slots_of_expert[b].iter().map(|&s| self.gpu_of_slot[s]));
+                self.set_slot(i, b);
+                self.count[a] -= 1;
+                self.count[b] += 1;
+                self.slots_of_expert[a].retain(|&s| s != i);
+                self.slots_of_expert[b].push(i);
+            }
+        }
+        for g in dirty {
+            self.refresh(g);
+        }
+    }
+
+    /// Puts `e` in `slot`, updating the membership bits (counts and lists are the caller's).
+    fn set_slot(&mut self, slot: usize, e: usize) {
+        let g = self.gpu_of_slot[slot];
+        let old = self.expert_of_slot[slot];
+        self.member[g * self.words + old / 64] &= !(1 << (old % 64));
+        self.member[g * self.words + e / 64] |= 1 << (e % 64);
+        self.expert_of_slot[slot] = e;
+    }
+
+    /// In the slot list of `e`, replaces `from` by `to`.
+    fn relink(&mut self, e: usize, from: usize, to: usize) {
+        if let Some(s) = self.slots_of_expert[e].iter_mut().find(|s| **s == from) {
+            *s = to;
+        }
+    }
+
+    /// Recomputes GPU `g`'s loads from its slots.
+    fn refresh(&mut self, g: usize) {
+        let gpus = self.gpus();
+        for k in 0..self.windows {
+            let raw: f64 = self
+                .cluster
+                .slot_range(g)
+                .map(|s| {
+                    let e = self.expert_of_slot[s];
+                    self.share(k, e, self.count[e])
+                })
+                .sum();
+            self.load[k * gpus + g] = raw * self.inv_speed[g];
+        }
+    }
+
+    /// The slot-to-expert map.
+    pub(crate) fn map(&self) -> &[usize] {
+        &self.expert_of_slot
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_consistent(s: &SlotState) {
+        let fresh = SlotState::new(s.cluster, &[&s.w[..s.experts]], s.expert_of_slot.clone());
+        assert_eq!(fresh.count, s.count);
+        for (a, b) in fresh.load.iter().zip(&s.load) {
+            assert!((a - b).abs() < 1e-9);
+        }
+        for g in 0..s.gpus() {
+            for e in 0..s.experts {
+                assert_eq!(s.has(g, e), fresh.has(g, e));
+            }
+        }
+    }
+
+    #[test]
+    fn effects_match_applied_moves() {
+        let c = PlacementCluster::new(vec![2, 2, 2], vec![1.0, 2.0, 1.0], vec![0; 3]).unwrap();
+        let w = [9.0, 4.0, 2.0, 1.0];
+        let mut s = SlotState::new(&c, &[&w], vec![0, 1, 0, 2, 3, 1]);
+        let (mut touched, mut new) = (Vec::new(), Vec::new());
+        // The first move touches GPU 0 twice: it holds both experts 0 and 1.
+        for mv in [
+            Move::Replace(2, 1),
+            Move::Swap(0, 3),
+            Move::Replace(1, 3),
+            Move::Swap(4, 3),
+        ] {
+            assert!(s.is_valid(mv), "{mv:?}");
+            s.effect(mv, &mut touched, &mut new);
+            s.apply(mv);
+            for (t, &g) in touched.iter().enumerate() {
+                assert!((s.gpu_load(0, g) - new[t]).abs() < 1e-12, "{mv:?} GPU {g}");
+            }
+            assert_consistent(&s);
+        }
+        // Expert 0 now has one replica: replacing it would lose the expert.
+        let only = s.slots_of_expert[0][0];
+        assert!(!s.is_valid(Move::Replace(only, 1)));
+    }
+
+    #[test]
+    fn sorted_replacement_effects_equal_the_linear_ones_bit_for_bit() {
+        // 3 experts on 40 GPUs of 2 slots, two windows: each expert has about 27 replicas, so
+        // a replacement shifts more than LINEAR_LOOKUP_MAX GPUs, many of them twice.
+        let c = PlacementCluster::new(vec![2; 40], [1.0, 3.0].repeat(20), vec![0; 40]).unwrap();
+        let (w0, w1) = ([7.0, 3.0, 1.3], [2.0, 5.5, 0.7]);
+        let map: Vec<usize> = (0..80).map(|slot| (slot / 2 + slot % 2) % 3).collect();
+        let s = SlotState::new(&c, &[&w0, &w1], map);
+        assert!(s.count.iter().all(|&n| n > 20));
+        let (mut t1, mut l1, mut t2, mut l2) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut compared = 0;
+        for i in 0..80 {
+            for b in 0..3 {
+                if !s.is_valid(Move::Replace(i, b)) {
+                    continue;
+                }
+                s.replace_effect_linear(i, b, &mut t1, &mut l1);
+                s.replace_effect_sorted(i, b, &mut t2, &mut l2);
+                assert_eq!(t1, t2);
+                assert_eq!(
+                    l1.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    l2.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+                );
+                assert!(t1.len() > 20 && l1.iter().all(|x| x.is_finite()));
+                t1.clear();
+                l1.clear();
+                t2.clear();
+                l2.clear();
+                compared += 1;
+            }
+        }
+        assert!(compared > 50, "{compared}");
+    }
+}
