@@ -41,14 +41,16 @@ pub(crate) struct Args {
     /// Number of nodes (GPUs numbered node by node; need not divide the GPU count).
     #[arg(long, default_value_t = 1)]
     pub nodes: usize,
-    /// Number of expert groups (for EPLB's hierarchical policy and `optimal-node-aware`).
+    /// Number of expert groups (for EPLB's hierarchical policy and `optimal-node-aware`); must
+    /// divide the expert count.
     #[arg(long)]
     pub groups: Option<usize>,
     /// Planner.
     #[arg(long, value_enum, default_value_t = Policy::Optimal)]
     pub policy: Policy,
-    /// The placement serving now, JSON `{"physical_to_logical_map": [[...]]}`: plan the
-    /// rebalance with the fewest expert transfers.
+    /// The placement serving now: an --out file `{"physical_to_logical_map": [[...]]}` or a
+    /// whole --json plan; with policy optimal, plan the rebalance with the fewest expert
+    /// transfers.
     #[arg(long)]
     pub current: Option<PathBuf>,
     /// Allowed relative excess of the maximum GPU load over the best found, traded for fewer
@@ -61,8 +63,9 @@ pub(crate) struct Args {
     /// Per-GPU bandwidth for weight transfers, Gbps.
     #[arg(long, default_value_t = 400.0)]
     pub bandwidth_gbps: f64,
-    /// An older load window (same formats as --loads); repeat for several. Every layer is then
-    /// planned against all windows and --loads at once.
+    /// An older load window (same formats as --loads); repeat for several. With policy optimal
+    /// every layer is planned against all windows and --loads at once; with eplb, EPLB plans on
+    /// their sum; optimal-node-aware and exact refuse windows.
     #[arg(long = "window")]
     pub windows: Vec<PathBuf>,
     /// How windows combine.

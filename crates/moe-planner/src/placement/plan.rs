@@ -193,11 +193,21 @@ impl PlacementPlan {
 ///
 /// # Errors
 ///
-/// [`PlanError::SizeMismatch`], [`PlanError::Cost`] for an empty or ragged load array or a malformed field,
-/// [`PlanError::Matching`] for a bad cluster (no GPU, zero slots, bad speeds),
-/// [`PlanError::Layer`] for a layer that cannot be placed (NaN or negative loads, fewer slots
-/// than experts, more slots on a GPU than experts, groups that do not divide) or whose current
-/// placement is malformed, [`PlanError::Schedule`] if the transfer schedule fails.
+/// Every field a user sets is checked first, and a bad one is one error naming it in the
+/// spec's vocabulary: [`PlanError::InvalidField`] (`field` is the serde name: an empty, ragged,
+/// NaN, infinite or negative `loads` or `windows` entry; zero `gpus`, `slots_per_gpu`, `nodes`
+/// or `groups`; more nodes than GPUs; fewer slots than experts or, except under policy `eplb`,
+/// more slots on a GPU than experts; `groups` that do not divide the experts, whatever `nodes`
+/// is; a `gpu_speed` of the wrong length or not positive; a negative or non-finite
+/// `tolerance`, `expert_bytes` or `bandwidth_gbps`; a `current` placement of the wrong shape,
+/// with an id out of range or missing an expert), [`PlanError::Incompatible`] (`windows` with
+/// policy `optimal-node-aware` or `exact`), [`PlanError::MissingField`] (`groups` for
+/// `optimal-node-aware`). [`PlanError::TooLarge`] for `layers x GPUs x slots` beyond
+/// `colocation_matching::MAX_PLAN_ENTRIES` (before planning) or padded
+/// `logical_to_physical_map`s beyond [`MAX_PADDED_MAP_ENTRIES`](super::MAX_PADDED_MAP_ENTRIES)
+/// (before they are allocated). [`PlanError::Cost`] (`NonFinite`) when `transfer_bytes` or
+/// `transfer_time_s` would overflow; [`PlanError::Layer`] or [`PlanError::Matching`] when a
+/// planner refuses a layer anyway, [`PlanError::Schedule`] if the transfer schedule fails.
 ///
 /// # Complexity
 ///

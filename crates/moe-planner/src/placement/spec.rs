@@ -1,7 +1,8 @@
 //! What to place: loads, cluster, policy, current placement; and what can be wrong with it.
 
 use colocation_matching::{
-    EplbPolicy, MatchingError, PlacementAlgorithm, PlacementCluster, RobustObjective,
+    EplbPolicy, MAX_PLAN_ENTRIES, MatchingError, PlacementAlgorithm, PlacementCluster,
+    RobustObjective,
 };
 use serde::{Deserialize, Serialize};
 
@@ -31,8 +32,12 @@ pub enum PlacementPolicy {
 pub struct PlacementSpec {
     /// `[layers][experts]`: load of each logical expert, the window to plan on (the newest).
     pub loads: Vec<Vec<f64>>,
-    /// Older windows, each `[layers][experts]`: when given, every layer is planned against all of
-    /// them and `loads` at once ([`RobustObjective`]), and the plan reports each window's figure.
+    /// Older windows, each `[layers][experts]`, oldest first. With policy `optimal` every layer
+    /// is planned against all of them and `loads` at once ([`RobustObjective`]); with policy
+    /// `eplb` EPLB plans on their element-wise sum with `loads` (as SGLang does with a 3-D
+    /// `logical_count`); `optimal-node-aware` and `exact` have no multi-window planner and
+    /// refuse windows ([`PlanError::Incompatible`]). The baseline is then EPLB on the summed
+    /// windows, figures are scored under `loads`, and the plan reports each window's figure.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<Vec<Vec<f64>>>,
     /// How windows combine (default `worst`).
@@ -141,6 +146,14 @@ impl PlacementSpec {
                 ),
             )
         })?;
+        let entries = self.loads.len().saturating_mul(slots);
+        if entries > MAX_PLAN_ENTRIES {
+            return Err(PlanError::TooLarge {
+                what: "plan entries (layers x GPUs x slots per GPU)",
+                limit: MAX_PLAN_ENTRIES,
+                value: entries,
+            });
+        }
         if slots < experts {
             return Err(invalid(
                 "slots_per_gpu",
