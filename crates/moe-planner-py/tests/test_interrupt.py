@@ -79,3 +79,13 @@ def test_place_too_many_plan_entries_is_refused_before_planning():
     with pytest.raises(moe_planner.TooLargeError, match="plan entries"):
         moe_planner.place(np.ones((17, 1)), 1 << 24, 1)
     assert time.monotonic() - start < 1.0
+
+
+def test_place_padded_map_too_large_is_refused_not_fatal():
+    # Issue 20: 16,384 experts with one hot expert on 32,768 GPUs. The plan gives the hot expert
+    # 16,385 replicas, so the padded logical_to_physical_map would be 16,384 x 16,385; refused
+    # before it is allocated (it used to abort the interpreter out of memory).
+    loads = np.ones((1, 16_384))
+    loads[0, 0] = 1e9
+    with pytest.raises(moe_planner.TooLargeError, match="logical_to_physical_map"):
+        moe_planner.place(loads, 32_768, 1)
