@@ -107,10 +107,12 @@ mod placement;
 pub use load_workloads::{MAX_WORKLOAD_LOADS, drift_loads, lognormal_loads, zipf_loads};
 
 pub use placement::{
-    EplbPolicy, EplbTables, ExpertTransfer, LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PLACEMENT_SLOTS,
-    MAX_PLAN_ENTRIES, MAX_SPLIT_TOKENS, MAX_TRANSFER_MATRIX_GPUS, PLACEMENT_EXACT_MAX_EXPERTS,
-    PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET, Placement, PlacementAlgorithm,
-    PlacementCluster, Rebalance, RobustObjective, RobustPlacement, TokenSplit, TradeoffPoint,
-    count_moves, eplb, place, place_layers, place_robust, placement_lower_bound, plan_transfers,
-    rebalance, rebalance_experts, split_tokens, transfer_counts,
+    DEFAULT_EXACT_SEARCH_STEPS, DEFAULT_SEARCH_STEPS, DEFAULT_TIME_BUDGET_S, EplbPolicy,
+    EplbTables, ExpertTransfer, LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PLACEMENT_SLOTS,
+    MAX_PLAN_ENTRIES, MAX_SPLIT_TOKENS, MAX_TRANSFER_MATRIX_GPUS, NODE_BOUND_MAX_GROUPS,
+    PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET, Placement,
+    PlacementAlgorithm, PlacementCluster, PlacementOptions, Rebalance, RobustObjective,
+    RobustPlacement, Termination, TokenSplit, TradeoffPoint, count_moves, eplb, place,
+    place_layers, place_robust, place_with, placement_lower_bound, plan_transfers, rebalance,
+    rebalance_experts, split_tokens, transfer_counts,
 };

@@ -234,3 +234,26 @@ fn transfer_totals_are_finite_or_an_error() {
     assert_eq!(out.status.code(), Some(1));
     let _ = std::fs::remove_file(&current);
 }
+
+#[test]
+fn every_layer_says_how_its_search_ended() {
+    let loads = data("placement/eplb_readme_loads.csv");
+    let v = json(&readme(&loads, &[]));
+    for layer in v["layers"].as_array().unwrap() {
+        assert_eq!(layer["termination"], "proved-optimal");
+    }
+    let v = json(&readme(
+        &loads,
+        &[
+            "--nodes",
+            "2",
+            "--groups",
+            "4",
+            "--policy",
+            "optimal-node-aware",
+        ],
+    ));
+    assert_eq!(v["lower_bound_kind"], "groups-in-nodes");
+    let v = json(&readme(&loads, &["--policy", "eplb"]));
+    assert_eq!(v["layers"][0]["termination"], "not-searched");
+}

@@ -92,6 +92,8 @@ fn result<'py>(py: Python<'py>, plan: &PlacementPlan) -> PyResult<Bound<'py, PyD
     d.set_item("policy", &plan.policy)?;
     d.set_item("baseline_policy", &plan.baseline_policy)?;
     d.set_item("lower_bound_kind", &plan.lower_bound_kind)?;
+    let termination: Vec<&str> = layers.iter().map(|l| l.termination.as_str()).collect();
+    d.set_item("termination", termination)?;
     d.set_item("physical_to_logical_map", p2l.into_pyarray(py))?;
     d.set_item("logical_to_physical_map", l2p.into_pyarray(py))?;
     d.set_item("expert_count", count.into_pyarray(py))?;

@@ -95,7 +95,10 @@ def test_place_names_what_ran_and_compares_like_with_like():
     assert r.policy == "optimal" and r.baseline_policy == "eplb-global"
     node_aware = moe_planner.place(README_WEIGHT, 8, 2, nodes=2, groups=4, policy="optimal-node-aware")
     assert node_aware.baseline_policy == "eplb-hierarchical"
-    assert node_aware.lower_bound_kind in ("unconstrained", "groups-in-nodes")
+    assert node_aware.lower_bound_kind == "groups-in-nodes"
+    assert r.lower_bound_kind == "unconstrained"
+    assert r.termination == ["proved-optimal", "proved-optimal"]
+    assert len(node_aware.termination) == 2
     robust = moe_planner.place(README_WEIGHT, 8, 2, windows=[README_WEIGHT])
     assert robust.policy == "optimal-robust-worst"
     assert robust.baseline_policy == "eplb-global-summed-windows"

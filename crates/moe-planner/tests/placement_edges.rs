@@ -362,13 +362,11 @@ fn the_padded_map_is_refused_before_allocation_when_too_large() {
 }
 
 /// Issue 20 item 5, a case found by a seeded search (7 of 1,145 instances rebalanced from
-/// EPLB's plan): at tolerance 0 the rebalance returns 28.83 while its own trade-off list holds
+/// EPLB's plan): at tolerance 0 the rebalance returned 28.83 while its own trade-off list held
 /// 28.72 (11 moves). The trade-off points carry no maps, so the facade cannot pick the best
-/// point itself: `colocation_matching::rebalance` must take the lowest load among its
-/// candidates at tolerance 0 (its target ignores the end of the direct path). Un-ignore when
-/// the library does.
+/// point itself; fixed in `colocation_matching::rebalance` (its target now comes from every
+/// point it recorded).
 #[test]
-#[ignore = "needs colocation-matching: rebalance at tolerance 0 ignores its direct path's lower end"]
 fn tolerance_zero_from_an_eplb_plan_returns_the_best_point() {
     let loads = vec![
         11.0, 11.0, 26.0, 17.0, 12.0, 100.0, 13.0, 56.0, 19.0, 40.0, 31.0, 16.0, 14.0, 22.0,

@@ -5,12 +5,11 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::eplb::{EplbPolicy, eplb};
-use super::exact::{
-    PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET,
-};
+use super::exact::{PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS};
 use super::model::{LayerLoads, PlacementCluster};
 use super::node_aware::solve_node_aware;
 use super::optimal::solve;
+use super::options::{DEFAULT_EXACT_SEARCH_STEPS, DEFAULT_SEARCH_STEPS, PlacementOptions};
 use super::plan::Placement;
 use crate::error::{MatchingError, SolverFailure, check_at_most};
 
@@ -111,6 +110,47 @@ pub fn place(
     cluster: &PlacementCluster,
     algorithm: PlacementAlgorithm,
 ) -> Result<Placement, MatchingError> {
+    place_with(loads, cluster, algorithm, &PlacementOptions::default())
+}
+
+/// [`place`] with an explicit search budget ([`PlacementOptions`]); the plan's
+/// [`Placement::termination`] says how the search ended.
+///
+/// # Errors
+///
+/// Those of [`place`], and [`MatchingError::InvalidValue`] for a time budget that is not a
+/// finite non-negative number of seconds.
+///
+/// # Complexity
+///
+/// That of [`place`]; the branch and bound stops after `search_steps` steps or
+/// `time_budget_s` seconds, whichever comes first.
+///
+/// # Examples
+///
+/// ```
+/// use colocation_matching::{LayerLoads, PlacementAlgorithm, PlacementCluster, PlacementOptions,
+///     Termination, place_with};
+///
+/// // 18 experts, two of them hot, on 9 GPUs x 3 slots (issue 20): the hot experts get 4 + 5
+/// // replicas, one per GPU, never two on one GPU.
+/// let w = LayerLoads::new(vec![0.0, 1.0, 5.0, 0.0, 1.0, 1000.0, 20.0, 0.0, 0.0, 5.0, 20.0,
+///     0.0, 1000.0, 5.0, 5.0, 20.0, 1.0, 5.0])?;
+/// let c = PlacementCluster::uniform(9, 3, 1)?;
+/// let options = PlacementOptions { search_steps: Some(0), ..PlacementOptions::default() };
+/// let p = place_with(&w, &c, PlacementAlgorithm::Optimal, &options)?;
+/// assert!(p.max_gpu_load <= 251.0);
+/// assert_eq!(p.replica_count[5] + p.replica_count[12], 9);
+/// assert_eq!(p.termination, Termination::Heuristic); // no exact search was allowed
+/// # Ok::<(), colocation_matching::MatchingError>(())
+/// ```
+pub fn place_with(
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+    algorithm: PlacementAlgorithm,
+    options: &PlacementOptions,
+) -> Result<Placement, MatchingError> {
+    options.validate()?;
     let w = loads.as_slice();
     if !matches!(algorithm, PlacementAlgorithm::Eplb(_)) {
         cluster.check_experts(w.len())?;
@@ -119,8 +159,10 @@ pub fn place(
     match algorithm {
         PlacementAlgorithm::Eplb(policy) => eplb(loads, cluster, policy),
         PlacementAlgorithm::Optimal => {
-            let s = solve(loads, cluster, None);
-            Placement::scored(w, cluster, s.map, s.lower_bound)
+            let s = solve(loads, cluster, options.budget(DEFAULT_SEARCH_STEPS));
+            let mut p = Placement::scored(w, cluster, s.map, s.lower_bound)?;
+            p.termination = s.termination;
+            Ok(p)
         }
         PlacementAlgorithm::Exact => {
             check_at_most(
@@ -133,19 +175,23 @@ pub fn place(
                 PLACEMENT_EXACT_MAX_GPUS,
                 cluster.gpus(),
             )?;
-            let s = solve(loads, cluster, Some(PLACEMENT_EXACT_NODE_BUDGET));
+            let s = solve(loads, cluster, options.budget(DEFAULT_EXACT_SEARCH_STEPS));
             if !s.proven {
                 return Err(MatchingError::Solver {
                     what: "exact placement (branch and bound)",
                     failure: SolverFailure::BudgetExhausted,
                 });
             }
-            Placement::scored(w, cluster, s.map, s.lower_bound)
+            let mut p = Placement::scored(w, cluster, s.map, s.lower_bound)?;
+            p.termination = s.termination;
+            Ok(p)
         }
         PlacementAlgorithm::OptimalNodeAware { groups } => {
-            let (map, _, bound) = solve_node_aware(loads, cluster, groups)?;
-            let free = solve(loads, cluster, None);
-            let mut p = Placement::scored(w, cluster, map, bound.max(free.lower_bound))?;
+            let budget = options.budget(DEFAULT_SEARCH_STEPS);
+            let s = solve_node_aware(loads, cluster, groups, budget)?;
+            let free = solve(loads, cluster, budget);
+            let mut p = Placement::scored(w, cluster, s.map, s.lower_bound)?;
+            p.termination = s.termination;
             // The node-aware plan is also a valid unconstrained one, so the best unconstrained
             // plan found is the better of the two (the heuristics are not monotone).
             p.unconstrained_max_gpu_load = Some(free.value.min(p.max_gpu_load));

@@ -2,6 +2,7 @@
 
 use super::local_search::REL_EPS;
 use super::model::PlacementCluster;
+use super::options::Budget;
 
 /// Largest expert count [`crate::PlacementAlgorithm::Exact`] accepts.
 pub const PLACEMENT_EXACT_MAX_EXPERTS: usize = 16;
@@ -9,8 +10,12 @@ pub const PLACEMENT_EXACT_MAX_EXPERTS: usize = 16;
 /// Largest GPU count [`crate::PlacementAlgorithm::Exact`] accepts.
 pub const PLACEMENT_EXACT_MAX_GPUS: usize = 16;
 
-/// Search nodes [`crate::PlacementAlgorithm::Exact`] may explore before giving up.
+/// Search steps [`crate::PlacementAlgorithm::Exact`] may take before giving up by default (the
+/// same as [`crate::DEFAULT_EXACT_SEARCH_STEPS`]; [`crate::PlacementOptions`] sets another).
 pub const PLACEMENT_EXACT_NODE_BUDGET: usize = 20_000_000;
+
+/// Steps between two looks at the clock.
+const CLOCK_EVERY: u64 = 4096;
 
 /// What a branch and bound run found.
 #[derive(Debug, Clone)]
@@ -32,7 +37,7 @@ pub(crate) fn branch_and_bound(
     w: &[f64],
     cluster: &PlacementCluster,
     incumbent: f64,
-    budget: usize,
+    budget: Budget,
 ) -> Outcome {
     let mut order: Vec<usize> = (0..w.len()).collect();
     order.sort_by(|&a, &b| w[b].total_cmp(&w[a]).then(a.cmp(&b)));
@@ -53,7 +58,8 @@ pub(crate) fn branch_and_bound(
         best: incumbent,
         best_map: None,
         nodes: 0,
-        budget,
+        budget: budget.steps,
+        deadline: budget.deadline(),
         aborted: false,
     };
     search.expert(0);
@@ -75,12 +81,29 @@ struct Search<'a> {
     on: Vec<Vec<usize>>,
     best: f64,
     best_map: Option<Vec<usize>>,
-    nodes: usize,
-    budget: usize,
+    nodes: u64,
+    budget: u64,
+    deadline: Option<std::time::Instant>,
     aborted: bool,
 }
 
 impl Search<'_> {
+    /// Counts one step; `true` when the budget (steps or time) is spent.
+    fn step(&mut self) -> bool {
+        if self.aborted {
+            return true;
+        }
+        self.nodes += 1;
+        let late = self.nodes % CLOCK_EVERY == 0
+            && self
+                .deadline
+                .is_some_and(|d| std::time::Instant::now() >= d);
+        if self.nodes > self.budget || late {
+            self.aborted = true;
+        }
+        self.aborted
+    }
+
     /// The largest load a GPU may reach in a strictly better placement.
     fn ceiling(&self) -> f64 {
         self.best * (1.0 - REL_EPS)
@@ -88,11 +111,7 @@ impl Search<'_> {
 
     /// Places the expert at position `i` of the order (and the rest, recursively).
     fn expert(&mut self, i: usize) {
-        self.nodes += 1;
-        if self.nodes > self.budget {
-            self.aborted = true;
-        }
-        if self.aborted {
+        if self.step() {
             return;
         }
         if i == self.order.len() {
@@ -167,7 +186,7 @@ impl Search<'_> {
         left: usize,
         chosen: &mut Vec<usize>,
     ) {
-        if self.aborted {
+        if self.step() {
             return;
         }
         if left == 0 {

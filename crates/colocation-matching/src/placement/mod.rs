@@ -5,6 +5,7 @@
 mod algorithm;
 mod align;
 mod bound;
+mod candidates;
 mod eplb;
 mod exact;
 mod excess;
@@ -13,6 +14,7 @@ mod local_search;
 mod model;
 mod node_aware;
 mod optimal;
+mod options;
 mod pack;
 mod plan;
 mod rebalance;
@@ -22,7 +24,7 @@ mod state;
 mod token_split;
 mod transfers;
 
-pub use algorithm::{PlacementAlgorithm, place, place_layers};
+pub use algorithm::{PlacementAlgorithm, place, place_layers, place_with};
 pub use bound::placement_lower_bound;
 pub use eplb::{EplbPolicy, EplbTables, eplb, rebalance_experts};
 pub use exact::{
@@ -30,6 +32,11 @@ pub use exact::{
 };
 pub use model::{
     LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PLACEMENT_SLOTS, MAX_PLAN_ENTRIES, PlacementCluster,
+};
+pub use node_aware::NODE_BOUND_MAX_GROUPS;
+pub use options::{
+    DEFAULT_EXACT_SEARCH_STEPS, DEFAULT_SEARCH_STEPS, DEFAULT_TIME_BUDGET_S, PlacementOptions,
+    Termination,
 };
 pub use plan::Placement;
 pub use rebalance::{Rebalance, TradeoffPoint, rebalance};

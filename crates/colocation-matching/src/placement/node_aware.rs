@@ -3,26 +3,51 @@
 
 use super::bound::lower_bound;
 use super::model::{LayerLoads, PlacementCluster};
-use super::optimal::{Solved, solve};
+use super::optimal::{Solved, solve_to};
+use super::options::{Budget, Termination};
 use crate::error::{MatchingError, check_divides};
 
-/// Above this many groups the group-to-node assignment is not improved (each pass tries every
+/// Above this many groups the greedy group-to-node assignment is not improved (each pass tries every
 /// pair of groups).
 const IMPROVE_MAX_GROUPS: usize = 32;
 
+/// Largest group count for which the group-to-node lower bound is exact over all assignments
+/// (a dynamic program over subsets of groups, `O(N · 3^groups)`); above it the node-aware plan
+/// reports the unconstrained bound, which is valid but weaker.
+pub const NODE_BOUND_MAX_GROUPS: usize = 12;
+
+/// Relative gap to a node's own bound at which the node's search stops.
+const NODE_GAP: f64 = 1e-3;
+
+/// A node-aware plan: the map, its value, a lower bound valid under the constraint, and how the
+/// node searches ended.
+pub(crate) struct NodeAwareSolved {
+    pub(crate) map: Vec<usize>,
+    pub(crate) value: f64,
+    pub(crate) lower_bound: f64,
+    pub(crate) termination: Termination,
+}
+
 /// Places `groups` contiguous expert groups on nodes, then each node's experts on its GPUs.
 ///
-/// Groups go to nodes heaviest first, each to the node where it ends lightest relative to the
-/// node's total speed among nodes with room (a node needs at least as many experts as its
-/// largest slot count, and at most as many as its slots); then single group moves and pair
-/// swaps between nodes run while they lower the largest node bound (up to 32 groups). Each node is solved as its
-/// own instance. The plan's lower bound is the unconstrained one (valid for every group
-/// assignment), so its gap includes what the constraint costs.
+/// **Bound.** A plan that keeps every group in one node assigns the groups to nodes; for a
+/// fixed assignment no plan beats the largest per-node lower bound ([`lower_bound`] of the
+/// node's experts on the node's GPUs), so the minimum of that over every assignment is a lower
+/// bound valid under the constraint. Up to [`NODE_BOUND_MAX_GROUPS`] groups it is computed
+/// exactly by a dynamic program over subsets of groups (nodes in order, each taking a subset of
+/// the groups left with an expert count it can hold); above, the unconstrained bound stands in.
+///
+/// **Plan.** Candidate assignments: the dynamic program's minimizer (smallest largest node
+/// bound, then smallest sum), and a greedy one (heaviest group first to the relatively lightest
+/// node with room, then single moves and pair swaps while the largest node bound drops, up to
+/// 32 groups). Each node of each candidate is solved as its own instance by [`solve`] within
+/// `budget`; the better plan wins.
 pub(crate) fn solve_node_aware(
     loads: &LayerLoads,
     cluster: &PlacementCluster,
     groups: usize,
-) -> Result<(Vec<usize>, f64, f64), MatchingError> {
+    budget: Budget,
+) -> Result<NodeAwareSolved, MatchingError> {
     let w = loads.as_slice();
     if groups == 0 {
         return Err(MatchingError::Empty { what: "groups" });
@@ -31,25 +56,175 @@ pub(crate) fn solve_node_aware(
     let nodes = Nodes::of(cluster);
     let size = w.len() / groups;
     let group_load: Vec<f64> = w.chunks(size).map(|c| c.iter().sum()).collect();
-    let mut node_of_group = nodes.assign(&group_load, size)?;
     let subs = nodes.sub_clusters(cluster)?;
-    improve_assignment(&mut node_of_group, &nodes, &subs, w, size);
+    let mut candidates: Vec<Vec<usize>> = Vec::new();
+    let mut bound = lower_bound(loads, cluster);
+    if groups <= NODE_BOUND_MAX_GROUPS {
+        let (b, assign) = exact_assignment(&nodes, &subs, w, size, groups)?;
+        bound = bound.max(b);
+        candidates.push(assign);
+    }
+    let mut greedy = nodes.assign(&group_load, size)?;
+    improve_assignment(&mut greedy, &nodes, &subs, w, size);
+    if !candidates.contains(&greedy) {
+        candidates.push(greedy);
+    }
+    let mut best: Option<NodeAwareSolved> = None;
+    for node_of_group in candidates {
+        if best
+            .as_ref()
+            .is_some_and(|b| b.value <= bound * (1.0 + super::local_search::REL_EPS))
+        {
+            break;
+        }
+        let plan = solve_assignment(w, cluster, &nodes, &subs, &node_of_group, size, budget)?;
+        if best.as_ref().is_none_or(|b| plan.value < b.value) {
+            best = Some(plan);
+        }
+    }
+    let mut best = best.ok_or(MatchingError::InsufficientCapacity {
+        capacity: cluster.total_slots(),
+        experts: w.len(),
+    })?;
+    best.lower_bound = bound.min(best.value);
+    if best.value <= bound * (1.0 + super::local_search::REL_EPS) && !best.termination.is_optimal()
+    {
+        best.termination = Termination::BoundReached;
+    }
+    Ok(best)
+}
+
+/// Solves every node of one group-to-node assignment.
+fn solve_assignment(
+    w: &[f64],
+    cluster: &PlacementCluster,
+    nodes: &Nodes,
+    subs: &[PlacementCluster],
+    node_of_group: &[usize],
+    size: usize,
+    budget: Budget,
+) -> Result<NodeAwareSolved, MatchingError> {
     let mut map = vec![0; cluster.total_slots()];
     let mut value = 0.0f64;
+    let mut termination = Termination::ProvedOptimal;
+    // Nodes with the largest bound first: once the busiest node is planned, the others only
+    // need to stay below it.
+    let mut work: Vec<(usize, LayerLoads, Vec<usize>, f64)> = Vec::with_capacity(subs.len());
     for (n, sub) in subs.iter().enumerate() {
         let experts: Vec<usize> = (0..w.len())
             .filter(|&e| node_of_group[e / size] == n)
             .collect();
         let sub_loads = LayerLoads::new(experts.iter().map(|&e| w[e]).collect())?;
-        let solved: Solved = solve(&sub_loads, sub, None);
+        sub.check_experts(experts.len())?;
+        let b = lower_bound(&sub_loads, sub);
+        work.push((n, sub_loads, experts, b));
+    }
+    work.sort_by(|a, b| b.3.total_cmp(&a.3).then(a.0.cmp(&b.0)));
+    for (n, sub_loads, experts, b) in work {
+        let sub = &subs[n];
+        // Within 0.1% of the node's bound is good enough (the bound of the whole plan is the
+        // largest node bound of the best assignment, so the plan's certified gap stays small);
+        // searching on costs tens of milliseconds per layer for nothing a user would see.
+        let good_enough = value.max(b * (1.0 + NODE_GAP));
+        let solved: Solved = solve_to(&sub_loads, sub, budget, good_enough);
         value = value.max(solved.value);
+        termination = termination.weakest(solved.termination);
         for (g_local, &g) in nodes.gpus[n].iter().enumerate() {
             for (s_local, s) in sub.slot_range(g_local).zip(cluster.slot_range(g)) {
                 map[s] = experts[solved.map[s_local]];
             }
         }
     }
-    Ok((map, value, lower_bound(loads, cluster)))
+    // A node proved optimal does not prove the whole plan optimal under the constraint: only
+    // the best assignment's nodes would.
+    if termination == Termination::ProvedOptimal {
+        termination = Termination::Heuristic;
+    }
+    Ok(NodeAwareSolved {
+        map,
+        value,
+        lower_bound: 0.0,
+        termination,
+    })
+}
+
+/// The exact minimum over group-to-node assignments of the largest per-node lower bound, and an
+/// assignment attaining it (ties: smallest sum of node bounds). Nodes in order each take a
+/// subset of the groups left; `f[mask]` is the best (largest, sum) over the nodes so far
+/// covering exactly `mask`.
+fn exact_assignment(
+    nodes: &Nodes,
+    subs: &[PlacementCluster],
+    w: &[f64],
+    size: usize,
+    groups: usize,
+) -> Result<(f64, Vec<usize>), MatchingError> {
+    let full = (1usize << groups) - 1;
+    let n_nodes = subs.len();
+    // Per node, the bound of each subset it can hold (`None`: too many or too few experts).
+    // Nodes with the same slots and speeds share their table.
+    let mut tables: Vec<std::rc::Rc<Vec<Option<f64>>>> = Vec::with_capacity(n_nodes);
+    for n in 0..n_nodes {
+        if let Some(m) = (0..n).find(|&m| subs[m] == subs[n]) {
+            tables.push(tables[m].clone());
+            continue;
+        }
+        let mut table = vec![None; full + 1];
+        for (mask, slot) in table.iter_mut().enumerate().skip(1) {
+            let experts = mask.count_ones() as usize * size;
+            if experts < nodes.min_experts[n] || experts > nodes.slots[n] {
+                continue;
+            }
+            let loads: Vec<f64> = (0..groups)
+                .filter(|g| mask >> g & 1 == 1)
+                .flat_map(|g| w[g * size..(g + 1) * size].iter().copied())
+                .collect();
+            *slot = Some(lower_bound(&LayerLoads::new(loads)?, &subs[n]));
+        }
+        tables.push(std::rc::Rc::new(table));
+    }
+    type Cell = Option<(f64, f64)>;
+    let mut f: Vec<Cell> = vec![None; full + 1];
+    f[0] = Some((0.0, 0.0));
+    // choice[n][mask]: the subset node n took in the best way to cover `mask` with nodes 0..=n.
+    let mut choice: Vec<Vec<usize>> = Vec::with_capacity(n_nodes);
+    for table in &tables {
+        let mut next: Vec<Cell> = vec![None; full + 1];
+        let mut took = vec![0usize; full + 1];
+        for mask in 1..=full {
+            let mut s = mask;
+            while s > 0 {
+                if let (Some(b), Some((m, sum))) = (table[s], f[mask ^ s]) {
+                    let cand = (m.max(b), sum + b);
+                    let better = next[mask]
+                        .is_none_or(|(bm, bs)| cand.0 < bm || (cand.0 == bm && cand.1 < bs));
+                    if better {
+                        next[mask] = Some(cand);
+                        took[mask] = s;
+                    }
+                }
+                s = (s - 1) & mask;
+            }
+        }
+        f = next;
+        choice.push(took);
+    }
+    let (value, _) = f[full].ok_or(MatchingError::InsufficientCapacity {
+        capacity: nodes.slots.iter().sum(),
+        experts: w.len(),
+    })?;
+    let mut node_of_group = vec![0; groups];
+    let mut mask = full;
+    for n in (0..n_nodes).rev() {
+        let s = choice[n][mask];
+        for (g, node) in node_of_group.iter_mut().enumerate() {
+            if s >> g & 1 == 1 {
+                *node = n;
+            }
+        }
+        mask ^= s;
+    }
+    Ok((value, node_of_group))
 }
 
 /// The nodes of a cluster: their GPUs, slots, speed and the fewest experts they can take.

@@ -2,15 +2,13 @@
 //! bound on small instances.
 
 use super::bound::lower_bound;
+use super::candidates::candidate_counts;
 use super::exact::{PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, branch_and_bound};
 use super::local_search::{Aggregate, SearchOptions, improve};
 use super::model::{LayerLoads, PlacementCluster};
+use super::options::{Budget, Termination};
 use super::pack::{pack, round_robin};
-use super::replicate::replicate;
 use super::state::{Move, SlotState};
-
-/// Search nodes the branch and bound of [`solve`] may spend on a small instance.
-const OPTIMAL_NODE_BUDGET: usize = 50_000;
 
 /// A solved layer: the map, its maximum load and a lower bound (the proved optimum when the
 /// branch and bound finished).
@@ -20,6 +18,8 @@ pub(crate) struct Solved {
     pub(crate) value: f64,
     pub(crate) lower_bound: f64,
     pub(crate) proven: bool,
+    /// How the search ended.
+    pub(crate) termination: Termination,
 }
 
 /// Slot count up to which [`heuristic`] perturbs and re-searches its local optimum.
@@ -28,40 +28,119 @@ const PERTURB_MAX_SLOTS: usize = 256;
 /// Gap to the lower bound below which [`heuristic`] does not perturb (0.1%).
 const PERTURB_GAP: f64 = 1e-3;
 
-/// Perturbations [`heuristic`] tries on instances up to [`PERTURB_MAX_SLOTS`] slots.
-const KICKS: u64 = 30;
+/// Most perturbations [`heuristic`] tries on instances up to [`PERTURB_MAX_SLOTS`] slots.
+const KICKS: u64 = 400;
 
-/// Swaps per perturbation.
+/// Perturbations times slots [`heuristic`] may spend (so 256 slots get 128 kicks, 12 slots
+/// all [`KICKS`]).
+const KICK_WORK: u64 = 32_768;
+
+/// Consecutive perturbations without improvement after which [`heuristic`] stops.
+const KICK_STALL: u64 = 100;
+
+/// Random moves (swaps, and every other one a replica move) per perturbation.
 const SWAPS_PER_KICK: u64 = 3;
 
-/// The heuristic placement: replicas by the greedy that minimizes the largest per-replica load,
-/// packed largest first, then improved by local search with swaps and replica moves. On
-/// instances up to [`PERTURB_MAX_SLOTS`] slots more than [`PERTURB_GAP`] above the bound, an
-/// iterated local search follows: [`KICKS`]
-/// times, a few fixed pseudo-random swaps perturb the best placement and the local search runs
-/// again, keeping strict improvements (a fixed schedule, so the result is deterministic).
-pub(crate) fn heuristic(w: &[f64], cluster: &PlacementCluster, lower_bound: f64) -> Vec<usize> {
+/// Local searches the multi-start of [`heuristic`] runs, from the best packed candidates.
+const STARTS: usize = 6;
+
+/// The heuristic placement.
+///
+/// 1. **Candidates.** Replica-count vectors from [`candidate_counts`]: the greedy that minimizes
+///    the largest per-replica load, and for the lowest breakpoint targets above the bound the
+///    minimal counts with the leftover spent in several ways. Each is packed largest replica
+///    first ([`pack`]); EPLB's global plan joins them when it has no duplicate on a GPU.
+/// 2. **Descent.** The per-replica greedy's packing and the [`STARTS`] best other packings
+///    (fewer when the greedy is already within [`PERTURB_GAP`] of the bound) are improved by
+///    local search with swaps and replica moves; the best wins.
+/// 3. **Kicks.** On instances up to [`PERTURB_MAX_SLOTS`] slots still above the bound, an
+///    iterated local search follows: up to [`KICKS`] times (at most [`KICK_WORK`] / slots, and
+///    stopping after [`KICK_STALL`] in a row without improvement), a few fixed pseudo-random
+///    swaps and replica moves perturb the best placement and the local search runs again,
+///    keeping strict improvements (a fixed schedule, so the result is deterministic).
+///
+/// Instances above [`PERTURB_MAX_SLOTS`] slots stop as soon as a plan is within
+/// [`PERTURB_GAP`] of the bound; smaller ones only at the bound.
+///
+/// The result is never worse than the per-replica greedy's packing after descent (the "simple
+/// greedy" of the docs) nor than a duplicate-free EPLB global plan.
+pub(crate) fn heuristic(
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+    lower_bound: f64,
+    good_enough: f64,
+) -> Vec<usize> {
+    let w = loads.as_slice();
     let experts = w.len();
-    let extra = cluster.total_slots() - experts;
-    let (count, _) = replicate(experts, extra, cluster.gpus(), |e, c| w[e] / c as f64);
-    let map = pack(w, &count, cluster).unwrap_or_else(|| round_robin(experts, cluster));
-    let mut best = descend(w, cluster, lower_bound, map);
+    // Small instances search until the bound itself; large ones stop within PERTURB_GAP.
+    let small = cluster.total_slots() <= PERTURB_MAX_SLOTS;
+    let gap = if small {
+        super::local_search::REL_EPS
+    } else {
+        PERTURB_GAP
+    };
+    let near = |v: f64| v <= lower_bound * (1.0 + gap) || v <= good_enough;
+    let max_speed = cluster.speed_of_gpu().iter().copied().fold(0.0, f64::max);
+    let counts = candidate_counts(
+        w,
+        cluster.total_slots(),
+        cluster.gpus(),
+        lower_bound,
+        max_speed,
+    );
+    let greedy_map = counts
+        .first()
+        .and_then(|c| pack(w, c, cluster))
+        .unwrap_or_else(|| round_robin(experts, cluster));
+    let mut best = descend(w, cluster, lower_bound, greedy_map);
     let mut best_value = max_load(w, cluster, &best);
-    if cluster.total_slots() > PERTURB_MAX_SLOTS || best_value <= lower_bound * (1.0 + PERTURB_GAP)
+    if near(best_value) {
+        return best;
+    }
+    // Other starts, best packed value first.
+    let mut starts: Vec<(f64, Vec<usize>)> = counts
+        .iter()
+        .skip(1)
+        .filter_map(|c| pack(w, c, cluster))
+        .map(|m| (max_load(w, cluster, &m), m))
+        .collect();
+    if let Ok(p) = super::eplb::eplb(loads, cluster, super::eplb::EplbPolicy::Global)
+        && p.duplicates_on_gpu == 0
     {
+        starts.push((p.max_gpu_load, p.physical_to_logical));
+    }
+    starts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for (_, map) in starts.into_iter().take(STARTS) {
+        if near(best_value) {
+            break;
+        }
+        let map = descend(w, cluster, lower_bound, map);
+        let value = max_load(w, cluster, &map);
+        if value < best_value * (1.0 - super::local_search::REL_EPS) {
+            best = map;
+            best_value = value;
+        }
+    }
+    if !small || near(best_value) {
         return best;
     }
     let slots = cluster.total_slots() as u64;
-    for kick in 0..KICKS {
-        if best_value <= lower_bound * (1.0 + PERTURB_GAP) {
+    let kicks = KICKS.min(KICK_WORK / slots.max(1));
+    let mut stall = 0;
+    for kick in 0..kicks {
+        if near(best_value) || stall >= KICK_STALL {
             break;
         }
         let mut state = SlotState::new(cluster, &[w], best.clone());
         for k in 0..SWAPS_PER_KICK {
             let r = mix(kick * SWAPS_PER_KICK + k);
-            // Both remainders are below `slots`, which came from a `usize`.
+            // Both remainders are below `slots` or `experts`, which came from `usize`s.
             #[allow(clippy::cast_possible_truncation)]
-            let mv = Move::Swap((r % slots) as usize, ((r >> 32) % slots) as usize);
+            let mv = if k % 2 == 1 {
+                Move::Replace((r % slots) as usize, ((r >> 32) % experts as u64) as usize)
+            } else {
+                Move::Swap((r % slots) as usize, ((r >> 32) % slots) as usize)
+            };
             if state.is_valid(mv) {
                 state.apply(mv);
             }
@@ -71,6 +150,9 @@ pub(crate) fn heuristic(w: &[f64], cluster: &PlacementCluster, lower_bound: f64)
         if value < best_value * (1.0 - super::local_search::REL_EPS) {
             best = map;
             best_value = value;
+            stall = 0;
+        } else {
+            stall += 1;
         }
     }
     best
@@ -106,33 +188,41 @@ pub(crate) fn max_load(w: &[f64], cluster: &PlacementCluster, map: &[usize]) -> 
 }
 
 /// The heuristic, then (when the instance is small and the heuristic is not already at the
-/// bound) branch and bound with `budget` nodes (`None`: [`OPTIMAL_NODE_BUDGET`]).
-pub(crate) fn solve(
+/// bound) branch and bound within `budget`.
+pub(crate) fn solve(loads: &LayerLoads, cluster: &PlacementCluster, budget: Budget) -> Solved {
+    solve_to(loads, cluster, budget, 0.0)
+}
+
+/// [`solve`] that stops searching once the plan's maximum load is at most `good_enough` (a
+/// node of a node-aware plan need not beat the busiest node).
+pub(crate) fn solve_to(
     loads: &LayerLoads,
     cluster: &PlacementCluster,
-    budget: Option<usize>,
+    budget: Budget,
+    good_enough: f64,
 ) -> Solved {
     let w = loads.as_slice();
     let bound = lower_bound(loads, cluster);
-    let map = heuristic(w, cluster, bound);
+    let map = heuristic(loads, cluster, bound, good_enough);
     let value = max_load(w, cluster, &map);
+    let at_bound = value <= bound * (1.0 + super::local_search::REL_EPS);
     let mut solved = Solved {
         map,
         value,
         lower_bound: bound,
-        proven: value <= bound * (1.0 + super::local_search::REL_EPS),
+        proven: at_bound,
+        termination: if at_bound {
+            Termination::BoundReached
+        } else {
+            Termination::Heuristic
+        },
     };
     let small =
         w.len() <= PLACEMENT_EXACT_MAX_EXPERTS && cluster.gpus() <= PLACEMENT_EXACT_MAX_GPUS;
-    if solved.proven || !small {
+    if solved.proven || !small || budget.steps == 0 || value <= good_enough {
         return solved;
     }
-    let outcome = branch_and_bound(
-        w,
-        cluster,
-        solved.value,
-        budget.unwrap_or(OPTIMAL_NODE_BUDGET),
-    );
+    let outcome = branch_and_bound(w, cluster, solved.value, budget);
     if let Some(map) = outcome.map {
         solved.value = max_load(w, cluster, &map);
         solved.map = map;
@@ -140,6 +230,13 @@ pub(crate) fn solve(
     if outcome.proven {
         solved.proven = true;
         solved.lower_bound = solved.value;
+        solved.termination = Termination::ProvedOptimal;
+    } else if solved.value <= bound * (1.0 + super::local_search::REL_EPS) {
+        // The search ran out of budget after finding a plan at the bound: optimal anyway.
+        solved.proven = true;
+        solved.termination = Termination::BoundReached;
+    } else {
+        solved.termination = Termination::BudgetExhausted;
     }
     solved
 }

@@ -6,6 +6,7 @@ use comm_cost_model::check_finite_result;
 
 use super::bound::lower_bound;
 use super::model::{LayerLoads, PlacementCluster};
+use super::options::Termination;
 use crate::error::{MatchingError, check_same_len};
 
 /// Replicas of logical experts in the physical slots of a cluster, scored on one layer's loads.
@@ -52,6 +53,9 @@ pub struct Placement {
     /// `max_gpu_load - unconstrained_max_gpu_load`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unconstrained_max_gpu_load: Option<f64>,
+    /// How the search behind the plan ended (`not-searched` for baselines and evaluated maps).
+    #[serde(default)]
+    pub termination: Termination,
 }
 
 impl Placement {
@@ -112,6 +116,7 @@ impl Placement {
             lower_bound: lower_bound.min(max_gpu_load),
             duplicates_on_gpu,
             unconstrained_max_gpu_load: None,
+            termination: Termination::NotSearched,
         };
         check_finite_result("mean GPU load", placement.mean_gpu_load())?;
         // A bound far below the maximum (speeds spanning more than `f64`'s range) makes the

@@ -8,6 +8,7 @@ use super::excess::reduce_excess;
 use super::local_search::{Aggregate, Origin, REL_EPS, SearchOptions, improve};
 use super::model::{LayerLoads, PlacementCluster};
 use super::optimal::{max_load, move_budget, solve};
+use super::options::Budget;
 use super::plan::{Placement, counts};
 use super::state::{Move, SlotState};
 use super::transfers::{ExpertTransfer, check_current, plan_transfers};
@@ -101,48 +102,61 @@ pub fn rebalance(
     check_current(current, experts, cluster)?;
     let tolerance = check_non_negative("rebalance tolerance", tolerance)?;
     let w = loads.as_slice();
-    let fresh = solve(loads, cluster, None);
+    let fresh = solve(loads, cluster, Budget::default_optimal());
     let gpu_of_slot = cluster.gpu_of_each_slot();
     let origin = Origin::new(&gpu_of_slot, current, cluster.gpus(), experts);
     let start = without_duplicates(current, w, cluster);
     let descent = low_move_path(&start, w, cluster, &origin, fresh.value);
     let aligned = align(&fresh.map, current, cluster, experts);
     let fresh_moves = origin.count(&gpu_of_slot, &aligned);
-    let best = descent
+    // The direct path aims at the best load the descent and the fresh plan found; whatever it
+    // reaches joins the candidates too, so the target is set from every point recorded (issue
+    // 20: with tolerance 0 the answer was above the best point of its own trade-off list).
+    let first_best = descent
         .points
         .iter()
         .map(|p| p.1)
         .fold(fresh.value, f64::min);
-    let target = check_finite_result("target maximum GPU load", best * (1.0 + tolerance))?;
-    let direct = to_target(&start, w, cluster, &origin, target);
-    // Candidates: every step of the descent, the end of the direct path, the fresh plan.
-    let mut candidates: Vec<(usize, f64, Vec<usize>)> = Vec::new();
-    let meets = |v: f64| v <= target * (1.0 + REL_EPS);
-    if let Some(k) = descent.first_meeting(meets) {
-        candidates.push((
-            descent.points[k].0,
-            descent.points[k].1,
-            descent.map_after(k),
-        ));
-    }
-    if let Some(&(m, v)) = direct.points.last().filter(|p| meets(p.1)) {
-        candidates.push((m, v, direct.map_after(direct.moves.len())));
-    }
-    candidates.push((fresh_moves, fresh.value, aligned));
-    let pick = candidates
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| meets(c.1))
-        .min_by(|(_, a), (_, b)| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)))
-        .map_or(candidates.len() - 1, |(k, _)| k);
-    let map = candidates.swap_remove(pick).2;
-    let transfers = plan_transfers(current, &map, cluster, experts)?;
-    let mut points = descent.points;
-    points.extend(direct.points);
-    points.push((fresh_moves, fresh.value));
-    for &(_, v) in &points {
+    let first_target =
+        check_finite_result("target maximum GPU load", first_best * (1.0 + tolerance))?;
+    let direct = to_target(&start, w, cluster, &origin, first_target);
+    // Candidates: every step of both paths and the fresh plan, as (moves, load, where).
+    let mut candidates: Vec<(usize, f64, Source)> = Vec::new();
+    candidates.extend(
+        descent
+            .points
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (p.0, p.1, Source::Descent(k))),
+    );
+    candidates.extend(
+        direct
+            .points
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (p.0, p.1, Source::Direct(k))),
+    );
+    candidates.push((fresh_moves, fresh.value, Source::Fresh));
+    for &(_, v, _) in &candidates {
         check_finite_result("maximum GPU load of a rebalancing step", v)?;
     }
+    let best = candidates.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+    let target = check_finite_result("target maximum GPU load", best * (1.0 + tolerance))?;
+    let meets = |v: f64| v <= target * (1.0 + REL_EPS);
+    // Fewest moves among the points meeting the target, then the lower load; the best point
+    // always meets it.
+    let pick = candidates
+        .iter()
+        .filter(|c| meets(c.1))
+        .min_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)))
+        .map_or(Source::Fresh, |c| c.2);
+    let map = match pick {
+        Source::Descent(k) => descent.map_after(k),
+        Source::Direct(k) => direct.map_after(k),
+        Source::Fresh => aligned,
+    };
+    let transfers = plan_transfers(current, &map, cluster, experts)?;
+    let points: Vec<(usize, f64)> = candidates.iter().map(|c| (c.0, c.1)).collect();
     Ok(Rebalance {
         moves: transfers.len(),
         transfers,
@@ -153,6 +167,15 @@ pub fn rebalance(
         fresh_moves,
         tradeoff: pareto(points),
     })
+}
+
+/// Where a rebalancing candidate comes from: the point after `k` moves of a path, or the
+/// relabeled fresh plan.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Descent(usize),
+    Direct(usize),
+    Fresh,
 }
 
 /// A sequence of moves from a start map, with (transfers, maximum load) before and after each.
@@ -196,13 +219,6 @@ impl<'a> Path<'a> {
             path.moves.push(mv);
         });
         path
-    }
-
-    /// The fewest-transfer point whose load passes `meets`.
-    fn first_meeting(&self, meets: impl Fn(f64) -> bool) -> Option<usize> {
-        (0..self.points.len())
-            .filter(|&k| meets(self.points[k].1))
-            .min_by_key(|&k| self.points[k].0)
     }
 
     /// The map after the first `k` moves.

@@ -7,6 +7,7 @@ use super::bound::lower_bound;
 use super::local_search::{Aggregate, SearchOptions, improve, objective};
 use super::model::{LayerLoads, PlacementCluster};
 use super::optimal::solve;
+use super::options::Budget;
 use super::plan::{counts, gpu_loads};
 use super::state::SlotState;
 use crate::error::{MatchingError, check_same_len};
@@ -106,8 +107,11 @@ pub fn place_robust(
             })
             .collect(),
     )?;
-    let newest_map = solve(newest, cluster, None).map;
-    let starts = [solve(&mean, cluster, None).map, newest_map.clone()];
+    let newest_map = solve(newest, cluster, Budget::default_optimal()).map;
+    let starts = [
+        solve(&mean, cluster, Budget::default_optimal()).map,
+        newest_map.clone(),
+    ];
     let best = starts
         .into_iter()
         .map(|start| {

@@ -241,6 +241,7 @@ fn print_report(plan: &PlacementPlan) -> Result<(), CliError> {
         plan.baseline_policy
     )?;
     if plan.policy == "optimal-node-aware" && plan.lower_bound_kind == "unconstrained" {
+        // More groups than the library's exact group-to-node bound handles.
         report!(
             "bound: the unconstrained lower bound (valid for node-aware plans but loose: the gap \
              overstates how far the plan may be from the best node-aware one)"
@@ -280,6 +281,18 @@ fn print_report(plan: &PlacementPlan) -> Result<(), CliError> {
         t.layers,
         t.layers_worse_than_baseline
     )?;
+    let mut endings: Vec<(&str, usize)> = Vec::new();
+    for l in &plan.layers {
+        match endings.iter_mut().find(|(name, _)| *name == l.termination) {
+            Some((_, n)) => *n += 1,
+            None => endings.push((&l.termination, 1)),
+        }
+    }
+    let endings: Vec<String> = endings
+        .iter()
+        .map(|(name, n)| format!("{name} on {n}"))
+        .collect();
+    report!("search ended: {} (layers)", endings.join(", "))?;
     report!(
         "duplicate replicas on one GPU: {} (EPLB {})",
         t.duplicates_on_gpu,

@@ -32,8 +32,12 @@ class PlacementResult:
     of ``nodes``) for ``optimal-node-aware`` and ``eplb``; ``...-summed-windows`` with
     ``windows``."""
     lower_bound_kind: str
-    """What ``lower_bound`` is valid for: ``unconstrained`` (today for every policy; for
-    ``optimal-node-aware`` valid but loose) or ``groups-in-nodes``."""
+    """What ``lower_bound`` is valid for: ``groups-in-nodes`` (``optimal-node-aware`` with at
+    most 12 groups: a bound under the node constraint) or ``unconstrained`` (every other case;
+    for a node-aware plan with more groups valid but loose)."""
+    termination: List[str]
+    """Per layer, how the search behind the plan ended: ``proved-optimal``, ``bound-reached``,
+    ``budget-exhausted``, ``heuristic`` or ``not-searched`` (EPLB's plan)."""
     physical_to_logical_map: np.ndarray
     """``int64 [layers, gpus * slots_per_gpu]``: logical expert of each slot (slot ``s`` on GPU
     ``s // slots_per_gpu``), SGLang's ``physical_to_logical_map``."""

@@ -2,8 +2,9 @@
 
 use alltoall_sched::{Algorithm, Bandwidth, TrafficMatrix, schedule};
 use colocation_matching::{
-    ExpertTransfer, LayerLoads, MatchingError, Placement, PlacementAlgorithm, PlacementCluster,
-    RobustObjective, count_moves, place, place_robust, plan_transfers, rebalance, transfer_counts,
+    ExpertTransfer, LayerLoads, MatchingError, NODE_BOUND_MAX_GROUPS, Placement,
+    PlacementAlgorithm, PlacementCluster, RobustObjective, Termination, count_moves, place,
+    place_robust, plan_transfers, rebalance, transfer_counts,
 };
 use comm_cost_model::{
     CostModelError, check_finite_result, check_non_negative, check_positive, units,
@@ -69,6 +70,11 @@ pub struct LayerPlacement {
     pub gap: f64,
     /// Replicas sharing a GPU with another replica of the same expert (0 for our planners).
     pub duplicates_on_gpu: usize,
+    /// How the search behind our plan ended: `proved-optimal` (branch and bound finished),
+    /// `bound-reached` (the plan meets its lower bound), `budget-exhausted` (the search ran out
+    /// of steps or time; the gap is what is certified), `heuristic` (no exact search: above its
+    /// limits, a rebalance or a robust plan, gap certified), `not-searched` (EPLB's plan).
+    pub termination: String,
     /// Under `optimal-node-aware`, the unconstrained optimum's maximum load (the constraint's
     /// cost is the difference).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -154,9 +160,10 @@ pub struct PlacementPlan {
     /// windows), `optimal-node-aware`, `exact`, `eplb-hierarchical` or `eplb-global`, the last
     /// two with `-summed-windows` when EPLB planned on the sum of the windows.
     pub policy: String,
-    /// What the layers' `lower_bound` is valid for: `unconstrained` (a bound on every
-    /// placement, also valid, but loose, for plans that keep groups in nodes) or
-    /// `groups-in-nodes` (a bound under the node constraint the plan obeys).
+    /// What the layers' `lower_bound` is valid for: `groups-in-nodes` (a bound under the node
+    /// constraint the plan obeys: `optimal-node-aware` with at most
+    /// `colocation_matching::NODE_BOUND_MAX_GROUPS` groups) or `unconstrained` (a bound on every
+    /// placement; for a node-aware plan with more groups valid but loose).
     pub lower_bound_kind: String,
     /// The EPLB policy of the baseline, like for like: `eplb-global` for the unconstrained
     /// planners (`optimal`, `exact`), EPLB's own choice for the shape for `optimal-node-aware`
@@ -345,6 +352,11 @@ fn plan_layer(
     };
     let mut tradeoff = Vec::new();
     let mut window_figures = Vec::new();
+    let searched_without_proof = match (summed.as_ref(), input.current, algorithm) {
+        (Some(_), _, PlacementAlgorithm::Eplb(_)) => false,
+        (Some(_), _, _) | (None, Some(_), PlacementAlgorithm::Optimal) => true,
+        (None, _, _) => false,
+    };
     let ours = match (summed.as_ref(), input.current, algorithm) {
         (Some(summed), _, PlacementAlgorithm::Eplb(_)) => {
             let plan = place(summed, cluster, algorithm)?;
@@ -401,6 +413,16 @@ fn plan_layer(
     *widest = (*widest).max(width);
     check_padded_map_size(layers_so_far, experts, *widest)?;
     let mut plan = layer_plan(&ours, &theirs, width)?;
+    if searched_without_proof {
+        // The library scores these maps as evaluated; say what the search proved.
+        plan.termination = if exceeds(ours.max_gpu_load, ours.lower_bound) {
+            Termination::Heuristic
+        } else {
+            Termination::BoundReached
+        }
+        .name()
+        .to_string();
+    }
     plan.moves_at_baseline_load = tradeoff
         .iter()
         .find(|&&(_, load)| !exceeds(load, theirs.max_gpu_load))
@@ -467,15 +489,17 @@ fn ran_policy(
     }
 }
 
-/// What `colocation_matching::Placement::lower_bound` is valid for under `algorithm`. Today
-/// every planner reports the unconstrained bound (for `optimal-node-aware` too: valid, since a
-/// node-aware plan is a placement, but loose); a bound under the node constraint is issue 20
-/// item 3, and this is the one line to change when it lands.
+/// What `colocation_matching::Placement::lower_bound` is valid for under `algorithm`: a bound
+/// under the node constraint for `optimal-node-aware` with at most
+/// `colocation_matching::NODE_BOUND_MAX_GROUPS` groups, the unconstrained bound otherwise (for
+/// a node-aware plan with more groups: valid, since such a plan is a placement, but loose).
 fn lower_bound_kind(algorithm: PlacementAlgorithm) -> &'static str {
     match algorithm {
-        // `colocation_matching`'s node-aware planner reports the unconstrained bound today;
-        // "groups-in-nodes" once it reports one valid under the constraint.
-        PlacementAlgorithm::OptimalNodeAware { .. } => "unconstrained",
+        // Exact over every group-to-node assignment up to NODE_BOUND_MAX_GROUPS groups; above,
+        // the library reports the unconstrained bound (valid, weaker).
+        PlacementAlgorithm::OptimalNodeAware { groups } if groups <= NODE_BOUND_MAX_GROUPS => {
+            "groups-in-nodes"
+        }
         _ => "unconstrained",
     }
 }
@@ -580,6 +604,7 @@ fn layer_plan(
         lower_bound: ours.lower_bound,
         gap: ours.gap(),
         duplicates_on_gpu: ours.duplicates_on_gpu,
+        termination: ours.termination.name().to_string(),
         unconstrained_max_gpu_load: ours.unconstrained_max_gpu_load,
         baseline_max_gpu_load: theirs.max_gpu_load,
         baseline_duplicates_on_gpu: theirs.duplicates_on_gpu,

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Independent exact oracle for the expert-placement campaign (issue 20).
+
+Reads the JSON lines written by
+
+    MOE_PLACEMENT_CAMPAIGN=500 MOE_PLACEMENT_CAMPAIGN_OUT=/tmp/campaign.jsonl \
+        cargo test --release -p colocation-matching --test placement_campaign -- --nocapture
+
+and solves every instance to proved optimality with a MILP (HiGHS through scipy.optimize.milp),
+written here from the problem statement alone, not from the Rust code:
+
+* x[e,g] = 1 when GPU g holds a replica of expert e (no duplicates: binary);
+* z[e,k] = 1 when expert e has k replicas (exactly one k per expert), sum_g x[e,g] = k;
+* every GPU holds exactly its S slots: sum_e x[e,g] = S;
+* u[e,g] >= w_e / k_e - w_e (1 - x[e,g]) is the share of e on g when x[e,g] = 1 (>= 0);
+* T >= sum_e u[e,g]; GPUs are identical, so their loads are sorted (symmetry breaking);
+* minimize T.
+
+Prints, for the instances whose optimum HiGHS proves within the time limit, the distribution of
+plan / optimum, the number of exact plans, the worst case; and the plans that beat EPLB's global
+plan or not. Usage: placement_oracle.py FILE [--time-limit SECONDS] [--max-experts E] [--max-gpus G]
+[--json OUT]
+"""
+
+import argparse
+import json
+import sys
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import lil_matrix
+
+
+def solve(loads, gpus, slots, upper, time_limit):
+    """Proved optimum (or None) of one uniform instance."""
+    E, G, S = len(loads), gpus, slots
+    R = G * S
+    kmax = min(G, R - E + 1)
+    K = list(range(1, kmax + 1))
+    nx, nz, nu = E * G, E * len(K), E * G
+    n = nx + nz + nu + 1
+    ix = lambda e, g: e * G + g
+    iz = lambda e, k: nx + e * len(K) + (k - 1)
+    iu = lambda e, g: nx + nz + e * G + g
+    it = n - 1
+    rows, lo, hi = [], [], []
+    a = lil_matrix((E * 2 + G + E * G + G + max(G - 1, 0), n))
+    r = 0
+    for e in range(E):
+        for k in K:
+            a[r, iz(e, k)] = 1
+        lo.append(1), hi.append(1)
+        r += 1
+        for g in range(G):
+            a[r, ix(e, g)] = 1
+        for k in K:
+            a[r, iz(e, k)] = -k
+        lo.append(0), hi.append(0)
+        r += 1
+    for g in range(G):
+        for e in range(E):
+            a[r, ix(e, g)] = 1
+        lo.append(S), hi.append(S)
+        r += 1
+    for e in range(E):
+        for g in range(G):
+            # u - sum_k (w/k) z - w x >= -w
+            a[r, iu(e, g)] = 1
+            for k in K:
+                a[r, iz(e, k)] = -loads[e] / k
+            a[r, ix(e, g)] = -loads[e]
+            lo.append(-loads[e]), hi.append(np.inf)
+            r += 1
+    for g in range(G):
+        a[r, it] = 1
+        for e in range(E):
+            a[r, iu(e, g)] = -1
+        lo.append(0), hi.append(np.inf)
+        r += 1
+    for g in range(G - 1):
+        for e in range(E):
+            a[r, iu(e, g)] = 1
+            a[r, iu(e, g + 1)] = -1
+        lo.append(0), hi.append(np.inf)
+        r += 1
+    c = np.zeros(n)
+    c[it] = 1
+    integrality = np.zeros(n)
+    integrality[: nx + nz] = 1
+    lb = np.zeros(n)
+    ub = np.full(n, np.inf)
+    ub[: nx + nz] = 1
+    ub[it] = upper * (1 + 1e-9) + 1e-9
+    res = milp(
+        c,
+        constraints=LinearConstraint(a.tocsr(), lo, hi),
+        integrality=integrality,
+        bounds=Bounds(lb, ub),
+        options={"time_limit": time_limit, "mip_rel_gap": 1e-9, "disp": False},
+    )
+    if res.status == 0:
+        return float(res.fun)
+    return None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("file")
+    p.add_argument("--time-limit", type=float, default=60.0)
+    p.add_argument("--json", help="write per-instance results here")
+    p.add_argument("--max-experts", type=int, default=1 << 30,
+                   help="skip instances with more experts (the MILP grows as E * G * G)")
+    p.add_argument("--max-gpus", type=int, default=1 << 30, help="skip instances with more GPUs")
+    args = p.parse_args()
+    cases = [json.loads(line) for line in open(args.file)]
+    cases = [c for c in cases
+             if len(c["loads"]) <= args.max_experts and c["gpus"] <= args.max_gpus]
+    out, ratios, worst = [], [], (1.0, None)
+    exact = unknown = 0
+    for c in cases:
+        plan, lb = c["plan"], c["lower_bound"]
+        if plan <= lb * (1 + 1e-9):
+            opt = lb
+        else:
+            opt = solve(c["loads"], c["gpus"], c["slots_per_gpu"], plan, args.time_limit)
+        rec = {"case": c["case"], "shape": c["shape"], "experts": len(c["loads"]),
+               "gpus": c["gpus"], "slots_per_gpu": c["slots_per_gpu"], "plan": plan,
+               "lower_bound": lb, "optimum": opt, "eplb_global": c["eplb_global"]}
+        out.append(rec)
+        if opt is None:
+            unknown += 1
+            print(f"case {c['case']}: optimum not proved in {args.time_limit} s "
+                  f"(plan/bound {plan / lb:.5f})", file=sys.stderr)
+            continue
+        if plan < opt * (1 - 1e-6):
+            print(f"case {c['case']}: plan {plan} BELOW the MILP optimum {opt}: oracle or model bug",
+                  file=sys.stderr)
+        ratio = plan / opt if opt > 0 else 1.0
+        ratios.append(ratio)
+        if ratio <= 1 + 1e-6:
+            exact += 1
+        if ratio > worst[0]:
+            worst = (ratio, rec)
+        print(f"case {c['case']}: E={rec['experts']} G={rec['gpus']} S={rec['slots_per_gpu']} "
+              f"{c['shape']}: plan/optimum {ratio:.6f}", file=sys.stderr)
+    known = len(ratios)
+    q = np.quantile(ratios, [0.5, 0.95, 0.99, 1.0]) if ratios else []
+    print(json.dumps({
+        "instances": len(cases), "optimum_known": known, "exact": exact,
+        "exact_share": exact / known if known else None,
+        "within_1_percent": sum(r <= 1.01 for r in ratios),
+        "ratio_median_p95_p99_max": [float(x) for x in q],
+        "unknown": unknown, "worst": worst[1],
+    }, indent=1))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
