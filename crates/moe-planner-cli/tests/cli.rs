@@ -92,9 +92,20 @@ fn demo_runs_every_planner() {
             "fabric",
             "parallelization",
             "expert_placement",
+            "expert_placement_node_aware",
             "expert_rebalance",
         ],
     );
+    // Issue 20 item 7: like with like, the unconstrained plan against EPLB's global policy,
+    // the node-aware plan against its hierarchical one, each with the bound it is measured by.
+    let fresh = &v["expert_placement"];
+    assert_eq!(fresh["policy"], "optimal");
+    assert_eq!(fresh["baseline_policy"], "eplb-global");
+    let node_aware = &v["expert_placement_node_aware"];
+    assert_eq!(node_aware["policy"], "optimal-node-aware");
+    assert_eq!(node_aware["baseline_policy"], "eplb-hierarchical");
+    assert!(node_aware["lower_bound_kind"].is_string());
+    assert_eq!(v["expert_rebalance"]["baseline_policy"], "eplb-global");
     let rebalance = &v["expert_rebalance"]["totals"];
     assert!(rebalance["moves"].as_u64().unwrap() < rebalance["baseline_moves"].as_u64().unwrap());
     assert_eq!(

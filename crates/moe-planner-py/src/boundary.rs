@@ -1,37 +1,156 @@
-//! The boundary with Python: planner errors and panics become `ValueError`, never a crash.
+//! The boundary with Python: planner errors and panics become exceptions, never a crash, and
+//! Ctrl-C interrupts a call.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread;
+use std::time::Duration;
 
 use moe_planner::PlanError;
 use numpy::PyReadonlyArray2;
-use pyo3::exceptions::PyValueError;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use serde::Deserialize;
 use serde::de::value::{Error as ValueError, StrDeserializer};
 
-/// Runs `plan` without the GIL and turns its error, or a panic, into a `ValueError`.
-///
-/// The libraries return typed errors for every bad input and should never panic; the guard is
-/// there so a bug shows up as an exception with a message instead of `PanicException` (which
-/// `except Exception` does not catch) or an aborted interpreter.
-pub(crate) fn run<T: Send>(
-    py: Python<'_>,
-    plan: impl FnOnce() -> Result<T, PlanError> + Send,
-) -> PyResult<T> {
-    py.detach(|| guarded(plan)).map_err(PyValueError::new_err)
+create_exception!(
+    _native,
+    TooLargeError,
+    PyValueError,
+    "The input would need more memory or work than the planners allow (the message names the \
+     quantity and its limit); raised before anything that large is allocated."
+);
+
+/// How often the calling thread wakes up to run Python's signal handlers (Ctrl-C) while the
+/// planner works: at most this long between a signal and `KeyboardInterrupt`.
+pub(crate) const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// Why a call failed, sorted into the Python exception it raises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// Bad input: `ValueError`.
+    Invalid(String),
+    /// Refused for its size: [`TooLargeError`] (a `ValueError`).
+    TooLarge(String),
+    /// A bug (a panic caught at the boundary): `RuntimeError`.
+    Internal(String),
 }
 
-/// `plan`'s value, or the message of its error or of its panic.
-fn guarded<T>(plan: impl FnOnce() -> Result<T, PlanError>) -> Result<T, String> {
+impl Failure {
+    fn into_py(self) -> PyErr {
+        match self {
+            Self::Invalid(m) => PyValueError::new_err(m),
+            Self::TooLarge(m) => TooLargeError::new_err(m),
+            Self::Internal(m) => PyRuntimeError::new_err(m),
+        }
+    }
+}
+
+/// Runs `plan` on a worker thread, without the GIL, and waits for it while answering Ctrl-C.
+///
+/// The calling thread wakes every [`SIGNAL_POLL`] to run Python's signal handlers; when one
+/// raises (`KeyboardInterrupt` for Ctrl-C), the call returns that exception at once. The
+/// planners cannot be cancelled, so the worker then finishes in the background and its result
+/// is dropped. A planner error becomes `ValueError` ([`TooLargeError`] for a size refused before
+/// allocation); a panic becomes `RuntimeError`, never an aborted interpreter.
+///
+/// # Errors
+///
+/// As above, or `RuntimeError` when no thread can be started.
+pub(crate) fn run<T: Send + 'static>(
+    py: Python<'_>,
+    plan: impl FnOnce() -> Result<T, PlanError> + Send + 'static,
+) -> PyResult<T> {
+    let (send, receive) = mpsc::channel();
+    let worker = thread::Builder::new()
+        .name("moe-planner".into())
+        .spawn(move || {
+            // The receiver is gone when the caller was interrupted: nothing to do then.
+            let _ = send.send(guarded(plan));
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start a planner thread: {e}")))?;
+    let mut receive: Receiver<Result<T, Failure>> = receive;
+    loop {
+        let (back, got) = py.detach(move || {
+            let got = receive.recv_timeout(SIGNAL_POLL);
+            (receive, got)
+        });
+        receive = back;
+        match got {
+            Ok(result) => {
+                // The worker has sent its result and ends; joining cannot block for long.
+                let _ = worker.join();
+                return result.map_err(Failure::into_py);
+            }
+            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Failure::Internal(
+                    "internal error in moe_planner (please report it): the planner thread \
+                     ended without a result"
+                        .into(),
+                )
+                .into_py());
+            }
+        }
+    }
+}
+
+/// `plan`'s value, or its error or panic sorted into a [`Failure`].
+fn guarded<T>(plan: impl FnOnce() -> Result<T, PlanError>) -> Result<T, Failure> {
     match catch_unwind(AssertUnwindSafe(plan)) {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(err)) => Err(err.to_string()),
-        Err(payload) => Err(format!(
+        Ok(Err(err)) => Err(failure(err)),
+        Err(payload) => Err(Failure::Internal(format!(
             "internal error in moe_planner (please report it): {}",
             panic_message(payload.as_ref())
-        )),
+        ))),
     }
+}
+
+/// A planner error in Python's vocabulary: the argument names of the Python functions.
+fn failure(err: PlanError) -> Failure {
+    match err {
+        PlanError::TooLarge { .. } => Failure::TooLarge(err.to_string()),
+        PlanError::InvalidField { field, reason } => {
+            Failure::Invalid(format!("{}: {reason}", argument(field)))
+        }
+        PlanError::Incompatible {
+            field,
+            other,
+            reason,
+        } => Failure::Invalid(format!(
+            "{} cannot be combined with {}: {reason}",
+            argument(field),
+            argument(other)
+        )),
+        PlanError::MissingField { field, needed_by } => {
+            Failure::Invalid(format!("{needed_by} needs {}", argument(field)))
+        }
+        other => Failure::Invalid(other.to_string()),
+    }
+}
+
+/// The Python argument of a spec field (`moe_planner.place`'s keywords).
+fn argument(field: &str) -> &str {
+    match field {
+        "gpus" => "num_gpus",
+        other => other,
+    }
+}
+
+/// Sleeps `seconds` through [`run`], so tests can interrupt a call that is surely running
+/// (`moe_planner._native._sleep_for_tests`; not part of the API).
+#[pyfunction]
+#[pyo3(name = "_sleep_for_tests")]
+pub(crate) fn py_sleep_for_tests(py: Python<'_>, seconds: f64) -> PyResult<()> {
+    let duration = Duration::try_from_secs_f64(seconds)
+        .map_err(|e| PyValueError::new_err(format!("seconds: {e}")))?;
+    run(py, move || {
+        thread::sleep(duration);
+        Ok(())
+    })
 }
 
 /// The text of a panic payload (`panic!` with a literal or a formatted message).
@@ -74,12 +193,35 @@ mod tests {
         };
         assert_eq!(
             guarded::<()>(|| Err(err)),
-            Err("policy optimal-node-aware needs `groups`".to_string())
+            Err(Failure::Invalid(
+                "policy optimal-node-aware needs groups".to_string()
+            ))
         );
+        let err = PlanError::InvalidField {
+            field: "gpus",
+            reason: "there must be at least one GPU".into(),
+        };
+        assert_eq!(
+            guarded::<()>(|| Err(err)),
+            Err(Failure::Invalid(
+                "num_gpus: there must be at least one GPU".to_string()
+            ))
+        );
+        let err = PlanError::TooLarge {
+            what: "logical_to_physical_map entries",
+            limit: 4,
+            value: 5,
+        };
+        assert!(matches!(
+            guarded::<()>(|| Err(err)),
+            Err(Failure::TooLarge(_))
+        ));
         let panicked = guarded::<()>(|| panic!("slot {} out of range", 9)).unwrap_err();
         assert_eq!(
             panicked,
-            "internal error in moe_planner (please report it): slot 9 out of range"
+            Failure::Internal(
+                "internal error in moe_planner (please report it): slot 9 out of range".into()
+            )
         );
     }
 

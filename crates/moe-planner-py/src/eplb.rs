@@ -1,8 +1,10 @@
 //! `moe_planner.eplb.rebalance_experts`: EPLB's signature and return shapes, our optimal planner.
 
 use moe_planner::PlanError;
-use moe_planner::expert_placement::PlacementError;
-use moe_planner::expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, place};
+use moe_planner::expert_placement::{
+    LayerLoads, MAX_PLAN_ENTRIES, PlacementAlgorithm, PlacementCluster, PlacementError, place,
+};
+use moe_planner::placement::formats::check_padded_map_size;
 use numpy::ndarray::{Array2, Array3};
 use numpy::{IntoPyArray, PyArray2, PyArray3, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -30,6 +32,10 @@ pub struct EplbArrays {
 ///
 /// # Errors
 ///
+/// [`PlanError::TooLarge`] when EPLB's padded `logical_to_physical_map` (`layers x experts x
+/// (num_replicas - experts + 1)`) would exceed
+/// [`moe_planner::placement::MAX_PADDED_MAP_ENTRIES`] or `layers x num_replicas` would exceed
+/// [`MAX_PLAN_ENTRIES`] (checked before anything is planned or allocated);
 /// [`PlanError::Placement`] for zero GPUs, groups or nodes, `num_replicas` not a multiple of
 /// `num_gpus`, or layers of different lengths; [`PlanError::Layer`] for bad loads (NaN,
 /// infinite, negative, empty), fewer replicas than experts or more slots per GPU than experts.
@@ -61,8 +67,12 @@ pub fn rebalance_experts(
         }
         .into());
     }
+    let experts = weights.first().map_or(0, Vec::len);
+    let width = num_replicas.saturating_sub(experts) + 1;
+    // EPLB's output shapes, refused before anything is planned or allocated.
+    check_padded_map_size(weights.len(), experts, width)?;
+    check_plan_entries(weights.len(), num_replicas)?;
     let layers = validated(weights)?;
-    let experts = layers[0].len();
     let slots = num_replicas / num_gpus;
     let global = PlacementCluster::uniform(num_gpus, slots, 1)?;
     let hierarchical = num_nodes > 1
@@ -74,7 +84,6 @@ pub fn rebalance_experts(
     } else {
         None
     };
-    let width = num_replicas.saturating_sub(experts) + 1;
     let mut arrays = EplbArrays {
         physical_to_logical_map: Array2::zeros((layers.len(), num_replicas)),
         logical_to_physical_map: Array3::from_elem((layers.len(), experts, width), -1),
@@ -98,6 +107,19 @@ pub fn rebalance_experts(
         }
     }
     Ok(arrays)
+}
+
+/// `[layers, num_replicas]` fits [`MAX_PLAN_ENTRIES`].
+fn check_plan_entries(layers: usize, num_replicas: usize) -> Result<(), PlanError> {
+    let value = layers.saturating_mul(num_replicas);
+    if value > MAX_PLAN_ENTRIES {
+        return Err(PlanError::TooLarge {
+            what: "physical_to_logical_map entries (layers x num_replicas)",
+            limit: MAX_PLAN_ENTRIES,
+            value,
+        });
+    }
+    Ok(())
 }
 
 /// Every layer validated, all with the first layer's expert count.
@@ -147,7 +169,7 @@ pub(crate) fn py_rebalance_experts<'py>(
     num_gpus: usize,
 ) -> PyResult<EplbReturn<'py>> {
     let weights = rows(&weight);
-    let arrays = run(py, || {
+    let arrays = run(py, move || {
         rebalance_experts(weights, num_replicas, num_groups, num_nodes, num_gpus)
     })?;
     Ok((
@@ -208,6 +230,22 @@ mod tests {
         let a = rebalance_experts(readme(), 18, 4, 4, 9).unwrap();
         assert_eq!(a.physical_to_logical_map.dim(), (2, 18));
         assert!(a.expert_count.iter().all(|&c| c >= 1));
+    }
+
+    /// Issue 20 item 4: 16,384 experts with one hot expert on 32,768 GPUs used to abort out of
+    /// memory (EPLB's padded `logical_to_physical_map` is 16,384 x 16,385); now refused before
+    /// anything is planned or allocated.
+    #[test]
+    fn padded_map_too_large_is_refused_before_planning() {
+        let mut loads = vec![1.0; 16_384];
+        loads[0] = 1e9;
+        match rebalance_experts(vec![loads], 32_768, 1, 1, 32_768) {
+            Err(PlanError::TooLarge { what, value, .. }) => {
+                assert!(what.contains("logical_to_physical_map"), "{what}");
+                assert_eq!(value, 16_384 * 16_385);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -3,8 +3,11 @@
 //! Built with `maturin` into the `moe_planner` package (`pip install ./crates/moe-planner-py`),
 //! whose Python layer (`python/moe_planner/`) converts inputs to numpy arrays, documents every
 //! function and wraps results in dataclasses. Everything here goes through the facade crate
-//! [`moe_planner`]; every planner error, and any panic, reaches Python as a `ValueError`
-//! carrying the library's message.
+//! [`moe_planner`]. Every call runs on a worker thread without the GIL while the calling thread
+//! answers Ctrl-C (`KeyboardInterrupt` within 50 ms); every planner error reaches Python as a
+//! `ValueError` carrying the library's message in Python's argument names (`TooLargeError`, a
+//! `ValueError`, for inputs refused for their size before allocation), and a panic as a
+//! `RuntimeError`, never an aborted interpreter.
 //!
 //! | Python | Rust |
 //! |---|---|
@@ -47,5 +50,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(place::py_place, m)?)?;
     m.add_function(wrap_pyfunction!(schedule::py_schedule, m)?)?;
     m.add_function(wrap_pyfunction!(search::py_iteration_search, m)?)?;
+    m.add_function(wrap_pyfunction!(boundary::py_sleep_for_tests, m)?)?;
+    m.add(
+        "TooLargeError",
+        m.py().get_type::<boundary::TooLargeError>(),
+    )?;
     Ok(())
 }

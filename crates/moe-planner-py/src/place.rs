@@ -50,7 +50,7 @@ pub(crate) fn py_place<'py>(
     spec.gpu_speed = gpu_speed.map(|s| s.as_array().to_vec());
     spec.expert_bytes = expert_bytes;
     spec.bandwidth_gbps = bandwidth_gbps;
-    let plan = run(py, || plan_placement(&spec))?;
+    let plan = run(py, move || plan_placement(&spec))?;
     result(py, &plan)
 }
 
@@ -91,6 +91,9 @@ fn result<'py>(py: Python<'py>, plan: &PlacementPlan) -> PyResult<Bound<'py, PyD
     let d = PyDict::new(py);
     d.set_item("policy", &plan.policy)?;
     d.set_item("baseline_policy", &plan.baseline_policy)?;
+    d.set_item("lower_bound_kind", &plan.lower_bound_kind)?;
+    let termination: Vec<&str> = layers.iter().map(|l| l.termination.as_str()).collect();
+    d.set_item("termination", termination)?;
     d.set_item("physical_to_logical_map", p2l.into_pyarray(py))?;
     d.set_item("logical_to_physical_map", l2p.into_pyarray(py))?;
     d.set_item("expert_count", count.into_pyarray(py))?;

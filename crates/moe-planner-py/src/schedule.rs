@@ -29,7 +29,7 @@ pub(crate) fn py_schedule<'py>(
         algorithm: parse_option("algorithm", algorithm)?,
         seed,
     };
-    let plan = run(py, || plan_schedule(&spec))?;
+    let plan = run(py, move || plan_schedule(&spec))?;
     let column = |f: &dyn Fn(&moe_planner::alltoall_sched::Transfer) -> f64| {
         plan.transfers
             .iter()

@@ -13,6 +13,6 @@ use crate::boundary::run;
 pub(crate) fn py_iteration_search(py: Python<'_>, spec_json: &str) -> PyResult<String> {
     let spec: SearchSpec = serde_json::from_str(spec_json)
         .map_err(|e| PyValueError::new_err(format!("search spec: {e}")))?;
-    let plan = run(py, || plan_search(&spec))?;
+    let plan = run(py, move || plan_search(&spec))?;
     serde_json::to_string(&plan).map_err(|e| PyValueError::new_err(e.to_string()))
 }

@@ -68,16 +68,19 @@ def test_place_windows_and_policies():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        (dict(loads=[[1.0, float("nan")]]), "layer 0: expert loads\\[1\\] = NaN"),
+        (dict(loads=[[1.0, float("nan")]]), "loads: layer 0, expert 1: load NaN"),
         (dict(loads=[1.0, 2.0]), "2-D"),
         (dict(policy="fastest"), "unknown variant `fastest`"),
         (dict(policy="optimal-node-aware"), "groups"),
-        (dict(current=[[0, -1]]), "negative"),
+        (dict(current=[[0, -1]]), "current: layer 0, slot 1: expert id -1"),
         (dict(current=[[0, 0.5]]), "integer ids"),
         (dict(tolerance=-1.0), "tolerance"),
         (dict(robust_objective="best"), "unknown variant"),
-        (dict(num_gpus=0), "GPUs"),
-        (dict(gpu_speed=[1.0, 1.0, 1.0]), "expected 2, got 3"),
+        (dict(num_gpus=0), "num_gpus: there must be at least one GPU"),
+        (dict(gpu_speed=[1.0, 1.0, 1.0]), "gpu_speed: 3 speeds for 2 GPUs"),
+        (dict(slots_per_gpu=0), "slots_per_gpu"),
+        (dict(groups=3), "groups: 2 experts cannot be split into 3 groups"),
+        (dict(groups=2, nodes=2, policy="optimal-node-aware", windows=[[[1.0, 2.0]]]), "windows cannot be combined with policy"),
     ],
 )
 def test_place_errors_are_value_errors(kwargs, message):
@@ -85,6 +88,22 @@ def test_place_errors_are_value_errors(kwargs, message):
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
         moe_planner.place(**args)
+
+
+def test_place_names_what_ran_and_compares_like_with_like():
+    r = moe_planner.place(README_WEIGHT, 8, 2, nodes=2, groups=4)
+    assert r.policy == "optimal" and r.baseline_policy == "eplb-global"
+    node_aware = moe_planner.place(README_WEIGHT, 8, 2, nodes=2, groups=4, policy="optimal-node-aware")
+    assert node_aware.baseline_policy == "eplb-hierarchical"
+    assert node_aware.lower_bound_kind == "groups-in-nodes"
+    assert r.lower_bound_kind == "unconstrained"
+    assert r.termination == ["proved-optimal", "proved-optimal"]
+    assert len(node_aware.termination) == 2
+    robust = moe_planner.place(README_WEIGHT, 8, 2, windows=[README_WEIGHT])
+    assert robust.policy == "optimal-robust-worst"
+    assert robust.baseline_policy == "eplb-global-summed-windows"
+    again = moe_planner.place(README_WEIGHT, 8, 2, current=r.physical_to_logical_map)
+    assert again.policy == "optimal-rebalance"
 
 
 def test_schedule_meets_the_bound_and_returns_columns():

@@ -95,6 +95,26 @@ pub enum PlanError {
         /// What is wrong.
         message: String,
     },
+    /// A spec field holds a value the planner cannot use. `field` is the spec's (serde) name of
+    /// the field, so an edge (CLI, Python) can name its own flag or argument for it.
+    #[error("`{field}`: {reason}")]
+    InvalidField {
+        /// The spec field, as spelled in the spec (`slots_per_gpu`, `groups`, `loads`, ...).
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Two options of a spec cannot be used together (the planner would otherwise silently
+    /// ignore one of them).
+    #[error("`{field}` cannot be combined with `{other}`: {reason}")]
+    Incompatible {
+        /// The first spec field.
+        field: &'static str,
+        /// The field it conflicts with.
+        other: &'static str,
+        /// Why, and what to do instead.
+        reason: String,
+    },
     /// An id that must be a non-negative index is negative.
     #[error("{what}: row {row}, entry {index}: id {value} is negative")]
     NegativeId {

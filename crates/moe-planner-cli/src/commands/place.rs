@@ -3,6 +3,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use moe_planner::PlanError;
 use moe_planner::placement::formats::{CurrentPlacementFile, EngineFile, LogicalCountFile};
 use moe_planner::placement::{
     PlacementPlan, PlacementPolicy, PlacementSpec, RobustObjective, plan_placement,
@@ -40,14 +41,16 @@ pub(crate) struct Args {
     /// Number of nodes (GPUs numbered node by node; need not divide the GPU count).
     #[arg(long, default_value_t = 1)]
     pub nodes: usize,
-    /// Number of expert groups (for EPLB's hierarchical policy and `optimal-node-aware`).
+    /// Number of expert groups (for EPLB's hierarchical policy and `optimal-node-aware`); must
+    /// divide the expert count.
     #[arg(long)]
     pub groups: Option<usize>,
     /// Planner.
     #[arg(long, value_enum, default_value_t = Policy::Optimal)]
     pub policy: Policy,
-    /// The placement serving now, JSON `{"physical_to_logical_map": [[...]]}`: plan the
-    /// rebalance with the fewest expert transfers.
+    /// The placement serving now: an --out file `{"physical_to_logical_map": [[...]]}` or a
+    /// whole --json plan; with policy optimal, plan the rebalance with the fewest expert
+    /// transfers.
     #[arg(long)]
     pub current: Option<PathBuf>,
     /// Allowed relative excess of the maximum GPU load over the best found, traded for fewer
@@ -60,8 +63,9 @@ pub(crate) struct Args {
     /// Per-GPU bandwidth for weight transfers, Gbps.
     #[arg(long, default_value_t = 400.0)]
     pub bandwidth_gbps: f64,
-    /// An older load window (same formats as --loads); repeat for several. Every layer is then
-    /// planned against all windows and --loads at once.
+    /// An older load window (same formats as --loads); repeat for several. With policy optimal
+    /// every layer is planned against all windows and --loads at once; with eplb, EPLB plans on
+    /// their sum; optimal-node-aware and exact refuse windows.
     #[arg(long = "window")]
     pub windows: Vec<PathBuf>,
     /// How windows combine.
@@ -102,7 +106,7 @@ pub(crate) enum Objective {
 /// Plans the placement, prints the report and writes the engine file.
 pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let spec = spec(args)?;
-    let plan = plan_placement(&spec)?;
+    let plan = plan_placement(&spec).map_err(user_error)?;
     if let Some(path) = &args.out {
         write_engine_file(path, &plan)?;
     }
@@ -117,7 +121,11 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
 }
 
 fn spec(args: &Args) -> Result<PlacementSpec, CliError> {
-    let mut spec = PlacementSpec::new(read_loads(&args.loads)?, args.gpus, args.slots_per_gpu);
+    let mut spec = PlacementSpec::new(
+        read_loads(&args.loads, "--loads")?,
+        args.gpus,
+        args.slots_per_gpu,
+    );
     spec.nodes = args.nodes;
     spec.groups = args.groups;
     spec.policy = match args.policy {
@@ -140,19 +148,68 @@ fn spec(args: &Args) -> Result<PlacementSpec, CliError> {
     spec.windows = args
         .windows
         .iter()
-        .map(|p| read_loads(p))
+        .map(|p| read_loads(p, "--window"))
         .collect::<Result<_, _>>()?;
     Ok(spec)
 }
 
-/// Reads loads from CSV (one layer per row) or SGLang's `logical_count` JSON.
-pub(crate) fn read_loads(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
+/// Reads loads from CSV (one layer per row) or SGLang's `logical_count` JSON; `flag` names the
+/// option the file came from in errors.
+pub(crate) fn read_loads(path: &Path, flag: &str) -> Result<Vec<Vec<f64>>, CliError> {
     let text = read_text(path)?;
     if !looks_like_json_object(path, &text) {
         return parse_csv_rows(&text, path);
     }
     let file: LogicalCountFile = parse_json(&text, path)?;
-    Ok(file.logical_count.summed()?)
+    file.logical_count.summed().map_err(|err| match err {
+        PlanError::InvalidField { reason, .. } => {
+            CliError::input(format!("{flag} {}: {reason}", path.display()))
+        }
+        other => CliError::input(format!("{flag} {}: {other}", path.display())),
+    })
+}
+
+/// The command-line option of a spec field.
+fn flag(field: &str) -> &str {
+    match field {
+        "loads" => "--loads",
+        "windows" => "--window",
+        "robust_objective" => "--robust-objective",
+        "gpus" => "--gpus",
+        "slots_per_gpu" => "--slots-per-gpu",
+        "nodes" => "--nodes",
+        "groups" => "--groups",
+        "policy" => "--policy",
+        "current" => "--current",
+        "tolerance" => "--tolerance",
+        "expert_bytes" => "--expert-bytes",
+        "bandwidth_gbps" => "--bandwidth-gbps",
+        other => other,
+    }
+}
+
+/// A planner error in the vocabulary of the command line: the flag, not the spec field.
+fn user_error(err: PlanError) -> CliError {
+    match err {
+        PlanError::InvalidField { field, reason } => {
+            CliError::input(format!("{}: {reason}", flag(field)))
+        }
+        PlanError::Incompatible {
+            field,
+            other,
+            reason,
+        } => CliError::input(format!(
+            "{} cannot be combined with {}: {reason}",
+            flag(field),
+            flag(other)
+        )),
+        PlanError::MissingField { field, needed_by } => CliError::input(format!(
+            "{} needs {}",
+            needed_by.replace("policy ", "--policy "),
+            flag(field)
+        )),
+        other => other.into(),
+    }
 }
 
 fn write_engine_file(path: &Path, plan: &PlacementPlan) -> Result<(), CliError> {
@@ -183,6 +240,13 @@ fn print_report(plan: &PlacementPlan) -> Result<(), CliError> {
         plan.policy,
         plan.baseline_policy
     )?;
+    if plan.policy == "optimal-node-aware" && plan.lower_bound_kind == "unconstrained" {
+        // More groups than the library's exact group-to-node bound handles.
+        report!(
+            "bound: the unconstrained lower bound (valid for node-aware plans but loose: the gap \
+             overstates how far the plan may be from the best node-aware one)"
+        )?;
+    }
     let rebalance = plan.layers.iter().any(|l| l.moves.is_some());
     report_part!("layer   max/mean   bound/mean      gap   EPLB max/mean")?;
     if rebalance {
@@ -217,6 +281,18 @@ fn print_report(plan: &PlacementPlan) -> Result<(), CliError> {
         t.layers,
         t.layers_worse_than_baseline
     )?;
+    let mut endings: Vec<(&str, usize)> = Vec::new();
+    for l in &plan.layers {
+        match endings.iter_mut().find(|(name, _)| *name == l.termination) {
+            Some((_, n)) => *n += 1,
+            None => endings.push((&l.termination, 1)),
+        }
+    }
+    let endings: Vec<String> = endings
+        .iter()
+        .map(|(name, n)| format!("{name} on {n}"))
+        .collect();
+    report!("search ended: {} (layers)", endings.join(", "))?;
     report!(
         "duplicate replicas on one GPU: {} (EPLB {})",
         t.duplicates_on_gpu,

@@ -8,8 +8,13 @@
 * :func:`schedule`: a contention-free all-to-all timetable;
 * :func:`iteration_search`: the fastest parallelization of an LLM training job on a fabric.
 
-Every planner runs in Rust (the ``moe-planner`` crates) without holding the GIL. Bad input
-raises ``ValueError`` with the library's message.
+Every planner runs in Rust (the ``moe-planner`` crates) on a worker thread without holding the
+GIL; the calling thread checks for Ctrl-C every 50 ms and raises ``KeyboardInterrupt`` (the
+Rust work then finishes in the background and its result is dropped). Bad input raises
+``ValueError`` with the library's message, naming the argument; an input refused for its size
+(for example a padded ``logical_to_physical_map`` beyond 2**26 entries) raises
+:class:`TooLargeError`, a ``ValueError``, before anything that large is allocated. An internal
+error raises ``RuntimeError``; none aborts the interpreter.
 
 Example:
     >>> import moe_planner
@@ -19,6 +24,7 @@ Example:
 """
 
 from . import eplb
+from ._native import TooLargeError
 from ._placement import PlacementResult, place
 from ._schedule import Schedule, schedule
 from ._search import iteration_search
@@ -26,6 +32,7 @@ from ._search import iteration_search
 __all__ = [
     "PlacementResult",
     "Schedule",
+    "TooLargeError",
     "eplb",
     "iteration_search",
     "place",

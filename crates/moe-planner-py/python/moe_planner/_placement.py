@@ -22,10 +22,22 @@ class PlacementResult:
     """
 
     policy: str
-    """The planner used: ``optimal``, ``optimal-node-aware``, ``exact``, ``eplb-hierarchical``
-    or ``eplb-global``."""
+    """What actually planned: ``optimal``, ``optimal-rebalance`` (with ``current``),
+    ``optimal-robust-worst`` / ``optimal-robust-mean`` (with ``windows``),
+    ``optimal-node-aware``, ``exact``, ``eplb-hierarchical`` or ``eplb-global`` (with
+    ``windows``: ``...-summed-windows``, EPLB on the sum of the windows)."""
     baseline_policy: str
-    """EPLB's policy for this shape (``eplb-hierarchical`` or ``eplb-global``)."""
+    """The EPLB policy compared with, like for like: ``eplb-global`` for ``optimal`` and
+    ``exact``, EPLB's choice for the shape (``eplb-hierarchical`` when ``groups`` is a multiple
+    of ``nodes``) for ``optimal-node-aware`` and ``eplb``; ``...-summed-windows`` with
+    ``windows``."""
+    lower_bound_kind: str
+    """What ``lower_bound`` is valid for: ``groups-in-nodes`` (``optimal-node-aware`` with at
+    most 12 groups: a bound under the node constraint) or ``unconstrained`` (every other case;
+    for a node-aware plan with more groups valid but loose)."""
+    termination: List[str]
+    """Per layer, how the search behind the plan ended: ``proved-optimal``, ``bound-reached``,
+    ``budget-exhausted``, ``heuristic`` or ``not-searched`` (EPLB's plan)."""
     physical_to_logical_map: np.ndarray
     """``int64 [layers, gpus * slots_per_gpu]``: logical expert of each slot (slot ``s`` on GPU
     ``s // slots_per_gpu``), SGLang's ``physical_to_logical_map``."""
@@ -117,9 +129,15 @@ def place(
         A :class:`PlacementResult`.
 
     Raises:
-        ValueError: with the planner's message for NaN, infinite or negative loads, ragged or
-            mis-shaped arrays, too few slots, an unknown policy, a malformed ``current``, or a
-            negative tolerance.
+        ValueError: with the planner's message, naming the argument, for NaN, infinite or
+            negative loads, ragged or mis-shaped arrays, too few slots, ``groups`` that do not
+            divide the experts, an unknown policy, a malformed ``current``, a negative
+            tolerance, or ``windows`` with ``policy="optimal-node-aware"`` or ``"exact"``
+            (neither has a multi-window planner).
+        moe_planner.TooLargeError: (a ``ValueError``) when the padded
+            ``logical_to_physical_map`` (layers x experts x most replicas) would exceed 2**26
+            entries or ``layers x num_gpus x slots_per_gpu`` 2**28, before it is allocated.
+        KeyboardInterrupt: on Ctrl-C, within 50 ms.
 
     Example:
         vLLM PR 37656: one layer, 8 GPUs with 2 slots each; EPLB reaches 232, the optimum is

@@ -66,6 +66,10 @@ def rebalance_experts(
         ValueError: with the planner's message for NaN, infinite or negative loads, an empty or
             ragged ``weight``, zero GPUs, groups or nodes, ``num_replicas`` not a multiple of
             ``num_gpus``, fewer replicas than experts, or more slots per GPU than experts.
+        moe_planner.TooLargeError: (a ``ValueError``) when the returned
+            ``logical_to_physical_map`` (``layers x experts x (num_replicas - experts + 1)``)
+            would exceed 2**26 entries, checked before anything is planned or allocated.
+        KeyboardInterrupt: on Ctrl-C, within 50 ms.
 
     Example:
         The example of EPLB's README (2 layers, 12 experts, 16 replicas on 8 GPUs in 2 nodes):

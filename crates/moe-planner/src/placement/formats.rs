@@ -48,10 +48,12 @@ impl LogicalCount {
     ///
     /// # Errors
     ///
-    /// [`PlanError::SizeMismatch`] when the windows do not all have the same shape;
+    /// [`PlanError::InvalidField`] (`logical_count`) for a negative, NaN or infinite count in any
+    /// window, [`PlanError::SizeMismatch`] when the windows do not all have the same shape;
     /// [`PlanError::Cost`] (`CountTooSmall`) for no window, (`NonFinite`) for a sum that is
     /// NaN or overflows (counts near `f64::MAX`).
     pub fn summed(&self) -> Result<Vec<Vec<f64>>, PlanError> {
+        self.check_counts()?;
         let windows = self.windows();
         let Some(first) = windows.first() else {
             return Err(PlanError::Cost(CostModelError::CountTooSmall {
@@ -73,6 +75,44 @@ impl LogicalCount {
             comm_cost_model::check_finite_result("summed logical_count", x)?;
         }
         Ok(sum)
+    }
+}
+
+impl LogicalCount {
+    /// Every count finite and non-negative, checked in every window before any sum (a negative
+    /// count in one window must not cancel against another's).
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::InvalidField`] (`logical_count`) naming the first bad entry.
+    pub fn check_counts(&self) -> Result<(), PlanError> {
+        let windows: Vec<&Vec<Vec<f64>>> = match self {
+            Self::Layers(layers) => vec![layers],
+            Self::Windows(windows) => windows.iter().collect(),
+        };
+        let three_d = matches!(self, Self::Windows(_));
+        for (w, layers) in windows.iter().enumerate() {
+            for (l, row) in layers.iter().enumerate() {
+                if let Some((e, x)) = row
+                    .iter()
+                    .enumerate()
+                    .find(|(_, x)| !(x.is_finite() && **x >= 0.0))
+                {
+                    let at = if three_d {
+                        format!("[{w}][{l}][{e}]")
+                    } else {
+                        format!("[{l}][{e}]")
+                    };
+                    return Err(PlanError::InvalidField {
+                        field: "logical_count",
+                        reason: format!(
+                            "logical_count{at} = {x} is not a finite non-negative token count"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -105,12 +145,107 @@ pub struct EngineFile {
     pub physical_to_logical_map: Vec<Vec<i64>>,
 }
 
-/// Reads a current placement: `{"physical_to_logical_map": ...}`; extra keys (for example a
-/// plan's `logical_to_physical_map`) are ignored so a plan document can be fed back.
+/// Reads a current placement from either document `place` writes:
+///
+/// * the engine file, `{"physical_to_logical_map": [[...]]}` (`--out`; other keys, for example
+///   EPLB's `logical_to_physical_map`, are ignored);
+/// * a whole plan, `{"layers": [{"physical_to_logical_map": [...]}, ...], ...}` (`--json`),
+///   whose per-layer maps are taken in layer order.
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::placement::formats::CurrentPlacementFile;
+/// let engine: CurrentPlacementFile =
+///     serde_json::from_str(r#"{"physical_to_logical_map": [[0, 1]]}"#).unwrap();
+/// let plan: CurrentPlacementFile = serde_json::from_str(
+///     r#"{"policy": "optimal", "layers": [{"physical_to_logical_map": [0, 1], "gap": 0}]}"#,
+/// )
+/// .unwrap();
+/// assert_eq!(engine, plan);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(from = "CurrentDocument")]
 pub struct CurrentPlacementFile {
     /// `[layers][physical slots]` logical expert ids.
     pub physical_to_logical_map: Vec<Vec<i64>>,
+}
+
+/// The two documents a current placement is read from.
+#[derive(Deserialize)]
+#[serde(untagged)]
+#[serde(
+    expecting = "a placement: {\"physical_to_logical_map\": [[...]]} (SGLang's file, `place --out`) \
+                 or a plan document with \"layers\": [{\"physical_to_logical_map\": [...]}] \
+                 (`place --json`)"
+)]
+enum CurrentDocument {
+    Engine {
+        physical_to_logical_map: Vec<Vec<i64>>,
+    },
+    Plan {
+        layers: Vec<PlanLayerMap>,
+    },
+}
+
+/// One layer of a plan document: its map; the other keys are ignored.
+#[derive(Deserialize)]
+struct PlanLayerMap {
+    physical_to_logical_map: Vec<i64>,
+}
+
+impl From<CurrentDocument> for CurrentPlacementFile {
+    fn from(doc: CurrentDocument) -> Self {
+        let physical_to_logical_map = match doc {
+            CurrentDocument::Engine {
+                physical_to_logical_map,
+            } => physical_to_logical_map,
+            CurrentDocument::Plan { layers } => layers
+                .into_iter()
+                .map(|l| l.physical_to_logical_map)
+                .collect(),
+        };
+        Self {
+            physical_to_logical_map,
+        }
+    }
+}
+
+/// Most entries of the padded `logical_to_physical_map`s of a plan, `layers x experts x width`
+/// where `width` is the most replicas of one expert (EPLB's drop-in: `num_replicas - experts +
+/// 1`): 2^26, 512 MiB as `i64`. A plan that would need more is refused with
+/// [`PlanError::TooLarge`] before the map is allocated (16,384 experts with one hot expert on
+/// 32,768 GPUs would need 2^28).
+pub const MAX_PADDED_MAP_ENTRIES: usize = 1 << 26;
+
+/// Checks, before allocating, that `layers` padded maps of `experts` rows of `width` entries
+/// fit [`MAX_PADDED_MAP_ENTRIES`].
+///
+/// # Errors
+///
+/// [`PlanError::TooLarge`] naming the padded map's entry count.
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::PlanError;
+/// use moe_planner::placement::formats::check_padded_map_size;
+/// assert!(check_padded_map_size(58, 256, 33).is_ok());
+/// assert!(matches!(
+///     check_padded_map_size(1, 16_384, 16_385),
+///     Err(PlanError::TooLarge { value: 268_451_840, .. })
+/// ));
+/// ```
+pub fn check_padded_map_size(layers: usize, experts: usize, width: usize) -> Result<(), PlanError> {
+    let entries = layers.saturating_mul(experts).saturating_mul(width);
+    if entries > MAX_PADDED_MAP_ENTRIES {
+        return Err(PlanError::TooLarge {
+            what: "logical_to_physical_map entries (layers x experts x most replicas of an expert)",
+            limit: MAX_PADDED_MAP_ENTRIES,
+            value: entries,
+        });
+    }
+    Ok(())
 }
 
 /// EPLB's `logical_to_physical_map` for one layer: each expert's slots (the library's

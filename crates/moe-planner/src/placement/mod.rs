@@ -30,8 +30,9 @@ mod plan;
 mod spec;
 
 pub use expert_placement::RobustObjective;
+pub use formats::MAX_PADDED_MAP_ENTRIES;
 pub use plan::{
-    LayerPlacement, PlacementPlan, PlacementTotals, TransferPlan, WeightTransfer, WindowFigure,
-    plan_placement,
+    LOAD_COMPARISON_TOLERANCE, LayerPlacement, PlacementPlan, PlacementTotals, TransferPlan,
+    WeightTransfer, WindowFigure, plan_placement,
 };
 pub use spec::{PlacementPolicy, PlacementSpec};

@@ -1,14 +1,17 @@
 //! The placement plan: per layer, our plan and EPLB's on the same input, and totals.
 
 use alltoall_sched::{Algorithm, Bandwidth, TrafficMatrix, schedule};
-use comm_cost_model::{CostModelError, check_non_negative, check_positive, units};
+use comm_cost_model::{
+    CostModelError, check_finite_result, check_non_negative, check_positive, units,
+};
 use expert_placement::{
-    ExpertTransfer, LayerLoads, Placement, PlacementAlgorithm, PlacementCluster, count_moves,
-    place, place_robust, plan_transfers, rebalance, transfer_counts,
+    ExpertTransfer, LayerLoads, NODE_BOUND_MAX_GROUPS, Placement, PlacementAlgorithm,
+    PlacementCluster, PlacementError, RobustObjective, Termination, count_moves, place,
+    place_robust, plan_transfers, rebalance, transfer_counts,
 };
 use serde::{Deserialize, Serialize};
 
-use super::formats::pad_logical_to_physical;
+use super::formats::{check_padded_map_size, pad_logical_to_physical};
 use super::spec::{PlacementSpec, in_layer, plan_error_in_layer};
 use crate::PlanError;
 
@@ -67,6 +70,11 @@ pub struct LayerPlacement {
     pub gap: f64,
     /// Replicas sharing a GPU with another replica of the same expert (0 for our planners).
     pub duplicates_on_gpu: usize,
+    /// How the search behind our plan ended: `proved-optimal` (branch and bound finished),
+    /// `bound-reached` (the plan meets its lower bound), `budget-exhausted` (the search ran out
+    /// of steps or time; the gap is what is certified), `heuristic` (no exact search: above its
+    /// limits, a rebalance or a robust plan, gap certified), `not-searched` (EPLB's plan).
+    pub termination: String,
     /// Under `optimal-node-aware`, the unconstrained optimum's maximum load (the constraint's
     /// cost is the difference).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,9 +124,12 @@ pub struct PlacementTotals {
     pub baseline_mean_imbalance: f64,
     /// Largest `gap` over layers.
     pub max_gap: f64,
-    /// Layers where our maximum GPU load is below EPLB's.
+    /// Layers where our maximum GPU load is below EPLB's by more than
+    /// [`LOAD_COMPARISON_TOLERANCE`] (relative).
     pub layers_better_than_baseline: usize,
-    /// Layers where it is above EPLB's (0 for `optimal`).
+    /// Layers where our maximum GPU load is above EPLB's by more than
+    /// [`LOAD_COMPARISON_TOLERANCE`] (relative): a rebalance with a tolerance, a robust plan
+    /// (scored on the newest window) or a heuristic may be; equal loads count in neither.
     pub layers_worse_than_baseline: usize,
     /// Duplicates over all layers, ours.
     pub duplicates_on_gpu: usize,
@@ -144,10 +155,21 @@ pub struct PlacementTotals {
 /// The plan of every layer and the totals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlacementPlan {
-    /// The planner used (`optimal`, `optimal-node-aware`, `exact`, `eplb-hierarchical`,
-    /// `eplb-global`).
+    /// What actually planned: `optimal`, `optimal-rebalance` (policy `optimal` with a current
+    /// placement), `optimal-robust-worst` or `optimal-robust-mean` (policy `optimal` with
+    /// windows), `optimal-node-aware`, `exact`, `eplb-hierarchical` or `eplb-global`, the last
+    /// two with `-summed-windows` when EPLB planned on the sum of the windows.
     pub policy: String,
-    /// The EPLB policy of the baseline (`eplb-hierarchical` or `eplb-global`).
+    /// What the layers' `lower_bound` is valid for: `groups-in-nodes` (a bound under the node
+    /// constraint the plan obeys: `optimal-node-aware` with at most
+    /// `expert_placement::NODE_BOUND_MAX_GROUPS` groups) or `unconstrained` (a bound on every
+    /// placement; for a node-aware plan with more groups valid but loose).
+    pub lower_bound_kind: String,
+    /// The EPLB policy of the baseline, like for like: `eplb-global` for the unconstrained
+    /// planners (`optimal`, `exact`), EPLB's own choice for the shape for `optimal-node-aware`
+    /// and `eplb` (`eplb-hierarchical` when `groups` is a multiple of `nodes`); with windows
+    /// `-summed-windows`: EPLB on the element-wise sum of every window, as SGLang balances a
+    /// 3-D `logical_count`).
     pub baseline_policy: String,
     /// GPUs, slots per GPU and nodes of the cluster.
     pub gpus: usize,
@@ -178,25 +200,37 @@ impl PlacementPlan {
 ///
 /// # Errors
 ///
-/// [`PlanError::SizeMismatch`], [`PlanError::Cost`] for an empty or ragged load array or a malformed field,
-/// [`PlanError::Matching`] for a bad cluster (no GPU, zero slots, bad speeds),
-/// [`PlanError::Layer`] for a layer that cannot be placed (NaN or negative loads, fewer slots
-/// than experts, more slots on a GPU than experts, groups that do not divide) or whose current
-/// placement is malformed, [`PlanError::Schedule`] if the transfer schedule fails.
+/// Every field a user sets is checked first, and a bad one is one error naming it in the
+/// spec's vocabulary: [`PlanError::InvalidField`] (`field` is the serde name: an empty, ragged,
+/// NaN, infinite or negative `loads` or `windows` entry; zero `gpus`, `slots_per_gpu`, `nodes`
+/// or `groups`; more nodes than GPUs; fewer slots than experts or, except under policy `eplb`,
+/// more slots on a GPU than experts; `groups` that do not divide the experts, whatever `nodes`
+/// is; a `gpu_speed` of the wrong length or not positive; a negative or non-finite
+/// `tolerance`, `expert_bytes` or `bandwidth_gbps`; a `current` placement of the wrong shape,
+/// with an id out of range or missing an expert), [`PlanError::Incompatible`] (`windows` with
+/// policy `optimal-node-aware` or `exact`), [`PlanError::MissingField`] (`groups` for
+/// `optimal-node-aware`). [`PlanError::TooLarge`] for `layers x GPUs x slots` beyond
+/// `expert_placement::MAX_PLAN_ENTRIES` (before planning) or padded
+/// `logical_to_physical_map`s beyond [`MAX_PADDED_MAP_ENTRIES`](super::MAX_PADDED_MAP_ENTRIES)
+/// (before they are allocated). [`PlanError::Cost`] (`NonFinite`) when `transfer_bytes` or
+/// `transfer_time_s` would overflow; [`PlanError::Layer`] or [`PlanError::Placement`] when a
+/// planner refuses a layer anyway, [`PlanError::Schedule`] if the transfer schedule fails.
 ///
 /// # Complexity
 ///
 /// Per layer, that of [`expert_placement::place`] for the policy and for EPLB; see
 /// `docs/performance.md` (58 layers of 256 experts on 32 GPUs take a few milliseconds).
 pub fn plan_placement(spec: &PlacementSpec) -> Result<PlacementPlan, PlanError> {
+    spec.check_fields()?;
     let layers = validated_loads(&spec.loads)?;
     let windows = validated_windows(&spec.windows, &layers)?;
     let current = current_maps(spec.current.as_deref(), layers.len())?;
     let transfer = TransferCost::new(spec)?;
     let cluster = spec.cluster()?;
     let algorithm = spec.algorithm()?;
-    let baseline = PlacementAlgorithm::Eplb(spec.eplb_policy());
+    let baseline = PlacementAlgorithm::Eplb(spec.baseline_policy());
     let mut planned = Vec::with_capacity(layers.len());
+    let mut widest = 1_usize;
     for (i, loads) in layers.iter().enumerate() {
         let ctx = LayerInput {
             loads,
@@ -205,14 +239,27 @@ pub fn plan_placement(spec: &PlacementSpec) -> Result<PlacementPlan, PlanError> 
             cluster: &cluster,
         };
         planned.push(
-            plan_layer(&ctx, spec, algorithm, baseline, &transfer)
-                .map_err(plan_error_in_layer(i))?,
+            plan_layer(
+                &ctx,
+                spec,
+                algorithm,
+                baseline,
+                &transfer,
+                (i + 1, &mut widest),
+            )
+            .map_err(plan_error_in_layer(i))?,
         );
     }
-    let totals = totals(&planned, transfer.expert_bytes);
+    let totals = totals(&planned, transfer.expert_bytes)?;
+    let windowed = !windows.is_empty();
     Ok(PlacementPlan {
-        policy: algorithm.name().to_string(),
-        baseline_policy: baseline.name().to_string(),
+        lower_bound_kind: lower_bound_kind(algorithm).to_string(),
+        policy: ran_policy(spec, algorithm, windowed, current.is_some()),
+        baseline_policy: if windowed {
+            format!("{}-summed-windows", baseline.name())
+        } else {
+            baseline.name().to_string()
+        },
         gpus: spec.gpus,
         slots_per_gpu: spec.slots_per_gpu,
         nodes: spec.nodes,
@@ -274,45 +321,111 @@ impl TransferCost {
 }
 
 /// Our plan of one layer (fresh, robust or rebalanced) next to EPLB's.
+///
+/// With older windows EPLB (the baseline, and our plan under policy `eplb`) plans on the
+/// element-wise sum of all windows, as SGLang does with a 3-D `logical_count`; every figure is
+/// then scored under the newest loads.
 fn plan_layer(
     input: &LayerInput<'_>,
     spec: &PlacementSpec,
     algorithm: PlacementAlgorithm,
     baseline: PlacementAlgorithm,
     transfer: &TransferCost,
+    (layers_so_far, widest): (usize, &mut usize),
 ) -> Result<LayerPlacement, PlanError> {
     let (loads, cluster) = (input.loads, input.cluster);
     let experts = loads.len();
-    let theirs = place(loads, cluster, baseline)?;
+    let mut all: Vec<LayerLoads> = input.older.iter().map(|w| (*w).clone()).collect();
+    all.push(loads.clone());
+    let summed = if input.older.is_empty() {
+        None
+    } else {
+        Some(summed_windows(&all)?)
+    };
+    let theirs = match &summed {
+        None => place(loads, cluster, baseline)?,
+        Some(summed) => Placement::evaluate(
+            loads,
+            cluster,
+            place(summed, cluster, baseline)?.physical_to_logical,
+        )?,
+    };
     let mut tradeoff = Vec::new();
     let mut window_figures = Vec::new();
-    let ours = if !input.older.is_empty() {
-        let mut all: Vec<LayerLoads> = input.older.iter().map(|w| (*w).clone()).collect();
-        all.push(loads.clone());
-        let robust = place_robust(&all, cluster, spec.robust_objective)?;
-        window_figures = (0..all.len())
-            .map(|w| WindowFigure {
-                window: w,
-                max_gpu_load: robust.window_max_gpu_loads[w],
-                newest_only_max_gpu_load: robust.newest_only_max_gpu_loads[w],
-            })
-            .collect();
-        Placement::evaluate(loads, cluster, robust.physical_to_logical)?
-    } else if let (Some(current), PlacementAlgorithm::Optimal) = (input.current, algorithm) {
-        let r = rebalance(current, loads, cluster, spec.tolerance)?;
-        tradeoff = r
-            .tradeoff
-            .iter()
-            .map(|p| (p.moves, p.max_gpu_load))
-            .collect();
-        r.placement
-    } else {
-        place(loads, cluster, algorithm)?
+    let searched_without_proof = match (summed.as_ref(), input.current, algorithm) {
+        (Some(_), _, PlacementAlgorithm::Eplb(_)) => false,
+        (Some(_), _, _) | (None, Some(_), PlacementAlgorithm::Optimal) => true,
+        (None, _, _) => false,
     };
-    let mut plan = layer_plan(&ours, &theirs)?;
+    let ours = match (summed.as_ref(), input.current, algorithm) {
+        (Some(summed), _, PlacementAlgorithm::Eplb(_)) => {
+            let plan = place(summed, cluster, algorithm)?;
+            let newest_only = place(loads, cluster, algorithm)?;
+            window_figures = all
+                .iter()
+                .enumerate()
+                .map(|(w, window)| {
+                    Ok(WindowFigure {
+                        window: w,
+                        max_gpu_load: Placement::evaluate(
+                            window,
+                            cluster,
+                            plan.physical_to_logical.clone(),
+                        )?
+                        .max_gpu_load,
+                        newest_only_max_gpu_load: Placement::evaluate(
+                            window,
+                            cluster,
+                            newest_only.physical_to_logical.clone(),
+                        )?
+                        .max_gpu_load,
+                    })
+                })
+                .collect::<Result<_, PlacementError>>()?;
+            Placement::evaluate(loads, cluster, plan.physical_to_logical)?
+        }
+        (Some(_), _, _) => {
+            // `check_fields` admits windows with `optimal` and `eplb` only.
+            let robust = place_robust(&all, cluster, spec.robust_objective)?;
+            window_figures = (0..all.len())
+                .map(|w| WindowFigure {
+                    window: w,
+                    max_gpu_load: robust.window_max_gpu_loads[w],
+                    newest_only_max_gpu_load: robust.newest_only_max_gpu_loads[w],
+                })
+                .collect();
+            Placement::evaluate(loads, cluster, robust.physical_to_logical)?
+        }
+        (None, Some(current), PlacementAlgorithm::Optimal) => {
+            let r = rebalance(current, loads, cluster, spec.tolerance)?;
+            tradeoff = r
+                .tradeoff
+                .iter()
+                .map(|p| (p.moves, p.max_gpu_load))
+                .collect();
+            r.placement
+        }
+        (None, _, _) => place(loads, cluster, algorithm)?,
+    };
+    let width = ours.replica_count.iter().copied().max().unwrap_or(1);
+    // The maps of all layers padded to one width (numpy's `[layers, experts, width]`): refused
+    // before this layer's is allocated.
+    *widest = (*widest).max(width);
+    check_padded_map_size(layers_so_far, experts, *widest)?;
+    let mut plan = layer_plan(&ours, &theirs, width)?;
+    if searched_without_proof {
+        // The library scores these maps as evaluated; say what the search proved.
+        plan.termination = if exceeds(ours.max_gpu_load, ours.lower_bound) {
+            Termination::Heuristic
+        } else {
+            Termination::BoundReached
+        }
+        .name()
+        .to_string();
+    }
     plan.moves_at_baseline_load = tradeoff
         .iter()
-        .find(|&&(_, load)| load <= theirs.max_gpu_load)
+        .find(|&&(_, load)| !exceeds(load, theirs.max_gpu_load))
         .map(|&(moves, _)| moves);
     plan.tradeoff = tradeoff;
     plan.windows = window_figures;
@@ -339,6 +452,66 @@ fn plan_layer(
             .collect();
     }
     Ok(plan)
+}
+
+/// The element-wise sum of every window of a layer (what SGLang balances on).
+fn summed_windows(all: &[LayerLoads]) -> Result<LayerLoads, PlanError> {
+    let experts = all.first().map_or(0, LayerLoads::len);
+    let sum: Vec<f64> = (0..experts)
+        .map(|e| all.iter().map(|w| w.as_slice()[e]).sum())
+        .collect();
+    if sum.iter().any(|x| !x.is_finite()) {
+        return Err(PlanError::InvalidField {
+            field: "windows",
+            reason: "the windows' loads summed per expert overflow f64".into(),
+        });
+    }
+    Ok(LayerLoads::new(sum)?)
+}
+
+/// The name of what ran: the policy, with `-rebalance` for a fewest-move rebalance, and
+/// `-robust-worst` / `-robust-mean` (optimal) or `-summed-windows` (EPLB) with windows.
+fn ran_policy(
+    spec: &PlacementSpec,
+    algorithm: PlacementAlgorithm,
+    windowed: bool,
+    rebalanced: bool,
+) -> String {
+    let name = algorithm.name();
+    match (windowed, algorithm) {
+        (true, PlacementAlgorithm::Eplb(_)) => format!("{name}-summed-windows"),
+        (true, _) => match spec.robust_objective {
+            RobustObjective::Worst => format!("{name}-robust-worst"),
+            RobustObjective::Mean => format!("{name}-robust-mean"),
+        },
+        (false, PlacementAlgorithm::Optimal) if rebalanced => format!("{name}-rebalance"),
+        (false, _) => name.to_string(),
+    }
+}
+
+/// What `expert_placement::Placement::lower_bound` is valid for under `algorithm`: a bound
+/// under the node constraint for `optimal-node-aware` with at most
+/// `expert_placement::NODE_BOUND_MAX_GROUPS` groups, the unconstrained bound otherwise (for
+/// a node-aware plan with more groups: valid, since such a plan is a placement, but loose).
+fn lower_bound_kind(algorithm: PlacementAlgorithm) -> &'static str {
+    match algorithm {
+        // Exact over every group-to-node assignment up to NODE_BOUND_MAX_GROUPS groups; above,
+        // the library reports the unconstrained bound (valid, weaker).
+        PlacementAlgorithm::OptimalNodeAware { groups } if groups <= NODE_BOUND_MAX_GROUPS => {
+            "groups-in-nodes"
+        }
+        _ => "unconstrained",
+    }
+}
+
+/// Relative tolerance of the comparisons of two maximum GPU loads (better / worse than the
+/// baseline, at or below its load): `a` exceeds `b` when `a > b * (1 + 1e-9)`, so two plans
+/// whose loads differ only by floating-point rounding count as equal.
+pub const LOAD_COMPARISON_TOLERANCE: f64 = 1e-9;
+
+/// `a` is above `b` by more than [`LOAD_COMPARISON_TOLERANCE`] (relative).
+fn exceeds(a: f64, b: f64) -> bool {
+    a > b + LOAD_COMPARISON_TOLERANCE * b.abs()
 }
 
 /// Every older window validated against the newest's shape.
@@ -416,8 +589,11 @@ fn validated_loads(rows: &[Vec<f64>]) -> Result<Vec<LayerLoads>, PlanError> {
     Ok(layers)
 }
 
-fn layer_plan(ours: &Placement, theirs: &Placement) -> Result<LayerPlacement, PlanError> {
-    let width = ours.replica_count.iter().copied().max().unwrap_or(1);
+fn layer_plan(
+    ours: &Placement,
+    theirs: &Placement,
+    width: usize,
+) -> Result<LayerPlacement, PlanError> {
     Ok(LayerPlacement {
         logical_to_physical_map: pad_logical_to_physical(ours.logical_to_physical(), width)?,
         physical_to_logical_map: ours.physical_to_logical.clone(),
@@ -428,6 +604,7 @@ fn layer_plan(ours: &Placement, theirs: &Placement) -> Result<LayerPlacement, Pl
         lower_bound: ours.lower_bound,
         gap: ours.gap(),
         duplicates_on_gpu: ours.duplicates_on_gpu,
+        termination: ours.termination.name().to_string(),
         unconstrained_max_gpu_load: ours.unconstrained_max_gpu_load,
         baseline_max_gpu_load: theirs.max_gpu_load,
         baseline_duplicates_on_gpu: theirs.duplicates_on_gpu,
@@ -442,13 +619,28 @@ fn layer_plan(ours: &Placement, theirs: &Placement) -> Result<LayerPlacement, Pl
     })
 }
 
-fn totals(layers: &[LayerPlacement], expert_bytes: Option<f64>) -> PlacementTotals {
+fn totals(
+    layers: &[LayerPlacement],
+    expert_bytes: Option<f64>,
+) -> Result<PlacementTotals, PlanError> {
     let n = layers.len().max(1) as f64;
     let ratio = |max: f64, mean: f64| if mean > 0.0 { max / mean } else { 1.0 };
     let sum_opt =
         |f: fn(&LayerPlacement) -> Option<usize>| -> Option<usize> { layers.iter().map(f).sum() };
     let moves = sum_opt(|l| l.moves);
-    PlacementTotals {
+    let transfer_bytes = moves
+        .zip(expert_bytes)
+        .map(|(m, bytes)| {
+            check_finite_result("transfer_bytes (moves x expert_bytes)", m as f64 * bytes)
+        })
+        .transpose()?;
+    let transfer_time_s = layers
+        .iter()
+        .map(|l| l.transfer_schedule.as_ref().map(|t| t.makespan_s))
+        .sum::<Option<f64>>()
+        .map(|t| check_finite_result("transfer_time_s (sum of the layers' makespans)", t))
+        .transpose()?;
+    Ok(PlacementTotals {
         layers: layers.len(),
         mean_imbalance: layers
             .iter()
@@ -463,23 +655,20 @@ fn totals(layers: &[LayerPlacement], expert_bytes: Option<f64>) -> PlacementTota
         max_gap: layers.iter().map(|l| l.gap).fold(0.0, f64::max),
         layers_better_than_baseline: layers
             .iter()
-            .filter(|l| l.max_gpu_load < l.baseline_max_gpu_load)
+            .filter(|l| exceeds(l.baseline_max_gpu_load, l.max_gpu_load))
             .count(),
         layers_worse_than_baseline: layers
             .iter()
-            .filter(|l| l.max_gpu_load > l.baseline_max_gpu_load)
+            .filter(|l| exceeds(l.max_gpu_load, l.baseline_max_gpu_load))
             .count(),
         duplicates_on_gpu: layers.iter().map(|l| l.duplicates_on_gpu).sum(),
         baseline_duplicates_on_gpu: layers.iter().map(|l| l.baseline_duplicates_on_gpu).sum(),
         moves,
         baseline_moves: sum_opt(|l| l.baseline_moves),
         moves_at_baseline_load: sum_opt(|l| l.moves_at_baseline_load),
-        transfer_bytes: moves.zip(expert_bytes).map(|(m, bytes)| m as f64 * bytes),
-        transfer_time_s: layers
-            .iter()
-            .map(|l| l.transfer_schedule.as_ref().map(|t| t.makespan_s))
-            .sum(),
-    }
+        transfer_bytes,
+        transfer_time_s,
+    })
 }
 
 #[cfg(test)]
@@ -514,6 +703,13 @@ mod tests {
         let mut hier = PlacementSpec::new(eplb_example(), 8, 2);
         hier.nodes = 2;
         hier.groups = Some(4);
+        // Like for like: the unconstrained plan is compared with EPLB's global policy...
+        assert_eq!(
+            plan_placement(&hier).unwrap().baseline_policy,
+            "eplb-global"
+        );
+        // ... the node-aware plan with EPLB's hierarchical one.
+        hier.policy = PlacementPolicy::OptimalNodeAware;
         let plan = plan_placement(&hier).unwrap();
         let base: Vec<f64> = plan
             .layers
@@ -598,30 +794,17 @@ mod tests {
     #[test]
     fn bad_specs_are_typed_errors() {
         let ok = PlacementSpec::new(vec![vec![1.0, 2.0]], 2, 1);
-        let empty = PlacementSpec::new(vec![], 2, 1);
-        assert!(matches!(
-            plan_placement(&empty),
-            Err(PlanError::Cost(CostModelError::CountTooSmall { .. }))
-        ));
+        let field = |spec: &PlacementSpec| match plan_placement(spec) {
+            Err(PlanError::InvalidField { field, .. }) => field,
+            other => panic!("expected an InvalidField, got {other:?}"),
+        };
+        assert_eq!(field(&PlacementSpec::new(vec![], 2, 1)), "loads");
         let ragged = PlacementSpec::new(vec![vec![1.0, 2.0], vec![1.0]], 2, 1);
-        assert!(matches!(
-            plan_placement(&ragged),
-            Err(PlanError::SizeMismatch {
-                expected: 2,
-                actual: 1,
-                ..
-            })
-        ));
+        assert_eq!(field(&ragged), "loads");
         let nan = PlacementSpec::new(vec![vec![1.0, 2.0], vec![1.0, f64::NAN]], 2, 1);
-        assert!(matches!(
-            plan_placement(&nan),
-            Err(PlanError::Layer { layer: 1, .. })
-        ));
+        assert_eq!(field(&nan), "loads");
         let too_few = PlacementSpec::new(vec![vec![1.0, 2.0, 3.0]], 2, 1);
-        assert!(matches!(
-            plan_placement(&too_few),
-            Err(PlanError::Layer { layer: 0, .. })
-        ));
+        assert_eq!(field(&too_few), "slots_per_gpu");
         let node_aware = PlacementSpec {
             policy: PlacementPolicy::OptimalNodeAware,
             ..ok.clone()
@@ -637,25 +820,52 @@ mod tests {
             current: Some(vec![vec![0, -1]]),
             ..ok.clone()
         };
-        assert!(matches!(
-            plan_placement(&negative),
-            Err(PlanError::NegativeId { value: -1, .. })
-        ));
+        assert_eq!(field(&negative), "current");
         let tolerance = PlacementSpec {
             tolerance: f64::NAN,
             ..ok.clone()
         };
-        assert!(matches!(
-            plan_placement(&tolerance),
-            Err(PlanError::Cost(CostModelError::NonFinite { .. }))
-        ));
+        assert_eq!(field(&tolerance), "tolerance");
         let missing = PlacementSpec {
             current: Some(vec![vec![0, 0]]),
             ..ok
         };
+        assert_eq!(field(&missing), "current");
+    }
+
+    /// Issue 20 item 5: `layers_worse_than_baseline` counts layers strictly above EPLB beyond
+    /// rounding, and nothing else.
+    #[test]
+    fn layers_worse_than_baseline_counts_only_layers_above_the_baseline() {
+        let plan = plan_placement(&PlacementSpec::new(eplb_example(), 8, 2)).unwrap();
+        let mut layers = vec![plan.layers[0].clone(); 4];
+        let base = layers[0].baseline_max_gpu_load;
+        // Equal up to rounding, equal, clearly above, clearly below.
+        layers[0].max_gpu_load = base * (1.0 + 1e-13);
+        layers[1].max_gpu_load = base;
+        layers[2].max_gpu_load = base * 1.01;
+        layers[3].max_gpu_load = base * 0.99;
+        let t = totals(&layers, None).unwrap();
+        assert_eq!(t.layers_worse_than_baseline, 1);
+        assert_eq!(t.layers_better_than_baseline, 1);
+    }
+
+    /// Issue 20 item 5: totals are finite or a typed error, never a JSON `null`.
+    #[test]
+    fn transfer_totals_that_overflow_are_typed_errors() {
+        let plan = plan_placement(&PlacementSpec::new(eplb_example(), 8, 2)).unwrap();
+        let mut layer = plan.layers[0].clone();
+        layer.moves = Some(3);
+        layer.transfer_schedule = Some(TransferPlan {
+            lower_bound_s: 1.0,
+            makespan_s: f64::MAX,
+        });
+        let layers = vec![layer.clone(), layer];
         assert!(matches!(
-            plan_placement(&missing),
-            Err(PlanError::Layer { layer: 0, .. })
+            totals(&layers, Some(f64::MAX)),
+            Err(PlanError::Cost(CostModelError::NonFinite { .. }))
         ));
+        let json = serde_json::to_string(&totals(&layers[..1], Some(1e9)).unwrap()).unwrap();
+        assert!(!json.contains("null"), "{json}");
     }
 }

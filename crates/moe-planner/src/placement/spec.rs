@@ -1,7 +1,9 @@
 //! What to place: loads, cluster, policy, current placement; and what can be wrong with it.
 
-use expert_placement::PlacementError;
-use expert_placement::{EplbPolicy, PlacementAlgorithm, PlacementCluster, RobustObjective};
+use expert_placement::{
+    EplbPolicy, MAX_PLAN_ENTRIES, PlacementAlgorithm, PlacementCluster, PlacementError,
+    RobustObjective,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
@@ -30,8 +32,12 @@ pub enum PlacementPolicy {
 pub struct PlacementSpec {
     /// `[layers][experts]`: load of each logical expert, the window to plan on (the newest).
     pub loads: Vec<Vec<f64>>,
-    /// Older windows, each `[layers][experts]`: when given, every layer is planned against all of
-    /// them and `loads` at once ([`RobustObjective`]), and the plan reports each window's figure.
+    /// Older windows, each `[layers][experts]`, oldest first. With policy `optimal` every layer
+    /// is planned against all of them and `loads` at once ([`RobustObjective`]); with policy
+    /// `eplb` EPLB plans on their element-wise sum with `loads` (as SGLang does with a 3-D
+    /// `logical_count`); `optimal-node-aware` and `exact` have no multi-window planner and
+    /// refuse windows ([`PlanError::Incompatible`]). The baseline is then EPLB on the summed
+    /// windows, figures are scored under `loads`, and the plan reports each window's figure.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<Vec<Vec<f64>>>,
     /// How windows combine (default `worst`).
@@ -103,6 +109,141 @@ impl PlacementSpec {
         }
     }
 
+    /// Checks every field a user sets, in the spec's own vocabulary, before any planner runs:
+    /// one [`PlanError::InvalidField`] or [`PlanError::Incompatible`] naming the field, instead
+    /// of a planner's internal name for it. Returns the expert count.
+    pub(crate) fn check_fields(&self) -> Result<usize, PlanError> {
+        let experts = check_load_array("loads", &self.loads, None)?;
+        for (w, window) in self.windows.iter().enumerate() {
+            check_load_array("windows", window, Some((w, self.loads.len(), experts)))?;
+        }
+        let invalid =
+            |field: &'static str, reason: String| PlanError::InvalidField { field, reason };
+        if self.gpus == 0 {
+            return Err(invalid("gpus", "there must be at least one GPU".into()));
+        }
+        if self.slots_per_gpu == 0 {
+            return Err(invalid(
+                "slots_per_gpu",
+                "every GPU needs at least one expert slot".into(),
+            ));
+        }
+        if self.nodes == 0 || self.nodes > self.gpus {
+            return Err(invalid(
+                "nodes",
+                format!(
+                    "{} node(s) for {} GPU(s): there must be between 1 node and one node per GPU",
+                    self.nodes, self.gpus
+                ),
+            ));
+        }
+        let slots = self.gpus.checked_mul(self.slots_per_gpu).ok_or_else(|| {
+            invalid(
+                "slots_per_gpu",
+                format!(
+                    "{} GPUs x {} slots overflows",
+                    self.gpus, self.slots_per_gpu
+                ),
+            )
+        })?;
+        let entries = self.loads.len().saturating_mul(slots);
+        if entries > MAX_PLAN_ENTRIES {
+            return Err(PlanError::TooLarge {
+                what: "plan entries (layers x GPUs x slots per GPU)",
+                limit: MAX_PLAN_ENTRIES,
+                value: entries,
+            });
+        }
+        if slots < experts {
+            return Err(invalid(
+                "slots_per_gpu",
+                format!(
+                    "{} GPU(s) x {} slot(s) = {slots} slots cannot hold {experts} experts \
+                     (every expert needs at least one slot)",
+                    self.gpus, self.slots_per_gpu
+                ),
+            ));
+        }
+        if self.slots_per_gpu > experts && self.policy != PlacementPolicy::Eplb {
+            return Err(invalid(
+                "slots_per_gpu",
+                format!(
+                    "{} slots per GPU but only {experts} experts: a GPU would hold one expert \
+                     twice (policy {} never does)",
+                    self.slots_per_gpu,
+                    self.policy.name()
+                ),
+            ));
+        }
+        if let Some(speed) = &self.gpu_speed {
+            if speed.len() != self.gpus {
+                return Err(invalid(
+                    "gpu_speed",
+                    format!("{} speeds for {} GPUs", speed.len(), self.gpus),
+                ));
+            }
+            if let Some((g, x)) = speed
+                .iter()
+                .enumerate()
+                .find(|(_, x)| !(x.is_finite() && **x > 0.0))
+            {
+                return Err(invalid(
+                    "gpu_speed",
+                    format!("GPU {g}: speed {x} is not a finite positive number"),
+                ));
+            }
+        }
+        if let Some(groups) = self.groups {
+            if groups == 0 {
+                return Err(invalid("groups", "there must be at least one group".into()));
+            }
+            if experts % groups != 0 {
+                return Err(invalid(
+                    "groups",
+                    format!(
+                        "{experts} experts cannot be split into {groups} groups of equal size \
+                         (groups must divide the expert count)"
+                    ),
+                ));
+            }
+        }
+        for (field, value, positive) in [
+            ("tolerance", Some(self.tolerance), false),
+            ("expert_bytes", self.expert_bytes, true),
+            ("bandwidth_gbps", Some(self.bandwidth_gbps), true),
+        ] {
+            let Some(x) = value else { continue };
+            if !x.is_finite() || x < 0.0 || (positive && x == 0.0) {
+                let kind = if positive { "positive" } else { "non-negative" };
+                return Err(invalid(field, format!("{x} is not a finite {kind} number")));
+            }
+        }
+        if !self.windows.is_empty() {
+            let reason = match self.policy {
+                PlacementPolicy::OptimalNodeAware => Some(
+                    "no planner keeps expert groups inside nodes across several load windows; \
+                     plan on one window (sum the windows into the loads) or use policy optimal",
+                ),
+                PlacementPolicy::Exact => Some(
+                    "the exact solver plans one load window; plan on one window (sum the \
+                     windows into the loads) or use policy optimal",
+                ),
+                PlacementPolicy::Optimal | PlacementPolicy::Eplb => None,
+            };
+            if let Some(reason) = reason {
+                return Err(PlanError::Incompatible {
+                    field: "windows",
+                    other: "policy",
+                    reason: format!("policy {}: {reason}", self.policy.name()),
+                });
+            }
+        }
+        if let Some(current) = &self.current {
+            check_current(current, self.loads.len(), slots, experts)?;
+        }
+        Ok(experts)
+    }
+
     /// The validated cluster of the spec.
     pub(crate) fn cluster(&self) -> Result<PlacementCluster, PlanError> {
         let uniform = PlacementCluster::uniform(self.gpus, self.slots_per_gpu, self.nodes)?;
@@ -131,12 +272,135 @@ impl PlacementSpec {
         })
     }
 
+    /// The EPLB policy our plan is compared with, like for like: EPLB's global policy for the
+    /// unconstrained planners (`optimal`, `exact`), EPLB's own choice for this shape
+    /// (hierarchical when `groups` is a multiple of `nodes`) for `optimal-node-aware` and
+    /// `eplb`.
+    pub(crate) fn baseline_policy(&self) -> EplbPolicy {
+        match self.policy {
+            PlacementPolicy::Optimal | PlacementPolicy::Exact => EplbPolicy::Global,
+            PlacementPolicy::OptimalNodeAware | PlacementPolicy::Eplb => self.eplb_policy(),
+        }
+    }
+
     /// EPLB's own choice of policy for this shape (its `rebalance_experts`).
     /// Without groups EPLB's global policy (SGLang picks it when the model has no groups).
     pub(crate) fn eplb_policy(&self) -> EplbPolicy {
         self.groups
             .map_or(EplbPolicy::Global, |g| EplbPolicy::for_shape(g, self.nodes))
     }
+}
+
+impl PlacementPolicy {
+    /// The policy's name in specs and on the command line (`optimal`, `optimal-node-aware`,
+    /// `exact`, `eplb`).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Optimal => "optimal",
+            Self::OptimalNodeAware => "optimal-node-aware",
+            Self::Exact => "exact",
+            Self::Eplb => "eplb",
+        }
+    }
+}
+
+/// Every layer of a `[layers][experts]` array present, of one length, finite and
+/// non-negative; the expert count. `window` is `(index, layers, experts)` for an older window,
+/// which must have the newest's shape.
+fn check_load_array(
+    field: &'static str,
+    rows: &[Vec<f64>],
+    window: Option<(usize, usize, usize)>,
+) -> Result<usize, PlanError> {
+    let at = |l: usize| match window {
+        Some((w, ..)) => format!("window {w}, layer {l}"),
+        None => format!("layer {l}"),
+    };
+    let invalid = |reason: String| PlanError::InvalidField { field, reason };
+    let experts = match window {
+        Some((w, layers, experts)) => {
+            if rows.len() != layers {
+                return Err(invalid(format!(
+                    "window {w} has {} layers, the newest loads have {layers}",
+                    rows.len()
+                )));
+            }
+            experts
+        }
+        None => rows
+            .first()
+            .ok_or_else(|| invalid("no layer: give at least one layer of expert loads".into()))?
+            .len(),
+    };
+    if experts == 0 {
+        return Err(invalid(
+            "no expert: a layer needs at least one expert load".into(),
+        ));
+    }
+    for (l, row) in rows.iter().enumerate() {
+        if row.len() != experts {
+            return Err(invalid(format!(
+                "{} has {} experts, expected {experts} (every layer has the same experts)",
+                at(l),
+                row.len()
+            )));
+        }
+        if let Some((e, x)) = row
+            .iter()
+            .enumerate()
+            .find(|(_, x)| !(x.is_finite() && **x >= 0.0))
+        {
+            return Err(invalid(format!(
+                "{}, expert {e}: load {x} is not a finite non-negative number",
+                at(l)
+            )));
+        }
+    }
+    Ok(experts)
+}
+
+/// A current placement: one row per layer, one valid expert id per slot, every expert present.
+fn check_current(
+    current: &[Vec<i64>],
+    layers: usize,
+    slots: usize,
+    experts: usize,
+) -> Result<(), PlanError> {
+    let invalid = |reason: String| PlanError::InvalidField {
+        field: "current",
+        reason,
+    };
+    if current.len() != layers {
+        return Err(invalid(format!(
+            "{} layers, the loads have {layers}",
+            current.len()
+        )));
+    }
+    for (l, row) in current.iter().enumerate() {
+        if row.len() != slots {
+            return Err(invalid(format!(
+                "layer {l} has {} slots, the cluster has {slots} (GPUs x slots per GPU)",
+                row.len()
+            )));
+        }
+        let mut seen = vec![false; experts];
+        for (s, &id) in row.iter().enumerate() {
+            let e = usize::try_from(id)
+                .ok()
+                .filter(|&e| e < experts)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "layer {l}, slot {s}: expert id {id} is not in 0..{experts}"
+                    ))
+                })?;
+            seen[e] = true;
+        }
+        if let Some(e) = seen.iter().position(|&x| !x) {
+            return Err(invalid(format!("layer {l}: expert {e} has no slot")));
+        }
+    }
+    Ok(())
 }
 
 /// Attaches a layer index to a planner error.
