@@ -10,7 +10,9 @@ use crate::exact::{PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS};
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::node_aware::solve_node_aware;
 use crate::optimal::solve;
-use crate::options::{DEFAULT_EXACT_SEARCH_STEPS, DEFAULT_SEARCH_STEPS, PlacementOptions};
+use crate::options::{
+    DEFAULT_EXACT_SEARCH_STEPS, DEFAULT_SEARCH_STEPS, PlacementOptions, Termination,
+};
 use crate::plan::Placement;
 
 /// The expert placement algorithms, by name.
@@ -188,8 +190,15 @@ pub fn place_with(
             let budget = options.budget(DEFAULT_SEARCH_STEPS);
             let s = solve_node_aware(loads, cluster, groups, budget)?;
             let free = solve(loads, cluster, budget);
-            let mut p = Placement::scored(w, cluster, s.map, s.lower_bound)?;
-            p.termination = s.termination;
+            // Every groups-in-nodes plan is also an unconstrained plan, so the unconstrained
+            // bound (the proved optimum when the exact search finished) holds too.
+            let bound = s.lower_bound.max(free.lower_bound);
+            let mut p = Placement::scored(w, cluster, s.map, bound)?;
+            p.termination = if p.max_gpu_load <= p.lower_bound * (1.0 + 1e-12) {
+                Termination::BoundReached
+            } else {
+                s.termination
+            };
             // The node-aware plan is also a valid unconstrained one, so the best unconstrained
             // plan found is the better of the two (the heuristics are not monotone).
             p.unconstrained_max_gpu_load = Some(free.value.min(p.max_gpu_load));

@@ -11,7 +11,8 @@
 //! the first `j` leftover replicas by the per-replica greedy and the rest on the coldest
 //! experts, for a few `j`.
 
-use std::collections::HashSet;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashSet};
 
 use crate::replicate::replicate;
 
@@ -121,17 +122,22 @@ fn minimal_counts(w: &[f64], per_replica: f64, slots: usize, cap: usize) -> Opti
 /// coldest experts (one each in ascending load order, round after round, up to `cap`).
 fn spend(w: &[f64], minimal: &[usize], greedy: usize, cold: usize, cap: usize) -> Vec<usize> {
     let mut count = minimal.to_vec();
-    // The greedy continues from the minimal counts.
+    // The greedy continues from the minimal counts: a heap of per-replica loads, the largest
+    // first (ties: the lower expert), `O((E + greedy) log E)`.
+    let mut heap: BinaryHeap<(Share, Reverse<usize>)> = (0..w.len())
+        .filter(|&e| count[e] < cap)
+        .map(|e| (Share(w[e] / count[e] as f64), Reverse(e)))
+        .collect();
     let mut given = 0;
     while given < greedy {
-        let best = (0..w.len()).filter(|&e| count[e] < cap).max_by(|&a, &b| {
-            (w[a] / count[a] as f64)
-                .total_cmp(&(w[b] / count[b] as f64))
-                .then(b.cmp(&a))
-        });
-        let Some(e) = best else { break };
+        let Some((_, Reverse(e))) = heap.pop() else {
+            break;
+        };
         count[e] += 1;
         given += 1;
+        if count[e] < cap {
+            heap.push((Share(w[e] / count[e] as f64), Reverse(e)));
+        }
     }
     let mut order: Vec<usize> = (0..w.len()).collect();
     order.sort_by(|&a, &b| w[a].total_cmp(&w[b]).then(a.cmp(&b)));
@@ -152,6 +158,24 @@ fn spend(w: &[f64], minimal: &[usize], greedy: usize, cold: usize, cap: usize) -
         }
     }
     count
+}
+
+/// A per-replica load as a heap key (finite, so `total_cmp` is its order).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Share(f64);
+
+impl Eq for Share {}
+
+impl PartialOrd for Share {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Share {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
 }
 
 #[cfg(test)]

@@ -106,6 +106,8 @@ pub(crate) struct SearchOptions<'o> {
     /// Count transfers against this placement: among moves reaching the same objective, the one
     /// adding the fewest transfers wins.
     pub(crate) origin: Option<&'o Origin>,
+    /// Stop at this instant with the best placement so far (the caller's time budget).
+    pub(crate) deadline: Option<std::time::Instant>,
 }
 
 impl<'o> SearchOptions<'o> {
@@ -122,6 +124,7 @@ impl<'o> SearchOptions<'o> {
             target,
             max_moves: crate::optimal::move_budget(cluster),
             origin: None,
+            deadline: None,
         }
     }
 }
@@ -236,6 +239,14 @@ pub(crate) fn improve(
     };
     let mut moves = 0;
     while moves < options.max_moves && search.work < WORK_BUDGET {
+        // The clock is read before every move (a move costs microseconds to, on thousands of
+        // slots with tied loads, a tenth of a second; reading the clock costs nanoseconds).
+        if options
+            .deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+        {
+            break;
+        }
         let current = tops.objective(options.aggregate);
         if current <= options.target * (1.0 + REL_EPS) {
             break;

@@ -45,6 +45,9 @@ const SWAPS_PER_KICK: u64 = 3;
 /// Local searches the multi-start of [`heuristic`] runs, from the best packed candidates.
 const STARTS: usize = 6;
 
+/// Above this many slots the multi-start runs one extra start only.
+const LARGE_SLOTS: usize = 1024;
+
 /// The heuristic placement.
 ///
 /// 1. **Candidates.** Replica-count vectors from [`candidate_counts`]: the greedy that minimizes
@@ -70,7 +73,10 @@ pub(crate) fn heuristic(
     cluster: &PlacementCluster,
     lower_bound: f64,
     good_enough: f64,
+    deadline: Option<std::time::Instant>,
+    hard_deadline: Option<std::time::Instant>,
 ) -> Vec<usize> {
+    let late = || deadline.is_some_and(|d| std::time::Instant::now() >= d);
     let w = loads.as_slice();
     let experts = w.len();
     // Small instances search until the bound itself; large ones stop within PERTURB_GAP.
@@ -85,9 +91,9 @@ pub(crate) fn heuristic(
     let extra = cluster.total_slots().saturating_sub(experts);
     let (greedy, _) = replicate(experts, extra, cluster.gpus(), |e, c| w[e] / c as f64);
     let greedy_map = pack(w, &greedy, cluster).unwrap_or_else(|| round_robin(experts, cluster));
-    let mut best = descend(w, cluster, lower_bound, greedy_map);
+    let mut best = descend(w, cluster, lower_bound, greedy_map, hard_deadline);
     let mut best_value = max_load(w, cluster, &best);
-    if near(best_value) {
+    if near(best_value) || late() {
         return best;
     }
     // The other candidates are built only when the greedy is not good enough.
@@ -111,11 +117,17 @@ pub(crate) fn heuristic(
         starts.push((p.max_gpu_load, p.physical_to_logical));
     }
     starts.sort_by(|a, b| a.0.total_cmp(&b.0));
-    for (_, map) in starts.into_iter().take(STARTS) {
-        if near(best_value) {
+    // Large instances get fewer starts: each descent costs about the slot count squared.
+    let starts_allowed = if cluster.total_slots() <= LARGE_SLOTS {
+        STARTS
+    } else {
+        1
+    };
+    for (_, map) in starts.into_iter().take(starts_allowed) {
+        if near(best_value) || late() {
             break;
         }
-        let map = descend(w, cluster, lower_bound, map);
+        let map = descend(w, cluster, lower_bound, map, hard_deadline);
         let value = max_load(w, cluster, &map);
         if value < best_value * (1.0 - crate::local_search::REL_EPS) {
             best = map;
@@ -129,7 +141,7 @@ pub(crate) fn heuristic(
     let kicks = KICKS.min(KICK_WORK / slots.max(1));
     let mut stall = 0;
     for kick in 0..kicks {
-        if near(best_value) || stall >= KICK_STALL {
+        if near(best_value) || stall >= KICK_STALL || late() {
             break;
         }
         let mut state = SlotState::new(cluster, &[w], best.clone());
@@ -146,7 +158,7 @@ pub(crate) fn heuristic(
                 state.apply(mv);
             }
         }
-        let map = descend(w, cluster, lower_bound, state.map().to_vec());
+        let map = descend(w, cluster, lower_bound, state.map().to_vec(), hard_deadline);
         let value = max_load(w, cluster, &map);
         if value < best_value * (1.0 - crate::local_search::REL_EPS) {
             best = map;
@@ -160,9 +172,18 @@ pub(crate) fn heuristic(
 }
 
 /// The local search of [`heuristic`] from `map`.
-fn descend(w: &[f64], cluster: &PlacementCluster, lower_bound: f64, map: Vec<usize>) -> Vec<usize> {
+fn descend(
+    w: &[f64],
+    cluster: &PlacementCluster,
+    lower_bound: f64,
+    map: Vec<usize>,
+    deadline: Option<std::time::Instant>,
+) -> Vec<usize> {
     let mut state = SlotState::new(cluster, &[w], map);
-    let options = SearchOptions::full(Aggregate::Worst, lower_bound, cluster);
+    let options = SearchOptions {
+        deadline,
+        ..SearchOptions::full(Aggregate::Worst, lower_bound, cluster)
+    };
     improve(&mut state, options, |_, _, _| {});
     state.map().to_vec()
 }
@@ -204,7 +225,18 @@ pub(crate) fn solve_to(
 ) -> Solved {
     let w = loads.as_slice();
     let bound = lower_bound(loads, cluster);
-    let map = heuristic(loads, cluster, bound, good_enough);
+    // The heuristic's extra starts and kicks stop at half the time budget, leaving the rest to
+    // the exact search.
+    let now = std::time::Instant::now();
+    let deadline = now.checked_add(budget.time / 2);
+    let map = heuristic(
+        loads,
+        cluster,
+        bound,
+        good_enough,
+        deadline,
+        budget.deadline(),
+    );
     let value = max_load(w, cluster, &map);
     let at_bound = value <= bound * (1.0 + crate::local_search::REL_EPS);
     let mut solved = Solved {

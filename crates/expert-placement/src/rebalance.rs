@@ -9,7 +9,7 @@ use crate::excess::reduce_excess;
 use crate::local_search::{Aggregate, Origin, REL_EPS, SearchOptions, improve};
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::optimal::{max_load, move_budget, solve};
-use crate::options::Budget;
+use crate::options::{Budget, Termination};
 use crate::plan::{Placement, counts};
 use crate::state::{Move, SlotState};
 use crate::transfers::{ExpertTransfer, check_current, plan_transfers};
@@ -157,10 +157,18 @@ pub fn rebalance(
     };
     let transfers = plan_transfers(current, &map, cluster, experts)?;
     let points: Vec<(usize, f64)> = candidates.iter().map(|c| (c.0, c.1)).collect();
+    let mut placement = Placement::scored(w, cluster, map, fresh.lower_bound)?;
+    // The fewest-move search is a heuristic (no exact minimum of moves is claimed); the plan
+    // is optimal in load only when it meets its bound.
+    placement.termination = if placement.max_gpu_load <= placement.lower_bound * (1.0 + REL_EPS) {
+        Termination::BoundReached
+    } else {
+        Termination::Heuristic
+    };
     Ok(Rebalance {
         moves: transfers.len(),
         transfers,
-        placement: Placement::scored(w, cluster, map, fresh.lower_bound)?,
+        placement,
         best_max_gpu_load: best,
         target_max_gpu_load: target,
         fresh_max_gpu_load: fresh.value,
@@ -243,6 +251,7 @@ fn low_move_path<'a>(
     Path::follow(start, w, cluster, origin, |state, record| {
         let options = SearchOptions {
             origin: Some(origin),
+            deadline: None,
             ..SearchOptions::full(Aggregate::Worst, target, cluster)
         };
         improve(state, options, |s, mv, _| record(s, mv));
