@@ -68,6 +68,7 @@ pub mod iteration;
 pub mod mapping;
 pub mod memory;
 pub mod model;
+pub mod moe;
 pub mod parallel;
 pub mod search;
 pub mod sweeps;

@@ -1,0 +1,2 @@
+//! Published MoE training runs, the calibration of the compute efficiency and the held-out
+//! error (filled in below).
