@@ -51,7 +51,9 @@ use comm_cost_model::AlphaBeta;
 use comm_cost_model::collectives::{TwoTierGrid, hierarchical_all_gather_time_s};
 use comm_cost_model::parm::{ParmCollectiveCosts, ParmLayer, Schedule, parm_times};
 use comm_cost_model::units::Seconds;
-use comm_cost_model::{CostModelError, check_finite_result, check_non_negative, check_positive};
+use comm_cost_model::{
+    CostModelError, check_count_u64, check_finite_result, check_non_negative, check_positive,
+};
 
 /// Inputs of the step model beyond the model, system and mapping.
 ///
@@ -217,13 +219,15 @@ pub struct MoeEvaluation {
 }
 
 /// A model on a system under options, prepared for many evaluations.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct StepModel {
     model: MoeModel,
     system: TrainingSystem,
     options: StepOptions,
     /// Model FLOPs per token (training).
     flop_per_token: f64,
+    /// Expert imbalance per EP degree, overriding `options.expert_imbalance` for those degrees.
+    imbalance_by_ep: Vec<(u64, f64)>,
 }
 
 /// Per-token forward FLOPs of one layer by kind.
@@ -269,7 +273,63 @@ impl StepModel {
             system,
             options,
             flop_per_token,
+            imbalance_by_ep: Vec::new(),
         })
+    }
+
+    /// The same model with an expert-imbalance factor per EP degree (busiest EP rank's routed
+    /// tokens over the mean when the experts are spread over `ep` ranks), e.g. computed by a
+    /// placement planner from measured loads; degrees not listed use
+    /// [`StepOptions::expert_imbalance`].
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Value`] for a zero degree or a factor below 1 or not finite.
+    ///
+    /// # Complexity
+    ///
+    /// `O(t)` for `t` entries; each evaluation then looks its degree up in `O(t)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use rail_network::model::Recompute;
+    /// use rail_network::moe::*;
+    /// let sm = StepModel::new(moe_model_preset("mixtral-8x7b")?, training_system_preset("h100")?,
+    ///     StepOptions::default())?;
+    /// let skewed = sm.clone().with_imbalance_by_ep(vec![(8, 1.5)])?;
+    /// let m = MoeMapping { tp: 1, cp: 1, pp: 4, vp: 8, ep: 8, etp: 1, micro_batch: 1,
+    ///     recompute: Recompute::None };
+    /// let (a, b) = (sm.evaluate(&m, 64, 256)?, skewed.evaluate(&m, 64, 256)?);
+    /// assert!(b.terms.expert_compute_s > a.terms.expert_compute_s);
+    /// # Ok::<(), rail_network::RailNetworkError>(())
+    /// ```
+    pub fn with_imbalance_by_ep(
+        mut self,
+        table: Vec<(u64, f64)>,
+    ) -> Result<Self, RailNetworkError> {
+        for &(ep, factor) in &table {
+            check_count_u64("ep of an imbalance entry", ep, 1)?;
+            check_positive("expert imbalance of an EP degree", factor)?;
+            if factor < 1.0 {
+                return Err(CostModelError::NotPositive {
+                    what: "expert imbalance of an EP degree - 1 (at least 1)",
+                    value: factor - 1.0,
+                }
+                .into());
+            }
+        }
+        self.imbalance_by_ep = table;
+        Ok(self)
+    }
+
+    /// The imbalance factor used for `ep` ranks.
+    #[must_use]
+    pub fn expert_imbalance(&self, ep: u64) -> f64 {
+        self.imbalance_by_ep
+            .iter()
+            .find(|(e, _)| *e == ep)
+            .map_or(self.options.expert_imbalance, |&(_, f)| f)
     }
 
     /// The model.
@@ -296,7 +356,9 @@ impl StepModel {
     ///
     /// Invalid options.
     pub fn with_options(&self, options: StepOptions) -> Result<Self, RailNetworkError> {
-        Self::new(self.model, self.system, options)
+        let mut sm = Self::new(self.model, self.system, options)?;
+        sm.imbalance_by_ep.clone_from(&self.imbalance_by_ep);
+        Ok(sm)
     }
 
     fn layer_flops(&self) -> LayerFlops {
@@ -415,7 +477,7 @@ impl StepModel {
             model: &self.model,
             mapping,
             degrees: &degrees,
-            expert_imbalance: self.options.expert_imbalance,
+            expert_imbalance: self.expert_imbalance(mapping.ep),
             reserve_bytes: self.options.memory_reserve_bytes,
         })?;
         let fits = memory.total_bytes <= self.system.system.memory_bytes;
@@ -447,7 +509,7 @@ impl StepModel {
         let model = &self.model;
         let sys = &self.system.system;
         let eff = &self.options.efficiency;
-        let imbalance = self.options.expert_imbalance;
+        let imbalance = self.expert_imbalance(mapping.ep);
         let (tp, cp, pp, vp) = (
             mapping.tp as f64,
             mapping.cp as f64,
