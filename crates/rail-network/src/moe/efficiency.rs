@@ -1,8 +1,9 @@
 //! How fast a GPU runs the GEMMs and attention of an MoE layer: a calibrated fraction of peak,
 //! a slowdown for attention scores, and a roofline for expert GEMMs with few tokens.
 //!
-//! * Large GEMMs run at `gemm_efficiency x peak` (the one constant [`crate::moe::validation`]
-//!   fits on a named subset of published runs).
+//! * Large GEMMs run at `gemm_efficiency x` the BF16 peak, or `fp8_gemm_efficiency x` the FP8
+//!   peak for FP8 models (the two constants [`crate::moe::validation`] fits on a named subset
+//!   of published runs).
 //! * Attention scores (flash attention, forward and backward) run `attention_slowdown` times
 //!   slower than GEMMs; the default 1.4 is the ratio of H100 BF16 GEMM throughput (about
 //!   750 TFLOP/s) to FlashAttention-3's forward-plus-backward throughput at head dimension 128
@@ -24,8 +25,11 @@ use comm_cost_model::check_positive;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "ComputeEfficiencyFields")]
 pub struct ComputeEfficiency {
-    /// Fraction of peak that large GEMMs reach, in (0, 1].
+    /// Fraction of the BF16 peak that large BF16 GEMMs reach, in (0, 1].
     pub gemm_efficiency: f64,
+    /// Fraction of the FP8 peak that large FP8 GEMMs reach (quantization and scaling
+    /// included), in (0, 1].
+    pub fp8_gemm_efficiency: f64,
     /// How many times slower attention-score FLOPs run than GEMM FLOPs (at least 1).
     pub attention_slowdown: f64,
 }
@@ -34,6 +38,7 @@ pub struct ComputeEfficiency {
 #[serde(deny_unknown_fields)]
 struct ComputeEfficiencyFields {
     gemm_efficiency: f64,
+    fp8_gemm_efficiency: f64,
     attention_slowdown: f64,
 }
 
@@ -43,6 +48,7 @@ impl TryFrom<ComputeEfficiencyFields> for ComputeEfficiency {
     fn try_from(f: ComputeEfficiencyFields) -> Result<Self, Self::Error> {
         let e = Self {
             gemm_efficiency: f.gemm_efficiency,
+            fp8_gemm_efficiency: f.fp8_gemm_efficiency,
             attention_slowdown: f.attention_slowdown,
         };
         e.validate()?;
@@ -70,6 +76,7 @@ impl ComputeEfficiency {
     pub fn calibrated() -> Self {
         Self {
             gemm_efficiency: CALIBRATED_GEMM_EFFICIENCY,
+            fp8_gemm_efficiency: CALIBRATED_FP8_GEMM_EFFICIENCY,
             attention_slowdown: 1.4,
         }
     }
@@ -80,15 +87,20 @@ impl ComputeEfficiency {
     ///
     /// [`RailNetworkError::Value`] naming a non-finite or out-of-range field.
     pub fn validate(&self) -> Result<(), RailNetworkError> {
-        check_positive("gemm_efficiency", self.gemm_efficiency)?;
         check_positive("attention_slowdown", self.attention_slowdown)?;
-        if self.gemm_efficiency > 1.0 {
-            return Err(comm_cost_model::CostModelError::AboveMaximum {
-                what: "gemm_efficiency",
-                value: self.gemm_efficiency,
-                max: 1.0,
+        for (what, value) in [
+            ("gemm_efficiency", self.gemm_efficiency),
+            ("fp8_gemm_efficiency", self.fp8_gemm_efficiency),
+        ] {
+            check_positive(what, value)?;
+            if value > 1.0 {
+                return Err(comm_cost_model::CostModelError::AboveMaximum {
+                    what,
+                    value,
+                    max: 1.0,
+                }
+                .into());
             }
-            .into());
         }
         if self.attention_slowdown < 1.0 {
             return Err(comm_cost_model::CostModelError::NotPositive {
@@ -119,5 +131,8 @@ impl ComputeEfficiency {
     }
 }
 
-/// The GEMM efficiency fitted on the calibration subset (see `docs/reproduction.md`).
-pub(crate) const CALIBRATED_GEMM_EFFICIENCY: f64 = 0.6;
+/// The BF16 GEMM efficiency fitted on the calibration subset (see `docs/reproduction.md`).
+pub(crate) const CALIBRATED_GEMM_EFFICIENCY: f64 = 0.493_665_009_286_864_5;
+
+/// The FP8 GEMM efficiency fitted on the calibration subset (see `docs/reproduction.md`).
+pub(crate) const CALIBRATED_FP8_GEMM_EFFICIENCY: f64 = 0.777_388_554_157_688_8;

@@ -32,12 +32,15 @@ pub mod model;
 pub mod presets;
 pub mod search;
 pub mod step;
+pub mod validation;
 
 pub use cluster::{TRAINING_SYSTEM_NAMES, TrainingSystem, training_system_preset};
 pub use efficiency::ComputeEfficiency;
 pub use mapping::{DerivedDegrees, MoeMapping};
 pub use memory::{MemoryInput, MoeMemory, moe_memory};
 pub use model::{Attention, MoeModel, ParameterCounts, Precision, TokenFlops};
-pub use presets::{MOE_MODEL_PRESET_NAMES, PUBLISHED_PARAMETERS, moe_model_preset};
+pub use presets::{
+    MOE_MODEL_PRESET_NAMES, PUBLISHED_PARAMETERS, VALIDATION_MODEL_NAMES, moe_model_preset,
+};
 pub use search::{FabricCost, MoeSearchOptions, MoeSearchResult, fabric_cost, search_mappings};
 pub use step::{DEFAULT_RESERVE_BYTES, MoeEvaluation, StepModel, StepOptions, StepTerms};

@@ -524,12 +524,12 @@ impl StepModel {
         let m = d.micro_batches as f64;
         let dp = d.dp as f64;
         let fp8 = model.precision == Precision::Fp8;
-        let gemm_peak = if fp8 {
-            self.system.fp8_peak_flop_per_s
+        let (gemm_peak, gemm_efficiency) = if fp8 {
+            (self.system.fp8_peak_flop_per_s, eff.fp8_gemm_efficiency)
         } else {
-            sys.peak_flop_per_s
+            (sys.peak_flop_per_s, eff.gemm_efficiency)
         };
-        let gemm_rate = gemm_peak * eff.gemm_efficiency;
+        let gemm_rate = gemm_peak * gemm_efficiency;
         let bf16_rate = sys.peak_flop_per_s * eff.gemm_efficiency;
         let score_rate = bf16_rate / eff.attention_slowdown;
         // Ridge point in tokens: FLOP per weight byte of a skinny GEMM is about 2n / bytes.
@@ -940,6 +940,7 @@ mod tests {
         let options = StepOptions {
             efficiency: ComputeEfficiency {
                 gemm_efficiency: 0.5,
+                fp8_gemm_efficiency: 0.5,
                 attention_slowdown: 2.0,
             },
             expert_imbalance: 1.0,
