@@ -126,6 +126,8 @@ pub(crate) enum PrecisionArg {
 pub(crate) enum RecomputeArg {
     /// Store activations.
     None,
+    /// Recompute norms, activation functions and MLA up-projections.
+    Selective,
     /// Recompute every layer.
     Full,
 }
@@ -206,6 +208,7 @@ fn end_to_end_spec(args: &Args) -> Result<MoeTrainingSpec, CliError> {
             micro_batch: args.micro_batch.unwrap_or(1),
             recompute: match args.recompute {
                 RecomputeArg::None => Recompute::None,
+                RecomputeArg::Selective => Recompute::Selective,
                 RecomputeArg::Full => Recompute::Full,
             },
         })

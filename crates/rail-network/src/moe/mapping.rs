@@ -39,9 +39,10 @@ pub struct MoeMapping {
     pub etp: u64,
     /// Sequences per micro-batch.
     pub micro_batch: u64,
-    /// Activation recomputation: `none` and `selective` store the layer activations (flash
-    /// attention never stores the `s x s` scores, so the two are the same here), `full` stores
-    /// only each layer's input and recomputes the forward pass.
+    /// Activation recomputation: `none` stores the layer activations (flash attention never
+    /// stores the `s x s` scores); `selective` re-runs norms, activation functions and MLA's
+    /// up-projections in the backward pass (see [`crate::moe::memory`]); `full` stores only each
+    /// layer's input and recomputes the forward pass.
     pub recompute: Recompute,
 }
 

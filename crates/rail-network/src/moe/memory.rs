@@ -6,9 +6,13 @@
 //!   over the dense parameters' `dp cp` ranks and the expert parameters' `edp` ranks.
 //! * **Activations** per layer and micro-batch (BF16, sequence parallel, flash attention so no
 //!   `s x s` scores), per token of the GPU's `b s / (tp cp)` shard, in elements: attention
-//!   `2h + 2q + 2kv` (norm and projection inputs, Q, K, V, attention output); dense FFN `2h + 3f`
-//!   gated (`2h + 2f` plain); MoE layer `2h + k x imbalance x (h + 3 f_e / etp)` plus a dense
-//!   FFN term for the shared experts; under full recomputation only the layer input `h`, plus one
+//!   `2h + 2q + 2kv` (norm and projection inputs, Q, K, V, attention output; MLA stores its
+//!   per-head Q, K, V); dense FFN `2h + 3f` gated (`2h + 2f` plain); MoE layer
+//!   `2h + k x imbalance x (h + 3 f_e / etp)` plus the shared experts' FFN terms. Selective
+//!   recomputation (norms, activation functions and MLA's up-projections re-run in the
+//!   backward pass, as DeepSeek-V3 §3.3 and Megatron-Core's `--recompute-modules` do) drops the
+//!   norm outputs (`2h -> h`), the activation outputs (`3f -> 2f`) and MLA's per-head tensors
+//!   (stores the latents instead). Under full recomputation only the layer input `h`, plus one
 //!   layer's full activations while it is recomputed. The first stage keeps `min(pp, m)`
 //!   micro-batches in flight, times `1 + (pp - 1) / (pp vp)` when interleaved (Korthikanti et
 //!   al. 2022 §4.2.3).
@@ -98,45 +102,56 @@ pub fn moe_memory(input: &MemoryInput<'_>) -> Result<MoeMemory, RailNetworkError
         model.hidden as f64,
     );
     let tokens = b * s / (tp * cp);
-    let (q, kv) = match model.attention {
+    // Selective recomputation re-runs norms and activation functions (and MLA's
+    // up-projections) in the backward pass, so their outputs are not stored.
+    let selective = mapping.recompute == Recompute::Selective;
+    let norm_inputs = if selective { h } else { 2.0 * h };
+    // Head-sharded tensors are per (s / cp) tokens and 1/tp of the heads: the same
+    // tokens x (dim / tp) product as the sequence-parallel shard.
+    let attention = match model.attention {
         Attention::Gqa {
             heads,
             kv_heads,
             head_dim,
-        } => ((heads * head_dim) as f64, (kv_heads * head_dim) as f64),
+        } => {
+            let (q, kv) = ((heads * head_dim) as f64, (kv_heads * head_dim) as f64);
+            norm_inputs + 2.0 * q + 2.0 * kv
+        }
         Attention::Mla {
             heads,
+            q_lora_rank,
+            kv_lora_rank,
             qk_nope_head_dim,
             qk_rope_head_dim,
             v_head_dim,
-            ..
-        } => (
-            (heads * (qk_nope_head_dim + qk_rope_head_dim)) as f64,
-            (heads * (qk_nope_head_dim + qk_rope_head_dim + v_head_dim)) as f64 / 2.0,
-        ),
-    };
-    // Head-sharded tensors are per (s / cp) tokens and 1/tp of the heads: the same
-    // tokens x (dim / tp) product as the sequence-parallel shard.
-    let attention = 2.0 * h + 2.0 * q + 2.0 * kv;
-    let ffn = |f: f64| {
-        if model.gated_ffn {
-            2.0 * h + 3.0 * f
-        } else {
-            2.0 * h + 2.0 * f
+        } => {
+            let n = heads as f64;
+            let out = n * v_head_dim as f64;
+            if selective {
+                // The latents, the shared rotary key and the attention output.
+                norm_inputs + (q_lora_rank + kv_lora_rank + qk_rope_head_dim) as f64 + out
+            } else {
+                let qk = n * (qk_nope_head_dim + qk_rope_head_dim) as f64;
+                norm_inputs + 2.0 * qk + n * v_head_dim as f64 + out
+            }
         }
     };
+    // fc1 input, fc1 output(s), activation output (recomputed under selective).
+    let up = if model.gated_ffn { 2.0 } else { 1.0 };
+    let act = if selective { 0.0 } else { 1.0 };
+    let ffn = |f: f64| norm_inputs + (up + act) * f;
     let dense_layer = attention + ffn(model.dense_ffn as f64);
     let shared = if model.shared_ffn > 0 {
-        ffn(model.shared_ffn as f64)
+        ffn(model.shared_ffn as f64) - norm_inputs
     } else {
         0.0
     };
     let moe_layer = attention
-        + 2.0 * h
+        + norm_inputs
         + shared
         + model.top_k as f64
             * input.expert_imbalance
-            * (h + 3.0 * model.expert_ffn as f64 / mapping.etp as f64);
+            * (h + (up + act) * model.expert_ffn as f64 / mapping.etp as f64);
     let stage = (d.stage_layers as f64).min(model.layers as f64);
     let stage_moe = stage.min(model.moe_layers() as f64);
     let stage_dense = stage - stage_moe;

@@ -4,7 +4,7 @@
 //! The search enumerates `tp` (dividing the heads, at most the HB domain), `cp`, `pp`
 //! (at most the layers), `vp` (with `pp vp <= layers`), `ep` (dividing the experts), `etp`
 //! (dividing the expert FFN, at most the HB domain), the micro-batch (dividing `B / dp`) and
-//! the recomputation (`none` or `full`), keeps the mappings that pass
+//! the recomputation (`none`, `selective` or `full`), keeps the mappings that pass
 //! [`MoeMapping::validate`] and fit in memory, and ranks them by step time, then by the mapping
 //! itself (so the ranking does not depend on thread timing). `(tp, cp, pp)` shapes run in
 //! parallel on rayon. The work is bounded before anything is evaluated: the product of the
@@ -32,7 +32,7 @@ pub struct MoeSearchOptions {
     pub max_vp: u64,
     /// Largest context parallelism tried.
     pub max_cp: u64,
-    /// Whether full recomputation is tried besides none.
+    /// Whether selective and full recomputation are tried besides none.
     pub try_full_recompute: bool,
     /// Most candidate mappings (an upper bound counted before the search starts).
     pub max_candidates: u64,
@@ -212,7 +212,7 @@ pub fn search_mappings(
         vec![1]
     };
     let recomputes: &[Recompute] = if options.try_full_recompute {
-        &[Recompute::None, Recompute::Full]
+        &[Recompute::None, Recompute::Selective, Recompute::Full]
     } else {
         &[Recompute::None]
     };

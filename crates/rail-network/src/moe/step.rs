@@ -4,7 +4,8 @@
 //! to the busiest GPU's critical path:
 //!
 //! * **compute**: `m` micro-batches of the busiest pipeline stage, forward and backward (`3x`
-//!   the forward FLOPs, `4x` under full recomputation), at the rates of
+//!   the forward FLOPs, `4x` under full recomputation, plus one more forward of MLA's
+//!   up-projections under selective recomputation), at the rates of
 //!   [`ComputeEfficiency`]; routed-expert FLOPs are multiplied by `expert_imbalance` (the
 //!   busiest EP rank's load over the mean) and run at the roofline rate of their tokens per
 //!   expert. The busiest stage holds `vp ceil(l / (pp vp))` layers, MoE layers first, or
@@ -233,6 +234,8 @@ pub struct StepModel {
 /// Per-token forward FLOPs of one layer by kind.
 struct LayerFlops {
     attention_gemm: f64,
+    /// MLA's query and key/value up-projections (0 for GQA).
+    up_projection: f64,
     attention_score: f64,
     dense_ffn: f64,
     moe_dense: f64,
@@ -378,7 +381,23 @@ impl StepModel {
                 ..
             } => 2.0 * s * heads as f64 * (qk_nope_head_dim + qk_rope_head_dim + v_head_dim) as f64,
         };
+        let up_projection = match m.attention {
+            crate::moe::model::Attention::Gqa { .. } => 0.0,
+            crate::moe::model::Attention::Mla {
+                heads,
+                q_lora_rank,
+                kv_lora_rank,
+                qk_nope_head_dim,
+                qk_rope_head_dim,
+                v_head_dim,
+            } => {
+                let n = heads as f64;
+                2.0 * (q_lora_rank as f64 * n * (qk_nope_head_dim + qk_rope_head_dim) as f64
+                    + kv_lora_rank as f64 * n * (qk_nope_head_dim + v_head_dim) as f64)
+            }
+        };
         LayerFlops {
+            up_projection,
             attention_gemm: 2.0 * m.attention_weights_per_layer(),
             attention_score: score,
             dense_ffn: 2.0 * mats * h * m.dense_ffn as f64,
@@ -551,9 +570,17 @@ impl StepModel {
         } else {
             3.0
         };
+        // Selective recomputation re-runs MLA's up-projections (one more forward of them);
+        // norms and activation functions are elementwise and left out.
+        let recompute_gemm = if mapping.recompute == Recompute::Selective {
+            f.up_projection
+        } else {
+            0.0
+        };
         // Forward+backward seconds per micro-batch of one layer of each kind.
         let attn =
-            passes * tokens * (f.attention_gemm / gemm_rate + f.attention_score / score_rate);
+            passes * tokens * (f.attention_gemm / gemm_rate + f.attention_score / score_rate)
+                + tokens * recompute_gemm / gemm_rate;
         let attn_score_only = passes * tokens * f.attention_score / score_rate;
         let dense = passes * tokens * f.dense_ffn / gemm_rate;
         let moe_dense = passes * tokens * f.moe_dense / gemm_rate;
