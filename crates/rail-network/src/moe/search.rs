@@ -393,3 +393,61 @@ pub fn fabric_cost(
         rail_only_step_s: step[1],
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::moe::{StepOptions, moe_model_preset, training_system_preset};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+        /// Every ranked mapping is valid, fits, re-evaluates to the same terms and the list is
+        /// sorted; the winner is at least as fast as any single mapping we try.
+        #[test]
+        fn ranked_mappings_are_valid_sorted_and_best(gpu_exp in 4u32..7, batch_mult in 1u64..5) {
+            let gpus = 1u64 << gpu_exp;
+            let batch = gpus * batch_mult;
+            let sm = StepModel::new(
+                moe_model_preset("mixtral-8x7b").unwrap(),
+                training_system_preset("h100").unwrap(),
+                StepOptions::default(),
+            ).unwrap();
+            let options = MoeSearchOptions { keep: 20, max_vp: 4, ..MoeSearchOptions::default() };
+            let r = search_mappings(&sm, gpus, batch, &options).unwrap();
+            for w in r.ranked.windows(2) {
+                prop_assert!(w[0].terms.step_time_s <= w[1].terms.step_time_s);
+            }
+            for e in &r.ranked {
+                prop_assert!(e.fits);
+                let again = sm.evaluate(&e.mapping, gpus, batch).unwrap();
+                prop_assert_eq!(again.terms, e.terms);
+            }
+            let plain = MoeMapping { tp: 1, cp: 1, pp: 1, vp: 1, ep: 8, etp: 1, micro_batch: 1,
+                recompute: Recompute::Full };
+            if let Ok(e) = sm.evaluate(&plain, gpus, batch) {
+                if e.fits {
+                    prop_assert!(r.ranked[0].terms.step_time_s <= e.terms.step_time_s);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn work_limit_is_a_typed_error() {
+        let sm = StepModel::new(
+            moe_model_preset("deepseek-v3").unwrap(),
+            training_system_preset("h100").unwrap(),
+            StepOptions::default(),
+        )
+        .unwrap();
+        let options = MoeSearchOptions {
+            max_candidates: 1000,
+            ..MoeSearchOptions::default()
+        };
+        assert!(matches!(
+            search_mappings(&sm, 2048, 8192, &options),
+            Err(RailNetworkError::Value(CostModelError::TooLarge { .. }))
+        ));
+    }
+}
