@@ -39,6 +39,7 @@ pub mod eplb;
 mod place;
 mod schedule;
 mod search;
+mod train;
 
 /// The native module; the public API is the `moe_planner` package around it.
 #[pymodule]
@@ -47,5 +48,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(place::py_place, m)?)?;
     m.add_function(wrap_pyfunction!(schedule::py_schedule, m)?)?;
     m.add_function(wrap_pyfunction!(search::py_iteration_search, m)?)?;
+    m.add_function(wrap_pyfunction!(train::py_train_search, m)?)?;
     Ok(())
 }
