@@ -110,6 +110,9 @@ pub(crate) struct Args {
     /// Fraction of the EP all-to-all hidden behind compute (0 to 1).
     #[arg(long, default_value_t = 0.0)]
     pub a2a_overlap: f64,
+    /// With --model: write an SVG of the step-time breakdown of the shown mappings.
+    #[arg(long, requires = "model")]
+    pub svg: Option<PathBuf>,
 }
 
 /// `--precision` values.
@@ -259,6 +262,9 @@ fn end_to_end_spec(args: &Args) -> Result<MoeTrainingSpec, CliError> {
 fn run_end_to_end(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let spec = end_to_end_spec(args)?;
     let plan = plan_moe_training(&spec)?;
+    if let Some(path) = &args.svg {
+        crate::plot::training::write(path, &plan)?;
+    }
     if ctx.json {
         return print_json(&plan);
     }
