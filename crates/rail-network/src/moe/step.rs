@@ -4,8 +4,9 @@
 //! to the busiest GPU's critical path:
 //!
 //! * **compute**: `m` micro-batches of the busiest pipeline stage, forward and backward (`3x`
-//!   the forward FLOPs, `4x` under full recomputation, plus one more forward of MLA's
-//!   up-projections under selective recomputation), at the rates of
+//!   the forward FLOPs, `4x` under full recomputation; selective recomputation adds one more
+//!   forward of MLA's up-projections and the norms and activation functions, memory bound at
+//!   HBM speed), at the rates of
 //!   [`ComputeEfficiency`]; routed-expert FLOPs are multiplied by `expert_imbalance` (the
 //!   busiest EP rank's load over the mean) and run at the roofline rate of their tokens per
 //!   expert. The busiest stage holds `vp ceil(l / (pp vp))` layers, MoE layers first, or
@@ -570,22 +571,35 @@ impl StepModel {
         } else {
             3.0
         };
-        // Selective recomputation re-runs MLA's up-projections (one more forward of them);
-        // norms and activation functions are elementwise and left out.
-        let recompute_gemm = if mapping.recompute == Recompute::Selective {
-            f.up_projection
-        } else {
-            0.0
-        };
+        // Selective recomputation re-runs MLA's up-projections (one more forward of them) and
+        // the norms and activation functions, which are memory bound: BF16 input read and
+        // output written at HBM speed (a norm moves 2 h elements, a gated activation 3 f).
+        let selective = mapping.recompute == Recompute::Selective;
+        let hbm = self.system.hbm_bytes_per_s;
+        let act = |f: f64| if model.gated_ffn { 3.0 * f } else { 2.0 * f };
+        let on = if selective { 1.0 } else { 0.0 };
+        let recompute_gemm = on * f.up_projection;
+        let norm_s = on * tokens * 2.0 * 2.0 * h / hbm;
+        let act_s = |f: f64| on * tokens * 2.0 * act(f) / hbm;
         // Forward+backward seconds per micro-batch of one layer of each kind.
         let attn =
             passes * tokens * (f.attention_gemm / gemm_rate + f.attention_score / score_rate)
-                + tokens * recompute_gemm / gemm_rate;
+                + tokens * recompute_gemm / gemm_rate
+                + norm_s;
         let attn_score_only = passes * tokens * f.attention_score / score_rate;
-        let dense = passes * tokens * f.dense_ffn / gemm_rate;
-        let moe_dense = passes * tokens * f.moe_dense / gemm_rate;
+        let dense =
+            passes * tokens * f.dense_ffn / gemm_rate + norm_s + act_s(model.dense_ffn as f64);
+        let moe_dense = passes * tokens * f.moe_dense / gemm_rate
+            + if model.is_moe() {
+                norm_s + act_s(model.shared_ffn as f64)
+            } else {
+                0.0
+            };
         let routed = if model.is_moe() {
             passes * tokens * f.routed * imbalance / expert_rate
+                + act_s(model.expert_ffn as f64 / mapping.etp as f64)
+                    * model.top_k as f64
+                    * imbalance
         } else {
             0.0
         };
