@@ -34,7 +34,7 @@ mod imbalance;
 
 pub use end_to_end::{
     ExpertLoads, MoeModelRef, MoeTrainingPlan, MoeTrainingSpec, TrainingConfig, TrainingSystemRef,
-    plan_moe_training, resolve_model, resolve_system,
+    plan_moe_training, plan_moe_training_with_progress, resolve_model, resolve_system,
 };
 pub use imbalance::{ExpertLayout, expert_imbalance, zipf_loads};
 

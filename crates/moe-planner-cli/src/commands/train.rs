@@ -2,7 +2,10 @@
 //! from a spec file), or end-to-end MoE training of a model on a cluster: every mapping ranked
 //! by step time, term by term, with memory and the network question.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+
+use indicatif::{ProgressBar, ProgressStyle};
 
 use moe_planner::comm_cost_model::parm::ParmLayer;
 use moe_planner::fitting::CollectiveFitPlan;
@@ -11,7 +14,8 @@ use moe_planner::rail_network::model::Recompute;
 use moe_planner::rail_network::moe::{MoeMapping, MoeSearchOptions, Precision, StepOptions};
 use moe_planner::training::{
     ExpertLayout, ExpertLoads, MoeModelRef, MoeTrainingPlan, MoeTrainingSpec, TrainingConfig,
-    TrainingSpec, TrainingSystemRef, parm_costs_from_fits, plan_moe_training, plan_training,
+    TrainingSpec, TrainingSystemRef, parm_costs_from_fits, plan_moe_training_with_progress,
+    plan_training,
 };
 
 use crate::error::CliError;
@@ -261,7 +265,23 @@ fn end_to_end_spec(args: &Args) -> Result<MoeTrainingSpec, CliError> {
 
 fn run_end_to_end(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let spec = end_to_end_spec(args)?;
-    let plan = plan_moe_training(&spec)?;
+    // A progress bar on a terminal only (JSON output and pipes stay clean); searches of
+    // realistic sizes finish in well under a second, so it rarely shows.
+    let bar = if !ctx.json && std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(0);
+        if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} shapes") {
+            bar.set_style(style);
+        }
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let result = plan_moe_training_with_progress(&spec, &|done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    let plan = result?;
     if let Some(path) = &args.svg {
         crate::plot::training::write(path, &plan)?;
     }

@@ -13,7 +13,7 @@ use rail_network::model::Recompute;
 use rail_network::moe::{
     FabricCost, MoeEvaluation, MoeMapping, MoeMemory, MoeModel, MoeSearchOptions, Precision,
     StepModel, StepOptions, StepTerms, TrainingSystem, fabric_cost, moe_model_preset,
-    search_mappings, training_system_preset,
+    search_mappings_with_progress, training_system_preset,
 };
 
 /// A model: a preset name or a full description.
@@ -241,6 +241,34 @@ pub fn resolve_system(system: &TrainingSystemRef) -> Result<TrainingSystem, Plan
 /// # Ok::<(), moe_planner::PlanError>(())
 /// ```
 pub fn plan_moe_training(spec: &MoeTrainingSpec) -> Result<MoeTrainingPlan, PlanError> {
+    plan_moe_training_with_progress(spec, &|_, _| {})
+}
+
+/// [`plan_moe_training`], calling `progress(done, total)` as the search finishes
+/// `(tp, cp, pp)` shapes (not called when one mapping is evaluated).
+///
+/// # Errors
+///
+/// As [`plan_moe_training`].
+///
+/// # Complexity
+///
+/// As [`plan_moe_training`].
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::training::{plan_moe_training_with_progress, MoeTrainingSpec};
+/// let spec: MoeTrainingSpec = serde_json::from_str(r#"{"model": "mixtral-8x7b",
+///     "system": "h100", "gpus": 64, "global_batch": 256}"#).unwrap();
+/// let plan = plan_moe_training_with_progress(&spec, &|done, total| assert!(done <= total))?;
+/// assert!(!plan.configs.is_empty());
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn plan_moe_training_with_progress(
+    spec: &MoeTrainingSpec,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<MoeTrainingPlan, PlanError> {
     let mut model = resolve_model(&spec.model)?;
     if let Some(s) = spec.seq_len {
         model.seq_len = s;
@@ -263,7 +291,13 @@ pub fn plan_moe_training(spec: &MoeTrainingSpec) -> Result<MoeTrainingPlan, Plan
             0,
         ),
         None => {
-            let r = search_mappings(&sm, spec.gpus, spec.global_batch, &spec.search)?;
+            let r = search_mappings_with_progress(
+                &sm,
+                spec.gpus,
+                spec.global_batch,
+                &spec.search,
+                progress,
+            )?;
             (r.ranked, r.candidates, r.valid, r.fitting)
         }
     };

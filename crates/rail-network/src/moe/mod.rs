@@ -42,5 +42,8 @@ pub use model::{Attention, MoeModel, ParameterCounts, Precision, TokenFlops};
 pub use presets::{
     MOE_MODEL_PRESET_NAMES, PUBLISHED_PARAMETERS, VALIDATION_MODEL_NAMES, moe_model_preset,
 };
-pub use search::{FabricCost, MoeSearchOptions, MoeSearchResult, fabric_cost, search_mappings};
+pub use search::{
+    FabricCost, MoeSearchOptions, MoeSearchResult, fabric_cost, search_mappings,
+    search_mappings_with_progress,
+};
 pub use step::{DEFAULT_RESERVE_BYTES, MoeEvaluation, StepModel, StepOptions, StepTerms};

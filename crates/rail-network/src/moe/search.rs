@@ -10,6 +10,8 @@
 //! parallel on rayon. The work is bounded before anything is evaluated: the product of the
 //! candidate counts must stay below [`MoeSearchOptions::max_candidates`].
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -173,6 +175,40 @@ pub fn search_mappings(
     global_batch: u64,
     options: &MoeSearchOptions,
 ) -> Result<MoeSearchResult, RailNetworkError> {
+    search_mappings_with_progress(sm, gpus, global_batch, options, &|_, _| {})
+}
+
+/// [`search_mappings`], calling `progress(done, total)` after each `(tp, cp, pp)` shape (from
+/// the rayon workers, in any order; `done` counts up to `total`), for a progress bar.
+///
+/// # Errors
+///
+/// As [`search_mappings`].
+///
+/// # Complexity
+///
+/// As [`search_mappings`], plus one call of `progress` per shape.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use rail_network::moe::*;
+/// let sm = StepModel::new(moe_model_preset("mixtral-8x7b")?, training_system_preset("h100")?,
+///     StepOptions::default())?;
+/// let last = AtomicU64::new(0);
+/// let r = search_mappings_with_progress(&sm, 64, 256, &MoeSearchOptions::default(),
+///     &|done, total| { last.fetch_max(done, Ordering::Relaxed); assert!(done <= total); })?;
+/// assert!(last.load(Ordering::Relaxed) > 0 && !r.ranked.is_empty());
+/// # Ok::<(), rail_network::RailNetworkError>(())
+/// ```
+pub fn search_mappings_with_progress(
+    sm: &StepModel,
+    gpus: u64,
+    global_batch: u64,
+    options: &MoeSearchOptions,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<MoeSearchResult, RailNetworkError> {
     check_count_u64("GPU count", gpus, 1)?;
     check_count_u64("global batch (sequences)", global_batch, 1)?;
     check_count_u64("keep", u64::try_from(options.keep).unwrap_or(u64::MAX), 1)?;
@@ -248,6 +284,8 @@ pub fn search_mappings(
         }
     }
     let keep = options.keep;
+    let total = shapes.len() as u64;
+    let done = AtomicU64::new(0);
     let local = shapes
         .par_iter()
         .map(|&(tp, cp, pp)| {
@@ -304,6 +342,7 @@ pub fn search_mappings(
                     }
                 }
             }
+            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
             local
         })
         .reduce(Local::default, |a, b| a.merge(b, keep));
