@@ -277,7 +277,13 @@ pub fn search_mappings_with_progress(
     for &tp in &tps {
         for &cp in &cps {
             for &pp in &pps {
-                if gpus % (tp * cp * pp) == 0 && model.seq_len % (tp * cp) == 0 {
+                // Degrees are divisors of counts below 2^32, but their products are checked: a
+                // product that overflows cannot divide the GPU count anyway.
+                let tp_cp = tp.checked_mul(cp);
+                let all = tp_cp.and_then(|x| x.checked_mul(pp));
+                if all.is_some_and(|a| gpus % a == 0)
+                    && tp_cp.is_some_and(|x| model.seq_len % x == 0)
+                {
                     shapes.push((tp, cp, pp));
                 }
             }
@@ -299,11 +305,11 @@ pub fn search_mappings_with_progress(
             for vp in 1..=max_vp {
                 for &ep in &eps {
                     for &etp in &etps {
-                        if (gpus / pp) % (ep * etp) != 0 {
+                        if ep.checked_mul(etp).is_none_or(|x| (gpus / pp) % x != 0) {
                             continue;
                         }
                         for &mb in &micro_batches {
-                            if global_batch % (dp * mb) != 0 {
+                            if dp.checked_mul(mb).is_none_or(|x| global_batch % x != 0) {
                                 continue;
                             }
                             for &recompute in recomputes {
@@ -488,5 +494,44 @@ mod tests {
             search_mappings(&sm, 2048, 8192, &options),
             Err(RailNetworkError::Value(CostModelError::TooLarge { .. }))
         ));
+    }
+}
+
+#[cfg(test)]
+mod extreme_inputs {
+    use super::*;
+    use crate::moe::{StepOptions, moe_model_preset, training_system_preset};
+
+    /// Sizes at the limits return a result or a typed error, never a panic or a non-finite
+    /// time.
+    #[test]
+    fn huge_counts_do_not_panic() {
+        let mut system = training_system_preset("h100").unwrap();
+        system.system.hb_domain = u64::MAX;
+        let mut model = moe_model_preset("mixtral-8x7b").unwrap();
+        model.hidden = 1 << 32;
+        model.seq_len = 1 << 32;
+        let sm = StepModel::new(model, system, StepOptions::default()).unwrap();
+        let options = MoeSearchOptions {
+            max_candidates: 1 << 20,
+            ..MoeSearchOptions::default()
+        };
+        for (gpus, batch) in [(1u64 << 32, 1u64 << 32), (4_294_967_291, 1), (1, 1)] {
+            if let Ok(r) = search_mappings(&sm, gpus, batch, &options) {
+                assert!(r.ranked.iter().all(|e| e.terms.step_time_s.is_finite()));
+            }
+        }
+        assert!(search_mappings(&sm, (1 << 32) + 1, 1, &options).is_err());
+        let m = MoeMapping {
+            tp: 1 << 31,
+            cp: 1 << 31,
+            pp: 1 << 31,
+            vp: 1,
+            ep: 8,
+            etp: 1 << 31,
+            micro_batch: u64::MAX,
+            recompute: Recompute::None,
+        };
+        assert!(sm.evaluate(&m, u64::MAX, u64::MAX).is_err());
     }
 }
