@@ -36,7 +36,7 @@ pub use end_to_end::{
     ExpertLoads, MoeModelRef, MoeTrainingPlan, MoeTrainingSpec, TrainingConfig, TrainingSystemRef,
     plan_moe_training, plan_moe_training_with_progress, resolve_model, resolve_system,
 };
-pub use imbalance::{ExpertLayout, expert_imbalance, zipf_loads};
+pub use imbalance::{ExpertLayout, expert_imbalance, lognormal_expert_loads, zipf_loads};
 
 /// A Parm MoE layer and the alpha-beta cost of each collective (per byte of the argument Parm
 /// writes for it; see `docs/cli.md` `## train`).

@@ -98,9 +98,16 @@ pub(crate) struct Args {
     /// --zipf or --loads.
     #[arg(long, default_value_t = 1.0)]
     pub imbalance: f64,
-    /// Expert loads from a Zipf distribution with this exponent.
-    #[arg(long, conflicts_with = "loads")]
+    /// Expert loads from a Zipf distribution with this exponent, hottest experts first (the
+    /// worst case for contiguous experts; --lognormal draws them in random order).
+    #[arg(long, conflicts_with_all = ["loads", "lognormal"])]
     pub zipf: Option<f64>,
+    /// Expert loads drawn log-normal (mean 1) with this sigma (seeded by --seed).
+    #[arg(long, conflicts_with = "loads")]
+    pub lognormal: Option<f64>,
+    /// Seed of --lognormal.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
     /// JSON array of per-expert loads (e.g. one layer of a `logical_count` dump).
     #[arg(long)]
     pub loads: Option<PathBuf>,
@@ -232,10 +239,14 @@ fn end_to_end_spec(args: &Args) -> Result<MoeTrainingSpec, CliError> {
         ..StepOptions::default()
     };
     options.validate()?;
-    let expert_loads = match (&args.loads, args.zipf) {
-        (Some(path), _) => Some(ExpertLoads::Measured(read_json(path)?)),
-        (None, Some(s)) => Some(ExpertLoads::Zipf(s)),
-        (None, None) => None,
+    let expert_loads = match (&args.loads, args.zipf, args.lognormal) {
+        (Some(path), _, _) => Some(ExpertLoads::Measured(read_json(path)?)),
+        (None, Some(s), _) => Some(ExpertLoads::Zipf(s)),
+        (None, None, Some(sigma)) => Some(ExpertLoads::Lognormal {
+            sigma,
+            seed: args.seed,
+        }),
+        (None, None, None) => None,
     };
     Ok(MoeTrainingSpec {
         model: model_ref(model)?,

@@ -7,7 +7,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
-use crate::training::imbalance::{ExpertLayout, expert_imbalance, zipf_loads};
+use crate::training::imbalance::{
+    ExpertLayout, expert_imbalance, lognormal_expert_loads, zipf_loads,
+};
 use comm_cost_model::parm::Schedule;
 use rail_network::model::Recompute;
 use rail_network::moe::{
@@ -44,6 +46,13 @@ pub enum ExpertLoads {
     Measured(Vec<f64>),
     /// Zipf loads with this exponent.
     Zipf(f64),
+    /// Log-normal loads (mean 1) with this `sigma`, drawn with `seed`.
+    Lognormal {
+        /// Standard deviation of the log of a load.
+        sigma: f64,
+        /// Seed of the generator.
+        seed: u64,
+    },
 }
 
 /// An end-to-end training question.
@@ -356,6 +365,7 @@ fn imbalance_table(
             l.clone()
         }
         ExpertLoads::Zipf(s) => zipf_loads(experts, *s)?,
+        ExpertLoads::Lognormal { sigma, seed } => lognormal_expert_loads(experts, *sigma, *seed)?,
     };
     let mut table = Vec::new();
     for ep in 1..=experts {

@@ -72,7 +72,12 @@ pub fn expert_imbalance(loads: &[f64], ep: usize, layout: ExpertLayout) -> Resul
             Ok(busiest / (total / ep as f64))
         }
         ExpertLayout::Planned { redundant } => {
-            let spec = PlacementSpec::new(vec![loads.to_vec()], ep, per + redundant);
+            // A rank with a slot for every expert can take an even share of every load.
+            let slots = per.saturating_add(redundant);
+            if ep == 1 || slots >= loads.len() {
+                return Ok(1.0);
+            }
+            let spec = PlacementSpec::new(vec![loads.to_vec()], ep, slots);
             let plan = plan_placement(&spec)?;
             let layer = plan
                 .layers
@@ -89,8 +94,43 @@ pub fn expert_imbalance(loads: &[f64], ep: usize, layout: ExpertLayout) -> Resul
     }
 }
 
+/// Per-expert loads drawn log-normal with `sigma` (mean 1, seeded; DeepEP PR 393 fits
+/// DeepSeek-V3's per-rank loads this way), from the placement crate's workload generator.
+///
+/// # Errors
+///
+/// [`PlanError::Cost`] for zero experts; [`PlanError::Matching`] for a `sigma` that is negative
+/// or not finite, or more experts than the generator accepts.
+///
+/// # Complexity
+///
+/// `O(E)`.
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::training::lognormal_expert_loads;
+/// let a = lognormal_expert_loads(64, 1.0, 7)?;
+/// assert_eq!(a.len(), 64);
+/// assert_eq!(a, lognormal_expert_loads(64, 1.0, 7)?);
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn lognormal_expert_loads(
+    experts: usize,
+    sigma: f64,
+    seed: u64,
+) -> Result<Vec<f64>, PlanError> {
+    check_count("experts", experts, 1)?;
+    // One layer of `E x 1024` tokens: rounding to whole tokens stays below 0.1% per expert.
+    let tokens = experts as f64 * 1024.0;
+    let mut layers = colocation_matching::lognormal_loads(1, experts, sigma, tokens, seed)?;
+    Ok(layers.pop().unwrap_or_default())
+}
+
 /// Per-expert loads of a Zipf distribution with exponent `s` (`1 / (i + 1)^s`), a synthetic
-/// skew for studies without a measured `logical_count`.
+/// skew for studies without a measured `logical_count`, in popularity order: the hottest
+/// experts are consecutive, the worst case for a contiguous layout (use
+/// [`lognormal_expert_loads`] for experts in random order).
 ///
 /// # Errors
 ///
@@ -113,4 +153,31 @@ pub fn zipf_loads(experts: usize, exponent: f64) -> Result<Vec<f64>, PlanError> 
     Ok((0..experts)
         .map(|i| 1.0 / ((i + 1) as f64).powf(exponent))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicas_flatten_log_normal_skew() {
+        let loads = lognormal_expert_loads(256, 1.0, 3).unwrap();
+        for ep in [1, 8, 32, 64, 256] {
+            let contiguous = expert_imbalance(&loads, ep, ExpertLayout::Contiguous).unwrap();
+            let planned =
+                expert_imbalance(&loads, ep, ExpertLayout::Planned { redundant: 1 }).unwrap();
+            assert!(contiguous >= 1.0 && planned >= 1.0, "ep {ep}");
+            assert!(
+                planned <= contiguous + 1e-12,
+                "ep {ep}: {planned} > {contiguous}"
+            );
+        }
+        assert_eq!(
+            expert_imbalance(&loads, 1, ExpertLayout::Contiguous).unwrap(),
+            1.0
+        );
+        assert!(expert_imbalance(&loads, 3, ExpertLayout::Contiguous).is_err());
+        assert!(expert_imbalance(&[1.0, f64::NAN], 1, ExpertLayout::Contiguous).is_err());
+        assert!(lognormal_expert_loads(8, -1.0, 0).is_err());
+    }
 }
