@@ -48,7 +48,7 @@ enum Command {
     Colocate(commands::colocate::Args),
     /// Plan an MoE inference deployment: colocation, GPU assignment and all-to-all order.
     Infer(commands::infer::Args),
-    /// Choose Parm's S1 or S2 schedule for an MoE training layer.
+    /// Plan MoE training: the best mapping and its step time, or one Parm layer's schedule.
     Train(commands::train::Args),
     /// Cut a heterogeneous cluster into expert-parallel groups (Aristos LysiGroup).
     Group(commands::group::Args),

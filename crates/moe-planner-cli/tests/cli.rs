@@ -578,3 +578,85 @@ fn iteration_chooses_recomputation_and_compute_model() {
     bad.extend(["--compute", "measured"]);
     assert_fails(&bad, 1);
 }
+
+#[test]
+fn train_plans_moe_models_end_to_end() {
+    let base = [
+        "train",
+        "--model",
+        "mixtral-8x7b",
+        "--gpus",
+        "64",
+        "--system",
+        "h100",
+        "--global-batch",
+        "256",
+    ];
+    let mut search = base.to_vec();
+    search.extend(["--search", "--top", "3"]);
+    let v = json(&search);
+    assert_keys(&v, &["configs", "parameters", "active_parameters"]);
+    let configs = v["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 3);
+    for c in configs {
+        assert_keys(
+            c,
+            &[
+                "tp",
+                "pp",
+                "vp",
+                "cp",
+                "dp",
+                "ep",
+                "etp",
+                "micro_batch",
+                "step_time_s",
+                "tokens_per_s_per_gpu",
+                "model_tflop_per_s_per_gpu",
+                "mfu",
+                "memory_bytes_per_gpu",
+                "fits",
+                "terms",
+            ],
+        );
+        assert_eq!(c["fits"], true);
+    }
+    let step = |c: &Value| c["step_time_s"].as_f64().unwrap();
+    assert!(step(&configs[0]) <= step(&configs[2]));
+    // Megatron-Core's reference mapping: TP1 EP8 PP4 VP8, evaluated alone.
+    let mut one = base.to_vec();
+    one.extend(["--tp", "1", "--pp", "4", "--vp", "8", "--ep", "8"]);
+    let e = json(&one);
+    let c = &e["configs"][0];
+    assert_eq!((c["dp"].as_u64(), c["ep"].as_u64()), (Some(16), Some(8)));
+    assert!(step(c) >= step(&configs[0]));
+    assert!(e["network"]["rail_only_step_s"].as_f64().unwrap() > 0.0);
+    // Skewed loads slow it down.
+    let mut skewed = one.clone();
+    skewed.extend(["--zipf", "1.0"]);
+    assert!(step(&json(&skewed)["configs"][0]) > step(c));
+    // A mapping that does not divide, a model that cannot fit, NaN: one line, exit 1.
+    let mut bad = base.to_vec();
+    bad.extend(["--ep", "3"]);
+    assert_fails(&bad, 1);
+    assert_fails(
+        &[
+            "train",
+            "--model",
+            "deepseek-v3",
+            "--gpus",
+            "8",
+            "--global-batch",
+            "8",
+        ],
+        1,
+    );
+    let mut nan = base.to_vec();
+    nan.extend(["--imbalance", "NaN"]);
+    assert_fails(&nan, 1);
+    // --search with a mapping flag, or no --model and no --spec: usage errors.
+    let mut both = search.clone();
+    both.extend(["--tp", "2"]);
+    assert_eq!(run(&both).status.code(), Some(2));
+    assert_eq!(run(&["train", "--gpus", "8"]).status.code(), Some(2));
+}

@@ -131,3 +131,32 @@ fn network_svg_has_real_k_values() {
         ],
     );
 }
+
+#[test]
+fn train_svg_breaks_the_step_down_by_term() {
+    let svg = scratch_dir("train").join("t.svg");
+    let path = svg.to_string_lossy();
+    run_ok(&[
+        "train",
+        "--model",
+        "mixtral-8x7b",
+        "--gpus",
+        "64",
+        "--global-batch",
+        "256",
+        "--top",
+        "3",
+        "--svg",
+        &path,
+    ]);
+    assert_svg_labels(
+        &svg,
+        &[
+            "MoE training step time by term",
+            "step time (s)",
+            "compute",
+            "EP all-to-all",
+            "tok/s/GPU",
+        ],
+    );
+}

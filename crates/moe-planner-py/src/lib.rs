@@ -42,6 +42,7 @@ pub mod eplb;
 mod place;
 mod schedule;
 mod search;
+mod train;
 
 /// The native module; the public API is the `moe_planner` package around it.
 #[pymodule]
@@ -55,5 +56,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "TooLargeError",
         m.py().get_type::<boundary::TooLargeError>(),
     )?;
+    m.add_function(wrap_pyfunction!(train::py_train_search, m)?)?;
     Ok(())
 }

@@ -1,5 +1,8 @@
-//! Training planner: which Parm schedule an MoE layer should run (Parm, Pan et al., §IV–V,
-//! Algorithm 1).
+//! Training planners: which Parm schedule an MoE layer should run (Parm, Pan et al., §IV–V,
+//! Algorithm 1), and the end-to-end MoE training planner ([`plan_moe_training`]: every
+//! mapping of a model on a cluster, its step time term by term, memory, the expert imbalance
+//! from measured or synthetic loads, and the rail-only vs rail-optimized network question),
+//! which composes [`rail_network::moe`] and the placement planner.
 //!
 //! # Examples
 //!
@@ -25,6 +28,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
 use crate::fitting::CollectiveFitPlan;
+
+mod end_to_end;
+mod imbalance;
+
+pub use end_to_end::{
+    ExpertLoads, MoeModelRef, MoeTrainingPlan, MoeTrainingSpec, TrainingConfig, TrainingSystemRef,
+    plan_moe_training, plan_moe_training_with_progress, resolve_model, resolve_system,
+};
+pub use imbalance::{ExpertLayout, expert_imbalance, lognormal_expert_loads, zipf_loads};
 
 /// A Parm MoE layer and the alpha-beta cost of each collective (per byte of the argument Parm
 /// writes for it; see `docs/cli.md` `## train`).

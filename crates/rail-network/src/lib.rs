@@ -7,7 +7,8 @@
 //! (Table 2), analyses failures (§4.1), models GPT FLOPs and memory, predicts the iteration time
 //! of a PTD-P training job (Eq. 2–7), maps its ranks onto HB domains and rails and computes its
 //! per-GPU-pair traffic (§3), searches all valid parallelizations (Appendix C) and sweeps
-//! HB-domain size, bandwidth and batch size (Fig. 9–11).
+//! HB-domain size, bandwidth and batch size (Fig. 9–11). Its [`moe`] module extends the same
+//! machinery to Mixture-of-Experts training (expert parallelism, Parm's schedules, imbalance).
 //!
 //! | module | paper | what |
 //! |---|---|---|
@@ -18,6 +19,7 @@
 //! | [`mapping`], [`traffic`] | §2.1, §3, Fig. 3–5; Parm §IV-B | ranks on HB domains and rails, per-GPU-pair traffic of one iteration |
 //! | [`search`], [`sweeps`] | App. C, §6.2–6.4, App. D | exhaustive parallel search (rayon), Fig. 9–11 sweeps |
 //! | [`accuracy`] | §6.1, Table 4 | published measurements, calibration, leave-one-out |
+//! | [`moe`] | Parm §IV-V; MoE Parallel Folding; App. C, D | MoE models and presets, TP/CP/PP/EP/ETP mappings, memory, step time term by term, mapping search, held-out validation |
 //!
 //! The papers cited here, with full titles and authors: [docs/references.md](https://github.com/moe-planner/moe-planner/blob/main/docs/references.md).
 //!
@@ -68,6 +70,7 @@ pub mod iteration;
 pub mod mapping;
 pub mod memory;
 pub mod model;
+pub mod moe;
 pub mod parallel;
 pub mod search;
 pub mod sweeps;

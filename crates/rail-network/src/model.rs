@@ -65,7 +65,9 @@ impl TryFrom<GptModelFields> for GptModel {
 }
 
 /// How activations are recomputed in the backward pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Recompute {
     /// Store everything.

@@ -5,7 +5,8 @@
 //! * [`baseline_times`], [`s1_times`], [`s2_times`], [`parm_times`]: Eq. 1, Eq. 11/13 and
 //!   Eq. 7/14 term by term, and Algorithm 1's choice; [`algorithm1_as_printed`] keeps the
 //!   paper's literal algorithm for comparison.
-//! * [`saa_phases`], [`saa_time_s`]: the simultaneous AlltoAll + AllGather of Fig. 5.
+//! * [`saa_phases`], [`saa_time_s`]: the simultaneous AlltoAll + AllGather of Fig. 5, phase by
+//!   phase; [`saa_pipelined_time_s`]: the same without phase barriers (the testbed model).
 //! * [`Testbed`], [`table3_layers`], [`check_claims`]: the two testbeds of §VI as two-tier
 //!   models and a check of the paper's claims over every Table III configuration.
 //!
@@ -30,7 +31,9 @@ mod schedules;
 mod testbed;
 
 pub use layer::{ParmLayer, ParmVolumes};
-pub use saa::{MAX_SAA_PHASE_GPUS, SaaPhase, SaaSpec, saa_phases, saa_time_s};
+pub use saa::{
+    MAX_SAA_PHASE_GPUS, SaaPhase, SaaSpec, saa_phases, saa_pipelined_time_s, saa_time_s,
+};
 pub use schedules::{
     BaselineTimes, ParmCollectiveCosts, ParmTimes, S1Times, S2Times, Schedule,
     algorithm1_as_printed, baseline_times, parm_times, s1_times, s2_times,

@@ -290,6 +290,53 @@ pub fn saa_time_s(spec: &SaaSpec) -> Result<Seconds, CostModelError> {
     crate::check_finite_result("SAA time (s)", spec.alpha_s + body + last)
 }
 
+/// Time of the SAA collective without phase barriers (issue 21's decision): the AlltoAll's
+/// transfers are all posted at once, as a plain AlltoAll's are, and each slice is all-gathered
+/// as soon as it arrives, so every link carries its total load once and only the last slice's
+/// AllGather trails the AlltoAll:
+/// `alpha + max(((g-1) s + P a) / C_intra, (P-g) s / C_inter + a / C_intra)` for slices `s`
+/// of the AlltoAll and per-phase AllGather bytes `a`.
+///
+/// The phase-by-phase model ([`saa_time_s`], Fig. 5 as drawn) charges every phase its slowest
+/// GPU, so a phase in which any GPU talks across nodes costs a full inter-node slice; the plain
+/// AlltoAll it is compared with (rail-only App. D Eq. 20) runs intra- and inter-node traffic
+/// concurrently. Comparing the two made S2 with SAA slower than the plain sequence on 323 of
+/// 648 testbed-B layers at 8 GPUs, against Parm's Eq. 7. Modelled like the plain AlltoAll,
+/// SAA is never slower than the AlltoAll followed by the AllGather (one start-up instead of
+/// two; a test checks it on every Table III layer).
+///
+/// # Errors
+///
+/// As [`SaaSpec::validate`]; [`CostModelError::NonFinite`] when the time overflows `f64`.
+///
+/// # Complexity
+///
+/// `O(1)` time.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::parm::{saa_pipelined_time_s, saa_time_s, SaaSpec};
+/// // 8 GPUs in 2 nodes: 1 MB AlltoAll slices and 1 MB of AllGather per GPU and phase.
+/// let spec = SaaSpec { p: 8, n_mp: 2, gpus_per_node: 4, a2a_bytes_per_gpu: 8e6,
+///     ag_total_bytes: 16e6, intra_bytes_per_s: 10e9, inter_bytes_per_s: 1e9, alpha_s: 0.0 };
+/// // Intra: (3 x 1 MB + 8 x 1 MB) / 10 GB/s = 1.1 ms; inter: 4 MB / 1 GB/s + 1 MB / 10 GB/s.
+/// assert!((saa_pipelined_time_s(&spec)? - 4.1e-3).abs() < 1e-12);
+/// assert!(saa_pipelined_time_s(&spec)? < saa_time_s(&spec)?);
+/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// ```
+pub fn saa_pipelined_time_s(spec: &SaaSpec) -> Result<Seconds, CostModelError> {
+    let c = check(spec)?;
+    let (p, g) = (c.p as f64, c.g as f64);
+    let intra = ((g - 1.0) * c.slice + p * c.ag) / c.cf;
+    let inter = if c.p == c.g {
+        0.0
+    } else {
+        (p - g) * c.slice / c.cs + c.ag / c.cf
+    };
+    crate::check_finite_result("SAA time (s)", spec.alpha_s + intra.max(inter))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

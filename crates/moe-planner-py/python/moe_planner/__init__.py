@@ -6,7 +6,8 @@
 * :func:`place`: expert replication and placement with the current placement, tolerance and
   load windows (fewest-move rebalancing), EPLB beside every plan;
 * :func:`schedule`: a contention-free all-to-all timetable;
-* :func:`iteration_search`: the fastest parallelization of an LLM training job on a fabric.
+* :func:`iteration_search`: the fastest parallelization of an LLM training job on a fabric;
+* :func:`train_search`: MoE training mappings ranked by step time, term by term.
 
 Every planner runs in Rust (the ``moe-planner`` crates) on a worker thread without holding the
 GIL; the calling thread checks for Ctrl-C every 50 ms and raises ``KeyboardInterrupt`` (the
@@ -28,6 +29,7 @@ from ._native import TooLargeError
 from ._placement import PlacementResult, place
 from ._schedule import Schedule, schedule
 from ._search import iteration_search
+from ._train import train_search
 
 __all__ = [
     "PlacementResult",
@@ -37,4 +39,5 @@ __all__ = [
     "iteration_search",
     "place",
     "schedule",
+    "train_search",
 ]

@@ -1,0 +1,139 @@
+//! Training systems: the [`SystemSpec`] of one GPU type and HB domain, plus what the MoE step
+//! model needs beyond it (HBM bandwidth for the roofline of small expert GEMMs, FP8 peak).
+//!
+//! Bandwidths here are **per direction** (what one GPU can send while it receives as much),
+//! unlike the rail-only presets of [`crate::system`], which follow that paper's convention of
+//! the advertised bidirectional NVLink figure: an all-to-all sends and receives at once, so the
+//! per-direction rate is the one that bounds it.
+//!
+//! | preset | K | BF16 / FP8 dense peak | HB per direction | network per GPU | HBM | HBM bandwidth | sources |
+//! |---|---|---|---|---|---|---|---|
+//! | `h100` | 8 | 989 / 1979 TFLOP/s | 450 GB/s (NVLink 4) | 400 Gbps (ConnectX-7) | 80 GB | 3.35 TB/s | NVIDIA H100 SXM datasheet; DGX H100 user guide |
+//! | `h800` | 8 | 989 / 1979 TFLOP/s | 200 GB/s (NVLink 400 GB/s bidirectional) | 400 Gbps | 80 GB | 3.35 TB/s | DeepSeek-V3 report §3.1 (H800 cluster: NVLink and 400 Gbps InfiniBand per GPU) |
+//! | `h200` | 8 | 989 / 1979 TFLOP/s | 450 GB/s | 400 Gbps | 141 GB | 4.8 TB/s | NVIDIA H200 datasheet; DGX H200 |
+//! | `b200` | 8 | 2250 / 4500 TFLOP/s | 900 GB/s (NVLink 5) | 400 Gbps | 180 GB | 8 TB/s | NVIDIA DGX B200 datasheet (72 PFLOPS FP8 training, 1,440 GB for 8 GPUs) |
+//! | `gb200-nvl72` | 72 | 2500 / 5000 TFLOP/s | 900 GB/s (NVLink 5 switch) | 400 Gbps | 186 GB | 8 TB/s | NVIDIA GB200 NVL72 datasheet (BF16 dense peak per GPU, `HBM3e` per GPU) |
+//!
+//! Every preset adds `10 us` per communication step on the critical path (`latency_s`), the
+//! order of NCCL's small-message latency inside a node.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::RailNetworkError;
+use crate::system::SystemSpec;
+use comm_cost_model::check_positive;
+use comm_cost_model::units::{BytesPerSecond, FlopPerSecond};
+
+/// Names of the training-system presets.
+pub const TRAINING_SYSTEM_NAMES: [&str; 5] = ["h100", "h800", "h200", "b200", "gb200-nvl72"];
+
+/// One GPU type in HB domains on a network, as the MoE step model needs it.
+///
+/// Deserializing runs [`TrainingSystem::validate`] and rejects unknown fields.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "TrainingSystemFields")]
+pub struct TrainingSystem {
+    /// HB-domain size, BF16 peak, per-direction HB and network bandwidth, memory, latency.
+    pub system: SystemSpec,
+    /// HBM bandwidth of one GPU, bytes/s (the roofline of small GEMMs).
+    pub hbm_bytes_per_s: BytesPerSecond,
+    /// Dense FP8 peak of one GPU, FLOP/s.
+    pub fp8_peak_flop_per_s: FlopPerSecond,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrainingSystemFields {
+    system: SystemSpec,
+    hbm_bytes_per_s: f64,
+    fp8_peak_flop_per_s: f64,
+}
+
+impl TryFrom<TrainingSystemFields> for TrainingSystem {
+    type Error = RailNetworkError;
+
+    fn try_from(f: TrainingSystemFields) -> Result<Self, Self::Error> {
+        let s = Self {
+            system: f.system,
+            hbm_bytes_per_s: f.hbm_bytes_per_s,
+            fp8_peak_flop_per_s: f.fp8_peak_flop_per_s,
+        };
+        s.validate()?;
+        Ok(s)
+    }
+}
+
+impl TrainingSystem {
+    /// Checks every field.
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Value`] naming the field (non-finite, zero or negative).
+    pub fn validate(&self) -> Result<(), RailNetworkError> {
+        self.system.validate()?;
+        check_positive("HBM bandwidth (bytes/s)", self.hbm_bytes_per_s)?;
+        check_positive("FP8 peak FLOP/s", self.fp8_peak_flop_per_s)?;
+        Ok(())
+    }
+}
+
+/// A training-system preset by name (numbers and sources in the module table).
+///
+/// # Errors
+///
+/// [`RailNetworkError::UnknownPreset`] listing the valid names.
+///
+/// # Complexity
+///
+/// `O(1)` time.
+///
+/// # Examples
+///
+/// ```
+/// use rail_network::moe::training_system_preset;
+/// let s = training_system_preset("gb200-nvl72")?;
+/// assert_eq!(s.system.hb_domain, 72);
+/// assert!(training_system_preset("tpu-v5").is_err());
+/// # Ok::<(), rail_network::RailNetworkError>(())
+/// ```
+pub fn training_system_preset(name: &str) -> Result<TrainingSystem, RailNetworkError> {
+    let make = |k: u64, tflops: f64, hb_gb_s: f64, mem_gb: f64, hbm_tb_s: f64| TrainingSystem {
+        system: SystemSpec {
+            hb_domain: k,
+            peak_flop_per_s: tflops * 1e12,
+            hb_bytes_per_s: hb_gb_s * 1e9,
+            network_bytes_per_s: 400e9 / 8.0,
+            memory_bytes: mem_gb * 1e9,
+            latency_s: 10e-6,
+        },
+        hbm_bytes_per_s: hbm_tb_s * 1e12,
+        fp8_peak_flop_per_s: 2.0 * tflops * 1e12,
+    };
+    match name.to_ascii_lowercase().as_str() {
+        "h100" => Ok(make(8, 989.0, 450.0, 80.0, 3.35)),
+        "h800" => Ok(make(8, 989.0, 200.0, 80.0, 3.35)),
+        "h200" => Ok(make(8, 989.0, 450.0, 141.0, 4.8)),
+        "b200" => Ok(make(8, 2250.0, 900.0, 180.0, 8.0)),
+        "gb200-nvl72" => Ok(make(72, 2500.0, 900.0, 186.0, 8.0)),
+        _ => Err(RailNetworkError::UnknownPreset {
+            kind: "training system",
+            name: name.to_string(),
+            known: TRAINING_SYSTEM_NAMES.join(", "),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_validate() {
+        for name in TRAINING_SYSTEM_NAMES {
+            training_system_preset(name).unwrap().validate().unwrap();
+        }
+        let mut s = training_system_preset("h100").unwrap();
+        s.hbm_bytes_per_s = f64::NAN;
+        assert!(s.validate().is_err());
+    }
+}
