@@ -55,6 +55,7 @@ mod candidates;
 mod eplb;
 mod exact;
 mod excess;
+mod fewest_moves;
 mod flow;
 mod local_search;
 mod model;
@@ -78,6 +79,7 @@ pub use error::PlacementError;
 pub use exact::{
     PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, PLACEMENT_EXACT_NODE_BUDGET,
 };
+pub use fewest_moves::FEWEST_MOVES_EXACT_MAX_SETS;
 pub use model::{
     LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PLACEMENT_SLOTS, MAX_PLAN_ENTRIES, PlacementCluster,
 };

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::align::align;
 use crate::error::PlacementError;
 use crate::excess::reduce_excess;
+use crate::fewest_moves::fewest_moves;
 use crate::local_search::{Aggregate, Origin, REL_EPS, SearchOptions, improve};
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::optimal::{max_load, move_budget, solve};
@@ -30,6 +31,11 @@ pub struct Rebalance {
     pub placement: Placement,
     /// Replicas placed on a GPU that did not hold that expert ([`crate::count_moves`]).
     pub moves: usize,
+    /// Whether `moves` is proved the fewest any plan within the target needs: the exhaustive
+    /// search ran (instances up to [`crate::FEWEST_MOVES_EXACT_MAX_SETS`] expert sets);
+    /// `false`: the low-move heuristic's answer, not proved minimal.
+    #[serde(default)]
+    pub moves_proved_fewest: bool,
     /// The copies to make, one per move ([`crate::plan_transfers`]).
     pub transfers: Vec<ExpertTransfer>,
     /// The smallest maximum GPU load found (fresh optimal plan or the low-move path).
@@ -150,11 +156,19 @@ pub fn rebalance(
         .filter(|c| meets(c.1))
         .min_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)))
         .map_or(Source::Fresh, |c| c.2);
-    let map = match pick {
+    let mut map = match pick {
         Source::Descent(k) => descent.map_after(k),
         Source::Direct(k) => direct.map_after(k),
         Source::Fresh => aligned,
     };
+    // Small instances: the proven fewest moves at the same target (issue 20).
+    let mut moves_proved_fewest = false;
+    if let Some((fewest, exact)) = fewest_moves(current, w, cluster, target) {
+        if fewest < origin.count(&gpu_of_slot, &map) {
+            map = keep_slots(current, exact, cluster);
+        }
+        moves_proved_fewest = true;
+    }
     let transfers = plan_transfers(current, &map, cluster, experts)?;
     let points: Vec<(usize, f64)> = candidates.iter().map(|c| (c.0, c.1)).collect();
     let mut placement = Placement::scored(w, cluster, map, fresh.lower_bound)?;
@@ -167,6 +181,7 @@ pub fn rebalance(
     };
     Ok(Rebalance {
         moves: transfers.len(),
+        moves_proved_fewest,
         transfers,
         placement,
         best_max_gpu_load: best,
@@ -315,6 +330,32 @@ fn pareto(mut points: Vec<(usize, f64)>) -> Vec<TradeoffPoint> {
                 moves,
                 max_gpu_load,
             });
+        }
+    }
+    out
+}
+
+/// `map`'s experts per GPU, laid out so that each expert a GPU already held keeps its slot (the
+/// engine then copies nothing inside the GPU); the new experts fill the other slots in order.
+fn keep_slots(current: &[usize], map: Vec<usize>, cluster: &PlacementCluster) -> Vec<usize> {
+    let mut out = map.clone();
+    for g in 0..cluster.gpus() {
+        let range = cluster.slot_range(g);
+        let mut wanted: Vec<usize> = map[range.clone()].to_vec();
+        let mut placed = vec![false; range.len()];
+        for (k, s) in range.clone().enumerate() {
+            if let Some(at) = wanted.iter().position(|&e| e == current[s]) {
+                out[s] = wanted.swap_remove(at);
+                placed[k] = true;
+            }
+        }
+        let mut rest = wanted.into_iter();
+        for (k, s) in range.enumerate() {
+            if !placed[k] {
+                if let Some(e) = rest.next() {
+                    out[s] = e;
+                }
+            }
         }
     }
     out

@@ -5,7 +5,7 @@
 use moe_planner::PlanError;
 use moe_planner::alltoall_sched::ScheduleError;
 use moe_planner::alltoall_sched::workload::zipf_traffic;
-use moe_planner::colocation_matching::MatchingError;
+use moe_planner::expert_placement::PlacementError;
 use moe_planner::inference::{GpuInput, InferenceModelSpec, InferenceSpec, plan_inference};
 
 const DEEPSEEK: &str = include_str!("../../moe-planner-cli/data/inference_deepseek_like.json");
@@ -125,7 +125,7 @@ fn malformed_fixed_placements_are_typed_errors() {
     deepseek.layer_placements = vec![rows.clone(); layers];
     assert!(matches!(
         plan_inference(&deepseek),
-        Err(PlanError::Matching(MatchingError::MissingExpert { .. }))
+        Err(PlanError::Placement(PlacementError::MissingExpert { .. }))
     ));
     deepseek.layer_placements = vec![rows.clone(); layers + 1];
     assert!(matches!(

@@ -90,6 +90,11 @@ pub struct LayerPlacement {
     /// hold that expert).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moves: Option<usize>,
+    /// With a current placement and policy `optimal`: whether `moves` is proved the fewest any
+    /// plan within the rebalance's load target needs (exhaustive search on small instances,
+    /// `expert_placement::FEWEST_MOVES_EXACT_MAX_SETS`); `false`: the low-move heuristic's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moves_proved_fewest: Option<bool>,
     /// With a current placement: what EPLB's fresh plan would transfer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline_moves: Option<usize>,
@@ -351,6 +356,7 @@ fn plan_layer(
         )?,
     };
     let mut tradeoff = Vec::new();
+    let mut moves_proved_fewest = None;
     let mut window_figures = Vec::new();
     let searched_without_proof = match (summed.as_ref(), input.current, algorithm) {
         (Some(_), _, PlacementAlgorithm::Eplb(_)) => false,
@@ -398,6 +404,7 @@ fn plan_layer(
         }
         (None, Some(current), PlacementAlgorithm::Optimal) => {
             let r = rebalance(current, loads, cluster, spec.tolerance)?;
+            moves_proved_fewest = Some(r.moves_proved_fewest);
             tradeoff = r
                 .tradeoff
                 .iter()
@@ -428,6 +435,7 @@ fn plan_layer(
         .find(|&&(_, load)| !exceeds(load, theirs.max_gpu_load))
         .map(|&(moves, _)| moves);
     plan.tradeoff = tradeoff;
+    plan.moves_proved_fewest = moves_proved_fewest;
     plan.windows = window_figures;
     if let Some(current) = input.current {
         let now = Placement::evaluate(loads, cluster, current.to_vec())?;
@@ -610,6 +618,7 @@ fn layer_plan(
         baseline_duplicates_on_gpu: theirs.duplicates_on_gpu,
         current_max_gpu_load: None,
         moves: None,
+        moves_proved_fewest: None,
         baseline_moves: None,
         moves_at_baseline_load: None,
         tradeoff: Vec::new(),
