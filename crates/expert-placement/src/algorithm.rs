@@ -80,7 +80,7 @@ impl fmt::Display for PlacementAlgorithm {
 /// [`PlacementError::InsufficientCapacity`] when groups cannot be spread over the nodes;
 /// [`PlacementError::TooLarge`] for [`PlacementAlgorithm::Exact`] above [`PLACEMENT_EXACT_MAX_EXPERTS`]
 /// experts or [`PLACEMENT_EXACT_MAX_GPUS`] GPUs, and [`PlacementError::BudgetExhausted`] when it cannot prove optimality within
-/// [`PLACEMENT_EXACT_NODE_BUDGET`] nodes.
+/// its step budget ([`crate::DEFAULT_EXACT_SEARCH_STEPS`] or [`PlacementOptions::search_steps`]).
 ///
 /// # Complexity
 ///
