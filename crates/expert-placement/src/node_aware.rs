@@ -57,31 +57,28 @@ pub(crate) fn solve_node_aware(
     let size = w.len() / groups;
     let group_load: Vec<f64> = w.chunks(size).map(|c| c.iter().sum()).collect();
     let subs = nodes.sub_clusters(cluster)?;
-    let mut candidates: Vec<Vec<usize>> = Vec::new();
     let mut bound = lower_bound(loads, cluster);
+    let mut best: Option<NodeAwareSolved> = None;
+    let mut exact_assignment_used: Option<Vec<usize>> = None;
     if groups <= NODE_BOUND_MAX_GROUPS {
         let (b, assign) = exact_assignment(&nodes, &subs, w, size, groups)?;
         bound = bound.max(b);
-        candidates.push(assign);
+        best = Some(solve_assignment(
+            w, cluster, &nodes, &subs, &assign, size, budget,
+        )?);
+        exact_assignment_used = Some(assign);
     }
-    let mut greedy = nodes.assign(&group_load, size)?;
-    improve_assignment(&mut greedy, &nodes, &subs, w, size);
-    if !candidates.contains(&greedy) {
-        candidates.push(greedy);
-    }
-    let mut best: Option<NodeAwareSolved> = None;
-    for node_of_group in candidates {
-        // The next assignment is tried only when this one's plan is not already within the
-        // nodes' stopping gap of the bound.
-        if best
-            .as_ref()
-            .is_some_and(|b| b.value <= bound * (1.0 + NODE_GAP))
-        {
-            break;
-        }
-        let plan = solve_assignment(w, cluster, &nodes, &subs, &node_of_group, size, budget)?;
-        if best.as_ref().is_none_or(|b| plan.value < b.value) {
-            best = Some(plan);
+    // The greedy assignment (and its improvement passes, which cost a few hundred node bounds)
+    // only when the exact assignment's plan is not already within the nodes' stopping gap.
+    let good = |b: &NodeAwareSolved| b.value <= bound * (1.0 + NODE_GAP);
+    if !best.as_ref().is_some_and(good) {
+        let mut greedy = nodes.assign(&group_load, size)?;
+        improve_assignment(&mut greedy, &nodes, &subs, w, size);
+        if exact_assignment_used.as_ref() != Some(&greedy) {
+            let plan = solve_assignment(w, cluster, &nodes, &subs, &greedy, size, budget)?;
+            if best.as_ref().is_none_or(|b| plan.value < b.value) {
+                best = Some(plan);
+            }
         }
     }
     let mut best = best.ok_or(PlacementError::InsufficientCapacity {
