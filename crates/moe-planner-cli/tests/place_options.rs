@@ -257,3 +257,45 @@ fn every_layer_says_how_its_search_ended() {
     let v = json(&readme(&loads, &["--policy", "eplb"]));
     assert_eq!(v["layers"][0]["termination"], "not-searched");
 }
+
+/// Issue 20: the search budget is a visible option; a bad one names its flag.
+#[test]
+fn the_search_budget_is_an_option_and_checked() {
+    let loads = data("placement/eplb_readme_loads.csv");
+    let out = run(&[
+        "place",
+        "--loads",
+        &loads,
+        "--gpus",
+        "8",
+        "--slots-per-gpu",
+        "2",
+        "--search-steps",
+        "0",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for layer in plan["layers"].as_array().unwrap() {
+        let t = layer["termination"].as_str().unwrap();
+        assert!(t == "heuristic" || t == "bound-reached", "{t}");
+    }
+    let bad = run(&[
+        "place",
+        "--loads",
+        &loads,
+        "--gpus",
+        "8",
+        "--slots-per-gpu",
+        "2",
+        "--time-budget-s",
+        "NaN",
+    ]);
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("--time-budget-s"), "{stderr}");
+}

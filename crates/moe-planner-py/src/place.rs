@@ -28,6 +28,8 @@ pub(crate) fn py_place<'py>(
     gpu_speed: Option<PyReadonlyArray1<'py, f64>>,
     expert_bytes: Option<f64>,
     bandwidth_gbps: f64,
+    search_steps: Option<u64>,
+    time_budget_s: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut spec = PlacementSpec::new(rows(&loads), num_gpus, slots_per_gpu);
     spec.nodes = nodes;
@@ -50,6 +52,8 @@ pub(crate) fn py_place<'py>(
     spec.gpu_speed = gpu_speed.map(|s| s.as_array().to_vec());
     spec.expert_bytes = expert_bytes;
     spec.bandwidth_gbps = bandwidth_gbps;
+    spec.search_steps = search_steps;
+    spec.time_budget_s = time_budget_s;
     let plan = run(py, move || plan_placement(&spec))?;
     result(py, &plan)
 }

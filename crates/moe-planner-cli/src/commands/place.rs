@@ -63,6 +63,13 @@ pub(crate) struct Args {
     /// Per-GPU bandwidth for weight transfers, Gbps.
     #[arg(long, default_value_t = 400.0)]
     pub bandwidth_gbps: f64,
+    /// Steps the exact search of one layer may take [default: 2000000, exact: 20000000; 0
+    /// skips the exact search].
+    #[arg(long)]
+    pub search_steps: Option<u64>,
+    /// Wall-clock limit of one layer's search, seconds [default: 1].
+    #[arg(long)]
+    pub time_budget_s: Option<f64>,
     /// An older load window (same formats as --loads); repeat for several. With policy optimal
     /// every layer is planned against all windows and --loads at once; with eplb, EPLB plans on
     /// their sum; optimal-node-aware and exact refuse windows.
@@ -143,6 +150,8 @@ fn spec(args: &Args) -> Result<PlacementSpec, CliError> {
         spec.current = Some(file.physical_to_logical_map);
     }
     spec.tolerance = args.tolerance;
+    spec.search_steps = args.search_steps;
+    spec.time_budget_s = args.time_budget_s;
     spec.expert_bytes = args.expert_bytes;
     spec.bandwidth_gbps = args.bandwidth_gbps;
     spec.windows = args
@@ -184,6 +193,8 @@ fn flag(field: &str) -> &str {
         "tolerance" => "--tolerance",
         "expert_bytes" => "--expert-bytes",
         "bandwidth_gbps" => "--bandwidth-gbps",
+        "search_steps" => "--search-steps",
+        "time_budget_s" => "--time-budget-s",
         other => other,
     }
 }

@@ -25,6 +25,8 @@ def place(
     gpu_speed: Optional[np.ndarray],
     expert_bytes: Optional[float],
     bandwidth_gbps: float,
+    search_steps: Optional[int],
+    time_budget_s: Optional[float],
 ) -> Dict[str, Any]: ...
 def schedule(
     traffic: np.ndarray,

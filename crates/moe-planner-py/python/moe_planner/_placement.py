@@ -98,6 +98,8 @@ def place(
     gpu_speed: Any = None,
     expert_bytes: Optional[float] = None,
     bandwidth_gbps: float = 400.0,
+    search_steps: Optional[int] = None,
+    time_budget_s: Optional[float] = None,
 ) -> PlacementResult:
     """Place every layer's experts on ``num_gpus * slots_per_gpu`` slots, EPLB beside it.
 
@@ -124,6 +126,10 @@ def place(
         gpu_speed: ``[G]`` relative speed of each GPU (default all 1).
         expert_bytes: bytes of one expert's weights; gives transfer times.
         bandwidth_gbps: per-GPU bandwidth for weight transfers, Gbps.
+        search_steps: steps the exact search of one layer may take (default 2,000,000, or
+            20,000,000 for ``"exact"``; 0 skips it). Deterministic.
+        time_budget_s: wall-clock limit of one layer's search in seconds (default 1); each
+            layer's ``termination`` says how its search ended.
 
     Returns:
         A :class:`PlacementResult`.
@@ -168,5 +174,7 @@ def place(
         None if gpu_speed is None else floats(gpu_speed, "gpu_speed", 1, "[gpus]"),
         None if expert_bytes is None else number(expert_bytes, "expert_bytes"),
         number(bandwidth_gbps, "bandwidth_gbps"),
+        None if search_steps is None else count(search_steps, "search_steps"),
+        None if time_budget_s is None else number(time_budget_s, "time_budget_s"),
     )
     return PlacementResult(**native)

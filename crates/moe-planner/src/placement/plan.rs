@@ -7,7 +7,7 @@ use comm_cost_model::{
 use expert_placement::{
     ExpertTransfer, LayerLoads, NODE_BOUND_MAX_GROUPS, Placement, PlacementAlgorithm,
     PlacementCluster, PlacementError, RobustObjective, Termination, count_moves, place,
-    place_robust, plan_transfers, rebalance, transfer_counts,
+    place_robust, place_with, plan_transfers, rebalance, transfer_counts,
 };
 use serde::{Deserialize, Serialize};
 
@@ -412,7 +412,7 @@ fn plan_layer(
                 .collect();
             r.placement
         }
-        (None, _, _) => place(loads, cluster, algorithm)?,
+        (None, _, _) => place_with(loads, cluster, algorithm, &spec.options())?,
     };
     let width = ours.replica_count.iter().copied().max().unwrap_or(1);
     // The maps of all layers padded to one width (numpy's `[layers, experts, width]`): refused

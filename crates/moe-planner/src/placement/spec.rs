@@ -2,7 +2,7 @@
 
 use expert_placement::{
     EplbPolicy, MAX_PLAN_ENTRIES, PlacementAlgorithm, PlacementCluster, PlacementError,
-    RobustObjective,
+    PlacementOptions, RobustObjective,
 };
 use serde::{Deserialize, Serialize};
 
@@ -77,6 +77,15 @@ pub struct PlacementSpec {
     /// Per-GPU bandwidth for weight transfers in Gbps (default 400).
     #[serde(default = "default_bandwidth_gbps")]
     pub bandwidth_gbps: f64,
+    /// Steps the exact search of one layer may take (policies `optimal`, `optimal-node-aware`
+    /// and `exact`; absent: 2,000,000, or 20,000,000 for `exact`; 0 skips the exact search).
+    /// Rebalances and robust plans use the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_steps: Option<u64>,
+    /// Wall-clock limit of one layer's search in seconds (absent: 1). A search it ends depends
+    /// on the machine's speed; the plan's `termination` says `budget-exhausted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_budget_s: Option<f64>,
 }
 
 fn one() -> usize {
@@ -106,6 +115,19 @@ impl PlacementSpec {
             tolerance: 0.0,
             expert_bytes: None,
             bandwidth_gbps: default_bandwidth_gbps(),
+            search_steps: None,
+            time_budget_s: None,
+        }
+    }
+
+    /// The search budget of the spec ([`expert_placement::PlacementOptions`]).
+    #[must_use]
+    pub fn options(&self) -> PlacementOptions {
+        PlacementOptions {
+            search_steps: self.search_steps,
+            time_budget_s: self
+                .time_budget_s
+                .unwrap_or(expert_placement::DEFAULT_TIME_BUDGET_S),
         }
     }
 
@@ -121,6 +143,14 @@ impl PlacementSpec {
             |field: &'static str, reason: String| PlanError::InvalidField { field, reason };
         if self.gpus == 0 {
             return Err(invalid("gpus", "there must be at least one GPU".into()));
+        }
+        if let Some(t) = self.time_budget_s
+            && !(t.is_finite() && t >= 0.0)
+        {
+            return Err(invalid(
+                "time_budget_s",
+                format!("{t} is not a finite non-negative number of seconds"),
+            ));
         }
         if self.slots_per_gpu == 0 {
             return Err(invalid(
