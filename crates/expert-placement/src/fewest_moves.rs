@@ -9,13 +9,19 @@
 use crate::model::PlacementCluster;
 
 /// Largest number of expert sets the exhaustive fewest-move search may enumerate: the product
-/// over GPUs of `C(E, S_g)` (before pruning). Above it, [`crate::rebalance`] keeps its heuristic
-/// answer and says so ([`crate::Rebalance::moves_proved_fewest`] is `false`).
+/// over GPUs of `C(E, S_g)` (before pruning); the search also needs at most 20 experts and 64
+/// GPUs. Above that, [`crate::rebalance`] keeps its heuristic answer and says so
+/// ([`crate::Rebalance::moves_proved_fewest`] is `false`).
 pub const FEWEST_MOVES_EXACT_MAX_SETS: u64 = 1 << 22;
 
 /// Largest expert count of the exhaustive search (expert sets are 64-bit masks; the product
 /// above is the real limit).
 const MAX_EXPERTS: usize = 20;
+
+/// Largest GPU count of the exhaustive search: it recurses once per GPU, and a GPU whose slots
+/// equal the expert count has one possible set, so the product above alone would let
+/// thousands of GPUs through.
+const MAX_GPUS: usize = 64;
 
 /// The fewest-move placement with maximum load at most `target`, or `None` when the instance is
 /// above the limits (or, which cannot happen for a target met by some plan, none meets it).
@@ -27,10 +33,10 @@ pub(crate) fn fewest_moves(
     target: f64,
 ) -> Option<(usize, Vec<usize>)> {
     let experts = w.len();
-    if experts > MAX_EXPERTS || experts == 0 {
+    let gpus = cluster.gpus();
+    if experts > MAX_EXPERTS || experts == 0 || gpus > MAX_GPUS {
         return None;
     }
-    let gpus = cluster.gpus();
     let mut sets: u64 = 1;
     for &s in cluster.slots_of_gpu() {
         sets = sets.checked_mul(binomial(experts, s)?)?;
@@ -173,6 +179,17 @@ mod tests {
         assert_eq!(subsets(6, 2).len(), 15);
         assert_eq!(binomial(3, 5), Some(0));
         assert!(subsets(4, 4) == vec![0b1111]);
+    }
+
+    #[test]
+    fn many_gpus_with_one_possible_set_each_are_left_to_the_heuristic() {
+        // 4 experts on 10,000 GPUs x 4 slots: one set per GPU, a recursion 10,000 deep.
+        let c = PlacementCluster::uniform(10_000, 4, 1).unwrap();
+        let current: Vec<usize> = (0..40_000).map(|s| s % 4).collect();
+        assert_eq!(
+            fewest_moves(&current, &[1.0, 2.0, 3.0, 4.0], &c, 10.0),
+            None
+        );
     }
 
     #[test]

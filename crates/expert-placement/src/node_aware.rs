@@ -54,6 +54,15 @@ pub(crate) fn solve_node_aware(
     }
     check_divides("experts by groups", w.len(), groups)?;
     let nodes = Nodes::of(cluster);
+    // Every node has a GPU with a slot, so it needs at least one group: refused before the
+    // per-node tables (one entry per subset of groups and node) are built.
+    if nodes.gpus.len() > groups {
+        return Err(PlacementError::TooLarge {
+            what: "nodes (each needs at least one expert group)",
+            limit: groups,
+            value: nodes.gpus.len(),
+        });
+    }
     let size = w.len() / groups;
     let group_load: Vec<f64> = w.chunks(size).map(|c| c.iter().sum()).collect();
     let subs = nodes.sub_clusters(cluster)?;

@@ -165,6 +165,18 @@ fn node_aware_bound_is_valid_under_the_constraint_and_tight_on_deepseek_layers()
     }
 }
 
+#[test]
+fn more_nodes_than_groups_is_refused_before_any_table_is_built() {
+    // 4,096 nodes for 8 groups: every node needs a group. Refused at once (the per-node tables
+    // of the group-to-node bound would hold 4,096 x 256 entries, and the search never ends).
+    let c = PlacementCluster::uniform(4096, 2, 4096).unwrap();
+    let w = layer(&vec![1.0; 256]);
+    let start = Instant::now();
+    let r = place(&w, &c, PlacementAlgorithm::OptimalNodeAware { groups: 8 });
+    assert!(matches!(r, Err(PlacementError::TooLarge { .. })), "{r:?}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
 fn assert_groups_in_nodes(p: &Placement, c: &PlacementCluster, groups: usize, experts: usize) {
     let size = experts / groups;
     let mut node_of_group = vec![None; groups];
