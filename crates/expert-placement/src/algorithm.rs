@@ -77,8 +77,8 @@ impl fmt::Display for PlacementAlgorithm {
 /// [`PlacementError::TooLarge`] above [`crate::MAX_GPU_EXPERT_PAIRS`] GPU-expert pairs; the shape errors
 /// of [`eplb`] and, node-aware, [`PlacementError::NotDivisible`] when `groups` does not divide
 /// the expert count, [`PlacementError::Empty`] for zero groups and
-/// [`PlacementError::TooLarge`] for more nodes than groups (every node needs one),
-/// [`PlacementError::InsufficientCapacity`] when groups cannot be spread over the nodes;
+/// [`PlacementError::InsufficientCapacity`] when groups cannot be spread over the nodes (more
+/// nodes than groups included: every node needs one);
 /// [`PlacementError::TooLarge`] for [`PlacementAlgorithm::Exact`] above [`PLACEMENT_EXACT_MAX_EXPERTS`]
 /// experts or [`PLACEMENT_EXACT_MAX_GPUS`] GPUs, and [`PlacementError::BudgetExhausted`] when it cannot prove optimality within
 /// its step budget ([`crate::DEFAULT_EXACT_SEARCH_STEPS`] or [`PlacementOptions::search_steps`]).

@@ -57,10 +57,10 @@ pub(crate) fn solve_node_aware(
     // Every node has a GPU with a slot, so it needs at least one group: refused before the
     // per-node tables (one entry per subset of groups and node) are built.
     if nodes.gpus.len() > groups {
-        return Err(PlacementError::TooLarge {
-            what: "nodes (each needs at least one expert group)",
-            limit: groups,
-            value: nodes.gpus.len(),
+        // The error the group assignment gives when it runs out of groups for the nodes.
+        return Err(PlacementError::InsufficientCapacity {
+            capacity: nodes.slots.iter().sum(),
+            experts: w.len(),
         });
     }
     let size = w.len() / groups;
