@@ -1,8 +1,8 @@
 //! Exact placement by branch and bound over replica counts and GPU sets, for small instances.
 
-use crate::local_search::REL_EPS;
 use crate::model::PlacementCluster;
 use crate::options::Budget;
+use crate::tolerance::REL_EPS;
 
 /// Largest expert count [`crate::PlacementAlgorithm::Exact`] accepts.
 pub const PLACEMENT_EXACT_MAX_EXPERTS: usize = 16;

@@ -69,6 +69,7 @@ mod replicate;
 mod robust;
 mod state;
 mod token_split;
+mod tolerance;
 mod transfers;
 
 pub use algorithm::{PlacementAlgorithm, place, place_layers, place_with};

@@ -12,9 +12,7 @@ pub(crate) enum Aggregate {
     Mean,
 }
 
-/// Relative tolerance below which two objective values are treated as equal (floating-point
-/// noise of incremental load updates is far smaller).
-pub(crate) const REL_EPS: f64 = 1e-12;
+pub(crate) use crate::tolerance::REL_EPS;
 
 /// Slot count up to which a transfer-counting search tries replica moves at every step.
 const EVERY_STEP_MAX_SLOTS: usize = 1024;
@@ -112,7 +110,7 @@ pub(crate) struct SearchOptions<'o> {
 
 impl<'o> SearchOptions<'o> {
     /// Swaps and replica moves until nothing improves (or `target` is reached), with the move
-    /// budget of [`move_budget`](crate::optimal::move_budget) and no transfer counting.
+    /// budget of [`move_budget`] and no transfer counting.
     pub(crate) fn full(
         aggregate: Aggregate,
         target: f64,
@@ -122,11 +120,16 @@ impl<'o> SearchOptions<'o> {
             aggregate,
             count_changes: true,
             target,
-            max_moves: crate::optimal::move_budget(cluster),
+            max_moves: move_budget(cluster),
             origin: None,
             deadline: None,
         }
     }
+}
+
+/// Moves a local search may make: enough to touch every slot a few times.
+pub(crate) fn move_budget(cluster: &crate::model::PlacementCluster) -> usize {
+    4 * cluster.total_slots() + 64
 }
 
 /// The objective, transfers added, and the change in the sum of squared loads of a move.

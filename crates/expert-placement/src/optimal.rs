@@ -196,11 +196,6 @@ fn mix(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Moves a local search may make: enough to touch every slot a few times.
-pub(crate) fn move_budget(cluster: &PlacementCluster) -> usize {
-    4 * cluster.total_slots() + 64
-}
-
 /// Maximum GPU load of a map.
 pub(crate) fn max_load(w: &[f64], cluster: &PlacementCluster, map: &[usize]) -> f64 {
     let count = crate::plan::counts(map, w.len());
