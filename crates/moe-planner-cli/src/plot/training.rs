@@ -38,7 +38,8 @@ pub(crate) fn write(path: &Path, plan: &MoeTrainingPlan) -> Result<(), CliError>
         .saturating_add(200);
     let root = svg_root(path, (1100, height));
     let err = draw_err(path);
-    let x_max = axis_max(plan.configs.iter().map(|c| c.step_time_s), 1e-9) * 1.05;
+    // Room on the right for the legend, so that it never covers the end of a bar.
+    let x_max = axis_max(plan.configs.iter().map(|c| c.step_time_s), 1e-9) * 1.35;
     let rows = n as f64;
     let mut chart = ChartBuilder::on(&root)
         .caption(
