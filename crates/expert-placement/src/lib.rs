@@ -52,6 +52,7 @@ mod algorithm;
 mod align;
 mod bound;
 mod candidates;
+mod cardinality_bound;
 mod eplb;
 mod exact;
 mod excess;
@@ -90,7 +91,7 @@ pub use options::{
     Termination,
 };
 pub use plan::Placement;
-pub use rebalance::{Rebalance, TradeoffPoint, rebalance};
+pub use rebalance::{Rebalance, TradeoffPoint, rebalance, rebalance_layers};
 pub use robust::{RobustObjective, RobustPlacement, place_robust};
 pub use token_split::{MAX_SPLIT_TOKENS, TokenSplit, split_tokens};
 pub use transfers::{

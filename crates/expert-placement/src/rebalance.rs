@@ -1,10 +1,11 @@
 //! Rebalancing a running placement to new loads with the fewest expert transfers.
 
 use comm_cost_model::{check_finite_result, check_non_negative};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::align::align;
-use crate::error::PlacementError;
+use crate::error::{PlacementError, check_at_most};
 use crate::excess::reduce_excess;
 use crate::fewest_moves::fewest_moves;
 use crate::local_search::move_budget;
@@ -191,6 +192,64 @@ pub fn rebalance(
         fresh_moves,
         tradeoff: pareto(points),
     })
+}
+
+/// [`rebalance`] of every layer: `current[l]` to `layers[l]`, spread over rayon's threads (the
+/// layers are independent; each result is the one [`rebalance`] returns).
+///
+/// # Errors
+///
+/// [`PlacementError::SizeMismatch`] unless there is one current map per layer;
+/// [`PlacementError::TooLarge`] when `layers · R` exceeds [`crate::MAX_PLAN_ENTRIES`] (checked
+/// first); otherwise those of [`rebalance`], for the first failing layer.
+///
+/// # Complexity
+///
+/// The sum over layers of [`rebalance`]'s, divided by the threads.
+///
+/// # Examples
+///
+/// ```
+/// use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, place_layers};
+/// use expert_placement::rebalance_layers;
+///
+/// let c = PlacementCluster::uniform(4, 2, 1)?;
+/// let old = LayerLoads::layers(vec![vec![40.0, 30.0, 20.0, 10.0, 10.0, 5.0]; 2])?;
+/// let plans = place_layers(&old, &c, PlacementAlgorithm::Optimal)?;
+/// let maps: Vec<Vec<usize>> = plans.into_iter().map(|p| p.physical_to_logical).collect();
+/// let new = LayerLoads::layers(vec![
+///     vec![40.0, 30.0, 20.0, 10.0, 10.0, 5.0],
+///     vec![40.0, 30.0, 20.0, 10.0, 10.0, 45.0],
+/// ])?;
+/// let r = rebalance_layers(&maps, &new, &c, 0.0)?;
+/// assert_eq!(r[0].moves, 0); // unchanged loads: nothing moves
+/// assert!(r[1].placement.max_gpu_load <= r[1].fresh_max_gpu_load);
+/// # Ok::<(), expert_placement::PlacementError>(())
+/// ```
+pub fn rebalance_layers(
+    current: &[Vec<usize>],
+    layers: &[LayerLoads],
+    cluster: &PlacementCluster,
+    tolerance: f64,
+) -> Result<Vec<Rebalance>, PlacementError> {
+    if current.len() != layers.len() {
+        return Err(PlacementError::SizeMismatch {
+            what: "current maps (one per layer)",
+            expected: layers.len(),
+            actual: current.len(),
+        });
+    }
+    check_at_most(
+        "layers x slots",
+        crate::model::MAX_PLAN_ENTRIES,
+        layers.len().saturating_mul(cluster.total_slots()),
+    )?;
+    let results: Vec<Result<Rebalance, PlacementError>> = current
+        .par_iter()
+        .zip(layers.par_iter())
+        .map(|(map, loads)| rebalance(map, loads, cluster, tolerance))
+        .collect();
+    results.into_iter().collect()
 }
 
 /// Where a rebalancing candidate comes from: the point after `k` moves of a path, or the
