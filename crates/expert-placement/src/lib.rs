@@ -83,7 +83,8 @@ pub use exact::{
 };
 pub use fewest_moves::FEWEST_MOVES_EXACT_MAX_SETS;
 pub use model::{
-    LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PLACEMENT_SLOTS, MAX_PLAN_ENTRIES, PlacementCluster,
+    LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PADDED_MAP_ENTRIES, MAX_PLACEMENT_SLOTS,
+    MAX_PLAN_ENTRIES, PlacementCluster,
 };
 pub use node_aware::NODE_BOUND_MAX_GROUPS;
 pub use options::{

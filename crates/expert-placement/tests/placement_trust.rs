@@ -31,6 +31,14 @@ fn two_hot_experts_on_nine_gpus_reach_a_valid_251() {
     assert_eq!(p.replica_count[5] + p.replica_count[12], 9);
     let base = eplb(&w, &c, EplbPolicy::Global).unwrap();
     assert!(p.max_gpu_load < base.max_gpu_load);
+    // Certified: ten replicas above 125 cannot share 9 GPUs, so no plan goes below 250 (the
+    // heavy-replica bound; the average and replication bounds said 233).
+    assert!(p.lower_bound >= 250.0 - 1e-6, "{}", p.lower_bound);
+    assert!(
+        p.max_gpu_load <= 1.002 * p.lower_bound,
+        "{}",
+        p.max_gpu_load
+    );
 }
 
 #[test]
