@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use expert_placement::{
-    EplbPolicy, LayerLoads, PlacementAlgorithm, PlacementCluster, drift_loads, lognormal_loads,
-    place, place_layers, rebalance, rebalance_layers,
+    EplbPolicy, LayerLoads, PlacementAlgorithm, PlacementCluster, PlacementOptions, drift_loads,
+    lognormal_loads, place, place_layers, rebalance, rebalance_layers,
 };
 /// `layers` rows of `experts` log-normal loads (`sigma = 1`, 1000 tokens per expert on average),
 /// from the workspace's shared generator.
@@ -107,7 +107,14 @@ fn rebalance_all_layers(c: &mut Criterion) {
     for tolerance in [0.0, 0.01] {
         group.bench_function(format!("tolerance-{tolerance}"), |b| {
             b.iter(|| {
-                rebalance_layers(&maps, black_box(&new), &cluster, tolerance).expect("rebalance")
+                rebalance_layers(
+                    &maps,
+                    black_box(&new),
+                    &cluster,
+                    tolerance,
+                    &PlacementOptions::default(),
+                )
+                .expect("rebalance")
             });
         });
     }

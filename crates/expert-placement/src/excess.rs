@@ -1,6 +1,8 @@
 //! Bringing every GPU under a load target with few transfers: a greedy on excess load per
 //! transfer.
 
+use std::time::Instant;
+
 use crate::local_search::{Origin, REL_EPS};
 use crate::state::{Move, SlotState};
 
@@ -10,23 +12,33 @@ use crate::state::{Move, SlotState};
 /// gone, when no move removes any, or after `max_moves`; calls `after_move` with the state and
 /// the move after each step. Returns whether the target was reached.
 ///
-/// Each step lowers the excess by more than a relative [`REL_EPS`], so the greedy ends.
+/// Each step lowers the excess by more than a relative [`REL_EPS`], so the greedy ends; it also
+/// stops at `deadline` (the clock is read before every move, and before every step of the undo
+/// pass), saying so with [`Reduced::Cut`].
 pub(crate) fn reduce_excess(
     s: &mut SlotState,
     origin: &Origin,
     target: f64,
     max_moves: usize,
+    deadline: Option<Instant>,
     after_move: &mut dyn FnMut(&SlotState, Move),
-) -> bool {
+) -> Reduced {
     let tiny = target.abs().max(f64::MIN_POSITIVE) * REL_EPS;
     let over = |l: f64| (l - target).max(0.0);
+    let late = || deadline.is_some_and(|d| Instant::now() >= d);
     for _ in 0..max_moves {
+        if late() {
+            return Reduced::Cut;
+        }
         let g = (0..s.gpus())
             .max_by(|&a, &b| s.gpu_load(0, a).total_cmp(&s.gpu_load(0, b)))
             .unwrap_or(0);
         if over(s.gpu_load(0, g)) <= tiny {
-            undo_moves(s, origin, target, after_move);
-            return true;
+            return if undo_moves(s, origin, target, deadline, after_move) {
+                Reduced::Reached
+            } else {
+                Reduced::Cut
+            };
         }
         // (free move, gain per transfer, gain) of the best candidate.
         let mut best: Option<(Move, (bool, f64, f64))> = None;
@@ -161,12 +173,23 @@ pub(crate) fn reduce_excess(
             }
         }
         let Some((mv, _)) = best else {
-            return false;
+            return Reduced::Stuck;
         };
         s.apply(mv);
         after_move(s, mv);
     }
-    false
+    Reduced::Stuck
+}
+
+/// How [`reduce_excess`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reduced {
+    /// Every GPU is at most the target (and the undo pass finished).
+    Reached,
+    /// No move removes excess, or the move budget ran out.
+    Stuck,
+    /// The deadline came first.
+    Cut,
 }
 
 /// The excess removed by `Replace(slot, b)` (one window): the slot's GPU, then the other
@@ -212,15 +235,21 @@ fn slot_may_gain(s: &SlotState, slot: usize, b: usize, g: usize, target: f64) ->
 /// Once every GPU is under `target`: takes back transfers while all loads stay under it, each
 /// time the move removing the most transfers (then leaving the lowest maximum) among moves that
 /// put an expert back on a GPU that held it.
+///
+/// Returns `false` when `deadline` stopped it.
 fn undo_moves(
     s: &mut SlotState,
     origin: &Origin,
     target: f64,
+    deadline: Option<Instant>,
     after_move: &mut dyn FnMut(&SlotState, Move),
-) {
+) -> bool {
     let limit = target + target.abs() * REL_EPS;
     let (mut touched, mut new_load) = (Vec::new(), Vec::new());
     loop {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return false;
+        }
         let moved: Vec<usize> = (0..s.expert_of_slot.len())
             .filter(|&i| !origin.holds(s.gpu_of_slot[i], s.expert_of_slot[i]))
             .collect();
@@ -247,7 +276,7 @@ fn undo_moves(
                 consider(Move::Swap(i, j), &mut best);
             }
         }
-        let Some((mv, _)) = best else { return };
+        let Some((mv, _)) = best else { return true };
         s.apply(mv);
         after_move(s, mv);
     }

@@ -92,7 +92,7 @@ pub use options::{
     Termination,
 };
 pub use plan::Placement;
-pub use rebalance::{Rebalance, TradeoffPoint, rebalance, rebalance_layers};
+pub use rebalance::{Rebalance, TradeoffPoint, rebalance, rebalance_layers, rebalance_with};
 pub use robust::{RobustObjective, RobustPlacement, place_robust};
 pub use token_split::{MAX_SPLIT_TOKENS, TokenSplit, split_tokens};
 pub use transfers::{

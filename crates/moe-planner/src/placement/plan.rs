@@ -7,7 +7,7 @@ use comm_cost_model::{
 use expert_placement::{
     ExpertTransfer, LayerLoads, NODE_BOUND_MAX_GROUPS, Placement, PlacementAlgorithm,
     PlacementCluster, PlacementError, RobustObjective, Termination, count_moves, place,
-    place_robust, place_with, plan_transfers, rebalance, transfer_counts,
+    place_robust, place_with, plan_transfers, rebalance_with, transfer_counts,
 };
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -421,7 +421,7 @@ fn solve_layer(
             Placement::evaluate(loads, cluster, robust.physical_to_logical)?
         }
         (None, Some(current), PlacementAlgorithm::Optimal) => {
-            let r = rebalance(current, loads, cluster, spec.tolerance)?;
+            let r = rebalance_with(current, loads, cluster, spec.tolerance, &spec.options())?;
             moves_proved_fewest = Some(r.moves_proved_fewest);
             tradeoff = r
                 .tradeoff
