@@ -469,7 +469,12 @@ fn assemble_layer(
     if searched_without_proof {
         // The library scores these maps as evaluated; say what the search proved.
         plan.termination = if exceeds(ours.max_gpu_load, ours.lower_bound) {
-            Termination::Heuristic
+            // A rebalance cut by its time budget says so.
+            if ours.termination == Termination::BudgetExhausted {
+                Termination::BudgetExhausted
+            } else {
+                Termination::Heuristic
+            }
         } else {
             Termination::BoundReached
         }
