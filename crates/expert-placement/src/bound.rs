@@ -5,6 +5,7 @@ use comm_cost_model::check_finite_result;
 use crate::cardinality_bound::cardinality_bound;
 use crate::error::PlacementError;
 use crate::model::{LayerLoads, PlacementCluster};
+use crate::partner_bound::partner_bound;
 use crate::replicate::replicate;
 
 /// A lower bound on the maximum GPU load of every valid placement of `loads` on `cluster`
@@ -70,7 +71,8 @@ pub fn placement_lower_bound(
 
 /// [`placement_lower_bound`] unchecked (infinite when the loads overflow on slow GPUs).
 pub(crate) fn lower_bound(loads: &LayerLoads, cluster: &PlacementCluster) -> f64 {
-    cardinality_bound(loads, cluster, basic_bound(loads, cluster))
+    let heavy = cardinality_bound(loads, cluster, basic_bound(loads, cluster));
+    partner_bound(loads, cluster, heavy)
 }
 
 /// The average and replication relaxations only: cheaper where thousands of sub-instances are

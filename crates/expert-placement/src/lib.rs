@@ -64,6 +64,7 @@ mod node_aware;
 mod optimal;
 mod options;
 mod pack;
+mod partner_bound;
 mod plan;
 mod rebalance;
 mod replicate;

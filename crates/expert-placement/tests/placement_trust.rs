@@ -263,6 +263,7 @@ fn rebalance_of_a_large_layer_stops_at_its_time_budget() {
     assert_eq!(r.placement.termination, Termination::BudgetExhausted);
     assert!(r.placement.max_gpu_load <= r.target_max_gpu_load * (1.0 + 1e-9));
     assert!(r.moves <= r.fresh_moves);
-    // Fresh plan (0.2 s) + paths (0.2 s), with room for a debug build on a loaded machine.
-    assert!(took < 5.0, "took {took} s");
+    // Fresh plan (0.2 s) + paths (0.2 s) take about 2.5 s in a debug build; without the budget
+    // the paths alone ran for minutes there. Wide room for a loaded CI machine.
+    assert!(took < 30.0, "took {took} s");
 }
