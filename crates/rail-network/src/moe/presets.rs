@@ -81,6 +81,7 @@ const fn moe(
         tied_embeddings: false,
         seq_len: 4096,
         precision: Precision::Bf16,
+        mtp_modules: 0,
     }
 }
 
@@ -104,6 +105,7 @@ impl From<GptModel> for MoeModel {
             tied_embeddings: true,
             seq_len: g.seq_len,
             precision: Precision::Bf16,
+            mtp_modules: 0,
         }
     }
 }
@@ -135,7 +137,10 @@ pub fn moe_model_preset(name: &str) -> Result<MoeModel, RailNetworkError> {
     let model = match key.as_str() {
         "mixtral-8x7b" => moe(32, 4096, gqa(32, 8, 128), (0, 14336, 8, 2, 0, 0), 32000),
         "mixtral-8x22b" => moe(56, 6144, gqa(48, 8, 128), (0, 16384, 8, 2, 0, 0), 32768),
-        "deepseek-v3" => moe(
+        "deepseek-v3" => MoeModel {
+            // One MTP module (§2.2, §4.2: "we set the MTP depth D to 1").
+            mtp_modules: 1,
+            ..moe(
             61,
             7168,
             Attention::Mla {
@@ -148,7 +153,8 @@ pub fn moe_model_preset(name: &str) -> Result<MoeModel, RailNetworkError> {
             },
             (18432, 2048, 256, 8, 2048, 3),
             129_280,
-        ),
+        )
+        },
         "qwen3-235b-a22b" => moe(94, 4096, gqa(64, 4, 128), (0, 1536, 128, 8, 0, 0), 151_936),
         "qwen2-57b-a14b" => moe(
             28,

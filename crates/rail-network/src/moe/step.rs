@@ -74,6 +74,10 @@ pub struct StepOptions {
     /// Memory held back per GPU for the CUDA context, communication buffers and
     /// fragmentation, bytes.
     pub memory_reserve_bytes: f64,
+    /// Streaming multiprocessors the overlapped all-to-all kernels hold while compute runs
+    /// (0 by default; DeepSeek-V3's DualPipe dedicates 20 of the H800's 132, §3.2.2). Compute
+    /// then runs at `(sms - comm_sms) / sms` of its rate; must be below the system's `sms`.
+    pub comm_sms: u64,
 }
 
 #[derive(Deserialize)]
@@ -89,6 +93,8 @@ struct StepOptionsFields {
     a2a_overlap: f64,
     #[serde(default = "reserve")]
     memory_reserve_bytes: f64,
+    #[serde(default)]
+    comm_sms: u64,
 }
 
 fn one() -> f64 {
@@ -115,6 +121,7 @@ impl TryFrom<StepOptionsFields> for StepOptions {
             fabric: f.fabric,
             a2a_overlap: f.a2a_overlap,
             memory_reserve_bytes: f.memory_reserve_bytes,
+            comm_sms: f.comm_sms,
         };
         o.validate()?;
         Ok(o)
@@ -129,6 +136,7 @@ impl Default for StepOptions {
             fabric: FabricKind::RailOptimized,
             a2a_overlap: 0.0,
             memory_reserve_bytes: DEFAULT_RESERVE_BYTES,
+            comm_sms: 0,
         }
     }
 }
@@ -271,6 +279,14 @@ impl StepModel {
         model.validate()?;
         system.validate()?;
         options.validate()?;
+        if options.comm_sms >= system.sms {
+            return Err(CostModelError::SizeMismatch {
+                what: "comm_sms must be below the system's sms",
+                expected: system.sms.saturating_sub(1),
+                actual: options.comm_sms,
+            }
+            .into());
+        }
         let flop_per_token = model.training_flop_per_token()?;
         Ok(Self {
             model,
@@ -549,8 +565,11 @@ impl StepModel {
         } else {
             (sys.peak_flop_per_s, eff.gemm_efficiency)
         };
-        let gemm_rate = gemm_peak * gemm_efficiency;
-        let bf16_rate = sys.peak_flop_per_s * eff.gemm_efficiency;
+        // SMs held by overlapped communication kernels are lost to compute.
+        let sm_share = self.system.sms.saturating_sub(self.options.comm_sms) as f64
+            / self.system.sms as f64;
+        let gemm_rate = gemm_peak * gemm_efficiency * sm_share;
+        let bf16_rate = sys.peak_flop_per_s * eff.gemm_efficiency * sm_share;
         let score_rate = bf16_rate / eff.attention_slowdown;
         // Ridge point in tokens: FLOP per weight byte of a skinny GEMM is about 2n / bytes.
         let weight_bytes = if fp8 { 1.0 } else { 2.0 };
@@ -605,36 +624,53 @@ impl StepModel {
         };
         let logits = 3.0 * tokens * 2.0 * h * model.vocab as f64 / bf16_rate;
 
-        // Busiest stage: its own layers (MoE first), or an even share of everything.
+        // Busiest stage: its own layers (MoE first), or an even share of everything. The MTP
+        // modules (blocks like the last layer, a 2h x h projection, one more head pass) sit on
+        // the last stage: part of the stage when pp = 1, of the even share otherwise.
         let moe_layers = model.moe_layers() as f64;
         let all = model.layers as f64;
         let stage = d.stage_layers as f64;
         let stage_moe = stage.min(moe_layers);
         let stage_dense = stage - stage_moe;
+        let mtp = model.mtp_modules as f64;
+        let (mtp_dense, mtp_routed, mtp_moe) = if model.is_moe() {
+            (moe_dense, routed, mtp)
+        } else {
+            (dense, 0.0, 0.0)
+        };
+        let mtp_proj = passes * tokens * 4.0 * h * h / gemm_rate;
+        let mtp_all = (
+            mtp * attn,
+            mtp * (mtp_dense + mtp_proj),
+            mtp * mtp_routed,
+            mtp * logits,
+        );
+        let last = if mapping.pp == 1 { 1.0 } else { 0.0 };
         let own = (
-            stage * attn,
-            stage_dense * dense + stage_moe * moe_dense,
-            stage_moe * routed,
-            if mapping.pp == 1 { logits } else { 0.0 },
+            stage * attn + last * mtp_all.0,
+            stage_dense * dense + stage_moe * moe_dense + last * mtp_all.1,
+            stage_moe * routed + last * mtp_all.2,
+            last * (logits + mtp_all.3),
         );
         let share = (
-            all * attn / pp,
-            ((all - moe_layers) * dense + moe_layers * moe_dense) / pp,
-            moe_layers * routed / pp,
-            logits / pp,
+            (all * attn + mtp_all.0) / pp,
+            ((all - moe_layers) * dense + moe_layers * moe_dense + mtp_all.1) / pp,
+            (moe_layers * routed + mtp_all.2) / pp,
+            (logits + mtp_all.3) / pp,
         );
         let sum = |x: (f64, f64, f64, f64)| x.0 + x.1 + x.2 + x.3;
         let (busiest, layers_used, moe_used) = if sum(share) > sum(own) {
-            (share, all / pp, moe_layers / pp)
+            (share, (all + mtp) / pp, (moe_layers + mtp_moe) / pp)
         } else {
-            (own, stage, stage_moe)
+            (own, stage + last * mtp, stage_moe + last * mtp_moe)
         };
         let t_mb = sum(busiest);
         let microbatch_compute_s = check_positive("micro-batch compute time (s)", t_mb)?;
 
         // Tensor parallelism (sequence parallel): gathered size b s h 2 / cp per collective.
         let lat = sys.latency_s;
-        let (tp_in, tp_out) = MoeMapping::hb_part(1, mapping.tp, sys.hb_domain);
+        let k = self.system.job_hb_domain(gpus);
+        let (tp_in, tp_out) = MoeMapping::hb_part(1, mapping.tp, k);
         let tp_grid = grid(tp_in, tp_out, sys);
         let tp_bytes = b * s * h * 2.0 / cp;
         let tp_one = if mapping.tp > 1 {
@@ -655,7 +691,7 @@ impl StepModel {
         let tp_comm_s = m * tp_blocks * per_block * tp_one;
 
         // Context parallelism: 3 (cp - 1) key/value chunks per layer, overlapped with scores.
-        let (_, cp_out) = MoeMapping::hb_part(mapping.tp, mapping.cp, sys.hb_domain);
+        let (_, cp_out) = MoeMapping::hb_part(mapping.tp, mapping.cp, k);
         let cp_bw = if cp_out > 1 {
             sys.network_bytes_per_s
         } else {
@@ -678,18 +714,22 @@ impl StepModel {
         let (ep_layer, parm_baseline_layer, schedule) = if !model.is_moe() {
             (0.0, 0.0, None)
         } else if mapping.etp == 1 {
-            (self.dispatch_combine_s(mapping, tokens)?, 0.0, None)
+            (self.dispatch_combine_s(mapping, tokens, k)?, 0.0, None)
         } else {
-            let (chosen, baseline, schedule) = self.parm_layer_s(mapping)?;
+            let (chosen, baseline, schedule) = self.parm_layer_s(mapping, k)?;
             // Parm's terms are one forward pass; backward mirrors them.
             (chosen / 2.0, baseline / 2.0, Some(schedule))
         };
+        // An overlapped all-to-all hides behind compute that runs at the same time (DualPipe
+        // pairs one micro-batch's dispatch and combine with another's forward or backward);
+        // what exceeds the step's compute stays exposed.
+        let ep_total = m * moe_used * a2a_passes * ep_layer * imbalance;
         let ep_comm_s =
-            m * moe_used * a2a_passes * ep_layer * imbalance * (1.0 - self.options.a2a_overlap);
+            ep_total - (self.options.a2a_overlap * ep_total).min(m * microbatch_compute_s);
         let parm_baseline_s = m * moe_used * a2a_passes * parm_baseline_layer * imbalance;
 
         // Pipeline: fill and drain messages of one micro-batch's boundary activations.
-        let (pp_in, _) = MoeMapping::hb_part(gpus / mapping.pp, mapping.pp, sys.hb_domain);
+        let (pp_in, _) = MoeMapping::hb_part(gpus / mapping.pp, mapping.pp, k);
         let pp_bw = if pp_in == mapping.pp {
             sys.hb_bytes_per_s
         } else {
@@ -705,9 +745,9 @@ impl StepModel {
         // Data parallelism (distributed optimizer).
         let (dense_params, expert_params) = stage_parameters(model, mapping, d);
         let dense_group = d.dp.saturating_mul(mapping.cp);
-        let (dg_in, dg_out) = MoeMapping::hb_part(mapping.tp, dense_group, sys.hb_domain);
+        let (dg_in, dg_out) = MoeMapping::hb_part(mapping.tp, dense_group, k);
         let (eg_in, eg_out) =
-            MoeMapping::hb_part(mapping.etp.saturating_mul(mapping.ep), d.edp, sys.hb_domain);
+            MoeMapping::hb_part(mapping.etp.saturating_mul(mapping.ep), d.edp, k);
         let sync = |params: f64, g_in: u64, g_out: u64| -> f64 {
             if g_in * g_out <= 1 {
                 return 0.0;
@@ -760,6 +800,7 @@ impl StepModel {
         &self,
         mapping: &MoeMapping,
         tokens: f64,
+        hb_domain: u64,
     ) -> Result<f64, RailNetworkError> {
         let model = &self.model;
         let sys = &self.system.system;
@@ -767,7 +808,7 @@ impl StepModel {
             return Ok(0.0);
         }
         let copies = distinct_ranks(model.experts, model.top_k, mapping.ep);
-        let (ep_in, _) = MoeMapping::hb_part(mapping.etp, mapping.ep, sys.hb_domain);
+        let (ep_in, _) = MoeMapping::hb_part(mapping.etp, mapping.ep, hb_domain);
         let ep = mapping.ep as f64;
         let inside = (ep_in as f64 - 1.0) / ep;
         let across = (ep - ep_in as f64) / ep;
@@ -796,7 +837,11 @@ impl StepModel {
 
     /// Parm's chosen and baseline schedule times of one MoE layer (forward, both all-to-alls),
     /// seconds, with alpha-beta costs derived from the system.
-    fn parm_layer_s(&self, mapping: &MoeMapping) -> Result<(f64, f64, Schedule), RailNetworkError> {
+    fn parm_layer_s(
+        &self,
+        mapping: &MoeMapping,
+        hb_domain: u64,
+    ) -> Result<(f64, f64, Schedule), RailNetworkError> {
         let model = &self.model;
         let sys = &self.system.system;
         let usize_of = |what: &'static str, v: u64| {
@@ -827,14 +872,14 @@ impl StepModel {
         let lat = sys.latency_s;
         // Per-byte cost of an all-to-all over `n` ranks with stride `inner`.
         let a2a_cost = |inner: u64, n: u64| -> Result<AlphaBeta, CostModelError> {
-            let (inside, _) = MoeMapping::hb_part(inner, n, sys.hb_domain);
+            let (inside, _) = MoeMapping::hb_part(inner, n, hb_domain);
             let nf = n as f64;
             let beta = (((inside as f64) - 1.0) / nf / sys.hb_bytes_per_s)
                 .max((nf - inside as f64) / nf / sys.network_bytes_per_s);
             AlphaBeta::new(lat, beta)
         };
         // Ring collectives over the ETP group (innermost): (n-1)/n of the argument per link.
-        let (_, e_out) = MoeMapping::hb_part(1, mapping.etp, sys.hb_domain);
+        let (_, e_out) = MoeMapping::hb_part(1, mapping.etp, hb_domain);
         let etp_bw = if e_out > 1 {
             sys.network_bytes_per_s
         } else {
@@ -899,15 +944,24 @@ pub(crate) fn stage_parameters(
     d: &DerivedDegrees,
 ) -> (f64, f64) {
     let h = model.hidden as f64;
-    let stage = (d.stage_layers as f64).min(model.layers as f64);
-    let stage_moe = stage.min(model.moe_layers() as f64);
+    // With one stage, it also holds the MTP modules (blocks like the last layer).
+    let mtp = if mapping.pp == 1 {
+        model.mtp_modules as f64
+    } else {
+        0.0
+    };
+    let mtp_moe = if model.is_moe() { mtp } else { 0.0 };
+    let stage = (d.stage_layers as f64).min(model.layers as f64) + mtp;
+    let stage_moe = stage.min(model.moe_layers() as f64 + mtp_moe);
     let stage_dense = stage - stage_moe;
     let mats = model.ffn_matrices();
     let attention = stage * (model.attention_weights_per_layer() + h);
     let dense_ffn = stage_dense * (mats * h * model.dense_ffn as f64 + h);
     let moe_dense = stage_moe * (mats * h * model.shared_ffn as f64 + h * model.experts as f64 + h);
     let embedding = model.vocab as f64 * h;
-    let ends = if mapping.pp == 1 && !model.tied_embeddings {
+    let mtp_projection = mtp * (2.0 * h * h + 2.0 * h);
+    let ends = mtp_projection
+        + if mapping.pp == 1 && !model.tied_embeddings {
         2.0 * embedding
     } else {
         embedding
@@ -965,6 +1019,7 @@ mod tests {
             tied_embeddings: false,
             seq_len: 1024,
             precision: Precision::Bf16,
+            mtp_modules: 0,
         };
         let system = TrainingSystem {
             system: SystemSpec {
@@ -977,6 +1032,7 @@ mod tests {
             },
             hbm_bytes_per_s: 1e12,
             fp8_peak_flop_per_s: 2e15,
+            sms: 100,
         };
         let options = StepOptions {
             efficiency: ComputeEfficiency {
@@ -988,6 +1044,7 @@ mod tests {
             fabric: FabricKind::RailOptimized,
             a2a_overlap: 0.0,
             memory_reserve_bytes: 0.0,
+            comm_sms: 0,
         };
         (model, system, options)
     }

@@ -46,6 +46,8 @@ pub struct PublishedRun {
     pub mapping: MoeMapping,
     /// Fraction of the EP all-to-all the run hides behind compute (DeepSeek's `DualPipe`: 1).
     pub a2a_overlap: f64,
+    /// SMs the run's overlapped all-to-all kernels hold (DeepSeek-V3 §3.2.2: 20 of 132).
+    pub comm_sms: u64,
     /// Measured tokens per second per GPU.
     pub tokens_per_s_per_gpu: f64,
     /// Whether the run is in the calibration subset (else held out).
@@ -93,6 +95,7 @@ pub fn published_runs() -> Vec<PublishedRun> {
             precision,
             mapping,
             a2a_overlap: 0.0,
+            comm_sms: 0,
             tokens_per_s_per_gpu: 0.0,
             calibration: false,
         }
@@ -194,6 +197,9 @@ pub fn published_runs() -> Vec<PublishedRun> {
             // 180K H800 GPU hours per trillion tokens (§1, Table 1): 1e12 / (180e3 x 3600).
             tokens_per_s_per_gpu: 1e12 / (180e3 * 3600.0),
             a2a_overlap: 1.0,
+            // §3.2.2: "only 20 SMs are sufficient to fully utilize the bandwidths of IB and
+            // NVLink" for the cross-node all-to-all that DualPipe overlaps with compute.
+            comm_sms: 20,
             ..run(
                 "deepseek-v3-2048-h800",
                 "DeepSeek-AI 2024, DeepSeek-V3 Technical Report, §1 and §3.2 (2,048 H800, PP16, EP64 over 8 nodes, ZeRO-1 DP, DualPipe overlapping all-to-all; batch 15,360 x 4,096)",
@@ -252,6 +258,7 @@ pub fn step_model(
     let options = StepOptions {
         efficiency: *efficiency,
         a2a_overlap: run.a2a_overlap,
+        comm_sms: run.comm_sms,
         fabric: FabricKind::RailOptimized,
         ..StepOptions::default()
     };
@@ -518,5 +525,26 @@ mod tests {
             );
         }
         println!("held-out median {median:.4} worst {worst:.4}");
+    }
+}
+#[cfg(test)]
+mod scratch {
+    use super::*;
+    #[test]
+    #[ignore]
+    fn scratch_ds() {
+        let c = calibrate(&published_runs()).unwrap();
+        println!("fitted {c:?}");
+        for run in published_runs() {
+            for ov in [run.a2a_overlap] {
+                let mut r = run.clone();
+                r.a2a_overlap = ov;
+                let e = predict(&r, &c).unwrap();
+                let t = e.terms;
+                println!("{} ov {ov} tok/s {:.0} pub {:.0} step {:.3} attn {:.3} dense {:.3} exp {:.3} logit {:.3} bubble {:.3} ep {:.3} dp {:.3} opt {:.3} m {} mfu {:.3}", r.name, e.tokens_per_s_per_gpu, r.tokens_per_s_per_gpu, t.step_time_s, t.attention_compute_s, t.dense_compute_s, t.expert_compute_s, t.logits_compute_s, t.bubble_s, t.ep_comm_s, t.dp_comm_s, t.optimizer_s, e.degrees.micro_batches, e.mfu);
+                let mm = e.memory;
+                println!("   mem w+g {:.1} opt {:.1} act {:.1} buf {:.1} res {:.1} total {:.1} GB", mm.weights_and_gradients_bytes/1e9, mm.optimizer_bytes/1e9, mm.activation_bytes/1e9, mm.buffer_bytes/1e9, mm.reserve_bytes/1e9, mm.total_bytes/1e9);
+            }
+        }
     }
 }
