@@ -17,6 +17,14 @@
 //! Every preset adds `10 us` per communication step on the critical path (`latency_s`), the
 //! order of NCCL's small-message latency inside a node.
 //!
+//! Offloading (optimizer state or activations to host memory) moves data over the GPU's host
+//! link, per direction: PCIe Gen5 x16 on the x86 systems (64 GB/s; H100, H200, B200
+//! datasheets: 128 GB/s bidirectional), `NVLink-C2C` on GB200 (450 GB/s; 900 GB/s
+//! bidirectional); a CPU Adam step streams the offloaded state at the host memory bandwidth
+//! per GPU: DGX H100 / H800 / H200 two Xeon 8480C with eight DDR5-4800 channels each
+//! (614 GB/s per 8 GPUs: 77 GB/s), DGX B200 two Xeon 8570 with DDR5-5600 (717 GB/s: 90 GB/s),
+//! GB200 one Grace with up to 512 GB/s `LPDDR5X` per two GPUs (256 GB/s).
+//!
 //! A job of `N` GPUs fills its HB domains evenly ([`TrainingSystem::job_hb_domain`]): 64 GPUs
 //! of a GB200 NVL72 rack form one domain of 64, not a domain of 72 with 8 missing, so a group
 //! of stride 8 inside those 64 GPUs stays on NVLink.
@@ -46,6 +54,10 @@ pub struct TrainingSystem {
     /// Streaming multiprocessors of one GPU (communication kernels that run beside compute
     /// hold some of them: [`crate::moe::StepOptions::comm_sms`]).
     pub sms: u64,
+    /// GPU-to-host link of one GPU, per direction, bytes/s (offloading).
+    pub host_bytes_per_s: BytesPerSecond,
+    /// Host memory bandwidth available to one GPU's CPU optimizer step, bytes/s.
+    pub host_memory_bytes_per_s: BytesPerSecond,
 }
 
 #[derive(Deserialize)]
@@ -57,10 +69,22 @@ struct TrainingSystemFields {
     /// 132 (a Hopper SXM GPU) when absent, so system files written before the field load.
     #[serde(default = "hopper_sms")]
     sms: u64,
+    /// A DGX H100's PCIe Gen5 link when absent.
+    #[serde(default = "pcie5")]
+    host_bytes_per_s: f64,
+    /// A DGX H100's host memory share when absent.
+    #[serde(default = "dgx_h100_host_memory")]
+    host_memory_bytes_per_s: f64,
 }
 
 fn hopper_sms() -> u64 {
     132
+}
+fn pcie5() -> f64 {
+    64e9
+}
+fn dgx_h100_host_memory() -> f64 {
+    76.8e9
 }
 
 impl TryFrom<TrainingSystemFields> for TrainingSystem {
@@ -72,6 +96,8 @@ impl TryFrom<TrainingSystemFields> for TrainingSystem {
             hbm_bytes_per_s: f.hbm_bytes_per_s,
             fp8_peak_flop_per_s: f.fp8_peak_flop_per_s,
             sms: f.sms,
+            host_bytes_per_s: f.host_bytes_per_s,
+            host_memory_bytes_per_s: f.host_memory_bytes_per_s,
         };
         s.validate()?;
         Ok(s)
@@ -89,6 +115,8 @@ impl TrainingSystem {
         check_positive("HBM bandwidth (bytes/s)", self.hbm_bytes_per_s)?;
         check_positive("FP8 peak FLOP/s", self.fp8_peak_flop_per_s)?;
         comm_cost_model::check_count_u64("sms", self.sms, 1)?;
+        check_positive("host link (bytes/s)", self.host_bytes_per_s)?;
+        check_positive("host memory bandwidth (bytes/s)", self.host_memory_bytes_per_s)?;
         Ok(())
     }
 
@@ -147,7 +175,13 @@ impl TrainingSystem {
 /// # Ok::<(), rail_network::RailNetworkError>(())
 /// ```
 pub fn training_system_preset(name: &str) -> Result<TrainingSystem, RailNetworkError> {
-    let make = |k: u64, tflops: f64, hb_gb_s: f64, mem_gb: f64, hbm_tb_s: f64, sms: u64| TrainingSystem {
+    let make = |k: u64, tflops: f64, hb_gb_s: f64, mem_gb: f64, hbm_tb_s: f64, sms: u64| {
+        let (host, host_memory) = match k {
+            72 => (450e9, 256e9),
+            _ if tflops > 2000.0 => (64e9, 89.6e9),
+            _ => (64e9, 76.8e9),
+        };
+        TrainingSystem {
         system: SystemSpec {
             hb_domain: k,
             peak_flop_per_s: tflops * 1e12,
@@ -159,6 +193,9 @@ pub fn training_system_preset(name: &str) -> Result<TrainingSystem, RailNetworkE
         hbm_bytes_per_s: hbm_tb_s * 1e12,
         fp8_peak_flop_per_s: 2.0 * tflops * 1e12,
         sms,
+        host_bytes_per_s: host,
+        host_memory_bytes_per_s: host_memory,
+    }
     };
     match name.to_ascii_lowercase().as_str() {
         "h100" => Ok(make(8, 989.0, 450.0, 80.0, 3.35, 132)),

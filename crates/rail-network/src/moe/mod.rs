@@ -7,7 +7,8 @@
 //! | [`cluster`] | H100, H800, H200, B200, GB200 NVL72 training systems | NVIDIA datasheets; DeepSeek-V3 report |
 //! | [`mapping`] | TP, CP, PP+VP, DP, EP, ETP, expert DP with MoE parallel folding; validity | Liu et al. 2025 (MoE Parallel Folding); Megatron-LM |
 //! | [`efficiency`] | GEMM efficiency, attention slowdown, roofline of small expert GEMMs | FlashAttention-3; datasheets |
-//! | [`memory`] | memory of the busiest GPU | Korthikanti et al. 2022; Megatron-LM distributed optimizer |
+//! | [`memory`] | memory of the busiest GPU | Korthikanti et al. 2022; Megatron-LM distributed optimizer; ZeRO; PyTorch FSDP |
+//! | [`strategy`] | parameter sharding (ZeRO-1, FSDP) and pipeline schedule (1F1B, `DualPipe`) | ZeRO; PyTorch FSDP; DeepSeek-V3 §3.2 |
 //! | [`step`] | the step time, term by term, with Parm's schedules when `etp > 1` | rail-only §5, App. D; Parm §IV-V |
 //! | [`search`] | every valid mapping, ranked, with a work limit; fabric comparison of the winner | rail-only App. C, Table 2 |
 //! | [`validation`] | published MoE training runs, calibration and held-out error | see `docs/reproduction.md` |
@@ -32,6 +33,7 @@ pub mod model;
 pub mod presets;
 pub mod search;
 pub mod step;
+pub mod strategy;
 pub mod validation;
 
 pub use cluster::{TRAINING_SYSTEM_NAMES, TrainingSystem, training_system_preset};
@@ -47,3 +49,4 @@ pub use search::{
     search_mappings_with_progress,
 };
 pub use step::{DEFAULT_RESERVE_BYTES, MoeEvaluation, StepModel, StepOptions, StepTerms};
+pub use strategy::{ParamSharding, PipelineSchedule};

@@ -328,6 +328,9 @@ pub fn search_mappings_with_progress(
                                 else {
                                     continue;
                                 };
+                                if sm.check_schedule(&mapping, &degrees).is_err() {
+                                    continue;
+                                }
                                 local.valid += 1;
                                 match sm.evaluate_valid(&mapping, degrees, gpus, global_batch) {
                                     Ok(e) => {

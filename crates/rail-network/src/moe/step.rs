@@ -47,8 +47,9 @@ use crate::model::Recompute;
 use crate::moe::cluster::TrainingSystem;
 use crate::moe::efficiency::ComputeEfficiency;
 use crate::moe::mapping::{DerivedDegrees, MoeMapping};
-use crate::moe::memory::{MemoryInput, MoeMemory, moe_memory};
+use crate::moe::memory::{MemoryInput, MoeMemory, activation_bytes_per_microbatch, moe_memory};
 use crate::moe::model::{MoeModel, Precision};
+use crate::moe::strategy::{ParamSharding, PipelineSchedule};
 use comm_cost_model::AlphaBeta;
 use comm_cost_model::collectives::{TwoTierGrid, hierarchical_all_gather_time_s};
 use comm_cost_model::parm::{ParmCollectiveCosts, ParmLayer, Schedule, parm_times};
@@ -78,6 +79,19 @@ pub struct StepOptions {
     /// (0 by default; DeepSeek-V3's DualPipe dedicates 20 of the H800's 132, §3.2.2). Compute
     /// then runs at `(sms - comm_sms) / sms` of its rate; must be below the system's `sms`.
     pub comm_sms: u64,
+    /// Where parameters, gradients and optimizer state live (ZeRO-1 by default).
+    pub param_sharding: ParamSharding,
+    /// The pipeline schedule (1F1B by default).
+    pub pipeline_schedule: PipelineSchedule,
+    /// Fraction of the optimizer state kept in host memory and stepped by the CPU, in [0, 1]
+    /// (Megatron-LM `--optimizer-offload-fraction`).
+    pub optimizer_offload_fraction: f64,
+    /// Fraction of the stored activations moved to host memory during the forward pass and
+    /// back for the backward pass, in [0, 1].
+    pub activation_offload_fraction: f64,
+    /// Whether Adam's two moments are kept in BF16 (FP32 master weights and gradients
+    /// stay): 8 bytes of optimizer state per parameter instead of 12 (DeepSeek-V3 §3.3.3).
+    pub bf16_optimizer_moments: bool,
 }
 
 #[derive(Deserialize)]
@@ -95,6 +109,16 @@ struct StepOptionsFields {
     memory_reserve_bytes: f64,
     #[serde(default)]
     comm_sms: u64,
+    #[serde(default)]
+    param_sharding: ParamSharding,
+    #[serde(default)]
+    pipeline_schedule: PipelineSchedule,
+    #[serde(default)]
+    optimizer_offload_fraction: f64,
+    #[serde(default)]
+    activation_offload_fraction: f64,
+    #[serde(default)]
+    bf16_optimizer_moments: bool,
 }
 
 fn one() -> f64 {
@@ -122,6 +146,11 @@ impl TryFrom<StepOptionsFields> for StepOptions {
             a2a_overlap: f.a2a_overlap,
             memory_reserve_bytes: f.memory_reserve_bytes,
             comm_sms: f.comm_sms,
+            param_sharding: f.param_sharding,
+            pipeline_schedule: f.pipeline_schedule,
+            optimizer_offload_fraction: f.optimizer_offload_fraction,
+            activation_offload_fraction: f.activation_offload_fraction,
+            bf16_optimizer_moments: f.bf16_optimizer_moments,
         };
         o.validate()?;
         Ok(o)
@@ -137,6 +166,11 @@ impl Default for StepOptions {
             a2a_overlap: 0.0,
             memory_reserve_bytes: DEFAULT_RESERVE_BYTES,
             comm_sms: 0,
+            param_sharding: ParamSharding::DistributedOptimizer,
+            pipeline_schedule: PipelineSchedule::OneFOneB,
+            optimizer_offload_fraction: 0.0,
+            activation_offload_fraction: 0.0,
+            bf16_optimizer_moments: false,
         }
     }
 }
@@ -158,14 +192,20 @@ impl StepOptions {
             }
             .into());
         }
-        check_non_negative("a2a_overlap", self.a2a_overlap)?;
-        if self.a2a_overlap > 1.0 {
-            return Err(CostModelError::AboveMaximum {
-                what: "a2a_overlap",
-                max: 1.0,
-                value: self.a2a_overlap,
+        for (what, value) in [
+            ("a2a_overlap", self.a2a_overlap),
+            ("optimizer_offload_fraction", self.optimizer_offload_fraction),
+            ("activation_offload_fraction", self.activation_offload_fraction),
+        ] {
+            check_non_negative(what, value)?;
+            if value > 1.0 {
+                return Err(CostModelError::AboveMaximum {
+                    what,
+                    max: 1.0,
+                    value,
+                }
+                .into());
             }
-            .into());
         }
         check_non_negative("memory_reserve_bytes", self.memory_reserve_bytes)?;
         Ok(())
@@ -199,8 +239,10 @@ pub struct StepTerms {
     pub pp_comm_s: Seconds,
     /// Exposed gradient reduce-scatter and parameter all-gather.
     pub dp_comm_s: Seconds,
-    /// Optimizer step.
+    /// Optimizer step (on the GPU, and on the CPU for the offloaded part).
     pub optimizer_s: Seconds,
+    /// Exposed activation offload transfers.
+    pub offload_s: Seconds,
     /// The sum.
     pub step_time_s: Seconds,
 }
@@ -457,6 +499,7 @@ impl StepModel {
         global_batch: u64,
     ) -> Result<MoeEvaluation, RailNetworkError> {
         let degrees = mapping.validate(&self.model, gpus, global_batch)?;
+        self.check_schedule(mapping, &degrees)?;
         self.evaluate_valid(mapping, degrees, gpus, global_batch)
     }
 
@@ -509,13 +552,7 @@ impl StepModel {
         global_batch: u64,
     ) -> Result<MoeEvaluation, RailNetworkError> {
         let (terms, etp_schedule) = self.terms(mapping, &degrees, gpus)?;
-        let memory = moe_memory(&MemoryInput {
-            model: &self.model,
-            mapping,
-            degrees: &degrees,
-            expert_imbalance: self.expert_imbalance(mapping.ep),
-            reserve_bytes: self.options.memory_reserve_bytes,
-        })?;
+        let memory = moe_memory(&self.memory_input(mapping, &degrees))?;
         let fits = memory.total_bytes <= self.system.system.memory_bytes;
         let tokens = global_batch as f64 * self.model.seq_len as f64;
         let tokens_per_s_per_gpu = tokens / terms.step_time_s / gpus as f64;
@@ -533,6 +570,65 @@ impl StepModel {
             model_tflop_per_s_per_gpu: flop_per_s / 1e12,
             mfu: flop_per_s / self.system.system.peak_flop_per_s,
         })
+    }
+
+    /// What the memory model needs for a mapping.
+    fn memory_input<'a>(
+        &'a self,
+        mapping: &'a MoeMapping,
+        degrees: &'a DerivedDegrees,
+    ) -> MemoryInput<'a> {
+        MemoryInput {
+            model: &self.model,
+            mapping,
+            degrees,
+            expert_imbalance: self.expert_imbalance(mapping.ep),
+            reserve_bytes: self.options.memory_reserve_bytes,
+            param_sharding: self.options.param_sharding,
+            pipeline_schedule: self.options.pipeline_schedule,
+            optimizer_offload_fraction: self.options.optimizer_offload_fraction,
+            activation_offload_fraction: self.options.activation_offload_fraction,
+            bf16_optimizer_moments: self.options.bf16_optimizer_moments,
+        }
+    }
+
+    /// Checks the rules the pipeline schedule adds to [`MoeMapping::validate`]: `DualPipe`
+    /// needs `vp = 1`, an even `pp` and an even micro-batch count of at least `pp`.
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Value`] naming the field.
+    pub fn check_schedule(
+        &self,
+        mapping: &MoeMapping,
+        degrees: &DerivedDegrees,
+    ) -> Result<(), RailNetworkError> {
+        if self.options.pipeline_schedule != PipelineSchedule::DualPipe {
+            return Ok(());
+        }
+        if mapping.vp != 1 {
+            return Err(CostModelError::SizeMismatch {
+                what: "vp under DualPipe (one chunk per direction)",
+                expected: 1,
+                actual: mapping.vp,
+            }
+            .into());
+        }
+        comm_cost_model::check_divides("pp must be even under DualPipe", mapping.pp, 2)?;
+        comm_cost_model::check_divides(
+            "the micro-batch count must be even under DualPipe",
+            degrees.micro_batches,
+            2,
+        )?;
+        if degrees.micro_batches < mapping.pp {
+            return Err(CostModelError::SizeMismatch {
+                what: "micro-batches under DualPipe (at least pp)",
+                expected: mapping.pp,
+                actual: degrees.micro_batches,
+            }
+            .into());
+        }
+        Ok(())
     }
 
     /// The terms of a valid mapping.
@@ -740,9 +836,24 @@ impl StepModel {
         } else {
             0.0
         };
-        let bubble_s = (pp - 1.0) / vp * microbatch_compute_s;
+        let bubble_s = match self.options.pipeline_schedule {
+            PipelineSchedule::OneFOneB => (pp - 1.0) / vp * microbatch_compute_s,
+            // DeepSeek-V3 Table 2: (pp/2 - 1)(F&B + B - 3W), with F one forward pass of the
+            // stage, B the rest of the micro-batch (backward and recomputation), W (weight
+            // gradients) one forward's worth, and F&B = F + B (the overlapped pair's compute).
+            PipelineSchedule::DualPipe => {
+                let f = microbatch_compute_s / passes;
+                let b = microbatch_compute_s - f;
+                (pp / 2.0 - 1.0).max(0.0) * (f + 2.0 * b - 3.0 * f).max(0.0)
+            }
+        };
 
-        // Data parallelism (distributed optimizer).
+        // Data parallelism: ZeRO-1 syncs once per step, FSDP every micro-batch; DualPipe
+        // holds (and syncs) two copies of the stage's parameters.
+        let copies = match self.options.pipeline_schedule {
+            PipelineSchedule::OneFOneB => 1.0,
+            PipelineSchedule::DualPipe => 2.0,
+        };
         let (dense_params, expert_params) = stage_parameters(model, mapping, d);
         let dense_group = d.dp.saturating_mul(mapping.cp);
         let (dg_in, dg_out) = MoeMapping::hb_part(mapping.tp, dense_group, k);
@@ -754,14 +865,44 @@ impl StepModel {
             }
             let g = grid(g_in, g_out, sys);
             let steps = (g_in + g_out - 2) as f64 * lat;
-            let rs = ag_time(params * 4.0, &g) + steps;
-            let ag = ag_time(params * 2.0, &g) + steps;
-            (rs - microbatch_compute_s * 2.0 / 3.0).max(0.0)
-                + (ag - microbatch_compute_s / 3.0).max(0.0)
+            let rs = ag_time(copies * params * 4.0, &g) + steps;
+            let ag = ag_time(copies * params * 2.0, &g) + steps;
+            let (fwd, bwd) = (microbatch_compute_s / 3.0, microbatch_compute_s * 2.0 / 3.0);
+            match self.options.param_sharding {
+                ParamSharding::DistributedOptimizer => (rs - bwd).max(0.0) + (ag - fwd).max(0.0),
+                ParamSharding::Fsdp => m * ((ag - fwd).max(0.0) + (ag + rs - bwd).max(0.0)),
+                ParamSharding::FsdpKeepGathered => {
+                    m * ((ag - fwd).max(0.0) + (rs - bwd).max(0.0))
+                }
+            }
         };
         let dp_comm_s = sync(dense_params, dg_in, dg_out) + sync(expert_params, eg_in, eg_out);
+        // Adam on the local shard at HBM speed; the offloaded part crosses the host link
+        // (FP32 gradients out, BF16 weights back) and is stepped by the CPU at host-memory
+        // speed. Either way it reads and writes the FP32 master and both moments, reads the
+        // FP32 gradient and writes the BF16 weight: 30 bytes per parameter (22 with BF16
+        // moments).
+        let adam = if self.options.bf16_optimizer_moments {
+            22.0
+        } else {
+            30.0
+        };
         let shard = dense_params / dense_group.max(1) as f64 + expert_params / d.edp.max(1) as f64;
-        let optimizer_s = shard * 30.0 / self.system.hbm_bytes_per_s;
+        let off = self.options.optimizer_offload_fraction;
+        let optimizer_s = shard * (1.0 - off) * adam / self.system.hbm_bytes_per_s
+            + shard * off * (6.0 / self.system.host_bytes_per_s
+                + adam / self.system.host_memory_bytes_per_s);
+        // Activation offload: a micro-batch's offloaded activations go out during its forward
+        // pass and come back during its backward pass; only what exceeds them is exposed.
+        let offload_s = if self.options.activation_offload_fraction > 0.0 {
+            let moved = self.options.activation_offload_fraction
+                * activation_bytes_per_microbatch(&self.memory_input(mapping, d))
+                / self.system.host_bytes_per_s;
+            m * ((moved - microbatch_compute_s / passes).max(0.0)
+                + (moved - microbatch_compute_s * (passes - 1.0) / passes).max(0.0))
+        } else {
+            0.0
+        };
 
         let compute = m * microbatch_compute_s;
         let step_time_s = compute
@@ -771,7 +912,8 @@ impl StepModel {
             + ep_comm_s
             + pp_comm_s
             + dp_comm_s
-            + optimizer_s;
+            + optimizer_s
+            + offload_s;
         let step_time_s = check_positive("step time (s)", step_time_s)?;
         Ok((
             StepTerms {
@@ -788,6 +930,7 @@ impl StepModel {
                 pp_comm_s,
                 dp_comm_s,
                 optimizer_s,
+                offload_s,
                 step_time_s,
             },
             schedule,
@@ -1033,6 +1176,8 @@ mod tests {
             hbm_bytes_per_s: 1e12,
             fp8_peak_flop_per_s: 2e15,
             sms: 100,
+            host_bytes_per_s: 1e10,
+            host_memory_bytes_per_s: 1e10,
         };
         let options = StepOptions {
             efficiency: ComputeEfficiency {
@@ -1044,7 +1189,7 @@ mod tests {
             fabric: FabricKind::RailOptimized,
             a2a_overlap: 0.0,
             memory_reserve_bytes: 0.0,
-            comm_sms: 0,
+            ..StepOptions::default()
         };
         (model, system, options)
     }
