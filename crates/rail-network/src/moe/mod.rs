@@ -42,7 +42,8 @@ pub use mapping::{DerivedDegrees, MoeMapping};
 pub use memory::{MemoryInput, MoeMemory, moe_memory};
 pub use model::{Attention, MoeModel, ParameterCounts, Precision, TokenFlops};
 pub use presets::{
-    MOE_MODEL_PRESET_NAMES, PUBLISHED_PARAMETERS, VALIDATION_MODEL_NAMES, moe_model_preset,
+    ActiveConvention, MOE_MODEL_PRESET_NAMES, PUBLISHED_PARAMETERS, PublishedSize,
+    VALIDATION_MODEL_NAMES, moe_model_preset,
 };
 pub use search::{
     FabricCost, MoeSearchOptions, MoeSearchResult, fabric_cost, search_mappings,
