@@ -10,6 +10,7 @@
 //! | [`memory`] | memory of the busiest GPU | Korthikanti et al. 2022; Megatron-LM distributed optimizer; ZeRO; PyTorch FSDP |
 //! | [`strategy`] | parameter sharding (ZeRO-1, FSDP) and pipeline schedule (1F1B, `DualPipe`) | ZeRO; PyTorch FSDP; DeepSeek-V3 §3.2 |
 //! | [`step`] | the step time, term by term, with Parm's schedules when `etp > 1` | rail-only §5, App. D; Parm §IV-V |
+//! | [`parm_compute`] | Parm's layer with its expert compute: end-to-end speedups on the paper's testbeds | Parm §III-A, §VI-C, Table II |
 //! | [`search`] | every valid mapping, ranked, with a work limit; fabric comparison of the winner | rail-only App. C, Table 2 |
 //! | [`validation`] | published MoE training runs, calibration and held-out error | see `docs/reproduction.md` |
 //!
@@ -30,6 +31,7 @@ pub mod efficiency;
 pub mod mapping;
 pub mod memory;
 pub mod model;
+pub mod parm_compute;
 pub mod presets;
 pub mod search;
 pub mod step;
