@@ -610,3 +610,15 @@ mod scratch2 {
         }
     }
 }
+#[cfg(test)]
+mod scratch3 {
+    use crate::moe::*;
+    #[test]
+    #[ignore]
+    fn scratch_params() {
+        for name in MOE_MODEL_PRESET_NAMES.iter().chain(VALIDATION_MODEL_NAMES.iter()) {
+            let p = moe_model_preset(name).unwrap().parameters().unwrap();
+            println!("P {name} total {:.3} active {:.3} noemb {:.3} mtp {:.3}", p.total/1e9, p.active/1e9, p.active_without_embedding/1e9, p.mtp/1e9);
+        }
+    }
+}
