@@ -1,7 +1,7 @@
 //! The step time of one MoE training mapping, term by term, with its memory and throughput.
 //!
-//! `step = compute + bubble + tp + cp + ep + pp + dp + optimizer`, every term the time it adds
-//! to the busiest GPU's critical path:
+//! `step = compute + bubble + tp + cp + ep + pp + dp + optimizer + offload`, every term the time
+//! it adds to the busiest GPU's critical path:
 //!
 //! * **compute**: `m` micro-batches of the busiest pipeline stage, forward and backward (`3x`
 //!   the forward FLOPs, `4x` under full recomputation; selective recomputation adds one more
@@ -11,8 +11,13 @@
 //!   busiest EP rank's load over the mean) and run at the roofline rate of their tokens per
 //!   expert. The busiest stage holds `vp ceil(l / (pp vp))` layers, MoE layers first, or
 //!   `1/pp` of all layers plus the logit layer if that is more (uneven stages may balance the
-//!   logit layer, as Megatron-LM's first/last-stage layer counts allow).
-//! * **bubble**: `(pp - 1) / vp` micro-batch times (interleaved 1F1B).
+//!   logit layer, as Megatron-LM's first/last-stage layer counts allow). MTP modules (a block
+//!   like the last layer, a `2h x h` projection, one more head pass each) sit on the last
+//!   stage. Every FLOP rate is scaled by `(sms - comm_sms) / sms`: SMs held by overlapped
+//!   communication kernels do not compute (DeepSeek-V3 §3.2.2).
+//! * **bubble**: `(pp - 1) / vp` micro-batch times (interleaved 1F1B); under `DualPipe`,
+//!   `(pp/2 - 1)(F + 2B - 3W)` with `F` one forward pass of the stage, `B` the rest of the
+//!   micro-batch and `W = F` (DeepSeek-V3 Table 2, `F&B = F + B`).
 //! * **tp**: sequence-parallel all-gather and reduce-scatter, four per block (attention, dense
 //!   FFN) and micro-batch in forward and backward (six with full recomputation) over the TP
 //!   group (hierarchical, Eq. 1 of the rail-only paper), not overlapped.
@@ -27,15 +32,23 @@
 //!   (the busiest rank receives the most). With `etp > 1`, Parm's baseline, S1 and S2 schedules
 //!   ([`comm_cost_model::parm`]) replace this term and Algorithm 1 picks S1 or S2. A fraction
 //!   `a2a_overlap` of the term is hidden behind compute (0 by default: Megatron-LM's default
-//!   runs dispatch and combine between the GEMMs).
+//!   runs dispatch and combine between the GEMMs), but never more than the step's compute it
+//!   runs beside.
 //! * **pp**: activations and gradients sent between stages; steady-state sends overlap compute,
 //!   the `2 (pp - 1)` fill and drain messages are exposed.
 //! * **dp**: gradient reduce-scatter (FP32) and parameter all-gather (BF16) of the distributed
 //!   optimizer, dense parameters over `dp cp` ranks and expert parameters over `edp`; the
 //!   reduce-scatter overlaps the last micro-batch's backward (2/3 of its time), the all-gather
-//!   the first forward (1/3), only the excess is exposed.
+//!   the first forward (1/3), only the excess is exposed. Under FSDP every micro-batch
+//!   all-gathers the weights (twice, or once when they stay gathered) and reduce-scatters its
+//!   gradients, each against that micro-batch's forward or backward; `DualPipe` syncs two
+//!   copies.
 //! * **optimizer**: Adam on the local shard, memory bound: 30 bytes moved per parameter (read
-//!   FP32 master, two moments and gradient; write them back and the BF16 copy) at HBM speed.
+//!   FP32 master, two moments and gradient; write them back and the BF16 copy; 22 with BF16
+//!   moments) at HBM speed; the offloaded fraction crosses the host link (6 bytes) and is
+//!   stepped at host-memory speed.
+//! * **offload**: offloaded activations leave during their micro-batch's forward and return
+//!   during its backward; what exceeds those windows is exposed.
 //!
 //! Every collective also pays `latency_s` of the system per step on the critical path.
 
