@@ -681,7 +681,16 @@ fn train_plans_moe_models_end_to_end() {
     dual.extend(["--pipeline", "dualpipe"]);
     assert_fails(&dual, 1);
     let mut dual_ok = base.to_vec();
-    dual_ok.extend(["--tp", "1", "--pp", "4", "--ep", "8", "--pipeline", "dualpipe"]);
+    dual_ok.extend([
+        "--tp",
+        "1",
+        "--pp",
+        "4",
+        "--ep",
+        "8",
+        "--pipeline",
+        "dualpipe",
+    ]);
     assert!(step(&json(&dual_ok)["configs"][0]) > 0.0);
     let mut over = one.clone();
     over.extend(["--activation-offload", "1.5"]);

@@ -76,7 +76,9 @@ fn comm_sms_slow_compute_by_their_share() {
     let sm = mixtral();
     let m = mapping(4, 8, 8);
     let base = sm.evaluate(&m, 64, 256).unwrap();
-    let held = with(&sm, |o| o.comm_sms = 33).evaluate(&m, 64, 256).unwrap();
+    let held = with(&sm, |o| o.comm_sms = 33)
+        .evaluate(&m, 64, 256)
+        .unwrap();
     let ratio = held.terms.attention_compute_s / base.terms.attention_compute_s;
     assert!((ratio - 132.0 / 99.0).abs() < 1e-9, "{ratio}");
     let bad = StepOptions {
@@ -178,7 +180,9 @@ fn offloading_trades_memory_for_host_traffic() {
     let moments = with(&sm, |o| o.bf16_optimizer_moments = true)
         .evaluate(&m, 64, 256)
         .unwrap();
-    assert!((moments.memory.optimizer_bytes / base.memory.optimizer_bytes - 8.0 / 12.0).abs() < 1e-12);
+    assert!(
+        (moments.memory.optimizer_bytes / base.memory.optimizer_bytes - 8.0 / 12.0).abs() < 1e-12
+    );
     for bad in [1.5, -0.1, f64::NAN] {
         let o = StepOptions {
             activation_offload_fraction: bad,

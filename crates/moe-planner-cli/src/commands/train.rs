@@ -183,7 +183,7 @@ pub(crate) enum PipelineArg {
     /// 1F1B, interleaved when --vp > 1.
     #[value(name = "1f1b")]
     OneFOneB,
-    /// DeepSeek's DualPipe (vp 1, even pp and micro-batch count).
+    /// DeepSeek's `DualPipe` (vp 1, even pp and micro-batch count).
     Dualpipe,
 }
 

@@ -116,7 +116,10 @@ impl TrainingSystem {
         check_positive("FP8 peak FLOP/s", self.fp8_peak_flop_per_s)?;
         comm_cost_model::check_count_u64("sms", self.sms, 1)?;
         check_positive("host link (bytes/s)", self.host_bytes_per_s)?;
-        check_positive("host memory bandwidth (bytes/s)", self.host_memory_bytes_per_s)?;
+        check_positive(
+            "host memory bandwidth (bytes/s)",
+            self.host_memory_bytes_per_s,
+        )?;
         Ok(())
     }
 
@@ -182,20 +185,20 @@ pub fn training_system_preset(name: &str) -> Result<TrainingSystem, RailNetworkE
             _ => (64e9, 76.8e9),
         };
         TrainingSystem {
-        system: SystemSpec {
-            hb_domain: k,
-            peak_flop_per_s: tflops * 1e12,
-            hb_bytes_per_s: hb_gb_s * 1e9,
-            network_bytes_per_s: 400e9 / 8.0,
-            memory_bytes: mem_gb * 1e9,
-            latency_s: 10e-6,
-        },
-        hbm_bytes_per_s: hbm_tb_s * 1e12,
-        fp8_peak_flop_per_s: 2.0 * tflops * 1e12,
-        sms,
-        host_bytes_per_s: host,
-        host_memory_bytes_per_s: host_memory,
-    }
+            system: SystemSpec {
+                hb_domain: k,
+                peak_flop_per_s: tflops * 1e12,
+                hb_bytes_per_s: hb_gb_s * 1e9,
+                network_bytes_per_s: 400e9 / 8.0,
+                memory_bytes: mem_gb * 1e9,
+                latency_s: 10e-6,
+            },
+            hbm_bytes_per_s: hbm_tb_s * 1e12,
+            fp8_peak_flop_per_s: 2.0 * tflops * 1e12,
+            sms,
+            host_bytes_per_s: host,
+            host_memory_bytes_per_s: host_memory,
+        }
     };
     match name.to_ascii_lowercase().as_str() {
         "h100" => Ok(make(8, 989.0, 450.0, 80.0, 3.35, 132)),

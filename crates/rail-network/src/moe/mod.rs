@@ -7,8 +7,8 @@
 //! | [`cluster`] | H100, H800, H200, B200, GB200 NVL72 training systems | NVIDIA datasheets; DeepSeek-V3 report |
 //! | [`mapping`] | TP, CP, PP+VP, DP, EP, ETP, expert DP with MoE parallel folding; validity | Liu et al. 2025 (MoE Parallel Folding); Megatron-LM |
 //! | [`efficiency`] | GEMM efficiency, attention slowdown, roofline of small expert GEMMs | FlashAttention-3; datasheets |
-//! | [`memory`] | memory of the busiest GPU | Korthikanti et al. 2022; Megatron-LM distributed optimizer; ZeRO; PyTorch FSDP |
-//! | [`strategy`] | parameter sharding (ZeRO-1, FSDP) and pipeline schedule (1F1B, `DualPipe`) | ZeRO; PyTorch FSDP; DeepSeek-V3 §3.2 |
+//! | [`memory`] | memory of the busiest GPU | Korthikanti et al. 2022; Megatron-LM distributed optimizer; `ZeRO`; `PyTorch` FSDP |
+//! | [`strategy`] | parameter sharding (ZeRO-1, FSDP) and pipeline schedule (1F1B, `DualPipe`) | `ZeRO`; `PyTorch` FSDP; DeepSeek-V3 §3.2 |
 //! | [`step`] | the step time, term by term, with Parm's schedules when `etp > 1` | rail-only §5, App. D; Parm §IV-V |
 //! | [`parm_compute`] | Parm's layer with its expert compute: end-to-end speedups on the paper's testbeds | Parm §III-A, §VI-C, Table II |
 //! | [`search`] | every valid mapping, ranked, with a work limit; fabric comparison of the winner | rail-only App. C, Table 2 |

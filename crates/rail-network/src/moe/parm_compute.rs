@@ -162,7 +162,11 @@ mod tests {
     #[ignore = "prints the reproduction table"]
     fn print_end_to_end_table() {
         let cases = [
-            (Testbed::parm_testbed_a(), RTX4090_FP32_FLOP_PER_S, vec![8usize]),
+            (
+                Testbed::parm_testbed_a(),
+                RTX4090_FP32_FLOP_PER_S,
+                vec![8usize],
+            ),
             (
                 Testbed::parm_testbed_b(),
                 RTX2080TI_FP32_FLOP_PER_S,
@@ -182,8 +186,8 @@ mod tests {
                                 .into_iter()
                                 .filter(|l| l.n_mp == n_mp && l.n_esp == n_esp)
                             {
-                                let t = parm_layer_with_compute(tb, &layer, peak * efficiency)
-                                    .unwrap();
+                                let t =
+                                    parm_layer_with_compute(tb, &layer, peak * efficiency).unwrap();
                                 sum += t.speedup;
                                 count += 1.0;
                                 // The identity layout (N_MP = N_ESP = 1) changes nothing.

@@ -14,7 +14,7 @@
 //!
 //! Every MoE preset trains at sequence length 4096 in BF16 (change the fields for other runs).
 //! DeepSeek-V3 trains one multi-token-prediction module (§2.2, depth 1): its FLOPs are part of
-//! the step, its 11.6B parameters (README_WEIGHTS.md: 11.5B unique) are reported apart, as the
+//! the step, its 11.6B parameters (`README_WEIGHTS.md`: 11.5B unique) are reported apart, as the
 //! published 671B excludes them. Activated counts follow each publisher's convention
 //! ([`ActiveConvention`]): DeepSeek leaves out the input embedding.
 
@@ -197,19 +197,19 @@ pub fn moe_model_preset(name: &str) -> Result<MoeModel, RailNetworkError> {
             // One MTP module (§2.2, §4.2: "we set the MTP depth D to 1").
             mtp_modules: 1,
             ..moe(
-            61,
-            7168,
-            Attention::Mla {
-                heads: 128,
-                q_lora_rank: 1536,
-                kv_lora_rank: 512,
-                qk_nope_head_dim: 128,
-                qk_rope_head_dim: 64,
-                v_head_dim: 128,
-            },
-            (18432, 2048, 256, 8, 2048, 3),
-            129_280,
-        )
+                61,
+                7168,
+                Attention::Mla {
+                    heads: 128,
+                    q_lora_rank: 1536,
+                    kv_lora_rank: 512,
+                    qk_nope_head_dim: 128,
+                    qk_rope_head_dim: 64,
+                    v_head_dim: 128,
+                },
+                (18432, 2048, 256, 8, 2048, 3),
+                129_280,
+            )
         },
         "qwen3-235b-a22b" => moe(94, 4096, gqa(64, 4, 128), (0, 1536, 128, 8, 0, 0), 151_936),
         "qwen2-57b-a14b" => moe(

@@ -89,7 +89,7 @@ pub struct StepOptions {
     /// fragmentation, bytes.
     pub memory_reserve_bytes: f64,
     /// Streaming multiprocessors the overlapped all-to-all kernels hold while compute runs
-    /// (0 by default; DeepSeek-V3's DualPipe dedicates 20 of the H800's 132, §3.2.2). Compute
+    /// (0 by default; DeepSeek-V3's `DualPipe` dedicates 20 of the H800's 132, §3.2.2). Compute
     /// then runs at `(sms - comm_sms) / sms` of its rate; must be below the system's `sms`.
     pub comm_sms: u64,
     /// Where parameters, gradients and optimizer state live (ZeRO-1 by default).
@@ -207,8 +207,14 @@ impl StepOptions {
         }
         for (what, value) in [
             ("a2a_overlap", self.a2a_overlap),
-            ("optimizer_offload_fraction", self.optimizer_offload_fraction),
-            ("activation_offload_fraction", self.activation_offload_fraction),
+            (
+                "optimizer_offload_fraction",
+                self.optimizer_offload_fraction,
+            ),
+            (
+                "activation_offload_fraction",
+                self.activation_offload_fraction,
+            ),
         ] {
             check_non_negative(what, value)?;
             if value > 1.0 {
@@ -675,8 +681,8 @@ impl StepModel {
             (sys.peak_flop_per_s, eff.gemm_efficiency)
         };
         // SMs held by overlapped communication kernels are lost to compute.
-        let sm_share = self.system.sms.saturating_sub(self.options.comm_sms) as f64
-            / self.system.sms as f64;
+        let sm_share =
+            self.system.sms.saturating_sub(self.options.comm_sms) as f64 / self.system.sms as f64;
         let gemm_rate = gemm_peak * gemm_efficiency * sm_share;
         let bf16_rate = sys.peak_flop_per_s * eff.gemm_efficiency * sm_share;
         let score_rate = bf16_rate / eff.attention_slowdown;
@@ -870,8 +876,7 @@ impl StepModel {
         let (dense_params, expert_params) = stage_parameters(model, mapping, d);
         let dense_group = d.dp.saturating_mul(mapping.cp);
         let (dg_in, dg_out) = MoeMapping::hb_part(mapping.tp, dense_group, k);
-        let (eg_in, eg_out) =
-            MoeMapping::hb_part(mapping.etp.saturating_mul(mapping.ep), d.edp, k);
+        let (eg_in, eg_out) = MoeMapping::hb_part(mapping.etp.saturating_mul(mapping.ep), d.edp, k);
         let sync = |params: f64, g_in: u64, g_out: u64| -> f64 {
             if g_in * g_out <= 1 {
                 return 0.0;
@@ -884,9 +889,7 @@ impl StepModel {
             match self.options.param_sharding {
                 ParamSharding::DistributedOptimizer => (rs - bwd).max(0.0) + (ag - fwd).max(0.0),
                 ParamSharding::Fsdp => m * ((ag - fwd).max(0.0) + (ag + rs - bwd).max(0.0)),
-                ParamSharding::FsdpKeepGathered => {
-                    m * ((ag - fwd).max(0.0) + (rs - bwd).max(0.0))
-                }
+                ParamSharding::FsdpKeepGathered => m * ((ag - fwd).max(0.0) + (rs - bwd).max(0.0)),
             }
         };
         let dp_comm_s = sync(dense_params, dg_in, dg_out) + sync(expert_params, eg_in, eg_out);
@@ -903,8 +906,9 @@ impl StepModel {
         let shard = dense_params / dense_group.max(1) as f64 + expert_params / d.edp.max(1) as f64;
         let off = self.options.optimizer_offload_fraction;
         let optimizer_s = shard * (1.0 - off) * adam / self.system.hbm_bytes_per_s
-            + shard * off * (6.0 / self.system.host_bytes_per_s
-                + adam / self.system.host_memory_bytes_per_s);
+            + shard
+                * off
+                * (6.0 / self.system.host_bytes_per_s + adam / self.system.host_memory_bytes_per_s);
         // Activation offload: a micro-batch's offloaded activations go out during its forward
         // pass and come back during its backward pass; only what exceeds them is exposed.
         let offload_s = if self.options.activation_offload_fraction > 0.0 {
@@ -1118,10 +1122,10 @@ pub(crate) fn stage_parameters(
     let mtp_projection = mtp * (2.0 * h * h + 2.0 * h);
     let ends = mtp_projection
         + if mapping.pp == 1 && !model.tied_embeddings {
-        2.0 * embedding
-    } else {
-        embedding
-    };
+            2.0 * embedding
+        } else {
+            embedding
+        };
     let dense = (attention + dense_ffn + moe_dense + ends) / mapping.tp as f64;
     let expert = if model.is_moe() {
         stage_moe * (model.experts / mapping.ep) as f64 * model.expert_weights()

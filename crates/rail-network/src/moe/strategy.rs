@@ -3,10 +3,10 @@
 //!
 //! * [`ParamSharding`]: Megatron-LM's distributed optimizer (ZeRO-1: every GPU keeps its
 //!   stage's BF16 weights and FP32 gradients, the optimizer state is sharded; Rajbhandari et
-//!   al. 2020, *ZeRO*, §5), or fully sharded data parallelism (ZeRO-3: weights, gradients and
-//!   optimizer state sharded; weights gathered layer by layer; Zhao et al. 2023, *PyTorch
+//!   al. 2020, *`ZeRO`*, §5), or fully sharded data parallelism (ZeRO-3: weights, gradients and
+//!   optimizer state sharded; weights gathered layer by layer; Zhao et al. 2023, *`PyTorch`
 //!   FSDP*, §3), re-sharding after the forward pass or keeping the gathered weights until the
-//!   backward pass (`FSDP2`'s `reshard_after_forward = False`, the setting of NeMo AutoModel's
+//!   backward pass (`FSDP2`'s `reshard_after_forward = False`, the setting of `NeMo` `AutoModel`'s
 //!   DeepSeek-V3 recipes).
 //! * [`PipelineSchedule`]: 1F1B (interleaved when `vp > 1`; Narayanan et al. 2021 §2.2) or
 //!   DeepSeek's `DualPipe` (DeepSeek-V3 report §3.2.1, Table 2: bubble

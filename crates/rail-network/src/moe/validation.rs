@@ -76,7 +76,7 @@ const fn mapping(tp: u64, cp: u64, pp: u64, vp: u64, ep: u64, micro_batch: u64) 
 
 const AUTOMODEL: &str = "NVIDIA NeMo AutoModel performance summary, DGX-H100 BF16 pre-training table (docs.nvidia.com/nemo/automodel, performance-summary); recipes in NVIDIA-NeMo/Automodel examples/benchmark/configs (FSDP2, activation_checkpointing: true, fake_balanced_gate: true)";
 
-/// NeMo AutoModel's benchmark recipes shard with `FSDP2` and checkpoint every layer
+/// `NeMo` `AutoModel`'s benchmark recipes shard with `FSDP2` and checkpoint every layer
 /// (`activation_checkpointing: true`); the DeepSeek-V3 ones keep the gathered weights from
 /// forward to backward (`reshard_after_forward: false`). Their gate is forced balanced
 /// (`fake_balanced_gate: true`), so no expert imbalance.
