@@ -141,6 +141,9 @@ pub(crate) struct Args {
     /// Keep Adam's moments in BF16 (8 bytes of optimizer state per parameter, not 12).
     #[arg(long)]
     pub bf16_moments: bool,
+    /// Keep the logits in BF16 (2 bytes each, not FP32's 4).
+    #[arg(long)]
+    pub bf16_logits: bool,
     /// With --model: write an SVG of the step-time breakdown of the shown mappings.
     #[arg(long, requires = "model")]
     pub svg: Option<PathBuf>,
@@ -290,6 +293,7 @@ fn end_to_end_spec(args: &Args) -> Result<MoeTrainingSpec, CliError> {
         optimizer_offload_fraction: args.optimizer_offload,
         activation_offload_fraction: args.activation_offload,
         bf16_optimizer_moments: args.bf16_moments,
+        bf16_logits: args.bf16_logits,
         ..StepOptions::default()
     };
     options.validate()?;

@@ -50,7 +50,7 @@ def train_search(
             (``"distributed_optimizer"``, ``"fsdp"``, ``"fsdp_keep_gathered"``),
             ``pipeline_schedule`` (``"one_f_one_b"``, ``"dual_pipe"``),
             ``optimizer_offload_fraction``, ``activation_offload_fraction``,
-            ``bf16_optimizer_moments``).
+            ``bf16_optimizer_moments``, ``bf16_logits``).
 
     Returns:
         The plan as a dict: ``configs`` (records with ``tp, pp, vp, cp, dp, ep, etp,

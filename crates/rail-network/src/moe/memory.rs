@@ -26,7 +26,7 @@
 //!   cast of a linear layer's input for its weight gradient); attention tensors stay BF16.
 //!   The offloaded fraction of the activations lives in host memory.
 //! * **All-to-all buffers**: one layer's dispatch and combine of one micro-batch.
-//! * **Logits**: FP32 logits of one micro-batch, on the last stage (counted only when
+//! * **Logits**: FP32 (or BF16) logits of one micro-batch, on the last stage (counted only when
 //!   `pp = 1`; otherwise the first stage, with more micro-batches in flight, is the fuller).
 //! * **Reserve**: [`crate::moe::StepOptions::memory_reserve_bytes`].
 
@@ -81,6 +81,8 @@ pub struct MemoryInput<'a> {
     pub activation_offload_fraction: f64,
     /// Adam's moments in BF16: 8 bytes of optimizer state per parameter instead of 12.
     pub bf16_optimizer_moments: bool,
+    /// Logits in BF16 (2 bytes) instead of FP32 (4).
+    pub bf16_logits: bool,
 }
 
 impl<'a> MemoryInput<'a> {
@@ -104,6 +106,7 @@ impl<'a> MemoryInput<'a> {
             optimizer_offload_fraction: 0.0,
             activation_offload_fraction: 0.0,
             bf16_optimizer_moments: false,
+            bf16_logits: false,
         }
     }
 }
@@ -173,8 +176,9 @@ pub fn moe_memory(input: &MemoryInput<'_>) -> Result<MoeMemory, RailNetworkError
     } else {
         0.0
     };
+    let logit_bytes = if input.bf16_logits { 2.0 } else { 4.0 };
     let logits = if mapping.pp == 1 {
-        4.0 * b * s / cp * model.vocab as f64 / tp
+        logit_bytes * b * s / cp * model.vocab as f64 / tp
     } else {
         0.0
     };

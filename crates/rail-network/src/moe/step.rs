@@ -105,6 +105,9 @@ pub struct StepOptions {
     /// Whether Adam's two moments are kept in BF16 (FP32 master weights and gradients
     /// stay): 8 bytes of optimizer state per parameter instead of 12 (DeepSeek-V3 §3.3.3).
     pub bf16_optimizer_moments: bool,
+    /// Whether the logits (and the loss over them) stay in BF16, 2 bytes each instead of
+    /// FP32's 4 (NeMo `AutoModel`'s `fp32_upcast: false`).
+    pub bf16_logits: bool,
 }
 
 #[derive(Deserialize)]
@@ -132,6 +135,8 @@ struct StepOptionsFields {
     activation_offload_fraction: f64,
     #[serde(default)]
     bf16_optimizer_moments: bool,
+    #[serde(default)]
+    bf16_logits: bool,
 }
 
 fn one() -> f64 {
@@ -164,6 +169,7 @@ impl TryFrom<StepOptionsFields> for StepOptions {
             optimizer_offload_fraction: f.optimizer_offload_fraction,
             activation_offload_fraction: f.activation_offload_fraction,
             bf16_optimizer_moments: f.bf16_optimizer_moments,
+            bf16_logits: f.bf16_logits,
         };
         o.validate()?;
         Ok(o)
@@ -184,6 +190,7 @@ impl Default for StepOptions {
             optimizer_offload_fraction: 0.0,
             activation_offload_fraction: 0.0,
             bf16_optimizer_moments: false,
+            bf16_logits: false,
         }
     }
 }
@@ -608,6 +615,7 @@ impl StepModel {
             optimizer_offload_fraction: self.options.optimizer_offload_fraction,
             activation_offload_fraction: self.options.activation_offload_fraction,
             bf16_optimizer_moments: self.options.bf16_optimizer_moments,
+            bf16_logits: self.options.bf16_logits,
         }
     }
 
