@@ -106,7 +106,7 @@ pub struct StepOptions {
     /// stay): 8 bytes of optimizer state per parameter instead of 12 (DeepSeek-V3 §3.3.3).
     pub bf16_optimizer_moments: bool,
     /// Whether the logits (and the loss over them) stay in BF16, 2 bytes each instead of
-    /// FP32's 4 (NeMo `AutoModel`'s `fp32_upcast: false`).
+    /// FP32's 4 (`NeMo` `AutoModel`'s `fp32_upcast: false`).
     pub bf16_logits: bool,
 }
 
