@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use comm_cost_model::parm::{Testbed, table3_layers};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use rail_network::moe::parm_compute::{RTX2080TI_FP32_FLOP_PER_S, parm_layer_with_compute};
 use rail_network::model::Recompute;
+use rail_network::moe::parm_compute::{RTX2080TI_FP32_FLOP_PER_S, parm_layer_with_compute};
 use rail_network::moe::{
     MoeMapping, MoeSearchOptions, StepModel, StepOptions, moe_model_preset, search_mappings,
     training_system_preset,
