@@ -6,9 +6,11 @@
 //! (convention-free, unlike model TFLOP/s, whose attention-FLOP conventions differ between
 //! sources). [`calibrate`] fits only [`ComputeEfficiency::gemm_efficiency`] (on the BF16 runs
 //! marked `calibration`) and [`ComputeEfficiency::fp8_gemm_efficiency`] (on the FP8 ones); the
-//! attention slowdown and every bandwidth stay at their stated values. Memory is not checked:
-//! some runs use Megatron-FSDP or selective recomputation of cheap operators, which our memory
-//! model (distributed optimizer, no recomputation or full recomputation) does not describe.
+//! attention slowdown and every bandwidth stay at their stated values. Each run also carries
+//! what its source states about how it trains (recomputation, parameter sharding, pipeline
+//! schedule, all-to-all overlap and the SMs it holds, BF16 optimizer moments or logits); none of
+//! these is fitted. Memory does not gate the prediction: a run is predicted whether or not it
+//! fits our memory model (5 of the 8 do; `docs/reproduction.md`).
 
 use serde::{Deserialize, Serialize};
 
