@@ -1,14 +1,18 @@
 //! Criterion benches of the MoE training planner (`rail_network::moe`): one step-time
 //! evaluation, and the search over every mapping of DeepSeek-V3 on 2,048 H100s (issue 21's
-//! target: at most 1 s) and of Mixtral 8x22B on 128 and Qwen3-235B on 1,024.
+//! target: at most 1 s) and of Mixtral 8x22B on 128 and Qwen3-235B on 1,024; Parm's layers with
+//! their compute term over every Table III configuration of testbed B (8 to 32 GPUs, the paper's
+//! scale) and at 1,024 GPUs (well beyond).
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
 
 use std::hint::black_box;
 use std::time::Duration;
 
+use comm_cost_model::parm::{Testbed, table3_layers};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use rail_network::model::Recompute;
+use rail_network::moe::parm_compute::{RTX2080TI_FP32_FLOP_PER_S, parm_layer_with_compute};
 use rail_network::moe::{
     MoeMapping, MoeSearchOptions, StepModel, StepOptions, moe_model_preset, search_mappings,
     training_system_preset,
@@ -60,5 +64,26 @@ fn search(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, evaluation, search);
+fn parm_with_compute(c: &mut Criterion) {
+    let tb = Testbed::parm_testbed_b();
+    let mut group = c.benchmark_group("parm_layer_with_compute");
+    group.measurement_time(Duration::from_secs(3));
+    for p in [8usize, 32, 1024] {
+        let layers = table3_layers(p, 4.0);
+        group.bench_with_input(BenchmarkId::new("table3", p), &layers, |b, layers| {
+            b.iter(|| {
+                layers
+                    .iter()
+                    .map(|l| {
+                        parm_layer_with_compute(&tb, black_box(l), RTX2080TI_FP32_FLOP_PER_S)
+                            .map_or(0.0, |t| t.speedup)
+                    })
+                    .sum::<f64>()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, evaluation, search, parm_with_compute);
 criterion_main!(benches);

@@ -10,7 +10,7 @@
 //! | rebalancing with fewest moves | [`rebalance`] (trade-off, [`plan_transfers`], [`count_moves`], [`transfer_counts`]) | EPLB's fresh plan |
 //! | several load windows / one batch | [`place_robust`], [`split_tokens`] (max-flow token split) | newest window alone / even split |
 //! | load-oblivious placement | — | [`random_slot_placement`] |
-//! | synthetic expert loads | [`lognormal_loads`], [`zipf_loads`], [`drift_loads`] | — |
+//! | synthetic expert loads | [`lognormal_loads`], [`zipf_loads`], [`zipf_shares`], [`drift_loads`] | — |
 //!
 //! Sources: deepseek-ai/EPLB (the baseline's published policy), vLLM's and SGLang's EPLB
 //! integrations (the slot layout and map formats); the algorithms are ours and are documented in
@@ -99,4 +99,4 @@ pub use token_split::{MAX_SPLIT_TOKENS, TokenSplit, split_tokens};
 pub use transfers::{
     ExpertTransfer, MAX_TRANSFER_MATRIX_GPUS, count_moves, plan_transfers, transfer_counts,
 };
-pub use workloads::{MAX_WORKLOAD_LOADS, drift_loads, lognormal_loads, zipf_loads};
+pub use workloads::{MAX_WORKLOAD_LOADS, drift_loads, lognormal_loads, zipf_loads, zipf_shares};

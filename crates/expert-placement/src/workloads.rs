@@ -98,12 +98,41 @@ pub fn zipf_loads(
     check_shape(layers, experts)?;
     check_non_negative("Zipf exponent", exponent)?;
     check_positive("tokens per layer", tokens_per_layer)?;
+    let popularity = zipf_shares(experts, exponent)?;
     let layer = |l: usize| {
-        let mut shares: Vec<f64> = (1..=experts).map(|r| (r as f64).powf(-exponent)).collect();
+        let mut shares = popularity.clone();
         shares.shuffle(&mut seeded_rng(seed, l as u64));
         scale(&shares, tokens_per_layer)
     };
     (0..layers).map(layer).collect()
+}
+
+/// The unscaled Zipf(`exponent`) shares `r^-exponent` of `experts` experts in popularity order
+/// (`r = 1, 2, ...`): hottest first, unshuffled, what [`zipf_loads`] permutes per layer. A
+/// contiguous layout of these experts is the worst case for the busiest rank.
+///
+/// # Errors
+///
+/// [`PlacementError::Empty`] for no expert, [`PlacementError::TooLarge`] above
+/// [`MAX_WORKLOAD_LOADS`], [`PlacementError::Cost`] for an exponent that is negative or not
+/// finite.
+///
+/// # Complexity
+///
+/// `O(experts)` time.
+///
+/// # Examples
+///
+/// ```
+/// use expert_placement::zipf_shares;
+///
+/// assert_eq!(zipf_shares(3, 1.0)?, vec![1.0, 0.5, 1.0 / 3.0]);
+/// # Ok::<(), expert_placement::PlacementError>(())
+/// ```
+pub fn zipf_shares(experts: usize, exponent: f64) -> Result<Vec<f64>, PlacementError> {
+    check_shape(1, experts)?;
+    check_non_negative("Zipf exponent", exponent)?;
+    Ok((1..=experts).map(|r| (r as f64).powf(-exponent)).collect())
 }
 
 /// Every load multiplied by `exp(N(-sigma^2 / 2, sigma^2))` (mean 1), rounded to whole tokens:

@@ -659,4 +659,40 @@ fn train_plans_moe_models_end_to_end() {
     both.extend(["--tp", "2"]);
     assert_eq!(run(&both).status.code(), Some(2));
     assert_eq!(run(&["train", "--gpus", "8"]).status.code(), Some(2));
+    // Strategy flags: FSDP shrinks the weights, offloading the optimizer state, DualPipe
+    // rejects interleaving (naming vp), fractions above 1 are refused.
+    let fsdp_args = [
+        "--param-sharding",
+        "fsdp",
+        "--optimizer-offload",
+        "1",
+        "--bf16-moments",
+        "--comm-sms",
+        "20",
+    ];
+    let mut fsdp = one.clone();
+    fsdp.extend(fsdp_args);
+    let f = json(&fsdp);
+    let mem = |v: &Value, k: &str| v["configs"][0]["memory"][k].as_f64().unwrap();
+    assert!(mem(&f, "weights_and_gradients_bytes") < mem(&e, "weights_and_gradients_bytes"));
+    assert_eq!(mem(&f, "optimizer_bytes"), 0.0);
+    assert!(f["configs"][0]["terms"]["offload_s"].as_f64().is_some());
+    let mut dual = one.clone();
+    dual.extend(["--pipeline", "dualpipe"]);
+    assert_fails(&dual, 1);
+    let mut dual_ok = base.to_vec();
+    dual_ok.extend([
+        "--tp",
+        "1",
+        "--pp",
+        "4",
+        "--ep",
+        "8",
+        "--pipeline",
+        "dualpipe",
+    ]);
+    assert!(step(&json(&dual_ok)["configs"][0]) > 0.0);
+    let mut over = one.clone();
+    over.extend(["--activation-offload", "1.5"]);
+    assert_fails(&over, 1);
 }

@@ -28,3 +28,28 @@ def test_train_search_one_mapping_and_errors():
         moe_planner.train_search("mixtral-8x8b", 64, 256)
     with pytest.raises(ValueError, match="train spec"):
         moe_planner.train_search("mixtral-8x7b", 64, 256, zipf=float("nan"))
+
+
+def test_train_search_strategy_options():
+    mapping = {"tp": 1, "pp": 4, "ep": 8, "micro_batch": 1}
+    zero1 = moe_planner.train_search("mixtral-8x7b", 64, 256, mapping=mapping)
+    fsdp = moe_planner.train_search(
+        "mixtral-8x7b", 64, 256, mapping=mapping, options={"param_sharding": "fsdp"}
+    )
+
+    def weights(plan):
+        return plan["configs"][0]["memory"]["weights_and_gradients_bytes"]
+
+    assert weights(fsdp) < weights(zero1)
+    dual = moe_planner.train_search(
+        "mixtral-8x7b", 64, 256, mapping=mapping, options={"pipeline_schedule": "dual_pipe"}
+    )
+    assert dual["configs"][0]["terms"]["bubble_s"] < zero1["configs"][0]["terms"]["bubble_s"]
+    with pytest.raises(ValueError, match="vp under DualPipe"):
+        moe_planner.train_search(
+            "mixtral-8x7b",
+            64,
+            256,
+            mapping={**mapping, "vp": 8},
+            options={"pipeline_schedule": "dual_pipe"},
+        )

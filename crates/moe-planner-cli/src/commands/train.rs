@@ -11,7 +11,9 @@ use moe_planner::comm_cost_model::parm::ParmLayer;
 use moe_planner::fitting::CollectiveFitPlan;
 use moe_planner::rail_network::fabric::FabricKind;
 use moe_planner::rail_network::model::Recompute;
-use moe_planner::rail_network::moe::{MoeMapping, MoeSearchOptions, Precision, StepOptions};
+use moe_planner::rail_network::moe::{
+    MoeMapping, MoeSearchOptions, ParamSharding, PipelineSchedule, Precision, StepOptions,
+};
 use moe_planner::training::{
     ExpertLayout, ExpertLoads, MoeModelRef, MoeTrainingPlan, MoeTrainingSpec, TrainingConfig,
     TrainingSpec, TrainingSystemRef, parm_costs_from_fits, plan_moe_training_with_progress,
@@ -121,6 +123,27 @@ pub(crate) struct Args {
     /// Fraction of the EP all-to-all hidden behind compute (0 to 1).
     #[arg(long, default_value_t = 0.0)]
     pub a2a_overlap: f64,
+    /// SMs the overlapped all-to-all kernels hold while compute runs (DeepSeek-V3: 20).
+    #[arg(long, default_value_t = 0)]
+    pub comm_sms: u64,
+    /// Where parameters, gradients and optimizer state live.
+    #[arg(long, value_enum, default_value_t = ShardingArg::DistributedOptimizer)]
+    pub param_sharding: ShardingArg,
+    /// Pipeline schedule.
+    #[arg(long, value_enum, default_value_t = PipelineArg::OneFOneB)]
+    pub pipeline: PipelineArg,
+    /// Fraction of the optimizer state offloaded to host memory (0 to 1).
+    #[arg(long, default_value_t = 0.0)]
+    pub optimizer_offload: f64,
+    /// Fraction of the stored activations offloaded to host memory (0 to 1).
+    #[arg(long, default_value_t = 0.0)]
+    pub activation_offload: f64,
+    /// Keep Adam's moments in BF16 (8 bytes of optimizer state per parameter, not 12).
+    #[arg(long)]
+    pub bf16_moments: bool,
+    /// Keep the logits in BF16 (2 bytes each, not FP32's 4).
+    #[arg(long)]
+    pub bf16_logits: bool,
     /// With --model: write an SVG of the step-time breakdown of the shown mappings.
     #[arg(long, requires = "model")]
     pub svg: Option<PathBuf>,
@@ -144,6 +167,27 @@ pub(crate) enum RecomputeArg {
     Selective,
     /// Recompute every layer.
     Full,
+}
+
+/// `--param-sharding` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ShardingArg {
+    /// ZeRO-1: optimizer state sharded.
+    DistributedOptimizer,
+    /// ZeRO-3 / FSDP: everything sharded, re-gathered per micro-batch pass.
+    Fsdp,
+    /// FSDP keeping the gathered weights from forward to backward.
+    FsdpKeepGathered,
+}
+
+/// `--pipeline` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum PipelineArg {
+    /// 1F1B, interleaved when --vp > 1.
+    #[value(name = "1f1b")]
+    OneFOneB,
+    /// DeepSeek's `DualPipe` (vp 1, even pp and micro-batch count).
+    Dualpipe,
 }
 
 /// `--fabric` values.
@@ -236,6 +280,20 @@ fn end_to_end_spec(args: &Args) -> Result<MoeTrainingSpec, CliError> {
             FabricArg::RailOnly => FabricKind::RailOnly,
         },
         a2a_overlap: args.a2a_overlap,
+        comm_sms: args.comm_sms,
+        param_sharding: match args.param_sharding {
+            ShardingArg::DistributedOptimizer => ParamSharding::DistributedOptimizer,
+            ShardingArg::Fsdp => ParamSharding::Fsdp,
+            ShardingArg::FsdpKeepGathered => ParamSharding::FsdpKeepGathered,
+        },
+        pipeline_schedule: match args.pipeline {
+            PipelineArg::OneFOneB => PipelineSchedule::OneFOneB,
+            PipelineArg::Dualpipe => PipelineSchedule::DualPipe,
+        },
+        optimizer_offload_fraction: args.optimizer_offload,
+        activation_offload_fraction: args.activation_offload,
+        bf16_optimizer_moments: args.bf16_moments,
+        bf16_logits: args.bf16_logits,
         ..StepOptions::default()
     };
     options.validate()?;
@@ -379,13 +437,14 @@ fn print_terms(c: &TrainingConfig) -> Result<(), CliError> {
         None => String::new(),
     };
     report!(
-        "  tp {}, cp {}, ep all-to-all {}{parm}, pp {}, dp {}, optimizer {}",
+        "  tp {}, cp {}, ep all-to-all {}{parm}, pp {}, dp {}, optimizer {}, offload {}",
         d(t.tp_comm_s),
         d(t.cp_comm_s),
         d(t.ep_comm_s),
         d(t.pp_comm_s),
         d(t.dp_comm_s),
-        d(t.optimizer_s)
+        d(t.optimizer_s),
+        d(t.offload_s)
     )?;
     Ok(())
 }

@@ -12,7 +12,7 @@ use super::{LABEL_FONT, TITLE_FONT, axis_max, colour, draw_err, svg_root};
 use crate::error::CliError;
 
 /// The terms drawn, in stacking order, with their legend names.
-fn segments(c: &TrainingConfig) -> [(&'static str, f64); 8] {
+fn segments(c: &TrainingConfig) -> [(&'static str, f64); 9] {
     let t = &c.terms;
     [
         (
@@ -26,6 +26,7 @@ fn segments(c: &TrainingConfig) -> [(&'static str, f64); 8] {
         ("PP p2p", t.pp_comm_s),
         ("DP sync", t.dp_comm_s),
         ("optimizer", t.optimizer_s),
+        ("offload", t.offload_s),
     ]
 }
 
@@ -59,7 +60,7 @@ pub(crate) fn write(path: &Path, plan: &MoeTrainingPlan) -> Result<(), CliError>
         .axis_desc_style(LABEL_FONT)
         .draw()
         .map_err(&err)?;
-    for k in 0..8 {
+    for k in 0..9 {
         let name = plan.configs.first().map_or("", |c| segments(c)[k].0);
         chart
             .draw_series(plan.configs.iter().enumerate().map(|(i, c)| {

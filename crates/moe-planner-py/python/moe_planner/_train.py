@@ -46,7 +46,11 @@ def train_search(
             degree then gets its own imbalance factor.
         zipf: Zipf exponent of synthetic expert loads (instead of ``expert_loads``).
         options: step-model options (``expert_imbalance``, ``fabric``, ``a2a_overlap``,
-            ``memory_reserve_bytes``, ``efficiency``).
+            ``memory_reserve_bytes``, ``efficiency``, ``comm_sms``, ``param_sharding``
+            (``"distributed_optimizer"``, ``"fsdp"``, ``"fsdp_keep_gathered"``),
+            ``pipeline_schedule`` (``"one_f_one_b"``, ``"dual_pipe"``),
+            ``optimizer_offload_fraction``, ``activation_offload_fraction``,
+            ``bf16_optimizer_moments``, ``bf16_logits``).
 
     Returns:
         The plan as a dict: ``configs`` (records with ``tp, pp, vp, cp, dp, ep, etp,

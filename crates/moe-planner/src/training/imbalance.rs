@@ -99,7 +99,7 @@ pub fn expert_imbalance(loads: &[f64], ep: usize, layout: ExpertLayout) -> Resul
 ///
 /// # Errors
 ///
-/// [`PlanError::Cost`] for zero experts; [`PlanError::Matching`] for a `sigma` that is negative
+/// [`PlanError::Cost`] for zero experts; [`PlanError::Placement`] for a `sigma` that is negative
 /// or not finite, or more experts than the generator accepts.
 ///
 /// # Complexity
@@ -130,11 +130,13 @@ pub fn lognormal_expert_loads(
 /// Per-expert loads of a Zipf distribution with exponent `s` (`1 / (i + 1)^s`), a synthetic
 /// skew for studies without a measured `logical_count`, in popularity order: the hottest
 /// experts are consecutive, the worst case for a contiguous layout (use
-/// [`lognormal_expert_loads`] for experts in random order).
+/// [`lognormal_expert_loads`] for experts in random order). The placement crate's generator
+/// ([`expert_placement::zipf_shares`], unshuffled).
 ///
 /// # Errors
 ///
-/// [`PlanError::Cost`] for zero experts or an exponent that is negative or not finite.
+/// [`PlanError::Placement`] for zero experts, more than the generator accepts, or an exponent
+/// that is negative or not finite.
 ///
 /// # Complexity
 ///
@@ -148,11 +150,7 @@ pub fn lognormal_expert_loads(
 /// # Ok::<(), moe_planner::PlanError>(())
 /// ```
 pub fn zipf_loads(experts: usize, exponent: f64) -> Result<Vec<f64>, PlanError> {
-    check_count("experts", experts, 1)?;
-    comm_cost_model::check_non_negative("Zipf exponent", exponent)?;
-    Ok((0..experts)
-        .map(|i| 1.0 / ((i + 1) as f64).powf(exponent))
-        .collect())
+    Ok(expert_placement::zipf_shares(experts, exponent)?)
 }
 
 #[cfg(test)]

@@ -7,8 +7,10 @@
 //! | [`cluster`] | H100, H800, H200, B200, GB200 NVL72 training systems | NVIDIA datasheets; DeepSeek-V3 report |
 //! | [`mapping`] | TP, CP, PP+VP, DP, EP, ETP, expert DP with MoE parallel folding; validity | Liu et al. 2025 (MoE Parallel Folding); Megatron-LM |
 //! | [`efficiency`] | GEMM efficiency, attention slowdown, roofline of small expert GEMMs | FlashAttention-3; datasheets |
-//! | [`memory`] | memory of the busiest GPU | Korthikanti et al. 2022; Megatron-LM distributed optimizer |
+//! | [`memory`] | memory of the busiest GPU | Korthikanti et al. 2022; Megatron-LM distributed optimizer; `ZeRO`; `PyTorch` FSDP |
+//! | [`strategy`] | parameter sharding (ZeRO-1, FSDP) and pipeline schedule (1F1B, `DualPipe`) | `ZeRO`; `PyTorch` FSDP; DeepSeek-V3 §3.2 |
 //! | [`step`] | the step time, term by term, with Parm's schedules when `etp > 1` | rail-only §5, App. D; Parm §IV-V |
+//! | [`parm_compute`] | Parm's layer with its expert compute: end-to-end speedups on the paper's testbeds | Parm §III-A, §VI-C, Table II |
 //! | [`search`] | every valid mapping, ranked, with a work limit; fabric comparison of the winner | rail-only App. C, Table 2 |
 //! | [`validation`] | published MoE training runs, calibration and held-out error | see `docs/reproduction.md` |
 //!
@@ -29,9 +31,11 @@ pub mod efficiency;
 pub mod mapping;
 pub mod memory;
 pub mod model;
+pub mod parm_compute;
 pub mod presets;
 pub mod search;
 pub mod step;
+pub mod strategy;
 pub mod validation;
 
 pub use cluster::{TRAINING_SYSTEM_NAMES, TrainingSystem, training_system_preset};
@@ -40,10 +44,12 @@ pub use mapping::{DerivedDegrees, MoeMapping};
 pub use memory::{MemoryInput, MoeMemory, moe_memory};
 pub use model::{Attention, MoeModel, ParameterCounts, Precision, TokenFlops};
 pub use presets::{
-    MOE_MODEL_PRESET_NAMES, PUBLISHED_PARAMETERS, VALIDATION_MODEL_NAMES, moe_model_preset,
+    ActiveConvention, MOE_MODEL_PRESET_NAMES, PUBLISHED_PARAMETERS, PublishedSize,
+    VALIDATION_MODEL_NAMES, moe_model_preset,
 };
 pub use search::{
     FabricCost, MoeSearchOptions, MoeSearchResult, fabric_cost, search_mappings,
     search_mappings_with_progress,
 };
 pub use step::{DEFAULT_RESERVE_BYTES, MoeEvaluation, StepModel, StepOptions, StepTerms};
+pub use strategy::{ParamSharding, PipelineSchedule};

@@ -117,6 +117,13 @@ pub struct MoeModel {
     pub seq_len: u64,
     /// GEMM and dispatch precision.
     pub precision: Precision,
+    /// Multi-token-prediction (MTP) modules trained beside the main model (DeepSeek-V3 §2.2:
+    /// depth 1). Each is one more transformer block shaped like the last layer (an MoE layer
+    /// in an MoE model), a `2h x h` projection with two norms, and one more pass through the
+    /// shared output head; the embedding and head are shared with the main model. Their
+    /// parameters are reported apart ([`ParameterCounts::mtp`]), since published totals
+    /// exclude them; their FLOPs count as training work ([`TokenFlops::mtp_flop`]).
+    pub mtp_modules: u64,
 }
 
 /// The serialized form of [`MoeModel`], validated on the way in.
@@ -143,6 +150,8 @@ struct MoeModelFields {
     seq_len: u64,
     #[serde(default)]
     precision: Precision,
+    #[serde(default)]
+    mtp_modules: u64,
 }
 
 impl TryFrom<MoeModelFields> for MoeModel {
@@ -164,6 +173,7 @@ impl TryFrom<MoeModelFields> for MoeModel {
             tied_embeddings: f.tied_embeddings,
             seq_len: f.seq_len,
             precision: f.precision,
+            mtp_modules: f.mtp_modules,
         };
         m.validate()?;
         Ok(m)
@@ -191,6 +201,13 @@ pub struct ParameterCounts {
     pub total: f64,
     /// Parameters one token uses: all but the routed experts it is not sent to.
     pub active: f64,
+    /// `active` without the input embedding (a table lookup, no arithmetic): the convention
+    /// of DeepSeek's activated counts (DeepSeek-V3 `README_WEIGHTS.md`: 36.6B for the main
+    /// model, its 0.9B output head included).
+    pub active_without_embedding: f64,
+    /// The MTP modules' own parameters (their blocks, projections and norms; the shared
+    /// embedding and head are not counted again), not part of `total` or `active`.
+    pub mtp: f64,
 }
 
 /// Forward FLOPs of one token by component (multiply by 3 for training, 4 with full
@@ -211,6 +228,8 @@ pub struct TokenFlops {
     pub routed_expert_flop: Flop,
     /// Output (logit) layer.
     pub logits_flop: Flop,
+    /// The MTP modules: their blocks (scores included), projections and output-head passes.
+    pub mtp_flop: Flop,
     /// The sum.
     pub total_flop: Flop,
 }
@@ -240,6 +259,7 @@ impl MoeModel {
             ("expert FFN size", self.expert_ffn),
             ("experts", self.experts),
             ("shared expert FFN size", self.shared_ffn),
+            ("mtp_modules", self.mtp_modules),
         ] {
             if v > LIMIT {
                 return Err(too_large(what, v));
@@ -401,6 +421,24 @@ impl MoeModel {
         self.ffn_matrices() * self.hidden as f64 * self.expert_ffn as f64
     }
 
+    /// `(all, active)` weights of one block shaped like the last layer (norms included): an
+    /// MoE layer in an MoE model, a dense layer otherwise.
+    fn last_block_weights(&self) -> (f64, f64) {
+        let h = self.hidden as f64;
+        let attention = self.attention_weights_per_layer() + h;
+        let m = self.ffn_matrices();
+        if self.is_moe() {
+            let dense = m * h * self.shared_ffn as f64 + h * self.experts as f64 + h;
+            (
+                attention + dense + self.experts as f64 * self.expert_weights(),
+                attention + dense + self.top_k as f64 * self.expert_weights(),
+            )
+        } else {
+            let w = attention + m * h * self.dense_ffn as f64 + h;
+            (w, w)
+        }
+    }
+
     /// Attention-score FLOPs of one token in one layer (forward, full `s x s`).
     fn score_flop_per_layer(&self) -> f64 {
         let s = self.seq_len as f64;
@@ -457,6 +495,9 @@ impl MoeModel {
             embedding + output + attention + dense_ffn + router + shared_experts + routed_experts;
         let active = total - moe * (self.experts - self.top_k) as f64 * self.expert_weights();
         let total = check_finite_result("parameters", total)?;
+        // One MTP module: a block like the last layer, a 2h x h projection and two norms.
+        let (block, _) = self.last_block_weights();
+        let mtp = self.mtp_modules as f64 * (block + 2.0 * h * h + 2.0 * norm);
         Ok(ParameterCounts {
             embedding,
             output,
@@ -467,6 +508,8 @@ impl MoeModel {
             routed_experts,
             total,
             active,
+            active_without_embedding: active - embedding,
+            mtp,
         })
     }
 
@@ -486,10 +529,12 @@ impl MoeModel {
     /// use rail_network::moe::moe_model_preset;
     /// let m = moe_model_preset("deepseek-v3")?;
     /// let f = m.token_flops()?;
-    /// // Linear layers cost 2 FLOP per active weight (the input embedding is a lookup).
+    /// // Linear layers of the main model cost 2 FLOP per active weight (the input embedding
+    /// // is a lookup); the MTP module (depth 1) is counted apart.
     /// let p = m.parameters()?;
-    /// let linear = f.total_flop - f.attention_score_flop;
-    /// assert!((linear / (2.0 * (p.active - p.embedding)) - 1.0).abs() < 0.01);
+    /// let linear = f.total_flop - f.attention_score_flop - f.mtp_flop;
+    /// assert!((linear / (2.0 * p.active_without_embedding) - 1.0).abs() < 0.01);
+    /// assert!(f.mtp_flop > f.logits_flop);
     /// # Ok::<(), rail_network::RailNetworkError>(())
     /// ```
     pub fn token_flops(&self) -> Result<TokenFlops, RailNetworkError> {
@@ -504,13 +549,17 @@ impl MoeModel {
         let shared_expert_flop = 2.0 * moe * m * h * self.shared_ffn as f64;
         let routed_expert_flop = 2.0 * moe * self.top_k as f64 * self.expert_weights();
         let logits_flop = 2.0 * h * self.vocab as f64;
+        let (_, block_active) = self.last_block_weights();
+        let mtp_flop = self.mtp_modules as f64
+            * (2.0 * block_active + self.score_flop_per_layer() + 2.0 * 2.0 * h * h + logits_flop);
         let total_flop = attention_projection_flop
             + attention_score_flop
             + dense_ffn_flop
             + router_flop
             + shared_expert_flop
             + routed_expert_flop
-            + logits_flop;
+            + logits_flop
+            + mtp_flop;
         Ok(TokenFlops {
             attention_projection_flop,
             attention_score_flop,
@@ -519,6 +568,7 @@ impl MoeModel {
             shared_expert_flop,
             routed_expert_flop,
             logits_flop,
+            mtp_flop,
             total_flop: check_finite_result("FLOPs per token", total_flop)?,
         })
     }

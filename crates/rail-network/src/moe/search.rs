@@ -226,7 +226,7 @@ pub fn search_mappings_with_progress(
         }
     }
     let model = sm.model();
-    let k = sm.system().system.hb_domain;
+    let k = sm.system().job_hb_domain(gpus);
     let heads = model.attention.heads();
     let tps: Vec<u64> = divisors(gpus, k)
         .into_iter()
@@ -328,6 +328,9 @@ pub fn search_mappings_with_progress(
                                 else {
                                     continue;
                                 };
+                                if sm.check_schedule(&mapping, &degrees).is_err() {
+                                    continue;
+                                }
                                 local.valid += 1;
                                 match sm.evaluate_valid(&mapping, degrees, gpus, global_batch) {
                                     Ok(e) => {

@@ -1,7 +1,7 @@
 //! The step time of one MoE training mapping, term by term, with its memory and throughput.
 //!
-//! `step = compute + bubble + tp + cp + ep + pp + dp + optimizer`, every term the time it adds
-//! to the busiest GPU's critical path:
+//! `step = compute + bubble + tp + cp + ep + pp + dp + optimizer + offload`, every term the time
+//! it adds to the busiest GPU's critical path:
 //!
 //! * **compute**: `m` micro-batches of the busiest pipeline stage, forward and backward (`3x`
 //!   the forward FLOPs, `4x` under full recomputation; selective recomputation adds one more
@@ -11,8 +11,13 @@
 //!   busiest EP rank's load over the mean) and run at the roofline rate of their tokens per
 //!   expert. The busiest stage holds `vp ceil(l / (pp vp))` layers, MoE layers first, or
 //!   `1/pp` of all layers plus the logit layer if that is more (uneven stages may balance the
-//!   logit layer, as Megatron-LM's first/last-stage layer counts allow).
-//! * **bubble**: `(pp - 1) / vp` micro-batch times (interleaved 1F1B).
+//!   logit layer, as Megatron-LM's first/last-stage layer counts allow). MTP modules (a block
+//!   like the last layer, a `2h x h` projection, one more head pass each) sit on the last
+//!   stage. Every FLOP rate is scaled by `(sms - comm_sms) / sms`: SMs held by overlapped
+//!   communication kernels do not compute (DeepSeek-V3 §3.2.2).
+//! * **bubble**: `(pp - 1) / vp` micro-batch times (interleaved 1F1B); under `DualPipe`,
+//!   `(pp/2 - 1)(F + 2B - 3W)` with `F` one forward pass of the stage, `B` the rest of the
+//!   micro-batch and `W = F` (DeepSeek-V3 Table 2, `F&B = F + B`).
 //! * **tp**: sequence-parallel all-gather and reduce-scatter, four per block (attention, dense
 //!   FFN) and micro-batch in forward and backward (six with full recomputation) over the TP
 //!   group (hierarchical, Eq. 1 of the rail-only paper), not overlapped.
@@ -27,15 +32,23 @@
 //!   (the busiest rank receives the most). With `etp > 1`, Parm's baseline, S1 and S2 schedules
 //!   ([`comm_cost_model::parm`]) replace this term and Algorithm 1 picks S1 or S2. A fraction
 //!   `a2a_overlap` of the term is hidden behind compute (0 by default: Megatron-LM's default
-//!   runs dispatch and combine between the GEMMs).
+//!   runs dispatch and combine between the GEMMs), but never more than the step's compute it
+//!   runs beside.
 //! * **pp**: activations and gradients sent between stages; steady-state sends overlap compute,
 //!   the `2 (pp - 1)` fill and drain messages are exposed.
 //! * **dp**: gradient reduce-scatter (FP32) and parameter all-gather (BF16) of the distributed
 //!   optimizer, dense parameters over `dp cp` ranks and expert parameters over `edp`; the
 //!   reduce-scatter overlaps the last micro-batch's backward (2/3 of its time), the all-gather
-//!   the first forward (1/3), only the excess is exposed.
+//!   the first forward (1/3), only the excess is exposed. Under FSDP every micro-batch
+//!   all-gathers the weights (twice, or once when they stay gathered) and reduce-scatters its
+//!   gradients, each against that micro-batch's forward or backward; `DualPipe` syncs two
+//!   copies.
 //! * **optimizer**: Adam on the local shard, memory bound: 30 bytes moved per parameter (read
-//!   FP32 master, two moments and gradient; write them back and the BF16 copy) at HBM speed.
+//!   FP32 master, two moments and gradient; write them back and the BF16 copy; 22 with BF16
+//!   moments) at HBM speed; the offloaded fraction crosses the host link (6 bytes) and is
+//!   stepped at host-memory speed.
+//! * **offload**: offloaded activations leave during their micro-batch's forward and return
+//!   during its backward; what exceeds those windows is exposed.
 //!
 //! Every collective also pays `latency_s` of the system per step on the critical path.
 
@@ -47,8 +60,9 @@ use crate::model::Recompute;
 use crate::moe::cluster::TrainingSystem;
 use crate::moe::efficiency::ComputeEfficiency;
 use crate::moe::mapping::{DerivedDegrees, MoeMapping};
-use crate::moe::memory::{MemoryInput, MoeMemory, moe_memory};
+use crate::moe::memory::{MemoryInput, MoeMemory, activation_bytes_per_microbatch, moe_memory};
 use crate::moe::model::{MoeModel, Precision};
+use crate::moe::strategy::{ParamSharding, PipelineSchedule};
 use comm_cost_model::AlphaBeta;
 use comm_cost_model::collectives::{TwoTierGrid, hierarchical_all_gather_time_s};
 use comm_cost_model::parm::{ParmCollectiveCosts, ParmLayer, Schedule, parm_times};
@@ -74,6 +88,26 @@ pub struct StepOptions {
     /// Memory held back per GPU for the CUDA context, communication buffers and
     /// fragmentation, bytes.
     pub memory_reserve_bytes: f64,
+    /// Streaming multiprocessors the overlapped all-to-all kernels hold while compute runs
+    /// (0 by default; DeepSeek-V3's `DualPipe` dedicates 20 of the H800's 132, §3.2.2). Compute
+    /// then runs at `(sms - comm_sms) / sms` of its rate; must be below the system's `sms`.
+    pub comm_sms: u64,
+    /// Where parameters, gradients and optimizer state live (ZeRO-1 by default).
+    pub param_sharding: ParamSharding,
+    /// The pipeline schedule (1F1B by default).
+    pub pipeline_schedule: PipelineSchedule,
+    /// Fraction of the optimizer state kept in host memory and stepped by the CPU, in [0, 1]
+    /// (Megatron-LM `--optimizer-offload-fraction`).
+    pub optimizer_offload_fraction: f64,
+    /// Fraction of the stored activations moved to host memory during the forward pass and
+    /// back for the backward pass, in [0, 1].
+    pub activation_offload_fraction: f64,
+    /// Whether Adam's two moments are kept in BF16 (FP32 master weights and gradients
+    /// stay): 8 bytes of optimizer state per parameter instead of 12 (DeepSeek-V3 §3.3.3).
+    pub bf16_optimizer_moments: bool,
+    /// Whether the logits (and the loss over them) stay in BF16, 2 bytes each instead of
+    /// FP32's 4 (`NeMo` `AutoModel`'s `fp32_upcast: false`).
+    pub bf16_logits: bool,
 }
 
 #[derive(Deserialize)]
@@ -89,6 +123,20 @@ struct StepOptionsFields {
     a2a_overlap: f64,
     #[serde(default = "reserve")]
     memory_reserve_bytes: f64,
+    #[serde(default)]
+    comm_sms: u64,
+    #[serde(default)]
+    param_sharding: ParamSharding,
+    #[serde(default)]
+    pipeline_schedule: PipelineSchedule,
+    #[serde(default)]
+    optimizer_offload_fraction: f64,
+    #[serde(default)]
+    activation_offload_fraction: f64,
+    #[serde(default)]
+    bf16_optimizer_moments: bool,
+    #[serde(default)]
+    bf16_logits: bool,
 }
 
 fn one() -> f64 {
@@ -115,6 +163,13 @@ impl TryFrom<StepOptionsFields> for StepOptions {
             fabric: f.fabric,
             a2a_overlap: f.a2a_overlap,
             memory_reserve_bytes: f.memory_reserve_bytes,
+            comm_sms: f.comm_sms,
+            param_sharding: f.param_sharding,
+            pipeline_schedule: f.pipeline_schedule,
+            optimizer_offload_fraction: f.optimizer_offload_fraction,
+            activation_offload_fraction: f.activation_offload_fraction,
+            bf16_optimizer_moments: f.bf16_optimizer_moments,
+            bf16_logits: f.bf16_logits,
         };
         o.validate()?;
         Ok(o)
@@ -129,6 +184,13 @@ impl Default for StepOptions {
             fabric: FabricKind::RailOptimized,
             a2a_overlap: 0.0,
             memory_reserve_bytes: DEFAULT_RESERVE_BYTES,
+            comm_sms: 0,
+            param_sharding: ParamSharding::DistributedOptimizer,
+            pipeline_schedule: PipelineSchedule::OneFOneB,
+            optimizer_offload_fraction: 0.0,
+            activation_offload_fraction: 0.0,
+            bf16_optimizer_moments: false,
+            bf16_logits: false,
         }
     }
 }
@@ -150,14 +212,26 @@ impl StepOptions {
             }
             .into());
         }
-        check_non_negative("a2a_overlap", self.a2a_overlap)?;
-        if self.a2a_overlap > 1.0 {
-            return Err(CostModelError::AboveMaximum {
-                what: "a2a_overlap",
-                max: 1.0,
-                value: self.a2a_overlap,
+        for (what, value) in [
+            ("a2a_overlap", self.a2a_overlap),
+            (
+                "optimizer_offload_fraction",
+                self.optimizer_offload_fraction,
+            ),
+            (
+                "activation_offload_fraction",
+                self.activation_offload_fraction,
+            ),
+        ] {
+            check_non_negative(what, value)?;
+            if value > 1.0 {
+                return Err(CostModelError::AboveMaximum {
+                    what,
+                    max: 1.0,
+                    value,
+                }
+                .into());
             }
-            .into());
         }
         check_non_negative("memory_reserve_bytes", self.memory_reserve_bytes)?;
         Ok(())
@@ -191,8 +265,10 @@ pub struct StepTerms {
     pub pp_comm_s: Seconds,
     /// Exposed gradient reduce-scatter and parameter all-gather.
     pub dp_comm_s: Seconds,
-    /// Optimizer step.
+    /// Optimizer step (on the GPU, and on the CPU for the offloaded part).
     pub optimizer_s: Seconds,
+    /// Exposed activation offload transfers.
+    pub offload_s: Seconds,
     /// The sum.
     pub step_time_s: Seconds,
 }
@@ -271,6 +347,14 @@ impl StepModel {
         model.validate()?;
         system.validate()?;
         options.validate()?;
+        if options.comm_sms >= system.sms {
+            return Err(CostModelError::SizeMismatch {
+                what: "comm_sms must be below the system's sms",
+                expected: system.sms.saturating_sub(1),
+                actual: options.comm_sms,
+            }
+            .into());
+        }
         let flop_per_token = model.training_flop_per_token()?;
         Ok(Self {
             model,
@@ -430,7 +514,7 @@ impl StepModel {
     /// let mapping = MoeMapping { tp: 1, cp: 1, pp: 4, vp: 8, ep: 8, etp: 1, micro_batch: 1,
     ///     recompute: Recompute::None };
     /// let e = sm.evaluate(&mapping, 64, 256)?;
-    /// assert!(e.fits && e.mfu > 0.2 && e.mfu < 0.6);
+    /// assert!(e.fits && e.mfu > 0.2 && e.mfu < 0.7);
     /// assert!(e.terms.ep_comm_s > 0.0 && e.terms.tp_comm_s == 0.0);
     /// # Ok::<(), rail_network::RailNetworkError>(())
     /// ```
@@ -441,6 +525,7 @@ impl StepModel {
         global_batch: u64,
     ) -> Result<MoeEvaluation, RailNetworkError> {
         let degrees = mapping.validate(&self.model, gpus, global_batch)?;
+        self.check_schedule(mapping, &degrees)?;
         self.evaluate_valid(mapping, degrees, gpus, global_batch)
     }
 
@@ -493,13 +578,7 @@ impl StepModel {
         global_batch: u64,
     ) -> Result<MoeEvaluation, RailNetworkError> {
         let (terms, etp_schedule) = self.terms(mapping, &degrees, gpus)?;
-        let memory = moe_memory(&MemoryInput {
-            model: &self.model,
-            mapping,
-            degrees: &degrees,
-            expert_imbalance: self.expert_imbalance(mapping.ep),
-            reserve_bytes: self.options.memory_reserve_bytes,
-        })?;
+        let memory = moe_memory(&self.memory_input(mapping, &degrees))?;
         let fits = memory.total_bytes <= self.system.system.memory_bytes;
         let tokens = global_batch as f64 * self.model.seq_len as f64;
         let tokens_per_s_per_gpu = tokens / terms.step_time_s / gpus as f64;
@@ -517,6 +596,66 @@ impl StepModel {
             model_tflop_per_s_per_gpu: flop_per_s / 1e12,
             mfu: flop_per_s / self.system.system.peak_flop_per_s,
         })
+    }
+
+    /// What the memory model needs for a mapping.
+    fn memory_input<'a>(
+        &'a self,
+        mapping: &'a MoeMapping,
+        degrees: &'a DerivedDegrees,
+    ) -> MemoryInput<'a> {
+        MemoryInput {
+            model: &self.model,
+            mapping,
+            degrees,
+            expert_imbalance: self.expert_imbalance(mapping.ep),
+            reserve_bytes: self.options.memory_reserve_bytes,
+            param_sharding: self.options.param_sharding,
+            pipeline_schedule: self.options.pipeline_schedule,
+            optimizer_offload_fraction: self.options.optimizer_offload_fraction,
+            activation_offload_fraction: self.options.activation_offload_fraction,
+            bf16_optimizer_moments: self.options.bf16_optimizer_moments,
+            bf16_logits: self.options.bf16_logits,
+        }
+    }
+
+    /// Checks the rules the pipeline schedule adds to [`MoeMapping::validate`]: `DualPipe`
+    /// needs `vp = 1`, an even `pp` and an even micro-batch count of at least `pp`.
+    ///
+    /// # Errors
+    ///
+    /// [`RailNetworkError::Value`] naming the field.
+    pub fn check_schedule(
+        &self,
+        mapping: &MoeMapping,
+        degrees: &DerivedDegrees,
+    ) -> Result<(), RailNetworkError> {
+        if self.options.pipeline_schedule != PipelineSchedule::DualPipe {
+            return Ok(());
+        }
+        if mapping.vp != 1 {
+            return Err(CostModelError::SizeMismatch {
+                what: "vp under DualPipe (one chunk per direction)",
+                expected: 1,
+                actual: mapping.vp,
+            }
+            .into());
+        }
+        comm_cost_model::check_divides("pp must be even under DualPipe", mapping.pp, 2)?;
+        comm_cost_model::check_divides(
+            "the micro-batch count must be even under DualPipe",
+            degrees.micro_batches,
+            2,
+        )?;
+        if degrees.micro_batches < mapping.pp {
+            return Err(CostModelError::SizeMismatch {
+                what: "micro-batches under DualPipe (at least pp)",
+                expected: mapping.pp,
+                actual: degrees.micro_batches,
+            }
+            .into());
+        }
+        Ok(())
     }
 
     /// The terms of a valid mapping.
@@ -549,8 +688,11 @@ impl StepModel {
         } else {
             (sys.peak_flop_per_s, eff.gemm_efficiency)
         };
-        let gemm_rate = gemm_peak * gemm_efficiency;
-        let bf16_rate = sys.peak_flop_per_s * eff.gemm_efficiency;
+        // SMs held by overlapped communication kernels are lost to compute.
+        let sm_share =
+            self.system.sms.saturating_sub(self.options.comm_sms) as f64 / self.system.sms as f64;
+        let gemm_rate = gemm_peak * gemm_efficiency * sm_share;
+        let bf16_rate = sys.peak_flop_per_s * eff.gemm_efficiency * sm_share;
         let score_rate = bf16_rate / eff.attention_slowdown;
         // Ridge point in tokens: FLOP per weight byte of a skinny GEMM is about 2n / bytes.
         let weight_bytes = if fp8 { 1.0 } else { 2.0 };
@@ -605,36 +747,53 @@ impl StepModel {
         };
         let logits = 3.0 * tokens * 2.0 * h * model.vocab as f64 / bf16_rate;
 
-        // Busiest stage: its own layers (MoE first), or an even share of everything.
+        // Busiest stage: its own layers (MoE first), or an even share of everything. The MTP
+        // modules (blocks like the last layer, a 2h x h projection, one more head pass) sit on
+        // the last stage: part of the stage when pp = 1, of the even share otherwise.
         let moe_layers = model.moe_layers() as f64;
         let all = model.layers as f64;
         let stage = d.stage_layers as f64;
         let stage_moe = stage.min(moe_layers);
         let stage_dense = stage - stage_moe;
+        let mtp = model.mtp_modules as f64;
+        let (mtp_dense, mtp_routed, mtp_moe) = if model.is_moe() {
+            (moe_dense, routed, mtp)
+        } else {
+            (dense, 0.0, 0.0)
+        };
+        let mtp_proj = passes * tokens * 4.0 * h * h / gemm_rate;
+        let mtp_all = (
+            mtp * attn,
+            mtp * (mtp_dense + mtp_proj),
+            mtp * mtp_routed,
+            mtp * logits,
+        );
+        let last = if mapping.pp == 1 { 1.0 } else { 0.0 };
         let own = (
-            stage * attn,
-            stage_dense * dense + stage_moe * moe_dense,
-            stage_moe * routed,
-            if mapping.pp == 1 { logits } else { 0.0 },
+            stage * attn + last * mtp_all.0,
+            stage_dense * dense + stage_moe * moe_dense + last * mtp_all.1,
+            stage_moe * routed + last * mtp_all.2,
+            last * (logits + mtp_all.3),
         );
         let share = (
-            all * attn / pp,
-            ((all - moe_layers) * dense + moe_layers * moe_dense) / pp,
-            moe_layers * routed / pp,
-            logits / pp,
+            (all * attn + mtp_all.0) / pp,
+            ((all - moe_layers) * dense + moe_layers * moe_dense + mtp_all.1) / pp,
+            (moe_layers * routed + mtp_all.2) / pp,
+            (logits + mtp_all.3) / pp,
         );
         let sum = |x: (f64, f64, f64, f64)| x.0 + x.1 + x.2 + x.3;
         let (busiest, layers_used, moe_used) = if sum(share) > sum(own) {
-            (share, all / pp, moe_layers / pp)
+            (share, (all + mtp) / pp, (moe_layers + mtp_moe) / pp)
         } else {
-            (own, stage, stage_moe)
+            (own, stage + last * mtp, stage_moe + last * mtp_moe)
         };
         let t_mb = sum(busiest);
         let microbatch_compute_s = check_positive("micro-batch compute time (s)", t_mb)?;
 
         // Tensor parallelism (sequence parallel): gathered size b s h 2 / cp per collective.
         let lat = sys.latency_s;
-        let (tp_in, tp_out) = MoeMapping::hb_part(1, mapping.tp, sys.hb_domain);
+        let k = self.system.job_hb_domain(gpus);
+        let (tp_in, tp_out) = MoeMapping::hb_part(1, mapping.tp, k);
         let tp_grid = grid(tp_in, tp_out, sys);
         let tp_bytes = b * s * h * 2.0 / cp;
         let tp_one = if mapping.tp > 1 {
@@ -655,7 +814,7 @@ impl StepModel {
         let tp_comm_s = m * tp_blocks * per_block * tp_one;
 
         // Context parallelism: 3 (cp - 1) key/value chunks per layer, overlapped with scores.
-        let (_, cp_out) = MoeMapping::hb_part(mapping.tp, mapping.cp, sys.hb_domain);
+        let (_, cp_out) = MoeMapping::hb_part(mapping.tp, mapping.cp, k);
         let cp_bw = if cp_out > 1 {
             sys.network_bytes_per_s
         } else {
@@ -678,18 +837,22 @@ impl StepModel {
         let (ep_layer, parm_baseline_layer, schedule) = if !model.is_moe() {
             (0.0, 0.0, None)
         } else if mapping.etp == 1 {
-            (self.dispatch_combine_s(mapping, tokens)?, 0.0, None)
+            (self.dispatch_combine_s(mapping, tokens, k)?, 0.0, None)
         } else {
-            let (chosen, baseline, schedule) = self.parm_layer_s(mapping)?;
+            let (chosen, baseline, schedule) = self.parm_layer_s(mapping, k)?;
             // Parm's terms are one forward pass; backward mirrors them.
             (chosen / 2.0, baseline / 2.0, Some(schedule))
         };
+        // An overlapped all-to-all hides behind compute that runs at the same time (DualPipe
+        // pairs one micro-batch's dispatch and combine with another's forward or backward);
+        // what exceeds the step's compute stays exposed.
+        let ep_total = m * moe_used * a2a_passes * ep_layer * imbalance;
         let ep_comm_s =
-            m * moe_used * a2a_passes * ep_layer * imbalance * (1.0 - self.options.a2a_overlap);
+            ep_total - (self.options.a2a_overlap * ep_total).min(m * microbatch_compute_s);
         let parm_baseline_s = m * moe_used * a2a_passes * parm_baseline_layer * imbalance;
 
         // Pipeline: fill and drain messages of one micro-batch's boundary activations.
-        let (pp_in, _) = MoeMapping::hb_part(gpus / mapping.pp, mapping.pp, sys.hb_domain);
+        let (pp_in, _) = MoeMapping::hb_part(gpus / mapping.pp, mapping.pp, k);
         let pp_bw = if pp_in == mapping.pp {
             sys.hb_bytes_per_s
         } else {
@@ -700,28 +863,71 @@ impl StepModel {
         } else {
             0.0
         };
-        let bubble_s = (pp - 1.0) / vp * microbatch_compute_s;
+        let bubble_s = match self.options.pipeline_schedule {
+            PipelineSchedule::OneFOneB => (pp - 1.0) / vp * microbatch_compute_s,
+            // DeepSeek-V3 Table 2: (pp/2 - 1)(F&B + B - 3W), with F one forward pass of the
+            // stage, B the rest of the micro-batch (backward and recomputation), W (weight
+            // gradients) one forward's worth, and F&B = F + B (the overlapped pair's compute).
+            PipelineSchedule::DualPipe => {
+                let f = microbatch_compute_s / passes;
+                let b = microbatch_compute_s - f;
+                (pp / 2.0 - 1.0).max(0.0) * (f + 2.0 * b - 3.0 * f).max(0.0)
+            }
+        };
 
-        // Data parallelism (distributed optimizer).
+        // Data parallelism: ZeRO-1 syncs once per step, FSDP every micro-batch; DualPipe
+        // holds (and syncs) two copies of the stage's parameters.
+        let copies = match self.options.pipeline_schedule {
+            PipelineSchedule::OneFOneB => 1.0,
+            PipelineSchedule::DualPipe => 2.0,
+        };
         let (dense_params, expert_params) = stage_parameters(model, mapping, d);
         let dense_group = d.dp.saturating_mul(mapping.cp);
-        let (dg_in, dg_out) = MoeMapping::hb_part(mapping.tp, dense_group, sys.hb_domain);
-        let (eg_in, eg_out) =
-            MoeMapping::hb_part(mapping.etp.saturating_mul(mapping.ep), d.edp, sys.hb_domain);
+        let (dg_in, dg_out) = MoeMapping::hb_part(mapping.tp, dense_group, k);
+        let (eg_in, eg_out) = MoeMapping::hb_part(mapping.etp.saturating_mul(mapping.ep), d.edp, k);
         let sync = |params: f64, g_in: u64, g_out: u64| -> f64 {
             if g_in * g_out <= 1 {
                 return 0.0;
             }
             let g = grid(g_in, g_out, sys);
             let steps = (g_in + g_out - 2) as f64 * lat;
-            let rs = ag_time(params * 4.0, &g) + steps;
-            let ag = ag_time(params * 2.0, &g) + steps;
-            (rs - microbatch_compute_s * 2.0 / 3.0).max(0.0)
-                + (ag - microbatch_compute_s / 3.0).max(0.0)
+            let rs = ag_time(copies * params * 4.0, &g) + steps;
+            let ag = ag_time(copies * params * 2.0, &g) + steps;
+            let (fwd, bwd) = (microbatch_compute_s / 3.0, microbatch_compute_s * 2.0 / 3.0);
+            match self.options.param_sharding {
+                ParamSharding::DistributedOptimizer => (rs - bwd).max(0.0) + (ag - fwd).max(0.0),
+                ParamSharding::Fsdp => m * ((ag - fwd).max(0.0) + (ag + rs - bwd).max(0.0)),
+                ParamSharding::FsdpKeepGathered => m * ((ag - fwd).max(0.0) + (rs - bwd).max(0.0)),
+            }
         };
         let dp_comm_s = sync(dense_params, dg_in, dg_out) + sync(expert_params, eg_in, eg_out);
+        // Adam on the local shard at HBM speed; the offloaded part crosses the host link
+        // (FP32 gradients out, BF16 weights back) and is stepped by the CPU at host-memory
+        // speed. Either way it reads and writes the FP32 master and both moments, reads the
+        // FP32 gradient and writes the BF16 weight: 30 bytes per parameter (22 with BF16
+        // moments).
+        let adam = if self.options.bf16_optimizer_moments {
+            22.0
+        } else {
+            30.0
+        };
         let shard = dense_params / dense_group.max(1) as f64 + expert_params / d.edp.max(1) as f64;
-        let optimizer_s = shard * 30.0 / self.system.hbm_bytes_per_s;
+        let off = self.options.optimizer_offload_fraction;
+        let optimizer_s = shard * (1.0 - off) * adam / self.system.hbm_bytes_per_s
+            + shard
+                * off
+                * (6.0 / self.system.host_bytes_per_s + adam / self.system.host_memory_bytes_per_s);
+        // Activation offload: a micro-batch's offloaded activations go out during its forward
+        // pass and come back during its backward pass; only what exceeds them is exposed.
+        let offload_s = if self.options.activation_offload_fraction > 0.0 {
+            let moved = self.options.activation_offload_fraction
+                * activation_bytes_per_microbatch(&self.memory_input(mapping, d))
+                / self.system.host_bytes_per_s;
+            m * ((moved - microbatch_compute_s / passes).max(0.0)
+                + (moved - microbatch_compute_s * (passes - 1.0) / passes).max(0.0))
+        } else {
+            0.0
+        };
 
         let compute = m * microbatch_compute_s;
         let step_time_s = compute
@@ -731,7 +937,8 @@ impl StepModel {
             + ep_comm_s
             + pp_comm_s
             + dp_comm_s
-            + optimizer_s;
+            + optimizer_s
+            + offload_s;
         let step_time_s = check_positive("step time (s)", step_time_s)?;
         Ok((
             StepTerms {
@@ -748,6 +955,7 @@ impl StepModel {
                 pp_comm_s,
                 dp_comm_s,
                 optimizer_s,
+                offload_s,
                 step_time_s,
             },
             schedule,
@@ -760,6 +968,7 @@ impl StepModel {
         &self,
         mapping: &MoeMapping,
         tokens: f64,
+        hb_domain: u64,
     ) -> Result<f64, RailNetworkError> {
         let model = &self.model;
         let sys = &self.system.system;
@@ -767,7 +976,7 @@ impl StepModel {
             return Ok(0.0);
         }
         let copies = distinct_ranks(model.experts, model.top_k, mapping.ep);
-        let (ep_in, _) = MoeMapping::hb_part(mapping.etp, mapping.ep, sys.hb_domain);
+        let (ep_in, _) = MoeMapping::hb_part(mapping.etp, mapping.ep, hb_domain);
         let ep = mapping.ep as f64;
         let inside = (ep_in as f64 - 1.0) / ep;
         let across = (ep - ep_in as f64) / ep;
@@ -796,7 +1005,11 @@ impl StepModel {
 
     /// Parm's chosen and baseline schedule times of one MoE layer (forward, both all-to-alls),
     /// seconds, with alpha-beta costs derived from the system.
-    fn parm_layer_s(&self, mapping: &MoeMapping) -> Result<(f64, f64, Schedule), RailNetworkError> {
+    fn parm_layer_s(
+        &self,
+        mapping: &MoeMapping,
+        hb_domain: u64,
+    ) -> Result<(f64, f64, Schedule), RailNetworkError> {
         let model = &self.model;
         let sys = &self.system.system;
         let usize_of = |what: &'static str, v: u64| {
@@ -827,14 +1040,14 @@ impl StepModel {
         let lat = sys.latency_s;
         // Per-byte cost of an all-to-all over `n` ranks with stride `inner`.
         let a2a_cost = |inner: u64, n: u64| -> Result<AlphaBeta, CostModelError> {
-            let (inside, _) = MoeMapping::hb_part(inner, n, sys.hb_domain);
+            let (inside, _) = MoeMapping::hb_part(inner, n, hb_domain);
             let nf = n as f64;
             let beta = (((inside as f64) - 1.0) / nf / sys.hb_bytes_per_s)
                 .max((nf - inside as f64) / nf / sys.network_bytes_per_s);
             AlphaBeta::new(lat, beta)
         };
         // Ring collectives over the ETP group (innermost): (n-1)/n of the argument per link.
-        let (_, e_out) = MoeMapping::hb_part(1, mapping.etp, sys.hb_domain);
+        let (_, e_out) = MoeMapping::hb_part(1, mapping.etp, hb_domain);
         let etp_bw = if e_out > 1 {
             sys.network_bytes_per_s
         } else {
@@ -899,19 +1112,28 @@ pub(crate) fn stage_parameters(
     d: &DerivedDegrees,
 ) -> (f64, f64) {
     let h = model.hidden as f64;
-    let stage = (d.stage_layers as f64).min(model.layers as f64);
-    let stage_moe = stage.min(model.moe_layers() as f64);
+    // With one stage, it also holds the MTP modules (blocks like the last layer).
+    let mtp = if mapping.pp == 1 {
+        model.mtp_modules as f64
+    } else {
+        0.0
+    };
+    let mtp_moe = if model.is_moe() { mtp } else { 0.0 };
+    let stage = (d.stage_layers as f64).min(model.layers as f64) + mtp;
+    let stage_moe = stage.min(model.moe_layers() as f64 + mtp_moe);
     let stage_dense = stage - stage_moe;
     let mats = model.ffn_matrices();
     let attention = stage * (model.attention_weights_per_layer() + h);
     let dense_ffn = stage_dense * (mats * h * model.dense_ffn as f64 + h);
     let moe_dense = stage_moe * (mats * h * model.shared_ffn as f64 + h * model.experts as f64 + h);
     let embedding = model.vocab as f64 * h;
-    let ends = if mapping.pp == 1 && !model.tied_embeddings {
-        2.0 * embedding
-    } else {
-        embedding
-    };
+    let mtp_projection = mtp * (2.0 * h * h + 2.0 * h);
+    let ends = mtp_projection
+        + if mapping.pp == 1 && !model.tied_embeddings {
+            2.0 * embedding
+        } else {
+            embedding
+        };
     let dense = (attention + dense_ffn + moe_dense + ends) / mapping.tp as f64;
     let expert = if model.is_moe() {
         stage_moe * (model.experts / mapping.ep) as f64 * model.expert_weights()
@@ -965,6 +1187,7 @@ mod tests {
             tied_embeddings: false,
             seq_len: 1024,
             precision: Precision::Bf16,
+            mtp_modules: 0,
         };
         let system = TrainingSystem {
             system: SystemSpec {
@@ -977,6 +1200,9 @@ mod tests {
             },
             hbm_bytes_per_s: 1e12,
             fp8_peak_flop_per_s: 2e15,
+            sms: 100,
+            host_bytes_per_s: 1e10,
+            host_memory_bytes_per_s: 1e10,
         };
         let options = StepOptions {
             efficiency: ComputeEfficiency {
@@ -988,6 +1214,7 @@ mod tests {
             fabric: FabricKind::RailOptimized,
             a2a_overlap: 0.0,
             memory_reserve_bytes: 0.0,
+            ..StepOptions::default()
         };
         (model, system, options)
     }

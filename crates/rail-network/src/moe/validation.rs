@@ -6,9 +6,11 @@
 //! (convention-free, unlike model TFLOP/s, whose attention-FLOP conventions differ between
 //! sources). [`calibrate`] fits only [`ComputeEfficiency::gemm_efficiency`] (on the BF16 runs
 //! marked `calibration`) and [`ComputeEfficiency::fp8_gemm_efficiency`] (on the FP8 ones); the
-//! attention slowdown and every bandwidth stay at their stated values. Memory is not checked:
-//! some runs use Megatron-FSDP or selective recomputation of cheap operators, which our memory
-//! model (distributed optimizer, no recomputation or full recomputation) does not describe.
+//! attention slowdown and every bandwidth stay at their stated values. Each run also carries
+//! what its source states about how it trains (recomputation, parameter sharding, pipeline
+//! schedule, all-to-all overlap and the SMs it holds, BF16 optimizer moments or logits); none of
+//! these is fitted. Memory does not gate the prediction: a run is predicted whether or not it
+//! fits our memory model (5 of the 8 do; `docs/reproduction.md`).
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +23,7 @@ use crate::moe::mapping::MoeMapping;
 use crate::moe::model::Precision;
 use crate::moe::presets::moe_model_preset;
 use crate::moe::step::{MoeEvaluation, StepModel, StepOptions};
+use crate::moe::strategy::{ParamSharding, PipelineSchedule};
 use comm_cost_model::CostModelError;
 
 /// One published training run.
@@ -46,6 +49,16 @@ pub struct PublishedRun {
     pub mapping: MoeMapping,
     /// Fraction of the EP all-to-all the run hides behind compute (DeepSeek's `DualPipe`: 1).
     pub a2a_overlap: f64,
+    /// SMs the run's overlapped all-to-all kernels hold (DeepSeek-V3 §3.2.2: 20 of 132).
+    pub comm_sms: u64,
+    /// Where the run keeps parameters, gradients and optimizer state.
+    pub param_sharding: ParamSharding,
+    /// The run's pipeline schedule.
+    pub pipeline_schedule: PipelineSchedule,
+    /// Whether the run keeps Adam's moments in BF16.
+    pub bf16_optimizer_moments: bool,
+    /// Whether the run keeps its logits in BF16.
+    pub bf16_logits: bool,
     /// Measured tokens per second per GPU.
     pub tokens_per_s_per_gpu: f64,
     /// Whether the run is in the calibration subset (else held out).
@@ -65,7 +78,24 @@ const fn mapping(tp: u64, cp: u64, pp: u64, vp: u64, ep: u64, micro_batch: u64) 
     }
 }
 
-const AUTOMODEL: &str = "NVIDIA NeMo AutoModel performance summary, DGX-H100 BF16 pre-training table (docs.nvidia.com/nemo/automodel, performance-summary)";
+const AUTOMODEL: &str = "NVIDIA NeMo AutoModel performance summary, DGX-H100 BF16 pre-training table (docs.nvidia.com/nemo/automodel, performance-summary); recipes in NVIDIA-NeMo/Automodel examples/benchmark/configs (FSDP2, activation_checkpointing: true, fake_balanced_gate: true)";
+
+/// `NeMo` `AutoModel`'s benchmark recipes shard with `FSDP2` and checkpoint every layer
+/// (`activation_checkpointing: true`); the DeepSeek-V3 ones keep the gathered weights from
+/// forward to backward (`reshard_after_forward: false`). Their gate is forced balanced
+/// (`fake_balanced_gate: true`), so no expert imbalance; the loss keeps BF16 logits
+/// (`fp32_upcast: false`).
+fn automodel(run: PublishedRun, sharding: ParamSharding) -> PublishedRun {
+    PublishedRun {
+        param_sharding: sharding,
+        bf16_logits: true,
+        mapping: MoeMapping {
+            recompute: Recompute::Full,
+            ..run.mapping
+        },
+        ..run
+    }
+}
 const NEMO_2504: &str = "NVIDIA NeMo Framework 25.04 performance summary, DGX-GB200 FP8 pre-training table (docs.nvidia.com/nemo-framework, performance_summary)";
 const NEMO_2507: &str = "NVIDIA NeMo Framework 25.07 performance summary, DGX-GB200 FP8 pre-training table (docs.nvidia.com/nemo-framework, performance-summary)";
 
@@ -93,6 +123,11 @@ pub fn published_runs() -> Vec<PublishedRun> {
             precision,
             mapping,
             a2a_overlap: 0.0,
+            comm_sms: 0,
+            param_sharding: ParamSharding::DistributedOptimizer,
+            pipeline_schedule: PipelineSchedule::OneFOneB,
+            bf16_optimizer_moments: false,
+            bf16_logits: false,
             tokens_per_s_per_gpu: 0.0,
             calibration: false,
         }
@@ -100,32 +135,38 @@ pub fn published_runs() -> Vec<PublishedRun> {
     let bf16 = Precision::Bf16;
     let fp8 = Precision::Fp8;
     vec![
-        PublishedRun {
-            tokens_per_s_per_gpu: 1002.0,
-            calibration: true,
-            ..run(
-                "deepseek-v3-256-h100",
-                AUTOMODEL,
-                "deepseek-v3",
-                "h100",
-                (256, 512, 4096),
-                bf16,
-                mapping(1, 1, 4, 8, 64, 1),
-            )
-        },
-        PublishedRun {
-            tokens_per_s_per_gpu: 12040.0,
-            calibration: true,
-            ..run(
-                "qwen3-30b-a3b-8-h100",
-                AUTOMODEL,
-                "qwen3-30b-a3b",
-                "h100",
-                (8, 512, 4096),
-                bf16,
-                mapping(1, 1, 1, 1, 8, 4),
-            )
-        },
+        automodel(
+            PublishedRun {
+                tokens_per_s_per_gpu: 1002.0,
+                calibration: true,
+                ..run(
+                    "deepseek-v3-256-h100",
+                    AUTOMODEL,
+                    "deepseek-v3",
+                    "h100",
+                    (256, 512, 4096),
+                    bf16,
+                    mapping(1, 1, 4, 8, 64, 1),
+                )
+            },
+            ParamSharding::FsdpKeepGathered,
+        ),
+        automodel(
+            PublishedRun {
+                tokens_per_s_per_gpu: 12040.0,
+                calibration: true,
+                ..run(
+                    "qwen3-30b-a3b-8-h100",
+                    AUTOMODEL,
+                    "qwen3-30b-a3b",
+                    "h100",
+                    (8, 512, 4096),
+                    bf16,
+                    mapping(1, 1, 1, 1, 8, 4),
+                )
+            },
+            ParamSharding::Fsdp,
+        ),
         PublishedRun {
             tokens_per_s_per_gpu: 19275.0,
             calibration: true,
@@ -139,30 +180,36 @@ pub fn published_runs() -> Vec<PublishedRun> {
                 mapping(1, 1, 1, 1, 8, 2),
             )
         },
-        PublishedRun {
-            tokens_per_s_per_gpu: 865.0,
-            ..run(
-                "deepseek-v3-1024-h100",
-                AUTOMODEL,
-                "deepseek-v3",
-                "h100",
-                (1024, 8192, 4096),
-                bf16,
-                mapping(1, 1, 4, 8, 64, 1),
-            )
-        },
-        PublishedRun {
-            tokens_per_s_per_gpu: 924.0,
-            ..run(
-                "kimi-k2-256-h100",
-                AUTOMODEL,
-                "kimi-k2",
-                "h100",
-                (256, 512, 4096),
-                bf16,
-                mapping(1, 1, 8, 4, 32, 1),
-            )
-        },
+        automodel(
+            PublishedRun {
+                tokens_per_s_per_gpu: 865.0,
+                ..run(
+                    "deepseek-v3-1024-h100",
+                    AUTOMODEL,
+                    "deepseek-v3",
+                    "h100",
+                    (1024, 8192, 4096),
+                    bf16,
+                    mapping(1, 1, 4, 8, 64, 1),
+                )
+            },
+            ParamSharding::FsdpKeepGathered,
+        ),
+        automodel(
+            PublishedRun {
+                tokens_per_s_per_gpu: 924.0,
+                ..run(
+                    "kimi-k2-256-h100",
+                    AUTOMODEL,
+                    "kimi-k2",
+                    "h100",
+                    (256, 512, 4096),
+                    bf16,
+                    mapping(1, 1, 8, 4, 32, 1),
+                )
+            },
+            ParamSharding::Fsdp,
+        ),
         PublishedRun {
             tokens_per_s_per_gpu: 13783.0,
             ..run(
@@ -194,6 +241,13 @@ pub fn published_runs() -> Vec<PublishedRun> {
             // 180K H800 GPU hours per trillion tokens (§1, Table 1): 1e12 / (180e3 x 3600).
             tokens_per_s_per_gpu: 1e12 / (180e3 * 3600.0),
             a2a_overlap: 1.0,
+            // §3.2.2: "only 20 SMs are sufficient to fully utilize the bandwidths of IB and
+            // NVLink" for the cross-node all-to-all that DualPipe overlaps with compute.
+            comm_sms: 20,
+            // §3.2.1, Table 2: DualPipe's bubble and two copies of the parameters.
+            pipeline_schedule: PipelineSchedule::DualPipe,
+            // §3.3.3: AdamW's moments in BF16.
+            bf16_optimizer_moments: true,
             ..run(
                 "deepseek-v3-2048-h800",
                 "DeepSeek-AI 2024, DeepSeek-V3 Technical Report, §1 and §3.2 (2,048 H800, PP16, EP64 over 8 nodes, ZeRO-1 DP, DualPipe overlapping all-to-all; batch 15,360 x 4,096)",
@@ -252,6 +306,11 @@ pub fn step_model(
     let options = StepOptions {
         efficiency: *efficiency,
         a2a_overlap: run.a2a_overlap,
+        comm_sms: run.comm_sms,
+        param_sharding: run.param_sharding,
+        pipeline_schedule: run.pipeline_schedule,
+        bf16_optimizer_moments: run.bf16_optimizer_moments,
+        bf16_logits: run.bf16_logits,
         fabric: FabricKind::RailOptimized,
         ..StepOptions::default()
     };
@@ -428,13 +487,14 @@ pub fn held_out_errors(
 }
 
 /// Median absolute held-out error under [`ComputeEfficiency::calibrated`] (docs/reproduction.md).
-pub const MEDIAN_HELD_OUT: f64 = 0.0548;
+pub const MEDIAN_HELD_OUT: f64 = 0.0564;
 /// Worst absolute held-out error under [`ComputeEfficiency::calibrated`] (docs/reproduction.md).
-pub const WORST_HELD_OUT: f64 = 0.6796;
+pub const WORST_HELD_OUT: f64 = 0.1307;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::moe::cluster::training_system_preset;
     use crate::moe::search::{MoeSearchOptions, search_mappings};
 
     #[test]
@@ -461,6 +521,62 @@ mod tests {
         // docs/reproduction.md reports these numbers; the test keeps them honest.
         assert!(median <= MEDIAN_HELD_OUT + 1e-3, "median {median}");
         assert!(worst <= WORST_HELD_OUT + 1e-3, "worst {worst}");
+    }
+
+    #[test]
+    fn published_mappings_that_fit_are_as_documented() {
+        // docs/reproduction.md: with each run's published strategy, 5 of the 8 fit.
+        let (rows, _, _) =
+            held_out_errors(&published_runs(), &ComputeEfficiency::calibrated()).unwrap();
+        let fitting: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.evaluation.fits)
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(
+            fitting,
+            [
+                "qwen3-30b-a3b-8-h100",
+                "mixtral-8x7b-64-gb200",
+                "deepseek-v3-1024-h100",
+                "llama4-scout-64-gb200",
+                "mixtral-8x22b-64k-256-gb200"
+            ]
+        );
+    }
+
+    #[test]
+    fn megatron_core_guide_mappings_fit() {
+        // Megatron-Core MoE guide: Mixtral 8x7B on 64 H100 TP1 EP8 PP4 VP8; 8x22B on 128 H100
+        // TP4 EP2 PP8 VP7 (experts take the attention's TP, the default before folding).
+        let m8x7 = MoeMapping {
+            tp: 1,
+            cp: 1,
+            pp: 4,
+            vp: 8,
+            ep: 8,
+            etp: 1,
+            micro_batch: 1,
+            recompute: Recompute::None,
+        };
+        let m8x22 = MoeMapping {
+            tp: 4,
+            pp: 8,
+            vp: 7,
+            ep: 2,
+            etp: 4,
+            ..m8x7
+        };
+        for (name, gpus, m) in [("mixtral-8x7b", 64, m8x7), ("mixtral-8x22b", 128, m8x22)] {
+            let sm = StepModel::new(
+                moe_model_preset(name).unwrap(),
+                training_system_preset("h100").unwrap(),
+                StepOptions::default(),
+            )
+            .unwrap();
+            let e = sm.evaluate_fitting(&m, gpus, 256).unwrap();
+            assert!(e.memory.total_bytes < 80e9, "{name}");
+        }
     }
 
     /// The table of docs/reproduction.md with each run's rank in our search:
