@@ -26,6 +26,7 @@ use crate::PlanError;
 
 /// Measurements of one collective: (bytes, seconds) samples.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FitSpec {
     /// The samples, in any order.
     pub samples: Vec<Sample>,
@@ -103,6 +104,7 @@ pub fn plan_fit(spec: &FitSpec) -> Result<FitPlan, PlanError> {
 /// One measurement of a collective on a number of GPUs, as the measured CSVs and nccl-tests
 /// give it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Measurement {
     /// The collective.
     pub collective: Collective,
@@ -116,6 +118,7 @@ pub struct Measurement {
 
 /// Measurements of any collectives and GPU counts, fitted per (collective, GPU count).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CollectiveFitSpec {
     /// The measurements, in any order.
     pub measurements: Vec<Measurement>,
@@ -126,6 +129,7 @@ pub struct CollectiveFitSpec {
 
 /// One segment of a piecewise fit, with the bus bandwidth it implies.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SegmentPlan {
     /// Smallest measured size in the segment, bytes.
     pub min_bytes: f64,
@@ -148,6 +152,7 @@ pub struct SegmentPlan {
 
 /// The piecewise fit of one (collective, GPU count).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CollectiveFit {
     /// The collective.
     pub collective: Collective,
@@ -179,6 +184,7 @@ impl CollectiveFit {
 /// Every (collective, GPU count) fit of a measurement set: the `fit --json` output for
 /// measured tables and nccl-tests files, and what `train`, `infer` and `iteration` accept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CollectiveFitPlan {
     /// One fit per (collective, GPU count), sorted by collective then GPUs.
     pub fits: Vec<CollectiveFit>,

@@ -52,6 +52,7 @@ pub use rail_network::system::SYSTEM_PRESET_NAMES;
 
 /// A cluster to build both fabrics for.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FabricSpec {
     /// Total GPUs `N`.
     pub gpus: u64,
@@ -101,6 +102,7 @@ pub enum ModelRef {
 
 /// A system in vendor units, as a JSON file gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SystemFile {
     /// GPUs per HB domain `K`.
     pub hb_domain: u64,
@@ -149,6 +151,7 @@ pub enum SystemRef {
 /// A parallelization as a user states it; HB placement follows
 /// [`Parallelization::with_default_mapping`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ParallelSpec {
     /// Tensor parallel degree.
     pub tp: u64,
@@ -202,6 +205,7 @@ fn one() -> u64 {
 
 /// One iteration-time question: a model, a system, a GPU count and a parallelization.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct IterationSpec {
     /// The model.
     pub model: ModelRef,
@@ -222,6 +226,7 @@ pub struct IterationSpec {
 
 /// A parallelization search: the fastest configuration for a model, system and batch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SearchSpec {
     /// The model.
     pub model: ModelRef,

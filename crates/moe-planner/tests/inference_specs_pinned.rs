@@ -18,7 +18,7 @@ const PINS: &str = include_str!("data/inference_pins.json");
 /// The old-format spec files, as JSON values (edited the way a user would edit them).
 fn specs() -> Vec<(&'static str, Value)> {
     let colocated: Value = serde_json::from_str(COLOCATED).unwrap();
-    let deepseek: Value = serde_json::from_str(DEEPSEEK).unwrap();
+    let deepseek = legacy(serde_json::from_str(DEEPSEEK).unwrap());
     let fits: Value = serde_json::from_str(FITS).unwrap();
     let mut first = colocated.clone();
     first["models"].as_array_mut().unwrap().truncate(1);
@@ -29,7 +29,16 @@ fn specs() -> Vec<(&'static str, Value)> {
     let mut mixed_first = mixed.clone();
     mixed_first["models"].as_array_mut().unwrap().truncate(1);
     let mut fixed = colocated.clone();
-    fixed["placement"] = json!([[7, 0], [6, 1], [5, 2], [4, 3], [3, 4], [2, 5], [1, 6], [0, 7]]);
+    fixed["placement"] = json!([
+        [7, 0],
+        [6, 1],
+        [5, 2],
+        [4, 3],
+        [3, 4],
+        [2, 5],
+        [1, 6],
+        [0, 7]
+    ]);
     let mut fitted = first.clone();
     fitted["link_fits"] = fits;
     let mut small = deepseek.clone();
@@ -74,6 +83,31 @@ fn specs() -> Vec<(&'static str, Value)> {
     ]
 }
 
+/// A replicated spec as files were written before `mode` (the DeepSeek-like file itself was,
+/// until the split): no `mode`, an empty `layers`, a zero `ffn_flop_per_byte`, `link_fits`
+/// `null`, and the older `tflops` spelling.
+fn legacy(mut spec: Value) -> Value {
+    let object = spec.as_object_mut().unwrap();
+    object.remove("mode");
+    object.insert("link_fits".into(), Value::Null);
+    for gpu in object["gpus"].as_array_mut().unwrap() {
+        let tflops = gpu.as_object_mut().unwrap().remove("tflop_per_s").unwrap();
+        gpu["tflops"] = tflops;
+    }
+    let model = &mut object["models"][0];
+    model["layers"] = json!([]);
+    model["ffn_flop_per_byte"] = json!(0.0);
+    spec
+}
+
+#[test]
+fn the_tagged_file_plans_as_its_older_form() {
+    let tagged: InferenceSpec = serde_json::from_str(DEEPSEEK).unwrap();
+    let older: InferenceSpec =
+        serde_json::from_value(legacy(serde_json::from_str(DEEPSEEK).unwrap())).unwrap();
+    assert_eq!(tagged, older);
+}
+
 /// Every number and placement of a plan that the pins cover.
 fn figures(plan: &InferencePlan) -> Value {
     let layers: Vec<Value> = plan
@@ -91,7 +125,14 @@ fn figures(plan: &InferencePlan) -> Value {
     let baselines: Vec<Value> = plan
         .baselines
         .iter()
-        .map(|b| json!([b.description, b.inference_time_s, b.speedup, b.experts_of_gpu]))
+        .map(|b| {
+            json!([
+                b.description,
+                b.inference_time_s,
+                b.speedup,
+                b.experts_of_gpu
+            ])
+        })
         .collect();
     json!({
         "scenario": plan.scenario,
@@ -135,14 +176,17 @@ fn same(a: &Value, b: &Value, at: &str) {
 fn old_spec_files_give_the_pinned_numbers() {
     let mut got = serde_json::Map::new();
     for (name, value) in specs() {
-        let spec: InferenceSpec = serde_json::from_value(value)
-            .unwrap_or_else(|e| panic!("{name} no longer loads: {e}"));
+        let spec: InferenceSpec =
+            serde_json::from_value(value).unwrap_or_else(|e| panic!("{name} no longer loads: {e}"));
         let plan = plan_inference(&spec).unwrap_or_else(|e| panic!("{name}: {e}"));
         got.insert(name.to_owned(), figures(&plan));
     }
     let got = Value::Object(got);
     if std::env::var_os("PIN_INFERENCE").is_some() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/inference_pins.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/inference_pins.json"
+        );
         std::fs::write(path, serde_json::to_string_pretty(&got).unwrap()).unwrap();
         return;
     }

@@ -94,7 +94,9 @@ fn nccl_tests_output_fits_like_the_table_it_was_written_from() {
 #[test]
 fn inference_takes_the_fitted_alltoall_bandwidth() {
     use moe_planner::fitting::Measurement;
-    use moe_planner::inference::{GpuInput, InferenceModelSpec, InferenceSpec, plan_inference};
+    use moe_planner::inference::{
+        GpuInput, InferenceModelSpec, InferenceSpec, OnePerGpuSpec, plan_inference,
+    };
     // AlltoAll on 2 GPUs at a bus bandwidth of 1e9 bytes/s (8 Gbps), 5 us start-up.
     let measurements = (0..10)
         .map(|i| 1e6 * f64::powi(2.0, i))
@@ -110,29 +112,31 @@ fn inference_takes_the_fitted_alltoall_bandwidth() {
         options: None,
     })
     .unwrap();
-    let spec = |gbps: f64, link_fits| InferenceSpec {
-        gpus: vec![
-            GpuInput {
-                tflop_per_s: 1.0,
-                bandwidth_gbps: gbps,
-            };
-            3
-        ],
-        models: vec![InferenceModelSpec {
-            name: "m".into(),
-            layers: vec![vec![
-                vec![0.0, 4e6, 1e6],
-                vec![1e6, 0.0, 1e6],
-                vec![1e6, 3e6, 0.0],
-            ]],
-            gate_s: 1e-3,
-            aggregation_s: 0.5e-3,
-            ffn_flop_per_byte: 1e3,
+    let spec = |gbps: f64, link_fits| -> InferenceSpec {
+        OnePerGpuSpec {
+            gpus: vec![
+                GpuInput {
+                    tflop_per_s: 1.0,
+                    bandwidth_gbps: gbps,
+                };
+                3
+            ],
+            models: vec![InferenceModelSpec {
+                name: "m".into(),
+                layers: vec![vec![
+                    vec![0.0, 4e6, 1e6],
+                    vec![1e6, 0.0, 1e6],
+                    vec![1e6, 3e6, 0.0],
+                ]],
+                gate_s: 1e-3,
+                aggregation_s: 0.5e-3,
+                ffn_flop_per_byte: 1e3,
+            }],
+            seed: 0,
+            link_fits,
             ..Default::default()
-        }],
-        seed: 0,
-        link_fits,
-        ..Default::default()
+        }
+        .into()
     };
     let by_hand = plan_inference(&spec(8.0, None)).unwrap();
     let fitted = plan_inference(&spec(100.0, Some(fits))).unwrap();
