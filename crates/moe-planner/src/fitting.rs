@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use comm_cost_model::fit::{Sample, least_squares};
-use comm_cost_model::gpu_scaling::Collective;
+use comm_cost_model::gpu_scaling::{Collective, link_gpus};
 use comm_cost_model::piecewise::{PiecewiseOptions, Regime, Segment, piecewise_fit};
 use comm_cost_model::units::Seconds;
 use comm_cost_model::{AlphaBeta, CostModelError};
@@ -219,10 +219,9 @@ impl CollectiveFitPlan {
         collective: Collective,
         max_gpus: u64,
     ) -> Result<&CollectiveFit, PlanError> {
-        self.fits
-            .iter()
-            .filter(|f| f.collective == collective && f.gpus <= max_gpus)
-            .max_by_key(|f| f.gpus)
+        let of_collective = || self.fits.iter().filter(move |f| f.collective == collective);
+        link_gpus(of_collective().map(|f| f.gpus), max_gpus)
+            .and_then(|gpus| of_collective().find(|f| f.gpus == gpus))
             .ok_or(PlanError::MissingField {
                 field: "fits[] of the collective with at most the group's GPUs",
                 needed_by: "fitted link constants",

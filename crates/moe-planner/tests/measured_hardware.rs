@@ -165,3 +165,47 @@ fn tables_refuse_infinite_nan_and_negative_measurements() {
         Err(PlanError::Format { line: 2, .. })
     ));
 }
+
+/// Issue 24: the HB-domain sweep goes through the facade and uses the spec's link fits at every
+/// size (the CLI's plot used to call rail-network directly and drop them).
+#[test]
+fn the_hb_domain_sweep_uses_the_link_fits() {
+    use moe_planner::fitting::{CollectiveFitSpec, Measurement, plan_collective_fits};
+    use moe_planner::network::{ModelRef, SearchSpec, SystemRef, plan_hb_domain_sweep};
+    // A slow measured HB link (20 GB/s bus bandwidth) on 2, 4 and 8 GPUs.
+    let measurements = [2u64, 4, 8]
+        .into_iter()
+        .flat_map(|gpus| {
+            (0..12).map(move |i| {
+                let bytes = 1e3 * f64::powi(2.0, i);
+                let bus = bytes * (gpus as f64 - 1.0) / gpus as f64;
+                Measurement {
+                    collective: Collective::AllGather,
+                    gpus,
+                    bytes,
+                    seconds: 10e-6 + bus / 20e9,
+                }
+            })
+        })
+        .collect();
+    let fits = plan_collective_fits(&CollectiveFitSpec {
+        measurements,
+        options: None,
+    })
+    .unwrap();
+    let mut spec = SearchSpec {
+        model: ModelRef::Preset("gpt-22b".into()),
+        system: SystemRef::Preset("dgx-a100".into()),
+        gpus: 64,
+        global_batch: 64,
+        keep: 1,
+        compute: None,
+        link_fits: None,
+    };
+    let preset = plan_hb_domain_sweep(&spec, &[1, 8]).unwrap();
+    spec.link_fits = Some(fits);
+    let fitted = plan_hb_domain_sweep(&spec, &[1, 8]).unwrap();
+    assert_eq!(fitted[0], preset[0]);
+    assert!((fitted[1].hb_bytes_per_s / 20e9 - 1.0).abs() < 1e-6);
+    assert!(fitted[1].iteration_time_s > preset[1].iteration_time_s);
+}
