@@ -120,7 +120,7 @@ pub enum ClusterSpec {
         /// Node kinds, each repeated `count` times.
         nodes: Vec<NodeSpec>,
     },
-    /// Perlmutter GPU nodes (4 A100 each, Aristos' measured links).
+    /// Perlmutter GPU nodes (4 A100 each; alpha-beta stand-ins, Aristos prints none).
     Perlmutter {
         /// Number of nodes.
         nodes: usize,
