@@ -116,11 +116,16 @@ pub(crate) fn print_report(spec: &InferenceSpec, plan: &InferencePlan) -> Result
         plan.gpu_utilization * 100.0
     )?;
     for b in &plan.baselines {
+        // A baseline may beat the plan (Lina's packing on identical GPUs): say so plainly.
+        let verdict = if b.speedup >= 1.0 || b.speedup <= 0.0 {
+            format!("ours is {:.2}x faster", b.speedup)
+        } else {
+            format!("ours is {:.2}x slower", 1.0 / b.speedup)
+        };
         report!(
-            "baseline ({}): {} -> ours is {:.2}x faster",
+            "baseline ({}): {} -> {verdict}",
             b.description,
             t(b.inference_time_s),
-            b.speedup
         )?;
     }
     Ok(())

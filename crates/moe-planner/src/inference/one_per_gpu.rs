@@ -1,11 +1,11 @@
 //! One expert of each model per GPU (Aurora §4–7): the placement of the spec's scenario, timed
 //! layer by layer against random placement with shortest-job-first order (RGA / REC + SJF).
 
-use alltoall_sched::TrafficMatrix;
+use alltoall_sched::{Bandwidth, TrafficMatrix};
 use colocation_matching::{
     ColocationCostModel, ExpertDemand, ExpertLoads, LocalSearchOptions, PairingOptions,
-    assign_gpus_bottleneck, colocate_local_search, exclusive_time_matrix, pair_bottleneck,
-    random_placement,
+    assign_gpus_bottleneck, colocate_local_search, exclusive_time_matrix, lina_pairs,
+    pair_bottleneck, random_placement,
 };
 use comm_cost_model::timeline::ffn_times_s;
 use comm_cost_model::{check_count, check_non_negative};
@@ -43,12 +43,13 @@ pub(super) fn plan(spec: &OnePerGpuSpec) -> Result<InferencePlan, PlanError> {
         random_placement(work.cluster.gpus.len(), work.models.len() == 2, spec.seed)?;
     let planned = work.evaluate(&placement, Order::Planned)?;
     let baseline = work.evaluate(&baseline_placement, Order::Sjf)?;
-    let baseline = Baseline {
+    let mut baselines = vec![Baseline {
         description: baseline_description(work.models.len()),
         experts_of_gpu: baseline_placement,
         total_s: baseline.total_s,
-    };
-    assemble(scenario, placement, planned, vec![baseline])
+    }];
+    baselines.extend(work.lina()?);
+    assemble(scenario, placement, planned, baselines)
 }
 
 fn baseline_description(models: usize) -> String {
@@ -172,6 +173,60 @@ impl Workload {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Evaluation::of(timed)
+    }
+}
+
+impl Workload {
+    /// Lina (Aurora §8.1, footnote 5: its expert packing, the component Aurora compares
+    /// against), for two models on an even number of GPUs: each model alone on half of the
+    /// GPUs (model `a` on the first half, `b` on the second), two of its own experts per GPU
+    /// paired most popular with least popular ([`lina_pairs`] on the tokens each expert
+    /// receives over all layers), sends in the optimal order like the plan's, so the comparison
+    /// is of placement alone. The two halves run side by side: the deployment's time is the
+    /// slower model's. `None` for one model or an odd GPU count (no even split).
+    fn lina(&self) -> Result<Option<Baseline>, PlanError> {
+        let n = self.cluster.gpus.len();
+        if self.models.len() != 2 || n % 2 != 0 {
+            return Ok(None);
+        }
+        let half = n / 2;
+        let mut slowest = 0.0f64;
+        for (m, model) in self.models.iter().enumerate() {
+            let gpus = &self.cluster.gpus[m * half..(m + 1) * half];
+            let bandwidth =
+                Bandwidth::per_gpu(gpus.iter().map(|g| g.bandwidth_bytes_per_s).collect())?;
+            let flop_per_s: Vec<f64> = gpus.iter().map(|g| g.flop_per_s).collect();
+            let pairs = lina_pairs(&model.total.recv_bytes)?;
+            let evaluator = Evaluator {
+                bandwidth: &bandwidth,
+            };
+            let timed = model
+                .layers
+                .iter()
+                .map(|layer| {
+                    let dispatch = layer.relabel(&pairs)?;
+                    let on_gpus = ModelOnGpus {
+                        ffn_s: ffn_times_s(
+                            &dispatch.receive_totals(),
+                            model.flop_per_byte,
+                            &flop_per_s,
+                        )?,
+                        dispatch,
+                        gate_s: vec![model.gate_s; half],
+                        aggregation_s: vec![model.aggregation_s; half],
+                    };
+                    evaluator.layer(&[on_gpus], Order::Planned, Vec::new())
+                })
+                .collect::<Result<Vec<_>, PlanError>>()?;
+            slowest = slowest.max(Evaluation::of(timed)?.total_s);
+        }
+        Ok(Some(Baseline {
+            description: "Lina: each model alone on half of the GPUs, two of its own experts \
+                          per GPU (most with least popular), optimal send order"
+                .to_owned(),
+            experts_of_gpu: Vec::new(),
+            total_s: slowest,
+        }))
     }
 }
 
