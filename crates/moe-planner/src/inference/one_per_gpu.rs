@@ -148,7 +148,6 @@ impl Workload {
             bandwidth: &self.cluster.bandwidth,
         };
         let flop_per_s = self.cluster.flop_per_s();
-        let n = self.cluster.gpus.len();
         let timed = (0..self.models[0].layers.len())
             .map(|layer| {
                 let on_gpus = self
@@ -157,16 +156,7 @@ impl Workload {
                     .enumerate()
                     .map(|(m, model)| {
                         let dispatch = model.layers[layer].relabel(&experts_of(placement, m))?;
-                        Ok(ModelOnGpus {
-                            ffn_s: ffn_times_s(
-                                &dispatch.receive_totals(),
-                                model.flop_per_byte,
-                                &flop_per_s,
-                            )?,
-                            dispatch,
-                            gate_s: vec![model.gate_s; n],
-                            aggregation_s: vec![model.aggregation_s; n],
-                        })
+                        model.on_gpus(dispatch, &flop_per_s)
                     })
                     .collect::<Result<Vec<_>, PlanError>>()?;
                 evaluator.layer(&on_gpus, order, Vec::new())
@@ -204,17 +194,7 @@ impl Workload {
                 .layers
                 .iter()
                 .map(|layer| {
-                    let dispatch = layer.relabel(&pairs)?;
-                    let on_gpus = ModelOnGpus {
-                        ffn_s: ffn_times_s(
-                            &dispatch.receive_totals(),
-                            model.flop_per_byte,
-                            &flop_per_s,
-                        )?,
-                        dispatch,
-                        gate_s: vec![model.gate_s; half],
-                        aggregation_s: vec![model.aggregation_s; half],
-                    };
+                    let on_gpus = model.on_gpus(layer.relabel(&pairs)?, &flop_per_s)?;
                     evaluator.layer(&[on_gpus], Order::Planned, Vec::new())
                 })
                 .collect::<Result<Vec<_>, PlanError>>()?;
@@ -257,6 +237,23 @@ impl ModelData {
             gate_s: check_non_negative("gate time (s)", spec.gate_s)?,
             aggregation_s: check_non_negative("aggregation time (s)", spec.aggregation_s)?,
             flop_per_byte: check_non_negative("FFN FLOP per byte", spec.ffn_flop_per_byte)?,
+        })
+    }
+
+    /// This model's share of a layer whose GPU-indexed dispatch is `dispatch`, on GPUs of
+    /// `flop_per_s`: FFN time from the bytes each GPU receives, the model's gate and
+    /// aggregation on every GPU.
+    fn on_gpus(
+        &self,
+        dispatch: TrafficMatrix,
+        flop_per_s: &[f64],
+    ) -> Result<ModelOnGpus, PlanError> {
+        let n = flop_per_s.len();
+        Ok(ModelOnGpus {
+            ffn_s: ffn_times_s(&dispatch.receive_totals(), self.flop_per_byte, flop_per_s)?,
+            dispatch,
+            gate_s: vec![self.gate_s; n],
+            aggregation_s: vec![self.aggregation_s; n],
         })
     }
 
