@@ -11,7 +11,9 @@ use std::time::Duration;
 use alltoall_sched::workload::{router_trace, zipf_traffic};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use expert_placement::lognormal_loads;
-use moe_planner::inference::{GpuInput, InferenceModelSpec, InferenceSpec, plan_inference};
+use moe_planner::inference::{
+    GpuInput, InferenceModelSpec, InferenceSpec, OnePerGpuSpec, plan_inference,
+};
 
 /// One model of `layers` Zipf layers on `n` GPUs (4096 tokens of 8192 bytes per GPU).
 fn model(n: usize, layers: u64, exponent: f64, seed: u64) -> InferenceModelSpec {
@@ -27,7 +29,6 @@ fn model(n: usize, layers: u64, exponent: f64, seed: u64) -> InferenceModelSpec 
         gate_s: 2e-4,
         aggregation_s: 1e-4,
         ffn_flop_per_byte: 32768.0,
-        ..Default::default()
     }
 }
 
@@ -63,12 +64,13 @@ fn inference(c: &mut Criterion) {
             if models == 2 {
                 specs.push(model(n, 4, 1.2, 100));
             }
-            let spec = InferenceSpec {
+            let spec: InferenceSpec = OnePerGpuSpec {
                 gpus: gpus(n, hetero),
                 models: specs,
                 seed: 7,
                 ..Default::default()
-            };
+            }
+            .into();
             group.bench_with_input(BenchmarkId::new(name, n), &spec, |b, s| {
                 b.iter(|| plan_inference(black_box(s)).unwrap())
             });
@@ -83,7 +85,9 @@ fn inference(c: &mut Criterion) {
 /// seed 2026) as router traces (+-25% per-source jitter, as `deepseek_like_inference`).
 fn deepseek_like(nodes: usize, per_node: usize, slots: usize) -> InferenceSpec {
     let text = include_str!("../../crates/moe-planner-cli/data/inference_deepseek_like.json");
-    let mut spec: InferenceSpec = serde_json::from_str(text).unwrap();
+    let Ok(InferenceSpec::Replicated(mut spec)) = serde_json::from_str(text) else {
+        panic!("the DeepSeek-like spec is replicated");
+    };
     let gpus = nodes * per_node;
     let loads = lognormal_loads(58, 256, 1.0, 131_072.0, spec.seed).unwrap();
     spec.models[0].routed_tokens = loads
@@ -94,7 +98,7 @@ fn deepseek_like(nodes: usize, per_node: usize, slots: usize) -> InferenceSpec {
     spec.gpus = vec![spec.gpus[0]; gpus];
     spec.slots_per_gpu = Some(slots);
     spec.gpus_per_node = Some(per_node);
-    spec
+    spec.into()
 }
 
 /// Many experts per GPU: 32 GPUs (4 nodes x 8, 9 slots) and 256 GPUs (32 nodes x 8, 2 slots).

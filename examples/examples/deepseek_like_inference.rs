@@ -11,7 +11,9 @@
 //!
 //! Run: `cargo run --release -p moe-planner-examples --example deepseek_like_inference`
 use alltoall_sched::workload::router_trace;
-use moe_planner::inference::{GpuInput, InferenceModelSpec, InferenceSpec, plan_inference};
+use moe_planner::inference::{
+    GpuInput, InferenceSpec, ReplicatedModelSpec, ReplicatedSpec, plan_inference,
+};
 use moe_planner::placement::formats::LogicalCountFile;
 
 const GPUS: usize = 32;
@@ -32,7 +34,7 @@ fn spec() -> Result<InferenceSpec, Box<dyn std::error::Error>> {
         .enumerate()
         .map(|(l, row)| router_trace(row, GPUS, NOISE, SEED + l as u64))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(InferenceSpec {
+    Ok(ReplicatedSpec {
         gpus: vec![
             GpuInput {
                 tflop_per_s: 400.0,
@@ -40,20 +42,21 @@ fn spec() -> Result<InferenceSpec, Box<dyn std::error::Error>> {
             };
             GPUS
         ],
-        models: vec![InferenceModelSpec {
+        models: vec![ReplicatedModelSpec {
             name: "deepseek-like".into(),
             gate_s: 20e-6,
             aggregation_s: 20e-6,
             routed_tokens,
-            bytes_per_token: Some(7168.0),
-            flop_per_token: Some(2.0 * 3.0 * 7168.0 * 2048.0),
+            bytes_per_token: 7168.0,
+            flop_per_token: 2.0 * 3.0 * 7168.0 * 2048.0,
             ..Default::default()
         }],
         seed: SEED,
         slots_per_gpu: Some(SLOTS_PER_GPU),
         gpus_per_node: Some(GPUS_PER_NODE),
         ..Default::default()
-    })
+    }
+    .into())
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

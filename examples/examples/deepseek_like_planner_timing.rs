@@ -18,7 +18,9 @@ const EXPERTS: usize = 256;
 /// expert slots each and all 58 layers as router traces.
 fn spec(nodes: usize, slots: usize) -> Result<InferenceSpec, Box<dyn std::error::Error>> {
     let text = include_str!("../../crates/moe-planner-cli/data/inference_deepseek_like.json");
-    let mut spec: InferenceSpec = serde_json::from_str(text)?;
+    let InferenceSpec::Replicated(mut spec) = serde_json::from_str(text)? else {
+        return Err("the DeepSeek-like spec is replicated".into());
+    };
     let gpus = nodes * 8;
     let loads = lognormal_loads(LAYERS, EXPERTS, 1.0, 131_072.0, spec.seed)?;
     spec.models[0].routed_tokens = loads
@@ -29,7 +31,7 @@ fn spec(nodes: usize, slots: usize) -> Result<InferenceSpec, Box<dyn std::error:
     spec.gpus = vec![spec.gpus[0]; gpus];
     spec.slots_per_gpu = Some(slots);
     spec.gpus_per_node = Some(8);
-    Ok(spec)
+    Ok(spec.into())
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

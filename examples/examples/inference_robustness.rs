@@ -27,7 +27,9 @@ use expert_placement::{
     EplbPolicy, LayerLoads, Placement, PlacementAlgorithm, PlacementCluster, RobustObjective,
     drift_loads, place, place_robust, placement_lower_bound,
 };
-use moe_planner::inference::{GpuInput, InferenceModelSpec, InferenceSpec, plan_inference};
+use moe_planner::inference::{
+    GpuInput, InferenceModelSpec, InferenceSpec, OnePerGpuSpec, plan_inference,
+};
 use moe_planner::placement::formats::LogicalCountFile;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -60,7 +62,6 @@ fn model(name: &str, layers: &[TrafficMatrix]) -> InferenceModelSpec {
         gate_s: 2e-4,
         aggregation_s: 1e-4,
         ffn_flop_per_byte: FFN_FLOP_PER_BYTE,
-        ..Default::default()
     }
 }
 
@@ -69,13 +70,14 @@ fn spec(
     seed: u64,
     placement: Option<Vec<Vec<usize>>>,
 ) -> InferenceSpec {
-    InferenceSpec {
+    OnePerGpuSpec {
         gpus: gpus(),
         models,
         seed,
         placement,
         ..Default::default()
     }
+    .into()
 }
 
 /// Speedups over the baseline at one noise level, summed over seeds.

@@ -9,7 +9,7 @@
 
 use alltoall_sched::workload::zipf_traffic;
 use moe_planner::inference::{
-    GpuInput, InferenceModelSpec, InferencePlan, InferenceSpec, plan_inference,
+    GpuInput, InferenceModelSpec, InferencePlan, OnePerGpuSpec, plan_inference,
 };
 
 const GPUS: usize = 8;
@@ -37,7 +37,6 @@ fn model(
         gate_s: 2e-4,
         aggregation_s: 1e-4,
         ffn_flop_per_byte: FFN_FLOP_PER_BYTE,
-        ..Default::default()
     })
 }
 
@@ -78,13 +77,13 @@ fn run(models: usize, heterogeneous: bool) -> Result<Summary, Box<dyn std::error
         if models == 2 {
             specs.push(model("b", 1.2, seed + 1000)?);
         }
-        let spec = InferenceSpec {
+        let spec = OnePerGpuSpec {
             gpus: cluster(heterogeneous),
             models: specs,
             seed,
             ..Default::default()
         };
-        let plan: InferencePlan = plan_inference(&spec)?;
+        let plan: InferencePlan = plan_inference(&spec.into())?;
         s.speedup.push(plan.speedup_over_baseline);
         s.utilization.push(plan.gpu_utilization);
         s.at_bound &= plan.layers.iter().all(|l| {

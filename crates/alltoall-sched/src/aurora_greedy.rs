@@ -51,7 +51,7 @@ pub fn aurora_greedy(
 ) -> Result<Timetable, ScheduleError> {
     let ticks = Ticks::new(matrix, bandwidth)?;
     ticks.check_greedy_fits()?;
-    starts_to_timetable(&ticks, &greedy_starts(&ticks, seed)).finite()
+    starts_to_timetable(&ticks, greedy_starts(&ticks, seed)).finite()
 }
 
 fn greedy_starts(ticks: &Ticks, seed: u64) -> Starts {

@@ -46,17 +46,18 @@ pub fn non_preemptive(
 ) -> Result<Timetable, ScheduleError> {
     let ticks = Ticks::new(matrix, bandwidth)?;
     ticks.check_greedy_fits()?;
-    starts_to_timetable(&ticks, &best_greedy(&ticks)).finite()
+    starts_to_timetable(&ticks, best_greedy(&ticks)).finite()
 }
 
 /// The shorter of the two greedy list schedules.
 fn best_greedy(ticks: &Ticks) -> Starts {
-    let critical = list_schedule(ticks, Priority::CriticalPort);
-    let longest = list_schedule(ticks, Priority::LongestFirst);
-    if makespan(&longest) < makespan(&critical) {
-        longest
-    } else {
-        critical
+    let relabelled = Relabelled::new(ticks);
+    let critical = relabelled.schedule(Priority::CriticalPort, u64::MAX);
+    let longest = relabelled.schedule(Priority::LongestFirst, u64::MAX);
+    match (critical, longest) {
+        (Some(critical), Some(longest)) if makespan(&longest) < makespan(&critical) => longest,
+        (Some(critical), _) => critical,
+        (None, longest) => longest.unwrap_or_default(),
     }
 }
 
@@ -64,11 +65,19 @@ fn best_greedy(ticks: &Ticks) -> Starts {
 /// comparison is exact), else `None`.
 ///
 /// One piece per non-zero pair is the fewest transfers any schedule can have, so when this
-/// succeeds no bound-meeting schedule has fewer pieces.
+/// succeeds no bound-meeting schedule has fewer pieces. The same timetable as the shorter of
+/// [`best_greedy`]'s two, found for less: the critical-port greedy runs first and the
+/// longest-first one only when it misses the bound (the bound is the least makespan, so a
+/// tight first schedule is never beaten), and each stops as soon as a port can no longer
+/// finish by the bound (issue 24: on uniform traffic both stop early and the decomposition
+/// runs at once).
 pub(crate) fn tight_non_preemptive(ticks: &Ticks) -> Option<Timetable> {
     ticks.check_greedy_fits().ok()?;
-    let best = best_greedy(ticks);
-    (makespan(&best) == ticks.line_ticks).then(|| starts_to_timetable(ticks, &best))
+    let relabelled = Relabelled::new(ticks);
+    [Priority::CriticalPort, Priority::LongestFirst]
+        .into_iter()
+        .find_map(|priority| relabelled.schedule(priority, ticks.line_ticks))
+        .map(|starts| starts_to_timetable(ticks, starts))
 }
 
 /// A tick timetable: `(src, dst, start)` with duration `q[src][dst]`.
@@ -88,19 +97,39 @@ enum Priority {
 /// decreasing load first, so these are the partners with the most work.
 const PARTNERS_COMPARED: usize = 16;
 
-/// Dense greedy list scheduling on tick durations, in a relabelled index space.
-fn list_schedule(ticks: &Ticks, priority: Priority) -> Starts {
-    let n = ticks.n;
-    let (senders, receivers) = load_orders(&ticks.q, n);
-    let q: Vec<u64> = (0..n * n)
-        .map(|k| ticks.q[senders[k / n] * n + receivers[k % n]])
-        .collect();
-    let mut starts = list_schedule_relabelled(&q, n, priority);
-    for s in &mut starts {
-        s.0 = senders[s.0];
-        s.1 = receivers[s.1];
+/// The durations in a relabelled index space (senders by decreasing load, receivers too), and
+/// the initial board: built once for both greedy passes.
+struct Relabelled {
+    senders: Vec<usize>,
+    receivers: Vec<usize>,
+    q: Vec<u64>,
+}
+
+impl Relabelled {
+    fn new(ticks: &Ticks) -> Self {
+        let n = ticks.n;
+        let (senders, receivers) = load_orders(&ticks.q, n);
+        let q: Vec<u64> = (0..n * n)
+            .map(|k| ticks.q[senders[k / n] * n + receivers[k % n]])
+            .collect();
+        Self {
+            senders,
+            receivers,
+            q,
+        }
     }
-    starts
+
+    /// Dense greedy list scheduling with `priority`, in the original labels; `None` as soon
+    /// as some port cannot finish by `deadline` (`u64::MAX`: run to the end).
+    fn schedule(&self, priority: Priority, deadline: u64) -> Option<Starts> {
+        let n = self.senders.len();
+        let mut starts = list_schedule_relabelled(&self.q, n, priority, deadline)?;
+        for s in &mut starts {
+            s.0 = self.senders[s.0];
+            s.1 = self.receivers[s.1];
+        }
+        Some(starts)
+    }
 }
 
 /// Senders by decreasing row sum and receivers by decreasing column sum (ties by index).
@@ -119,14 +148,23 @@ fn load_orders(q: &[u64], n: usize) -> (Vec<usize>, Vec<usize>) {
     (order(&rows), order(&cols))
 }
 
-/// Dense greedy list scheduling on tick durations.
+/// Dense greedy list scheduling on tick durations; `None` once a port cannot finish by
+/// `deadline`.
 ///
 /// After each decision no idle sender has a pending pair with an idle receiver, so the next
-/// decision only needs the pairs of the ports that just became free.
-fn list_schedule_relabelled(q: &[u64], n: usize, priority: Priority) -> Starts {
+/// decision only needs the pairs of the ports that just became free. A sender runs one
+/// transfer at a time: the running transfers are `(finish tick, sender)` events, ties popped
+/// lowest sender first.
+fn list_schedule_relabelled(
+    q: &[u64],
+    n: usize,
+    priority: Priority,
+    deadline: u64,
+) -> Option<Starts> {
     let mut board = Board::new(n, q);
-    let mut events: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
-    let mut starts = Vec::new();
+    let mut events: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::with_capacity(n);
+    let mut receiver_of = vec![0; n];
+    let mut starts = Vec::with_capacity(board.pairs);
     // Ports that just became free, the most loaded first (all of them at time 0).
     let mut freed: Vec<usize> = (0..2 * n).collect();
     let mut now = 0;
@@ -136,26 +174,41 @@ fn list_schedule_relabelled(q: &[u64], n: usize, priority: Priority) -> Starts {
             if let Some((i, j)) = board.best_partner(port, priority) {
                 let dur = q[i * n + j];
                 board.start(i, j, dur);
-                starts.push((i, j, now, now + dur));
-                events.push(Reverse((now + dur, i * n + j)));
+                let end = now + dur;
+                // A port busy until `end` with work left after it ends later still.
+                if end > deadline
+                    || board.left[i] > deadline - end
+                    || board.left[n + j] > deadline - end
+                {
+                    return None;
+                }
+                starts.push((i, j, now, end));
+                events.push(Reverse((end, i)));
+                receiver_of[i] = j;
             }
         }
-        let Some(Reverse((t, _))) = events.peek().copied() else {
+        // A port left idle with work to do ends at least that work after now.
+        if freed
+            .iter()
+            .any(|&p| !board.busy[p] && board.left[p] > deadline - now)
+        {
+            return None;
+        }
+        let Some(&Reverse((t, _))) = events.peek() else {
             break;
         };
         now = t;
         freed.clear();
-        while let Some(&Reverse((t, k))) = events.peek() {
-            if t != now {
-                break;
-            }
+        while let Some(&Reverse((t, i))) = events.peek()
+            && t == now
+        {
             events.pop();
-            let (i, j) = (k / n, k % n);
+            let j = receiver_of[i];
             board.free(i, j);
             freed.extend([i, n + j]);
         }
     }
-    starts
+    Some(starts)
 }
 
 /// Which ports are busy, which pairs are pending, and what is left per port.
@@ -166,8 +219,8 @@ struct Board<'a> {
     n: usize,
     words: usize,
     q: &'a [u64],
-    /// `q` transposed, so a receive port's scan reads memory in order.
-    qt: Vec<u64>,
+    /// Pairs with traffic.
+    pairs: usize,
     busy: Vec<bool>,
     /// Remaining ticks per port.
     left: Vec<u64>,
@@ -186,7 +239,7 @@ impl<'a> Board<'a> {
             n,
             words,
             q,
-            qt: (0..n * n).map(|k| q[(k % n) * n + k / n]).collect(),
+            pairs: 0,
             busy: vec![false; 2 * n],
             left: vec![0; 2 * n],
             pending_count: vec![0; 2 * n],
@@ -195,6 +248,7 @@ impl<'a> Board<'a> {
         };
         for (k, &v) in q.iter().enumerate() {
             if v > 0 {
+                board.pairs += 1;
                 let (i, j) = (k / n, k % n);
                 for (port, other) in [(i, j), (n + j, i)] {
                     board.left[port] += v;
@@ -227,11 +281,6 @@ impl<'a> Board<'a> {
         }
         let (side, me) = (port / n, port % n);
         let mine = &self.pending[port * words..(port + 1) * words];
-        let row = if side == 0 {
-            &self.q[me * n..(me + 1) * n]
-        } else {
-            &self.qt[me * n..(me + 1) * n]
-        };
         let mut best: Option<((u64, u64), (usize, usize))> = None;
         let mut compared = 0;
         for (w, (&a, &b)) in mine.iter().zip(&self.idle[1 - side]).enumerate() {
@@ -242,7 +291,9 @@ impl<'a> Board<'a> {
                 bits &= bits - 1;
                 let (i, j) = if side == 0 { (me, other) } else { (other, me) };
                 let load = self.left[i].max(self.left[n + j]);
-                let dur = row[other];
+                // At most `PARTNERS_COMPARED` reads per decision: a column's stride costs
+                // less than transposing `q` for every pass.
+                let dur = self.q[i * n + j];
                 let key = match priority {
                     Priority::CriticalPort => (load, dur),
                     Priority::LongestFirst => (dur, load),
@@ -288,8 +339,13 @@ fn set_bit(bits: &mut [u64], index: usize, on: bool) {
 }
 
 /// Turns whole-pair tick starts into a timetable.
-pub(crate) fn starts_to_timetable(ticks: &Ticks, starts: &Starts) -> Timetable {
-    let mut timetable = Timetable {
+pub(crate) fn starts_to_timetable(ticks: &Ticks, mut starts: Starts) -> Timetable {
+    // The timetable's order (start, sender, receiver) on integer keys, which sort faster than
+    // its float ones: ticks map to seconds strictly monotonically (distinct ticks below 2^53
+    // stay distinct), so the order is the same. Starts come in time order already; only the
+    // starts of one tick need sorting, which a stable sort finds in one pass over the runs.
+    starts.sort_by_key(|&(src, dst, start, _)| (start, src, dst));
+    Timetable {
         n: ticks.n,
         transfers: starts
             .iter()
@@ -301,7 +357,5 @@ pub(crate) fn starts_to_timetable(ticks: &Ticks, starts: &Starts) -> Timetable {
                 end_s: ticks.time_s(end),
             })
             .collect(),
-    };
-    timetable.sort();
-    timetable
+    }
 }

@@ -21,6 +21,11 @@ use serde::{Deserialize, Serialize};
 use crate::units::{Bytes, Seconds};
 use crate::{AlphaBeta, CostModelError, check_divides, check_finite_result, check_positive};
 
+/// Bytes per element DeepEP dispatch moves: FP8 plus one FP32 scale per 128 values.
+pub const DISPATCH_BYTES_PER_ELEMENT: f64 = 1.0 + 4.0 / 128.0;
+/// Bytes per element DeepEP combine moves: BF16.
+pub const COMBINE_BYTES_PER_ELEMENT: f64 = 2.0;
+
 /// Most experts per token a call may select: the distinct-rank count multiplies `top_k`
 /// factors, and `top_k = 2^64 - 1` (with as many experts) looped for ever (issue 13). DeepEP
 /// selects 8; 2^16 factors take well under a millisecond.

@@ -375,6 +375,26 @@ pub fn fit_scaling(
     Ok(fit)
 }
 
+/// Which measured GPU count's link constants stand for a group of `max_gpus` GPUs: the
+/// largest measured count not above it (a link measured on more GPUs than the group would
+/// count contention the group does not have); `None` when every count is larger.
+///
+/// # Complexity
+///
+/// `O(m)` time for `m` measured counts.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::gpu_scaling::link_gpus;
+/// assert_eq!(link_gpus([2, 4, 8], 6), Some(4));
+/// assert_eq!(link_gpus([2, 4, 8], 64), Some(8));
+/// assert_eq!(link_gpus([2, 4, 8], 1), None);
+/// ```
+pub fn link_gpus(measured: impl IntoIterator<Item = u64>, max_gpus: u64) -> Option<u64> {
+    measured.into_iter().filter(|&g| g <= max_gpus).max()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -78,6 +78,7 @@ mod shown;
 pub mod timeline;
 pub mod units;
 mod validate;
+pub mod validation;
 mod worker;
 
 pub use alpha_beta::AlphaBeta;

@@ -28,6 +28,7 @@ use crate::PlanError;
 
 /// What to colocate: each model's first all-to-all traffic matrix, expert `i` on GPU `i`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ColocationSpec {
     /// `d[i][j]`: bytes model A's expert `i`'s GPU sends to expert `j`'s GPU.
     pub model_a_traffic_bytes: Vec<Vec<f64>>,

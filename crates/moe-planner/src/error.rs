@@ -21,10 +21,10 @@ use topology_partition::TopologyError;
 /// ```
 /// use moe_planner::PlanError;
 /// use moe_planner::comm_cost_model::CostModelError;
-/// use moe_planner::inference::{plan_inference, InferenceSpec};
-/// let spec = InferenceSpec { gpus: vec![], models: vec![], seed: 0, ..Default::default() };
+/// use moe_planner::inference::{plan_inference, OnePerGpuSpec};
+/// let spec = OnePerGpuSpec { gpus: vec![], models: vec![], seed: 0, ..Default::default() };
 /// assert!(matches!(
-///     plan_inference(&spec),
+///     plan_inference(&spec.into()),
 ///     Err(PlanError::Cost(CostModelError::CountTooSmall { what: "GPUs", .. }))
 /// ));
 /// ```

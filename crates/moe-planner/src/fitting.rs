@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use comm_cost_model::fit::{Sample, least_squares};
-use comm_cost_model::gpu_scaling::Collective;
+use comm_cost_model::gpu_scaling::{Collective, link_gpus};
 use comm_cost_model::piecewise::{PiecewiseOptions, Regime, Segment, piecewise_fit};
 use comm_cost_model::units::Seconds;
 use comm_cost_model::{AlphaBeta, CostModelError};
@@ -26,6 +26,7 @@ use crate::PlanError;
 
 /// Measurements of one collective: (bytes, seconds) samples.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FitSpec {
     /// The samples, in any order.
     pub samples: Vec<Sample>,
@@ -103,6 +104,7 @@ pub fn plan_fit(spec: &FitSpec) -> Result<FitPlan, PlanError> {
 /// One measurement of a collective on a number of GPUs, as the measured CSVs and nccl-tests
 /// give it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Measurement {
     /// The collective.
     pub collective: Collective,
@@ -116,6 +118,7 @@ pub struct Measurement {
 
 /// Measurements of any collectives and GPU counts, fitted per (collective, GPU count).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CollectiveFitSpec {
     /// The measurements, in any order.
     pub measurements: Vec<Measurement>,
@@ -126,6 +129,7 @@ pub struct CollectiveFitSpec {
 
 /// One segment of a piecewise fit, with the bus bandwidth it implies.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SegmentPlan {
     /// Smallest measured size in the segment, bytes.
     pub min_bytes: f64,
@@ -148,6 +152,7 @@ pub struct SegmentPlan {
 
 /// The piecewise fit of one (collective, GPU count).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CollectiveFit {
     /// The collective.
     pub collective: Collective,
@@ -179,6 +184,7 @@ impl CollectiveFit {
 /// Every (collective, GPU count) fit of a measurement set: the `fit --json` output for
 /// measured tables and nccl-tests files, and what `train`, `infer` and `iteration` accept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CollectiveFitPlan {
     /// One fit per (collective, GPU count), sorted by collective then GPUs.
     pub fits: Vec<CollectiveFit>,
@@ -213,10 +219,9 @@ impl CollectiveFitPlan {
         collective: Collective,
         max_gpus: u64,
     ) -> Result<&CollectiveFit, PlanError> {
-        self.fits
-            .iter()
-            .filter(|f| f.collective == collective && f.gpus <= max_gpus)
-            .max_by_key(|f| f.gpus)
+        let of_collective = || self.fits.iter().filter(move |f| f.collective == collective);
+        link_gpus(of_collective().map(|f| f.gpus), max_gpus)
+            .and_then(|gpus| of_collective().find(|f| f.gpus == gpus))
             .ok_or(PlanError::MissingField {
                 field: "fits[] of the collective with at most the group's GPUs",
                 needed_by: "fitted link constants",

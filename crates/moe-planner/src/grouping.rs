@@ -56,6 +56,7 @@ use crate::PlanError;
 
 /// One worker of an explicit cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WorkerSpec {
     /// Sustained compute rate, TFLOP/s (`tflops` is accepted as an older spelling).
     #[serde(alias = "tflops")]
@@ -69,6 +70,7 @@ pub struct WorkerSpec {
 
 /// A link cost in Aristos' units.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LinkSpec {
     /// Start-up latency, milliseconds.
     pub alpha_ms: f64,
@@ -78,6 +80,7 @@ pub struct LinkSpec {
 
 /// `count` identical nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NodeSpec {
     /// How many nodes of this kind (default 1).
     #[serde(default = "one")]
@@ -101,7 +104,7 @@ fn one() -> usize {
 
 /// How the cluster is described.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum ClusterSpec {
     /// Explicit workers and `n x n` matrices (sender by row).
     Matrix {
@@ -117,7 +120,7 @@ pub enum ClusterSpec {
         /// Node kinds, each repeated `count` times.
         nodes: Vec<NodeSpec>,
     },
-    /// Perlmutter GPU nodes (4 A100 each, Aristos' measured links).
+    /// Perlmutter GPU nodes (4 A100 each; alpha-beta stand-ins, Aristos prints none).
     Perlmutter {
         /// Number of nodes.
         nodes: usize,
@@ -128,6 +131,7 @@ pub enum ClusterSpec {
 
 /// The experts to place: `count` experts of equal cost.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ExpertsSpec {
     /// Number of experts `|X|`.
     pub count: usize,
@@ -137,6 +141,7 @@ pub struct ExpertsSpec {
 
 /// Input of `moe-planner group`: cluster, experts and the constants of Aristos Eq. 1–4.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GroupSpec {
     /// The cluster.
     pub cluster: ClusterSpec,

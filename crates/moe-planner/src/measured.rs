@@ -29,20 +29,21 @@
 
 use std::collections::BTreeMap;
 
-use comm_cost_model::deepep::{DeepEpCall, DeepEpMode, sent_bytes};
+use comm_cost_model::deepep::{DeepEpCall, DeepEpMode};
 use comm_cost_model::fit::Sample;
-use comm_cost_model::gpu_scaling::{Collective, GpuSample, fit_scaling};
-use comm_cost_model::held_out::{ErrorSummary, error_summary, every_other};
+use comm_cost_model::gpu_scaling::{Collective, GpuSample};
+use comm_cost_model::held_out::ErrorSummary;
 use comm_cost_model::piecewise::{PiecewiseFit, PiecewiseOptions, piecewise_fit};
+use comm_cost_model::validation::{every_other_size, smaller_gpu_counts, validate_deepep};
 use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
 use crate::fitting::Measurement;
 
-/// Bytes per element DeepEP dispatch moves: FP8 plus one FP32 scale per 128 values.
-pub const DISPATCH_BYTES_PER_ELEMENT: f64 = 1.0 + 4.0 / 128.0;
-/// Bytes per element DeepEP combine moves: BF16.
-pub const COMBINE_BYTES_PER_ELEMENT: f64 = 2.0;
+// The DeepEP model and the validation methodology live in comm-cost-model; the facade reads
+// the tables and names the rows.
+pub use comm_cost_model::deepep::{COMBINE_BYTES_PER_ELEMENT, DISPATCH_BYTES_PER_ELEMENT};
+pub use comm_cost_model::validation::{DeepEpMeasurement, DeepEpValidationRow};
 
 /// A header-indexed comma-separated table.
 struct Table<'a> {
@@ -141,19 +142,6 @@ pub fn parse_collective_csv(text: &str) -> Result<Vec<Measurement>, PlanError> {
             })
         })
         .collect()
-}
-
-/// One measured DeepEP configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct DeepEpMeasurement {
-    /// Normal or low-latency kernels.
-    pub mode: DeepEpMode,
-    /// The call; `bytes_per_element` is that of dispatch.
-    pub call: DeepEpCall,
-    /// Measured dispatch time, seconds.
-    pub dispatch_s: f64,
-    /// Measured combine time, seconds.
-    pub combine_s: f64,
 }
 
 /// Reads `mode,ranks,hidden,tokens,top_k,experts,dispatch_s,combine_s` rows (`mode` is
@@ -267,55 +255,7 @@ fn by_collective(measurements: &[Measurement]) -> BTreeMap<Collective, Vec<Measu
     for m in measurements {
         groups.entry(m.collective).or_default().push(*m);
     }
-    for g in groups.values_mut() {
-        g.sort_by(|a, b| a.gpus.cmp(&b.gpus).then(a.bytes.total_cmp(&b.bytes)));
-    }
     groups
-}
-
-fn every_other_size(group: &[Measurement]) -> Result<(usize, Vec<(f64, f64)>), PlanError> {
-    let (mut fitted, mut pairs) = (0, Vec::new());
-    let mut per_gpus: BTreeMap<u64, Vec<Sample>> = BTreeMap::new();
-    for m in group {
-        per_gpus.entry(m.gpus).or_default().push(Sample {
-            bytes: m.bytes,
-            seconds: m.seconds,
-        });
-    }
-    for samples in per_gpus.values() {
-        let (fit_on, held) = every_other(samples);
-        let fit = piecewise_fit(&fit_on, PiecewiseOptions::default())?;
-        fitted += fit_on.len();
-        for s in &held {
-            pairs.push((fit.time_s(s.bytes)?, s.seconds));
-        }
-    }
-    Ok((fitted, pairs))
-}
-
-fn largest_gpu_count(group: &[Measurement]) -> Result<(usize, Vec<(f64, f64)>), PlanError> {
-    let largest = group.iter().map(|m| m.gpus).max().unwrap_or(0);
-    let sample = |m: &Measurement| GpuSample {
-        gpus: m.gpus,
-        bytes: m.bytes,
-        seconds: m.seconds,
-    };
-    let fit_on: Vec<GpuSample> = group
-        .iter()
-        .filter(|m| m.gpus < largest)
-        .map(sample)
-        .collect();
-    let options = PiecewiseOptions {
-        max_segments: 3,
-        min_points: 6,
-    };
-    let fit = fit_scaling(group[0].collective, &fit_on, options)?;
-    let pairs = group
-        .iter()
-        .filter(|m| m.gpus == largest)
-        .map(|m| Ok((fit.time_s(m.gpus, m.bytes)?, m.seconds)))
-        .collect::<Result<_, PlanError>>()?;
-    Ok((fit_on.len(), pairs))
 }
 
 /// Held-out validation of the piecewise collective models on a measured table (see the module
@@ -334,62 +274,33 @@ pub fn plan_nccl_validation(
 ) -> Result<Vec<NcclValidationRow>, PlanError> {
     let mut rows = Vec::new();
     for (collective, group) in by_collective(measurements) {
-        for (split, result) in [
-            ("every-other-size", every_other_size(&group)?),
-            ("smaller-gpu-counts", largest_gpu_count(&group)?),
+        let samples: Vec<GpuSample> = group
+            .iter()
+            .map(|m| GpuSample {
+                gpus: m.gpus,
+                bytes: m.bytes,
+                seconds: m.seconds,
+            })
+            .collect();
+        for (split, score) in [
+            ("every-other-size", every_other_size(&samples)?),
+            (
+                "smaller-gpu-counts",
+                smaller_gpu_counts(collective, &samples)?,
+            ),
         ] {
             rows.push(NcclValidationRow {
                 collective,
                 split: split.to_string(),
-                fitted: result.0,
-                held_out: error_summary(&result.1)?,
+                fitted: score.fitted,
+                held_out: score.held_out,
             });
         }
     }
     Ok(rows)
 }
 
-/// Held-out error of one DeepEP kernel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeepEpValidationRow {
-    /// Normal or low-latency kernels.
-    pub mode: DeepEpMode,
-    /// `dispatch` or `combine`.
-    pub phase: String,
-    /// Every configuration predicted from the NCCL AlltoAll fit alone (no DeepEP data).
-    pub link_only: ErrorSummary,
-    /// The structural fix with one DeepEP constant: the per-call overhead (the fastest call of
-    /// the fitted shapes) plus the NCCL AlltoAll's bandwidth-bound cost per byte, scored on the
-    /// held-out shapes.
-    pub overhead_plus_link: ErrorSummary,
-    /// The per-call overhead used by `overhead_plus_link`, seconds.
-    pub overhead_s: f64,
-    /// DeepEP's own piecewise fit on half the model shapes, scored on the other half.
-    pub held_out: ErrorSummary,
-    /// The fit on half the shapes (per-call overhead and bandwidth by regime).
-    pub fit: PiecewiseFit,
-}
-
-/// Bytes one rank sends and the measured time of one phase.
-fn phase_samples(rows: &[&DeepEpMeasurement], combine: bool) -> Result<Vec<Sample>, PlanError> {
-    rows.iter()
-        .map(|m| {
-            let mut call = m.call;
-            let seconds = if combine {
-                call.bytes_per_element = COMBINE_BYTES_PER_ELEMENT;
-                m.combine_s
-            } else {
-                m.dispatch_s
-            };
-            Ok(Sample {
-                bytes: sent_bytes(&call, m.mode)?,
-                seconds,
-            })
-        })
-        .collect()
-}
-
-/// Held-out validation of the DeepEP model (see the module docs): for each mode and phase,
+/// Held-out validation of the DeepEP model ([`comm_cost_model::validation::validate_deepep`]): for each mode and phase,
 /// the error of predicting from `alltoall` (the NCCL AlltoAll fit of the same GPU count) and
 /// of DeepEP's own fit on every other model shape `(hidden, top_k, experts)`, scored on the
 /// rest.
@@ -406,51 +317,5 @@ pub fn plan_deepep_validation(
     measured: &[DeepEpMeasurement],
     alltoall: &PiecewiseFit,
 ) -> Result<Vec<DeepEpValidationRow>, PlanError> {
-    let mut out = Vec::new();
-    for mode in [DeepEpMode::Normal, DeepEpMode::LowLatency] {
-        let rows: Vec<&DeepEpMeasurement> = measured.iter().filter(|m| m.mode == mode).collect();
-        let mut shapes: Vec<(u64, u64, u64)> = rows
-            .iter()
-            .map(|m| (m.call.hidden, m.call.top_k, m.call.experts))
-            .collect();
-        shapes.sort_unstable();
-        shapes.dedup();
-        let (fit_shapes, _) = every_other(&shapes);
-        let (fit_rows, held_rows): (Vec<&DeepEpMeasurement>, Vec<&DeepEpMeasurement>) = rows
-            .iter()
-            .partition(|m| fit_shapes.contains(&(m.call.hidden, m.call.top_k, m.call.experts)));
-        for (phase, combine) in [("dispatch", false), ("combine", true)] {
-            let all = phase_samples(&rows, combine)?;
-            let link: Vec<(f64, f64)> = all
-                .iter()
-                .map(|s| Ok((alltoall.time_s(s.bytes)?, s.seconds)))
-                .collect::<Result<_, PlanError>>()?;
-            let fit_samples = phase_samples(&fit_rows, combine)?;
-            let held_samples = phase_samples(&held_rows, combine)?;
-            let fit = piecewise_fit(&fit_samples, PiecewiseOptions::default())?;
-            let held: Vec<(f64, f64)> = held_samples
-                .iter()
-                .map(|s| Ok((fit.time_s(s.bytes)?, s.seconds)))
-                .collect::<Result<_, PlanError>>()?;
-            let overhead_s = fit_samples
-                .iter()
-                .map(|s| s.seconds)
-                .fold(f64::INFINITY, f64::min);
-            let beta = alltoall.largest().map_or(0.0, |s| s.beta_s_per_byte);
-            let fixed: Vec<(f64, f64)> = held_samples
-                .iter()
-                .map(|s| (overhead_s + beta * s.bytes, s.seconds))
-                .collect();
-            out.push(DeepEpValidationRow {
-                mode,
-                phase: phase.to_string(),
-                link_only: error_summary(&link)?,
-                overhead_plus_link: error_summary(&fixed)?,
-                overhead_s,
-                held_out: error_summary(&held)?,
-                fit,
-            });
-        }
-    }
-    Ok(out)
+    Ok(validate_deepep(measured, alltoall)?)
 }

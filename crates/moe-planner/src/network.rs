@@ -41,6 +41,7 @@ use rail_network::memory::MemoryBreakdown;
 use rail_network::model::{GptModel, model_preset};
 use rail_network::parallel::Parallelization;
 use rail_network::search::{RankedConfig, SearchOptions, search_with_progress};
+use rail_network::sweeps::{SweepPoint, sweep_point};
 use rail_network::system::{SystemSpec, system_preset};
 
 use crate::PlanError;
@@ -52,6 +53,7 @@ pub use rail_network::system::SYSTEM_PRESET_NAMES;
 
 /// A cluster to build both fabrics for.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FabricSpec {
     /// Total GPUs `N`.
     pub gpus: u64,
@@ -101,6 +103,7 @@ pub enum ModelRef {
 
 /// A system in vendor units, as a JSON file gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SystemFile {
     /// GPUs per HB domain `K`.
     pub hb_domain: u64,
@@ -149,6 +152,7 @@ pub enum SystemRef {
 /// A parallelization as a user states it; HB placement follows
 /// [`Parallelization::with_default_mapping`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ParallelSpec {
     /// Tensor parallel degree.
     pub tp: u64,
@@ -202,6 +206,7 @@ fn one() -> u64 {
 
 /// One iteration-time question: a model, a system, a GPU count and a parallelization.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct IterationSpec {
     /// The model.
     pub model: ModelRef,
@@ -222,6 +227,7 @@ pub struct IterationSpec {
 
 /// A parallelization search: the fastest configuration for a model, system and batch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SearchSpec {
     /// The model.
     pub model: ModelRef,
@@ -625,6 +631,68 @@ pub fn plan_search_with_progress(
         evaluated: r.evaluated,
         shapes: r.shapes,
     })
+}
+
+/// The rail-only paper's Fig. 9 for a search spec: at every HB-domain size in `hb_domains`
+/// (each dividing `spec.gpus`), the best iteration time and the ideal one (every GPU in one HB
+/// domain). With `spec.link_fits` each size's HB bandwidth and latency come from the fit on
+/// the most GPUs measured up to that size ([`system_with_fits`]), as [`plan_search`] does for
+/// the spec's own size (a size of 1 has no HB link and keeps the system's constants);
+/// `spec.keep` plays no part (one configuration per size).
+///
+/// # Errors
+///
+/// As [`plan_search`], for the first failing size; [`PlanError::MissingField`] when the fits
+/// have no AllGather on at most a swept size's GPUs.
+///
+/// # Complexity
+///
+/// Two searches per size (as [`rail_network::sweeps::sweep_point`]).
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::network::{plan_hb_domain_sweep, ModelRef, SearchSpec, SystemRef};
+/// let spec = SearchSpec {
+///     model: ModelRef::Preset("gpt-22b".into()),
+///     system: SystemRef::Preset("dgx-a100".into()),
+///     gpus: 64,
+///     global_batch: 64,
+///     keep: 1,
+///     compute: None,
+///     link_fits: None,
+/// };
+/// let points = plan_hb_domain_sweep(&spec, &[8, 64])?;
+/// assert_eq!(points.iter().map(|p| p.hb_domain).collect::<Vec<_>>(), [8, 64]);
+/// assert!(points[1].iteration_time_s <= points[0].iteration_time_s);
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn plan_hb_domain_sweep(
+    spec: &SearchSpec,
+    hb_domains: &[u64],
+) -> Result<Vec<SweepPoint>, PlanError> {
+    let model = spec.model.resolve()?;
+    let base = spec.system.resolve()?;
+    let compute = spec.compute.unwrap_or_default();
+    hb_domains
+        .iter()
+        .map(|&hb_domain| {
+            let mut system = SystemSpec { hb_domain, ..base };
+            // An HB domain of one GPU has no HB link to take from a fit.
+            if let Some(fits) = &spec.link_fits
+                && hb_domain > 1
+            {
+                system = system_with_fits(system, fits)?;
+            }
+            Ok(sweep_point(
+                &model,
+                &system,
+                &compute,
+                spec.gpus,
+                spec.global_batch,
+            )?)
+        })
+        .collect()
 }
 
 #[cfg(test)]

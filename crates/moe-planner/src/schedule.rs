@@ -80,6 +80,7 @@ fn default_algorithm() -> Algorithm {
 
 /// What to schedule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScheduleSpec {
     /// `traffic[i][j]`: bytes GPU `i` sends to GPU `j` (diagonal ignored).
     pub traffic: Vec<Vec<f64>>,

@@ -41,6 +41,7 @@ pub use imbalance::{ExpertLayout, expert_imbalance, lognormal_expert_loads, zipf
 /// A Parm MoE layer and the alpha-beta cost of each collective (per byte of the argument Parm
 /// writes for it; see `docs/cli.md` `## train`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TrainingSpec {
     /// The layer (`p`, `n_mp`, `n_ep`, `n_esp`, `b`, `l`, `m`, `h`, `e`, `k`, `f`,
     /// `bytes_per_element`), flattened into the spec's top level.

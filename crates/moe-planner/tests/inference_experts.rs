@@ -3,16 +3,23 @@
 
 use moe_planner::PlanError;
 use moe_planner::alltoall_sched::{Bandwidth, Timetable, TrafficMatrix, dispatch_tokens};
-use moe_planner::inference::{InferenceSpec, plan_inference};
+use moe_planner::inference::{InferenceSpec, ReplicatedSpec, plan_inference};
 
 const DEEPSEEK: &str = include_str!("../../moe-planner-cli/data/inference_deepseek_like.json");
 
+fn deepseek() -> ReplicatedSpec {
+    match serde_json::from_str(DEEPSEEK).unwrap() {
+        InferenceSpec::Replicated(spec) => spec,
+        other => panic!("not replicated: {other:?}"),
+    }
+}
+
 #[test]
 fn deepseek_like_plan_delivers_every_token_on_the_bound() {
-    let spec: InferenceSpec = serde_json::from_str(DEEPSEEK).unwrap();
-    let plan = plan_inference(&spec).unwrap();
+    let spec = deepseek();
+    let plan = plan_inference(&spec.clone().into()).unwrap();
     let model = &spec.models[0];
-    let bytes_per_token = model.bytes_per_token.unwrap();
+    let bytes_per_token = model.bytes_per_token;
     let bandwidth = Bandwidth::uniform(400e9 / 8.0).unwrap();
     let per_node = spec.gpus_per_node.unwrap();
     let node_of_gpu: Vec<usize> = (0..spec.gpus.len()).map(|g| g / per_node).collect();
@@ -50,9 +57,9 @@ fn deepseek_like_plan_delivers_every_token_on_the_bound() {
 
 #[test]
 fn two_models_with_many_experts_name_what_is_supported() {
-    let mut spec: InferenceSpec = serde_json::from_str(DEEPSEEK).unwrap();
+    let mut spec = deepseek();
     spec.models.push(spec.models[0].clone());
-    let err = plan_inference(&spec).unwrap_err();
+    let err = plan_inference(&spec.into()).unwrap_err();
     assert!(
         matches!(
             err,

@@ -94,7 +94,9 @@ fn nccl_tests_output_fits_like_the_table_it_was_written_from() {
 #[test]
 fn inference_takes_the_fitted_alltoall_bandwidth() {
     use moe_planner::fitting::Measurement;
-    use moe_planner::inference::{GpuInput, InferenceModelSpec, InferenceSpec, plan_inference};
+    use moe_planner::inference::{
+        GpuInput, InferenceModelSpec, InferenceSpec, OnePerGpuSpec, plan_inference,
+    };
     // AlltoAll on 2 GPUs at a bus bandwidth of 1e9 bytes/s (8 Gbps), 5 us start-up.
     let measurements = (0..10)
         .map(|i| 1e6 * f64::powi(2.0, i))
@@ -110,29 +112,31 @@ fn inference_takes_the_fitted_alltoall_bandwidth() {
         options: None,
     })
     .unwrap();
-    let spec = |gbps: f64, link_fits| InferenceSpec {
-        gpus: vec![
-            GpuInput {
-                tflop_per_s: 1.0,
-                bandwidth_gbps: gbps,
-            };
-            3
-        ],
-        models: vec![InferenceModelSpec {
-            name: "m".into(),
-            layers: vec![vec![
-                vec![0.0, 4e6, 1e6],
-                vec![1e6, 0.0, 1e6],
-                vec![1e6, 3e6, 0.0],
-            ]],
-            gate_s: 1e-3,
-            aggregation_s: 0.5e-3,
-            ffn_flop_per_byte: 1e3,
+    let spec = |gbps: f64, link_fits| -> InferenceSpec {
+        OnePerGpuSpec {
+            gpus: vec![
+                GpuInput {
+                    tflop_per_s: 1.0,
+                    bandwidth_gbps: gbps,
+                };
+                3
+            ],
+            models: vec![InferenceModelSpec {
+                name: "m".into(),
+                layers: vec![vec![
+                    vec![0.0, 4e6, 1e6],
+                    vec![1e6, 0.0, 1e6],
+                    vec![1e6, 3e6, 0.0],
+                ]],
+                gate_s: 1e-3,
+                aggregation_s: 0.5e-3,
+                ffn_flop_per_byte: 1e3,
+            }],
+            seed: 0,
+            link_fits,
             ..Default::default()
-        }],
-        seed: 0,
-        link_fits,
-        ..Default::default()
+        }
+        .into()
     };
     let by_hand = plan_inference(&spec(8.0, None)).unwrap();
     let fitted = plan_inference(&spec(100.0, Some(fits))).unwrap();
@@ -160,4 +164,48 @@ fn tables_refuse_infinite_nan_and_negative_measurements() {
         parse_collective_csv(text),
         Err(PlanError::Format { line: 2, .. })
     ));
+}
+
+/// Issue 24: the HB-domain sweep goes through the facade and uses the spec's link fits at every
+/// size (the CLI's plot used to call rail-network directly and drop them).
+#[test]
+fn the_hb_domain_sweep_uses_the_link_fits() {
+    use moe_planner::fitting::{CollectiveFitSpec, Measurement, plan_collective_fits};
+    use moe_planner::network::{ModelRef, SearchSpec, SystemRef, plan_hb_domain_sweep};
+    // A slow measured HB link (20 GB/s bus bandwidth) on 2, 4 and 8 GPUs.
+    let measurements = [2u64, 4, 8]
+        .into_iter()
+        .flat_map(|gpus| {
+            (0..12).map(move |i| {
+                let bytes = 1e3 * f64::powi(2.0, i);
+                let bus = bytes * (gpus as f64 - 1.0) / gpus as f64;
+                Measurement {
+                    collective: Collective::AllGather,
+                    gpus,
+                    bytes,
+                    seconds: 10e-6 + bus / 20e9,
+                }
+            })
+        })
+        .collect();
+    let fits = plan_collective_fits(&CollectiveFitSpec {
+        measurements,
+        options: None,
+    })
+    .unwrap();
+    let mut spec = SearchSpec {
+        model: ModelRef::Preset("gpt-22b".into()),
+        system: SystemRef::Preset("dgx-a100".into()),
+        gpus: 64,
+        global_batch: 64,
+        keep: 1,
+        compute: None,
+        link_fits: None,
+    };
+    let preset = plan_hb_domain_sweep(&spec, &[1, 8]).unwrap();
+    spec.link_fits = Some(fits);
+    let fitted = plan_hb_domain_sweep(&spec, &[1, 8]).unwrap();
+    assert_eq!(fitted[0], preset[0]);
+    assert!((fitted[1].hb_bytes_per_s / 20e9 - 1.0).abs() < 1e-6);
+    assert!(fitted[1].iteration_time_s > preset[1].iteration_time_s);
 }

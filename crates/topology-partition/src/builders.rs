@@ -47,7 +47,7 @@ pub fn perlmutter_inter() -> AlphaBeta {
 }
 
 impl NodeKind {
-    /// A Perlmutter GPU node: 4 A100 (312 TFLOP/s dense BF16 peak) with the measured links of
+    /// A Perlmutter GPU node: 4 A100 (312 TFLOP/s dense BF16 peak) with the stand-in links of
     /// [`perlmutter_intra`] and [`perlmutter_inter`], and `expert_slots` experts per GPU
     /// (Aristos §3.2: 32 for GPT-3 350M experts on an 80 GB A100, 16 on a 40 GB one).
     #[must_use]

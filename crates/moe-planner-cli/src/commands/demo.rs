@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 
 use moe_planner::expert_placement::drift_loads;
 use moe_planner::grouping::{ClusterSpec, GroupPlan, GroupSpec, plan_groups};
-use moe_planner::inference::{GpuInput, InferencePlan, InferenceSpec, plan_inference};
+use moe_planner::inference::{
+    GpuInput, InferencePlan, InferenceSpec, OnePerGpuSpec, plan_inference,
+};
 use moe_planner::network::{
     FabricPlan, FabricSpec, ModelRef, SearchPlan, SearchSpec, SystemRef, plan_fabrics, plan_search,
     system_by_name,
@@ -64,10 +66,22 @@ pub(crate) struct Args {
 #[derive(Debug, Deserialize)]
 struct Workload {
     description: String,
-    inference: InferenceSpec,
+    /// One or two models with one expert each per GPU (the demo plans the first alone, then both).
+    #[serde(deserialize_with = "one_per_gpu")]
+    inference: OnePerGpuSpec,
     training: TrainingSpec,
     grouping: GroupSpec,
     network: NetworkWorkload,
+}
+
+/// An inference spec in the one-per-GPU mode (with or without `mode`).
+fn one_per_gpu<'de, D: serde::Deserializer<'de>>(d: D) -> Result<OnePerGpuSpec, D::Error> {
+    match InferenceSpec::deserialize(d)? {
+        InferenceSpec::OnePerGpu(spec) => Ok(spec),
+        InferenceSpec::Replicated(_) => Err(serde::de::Error::custom(
+            "the demo's `inference` has one expert of each model per GPU (mode \"one-per-gpu\")",
+        )),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -163,8 +177,8 @@ fn plan_all(
     exclusive.models.truncate(1);
     Ok(DemoReport {
         description: workload.description.clone(),
-        exclusive_inference: plan_inference(&exclusive)?,
-        colocated_inference: plan_inference(&workload.inference)?,
+        exclusive_inference: plan_inference(&exclusive.into())?,
+        colocated_inference: plan_inference(&workload.inference.clone().into())?,
         deepseek_like_inference: plan_inference(deepseek)?,
         training: plan_training(&workload.training)?,
         grouping: plan_groups(&workload.grouping)?,
@@ -325,7 +339,7 @@ fn print_report(r: &DemoReport, w: &Workload, deepseek: &InferenceSpec) -> Resul
         print_inference(&r.colocated_inference)?;
     }
     heading("MoE inference, DeepSeek-like (32 GPUs in 4 nodes, 256 experts, top-8, 4 layers)")?;
-    report!("{}", gpu_cluster(&deepseek.gpus))?;
+    report!("{}", gpu_cluster(deepseek.gpus()))?;
     print_inference(&r.deepseek_like_inference)?;
     for b in &r.deepseek_like_inference.baselines[1..] {
         report!(

@@ -20,8 +20,10 @@ Every option and file format: https://github.com/moe-planner/moe-planner/blob/ma
 #[derive(Debug, clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
-    /// JSON inference spec: `gpus` (TFLOP/s and Gbps each), `models` (one or two, each with
-    /// per-layer dispatch traffic matrices in bytes), `seed` (see the docs linked below).
+    /// JSON inference spec, `mode` "one-per-gpu" (`gpus` in TFLOP/s and Gbps, `models`: one or
+    /// two, each with per-layer dispatch traffic matrices in bytes) or "replicated" (one model
+    /// with per-expert `routed_tokens` or `expert_tokens`, `slots_per_gpu`); see the docs linked
+    /// below.
     #[arg(long)]
     pub spec: PathBuf,
     /// Override the spec's seed for the random baselines.
@@ -40,7 +42,7 @@ pub(crate) struct Args {
 pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     let mut spec: InferenceSpec = read_json(&args.spec)?;
     if let Some(seed) = args.seed {
-        spec.seed = seed;
+        spec.set_seed(seed);
     }
     let plan = plan_inference(&spec)?;
     if let Some(path) = &args.svg {
@@ -75,11 +77,11 @@ fn timetable_csv(plan: &InferencePlan) -> String {
 
 /// The human-readable report, shared with `demo`.
 pub(crate) fn print_report(spec: &InferenceSpec, plan: &InferencePlan) -> Result<(), CliError> {
-    let names: Vec<&str> = spec.models.iter().map(|m| m.name.as_str()).collect();
+    let names = spec.model_names();
     report!(
         "scenario: {}, {} GPUs",
         format::json_name(&plan.scenario),
-        spec.gpus.len()
+        spec.gpus().len()
     )?;
     if plan.experts_of_gpu.is_empty() {
         report!(
@@ -114,11 +116,16 @@ pub(crate) fn print_report(spec: &InferenceSpec, plan: &InferencePlan) -> Result
         plan.gpu_utilization * 100.0
     )?;
     for b in &plan.baselines {
+        // A baseline may beat the plan (Lina's packing on identical GPUs): say so plainly.
+        let verdict = if b.speedup >= 1.0 || b.speedup <= 0.0 {
+            format!("ours is {:.2}x faster", b.speedup)
+        } else {
+            format!("ours is {:.2}x slower", 1.0 / b.speedup)
+        };
         report!(
-            "baseline ({}): {} -> ours is {:.2}x faster",
+            "baseline ({}): {} -> {verdict}",
             b.description,
             t(b.inference_time_s),
-            b.speedup
         )?;
     }
     Ok(())

@@ -4,8 +4,10 @@
 
 use std::path::Path;
 
-use moe_planner::network::{FabricPlan, FabricSpec, ModelRef, SearchSpec, plan_fabrics};
-use moe_planner::rail_network::sweeps::{SweepPoint, hb_domain_sweep};
+use moe_planner::network::{
+    FabricPlan, FabricSpec, ModelRef, SearchSpec, plan_fabrics, plan_hb_domain_sweep,
+};
+use moe_planner::rail_network::sweeps::SweepPoint;
 use plotters::prelude::*;
 
 use super::{LABEL_FONT, TITLE_FONT, axis_max, colour, draw_err, svg_root};
@@ -23,20 +25,10 @@ fn hb_sizes(gpus: u64) -> Vec<u64> {
         .collect()
 }
 
-/// Fig. 9 for the model, system, GPU count and batch of `spec`: the best iteration time at
-/// every HB-domain size.
+/// Fig. 9 for the model, system, GPU count, batch and link fits of `spec`: the best iteration
+/// time at every HB-domain size.
 fn hb_domain_points(spec: &SearchSpec) -> Result<Vec<SweepPoint>, CliError> {
-    let model = spec.model.resolve()?;
-    let system = spec.system.resolve()?;
-    let compute = spec.compute.unwrap_or_default();
-    Ok(hb_domain_sweep(
-        &model,
-        &system,
-        &compute,
-        spec.gpus,
-        spec.global_batch,
-        &hb_sizes(spec.gpus),
-    )?)
+    Ok(plan_hb_domain_sweep(spec, &hb_sizes(spec.gpus))?)
 }
 
 /// Both fabrics at every HB-domain size the other numbers of `spec` allow.
