@@ -8,6 +8,7 @@ use expert_placement::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::baselines::topology_greedy;
 use crate::bound::{TrafficBound, lower_bound};
 use crate::construct::construct;
 use crate::context::{Context, replica_gpus};
@@ -378,6 +379,16 @@ fn plan_at(
         candidates.push(w.to_vec());
     }
     candidates.push(base.map.clone());
+    // The published topology-aware heuristic too, where its shape rules allow it (it has no
+    // groups-in-nodes guarantee, so not with groups): the plan is never worse than it at the
+    // same balance.
+    if options.groups.is_none() {
+        if let Ok(loads) = LayerLoads::new(ctx.loads.clone()) {
+            if let Ok(map) = topology_greedy(&loads, ctx.cluster, None) {
+                candidates.push(map);
+            }
+        }
+    }
     let tol = limit * 1e-9;
     let mut best: Option<(Vec<usize>, DispatchReport)> = None;
     for map in candidates {
