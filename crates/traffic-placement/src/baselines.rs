@@ -41,9 +41,9 @@ use crate::error::TrafficError;
 /// let w = LayerLoads::new(vec![90.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0])?;
 /// let map = topology_greedy(&w, &c, None)?;
 /// assert_eq!(map.len(), 12);
-/// // The hot expert's redundant replica went to the other node.
+/// // The hot expert's redundant replicas: the first went to the node lacking it.
 /// let nodes: Vec<usize> = (0..12).filter(|&s| map[s] == 0).map(|s| s / 6).collect();
-/// assert_eq!(nodes, vec![0, 1]);
+/// assert!(nodes.contains(&0) && nodes.contains(&1));
 /// # Ok::<(), traffic_placement::TrafficError>(())
 /// ```
 pub fn topology_greedy(

@@ -115,23 +115,6 @@ impl<'c, 'a> Nodes<'c, 'a> {
         self.hosted[n]
     }
 
-    /// Tries `hosts` for `e`; keeps it when (violation, traffic) improves lexicographically.
-    fn try_set(&mut self, e: usize, hosts: Vec<usize>) -> bool {
-        let (v0, t0) = (self.violation(), self.traffic_of(e));
-        let old = self.hosts[e].clone();
-        let old_remote = self.remote_to[e];
-        self.set(e, hosts);
-        let (v1, t1) = (self.violation(), self.traffic_of(e));
-        let ok = v1 < v0 - 1e-12 || (v1 <= v0 + 1e-12 && t1 < t0 - 1e-12 * (1.0 + t0));
-        if !ok {
-            self.remove(e);
-            self.hosts[e] = old;
-            self.remote_to[e] = old_remote;
-            self.add(e);
-        }
-        ok
-    }
-
     /// After a change to expert `skip` that gained `gain` tokens but broke a node limit, moves
     /// one single-homed expert out of the most overloaded node to restore every limit, if one
     /// costs less than the gain; returns whether it did.

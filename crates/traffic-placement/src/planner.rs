@@ -122,9 +122,9 @@ impl TrafficPlacement {
 /// let p = place_traffic_aware(&t, &c, &TrafficOptions::default())?;
 /// assert!(p.balance_met);
 /// // Every expert in the node that uses it: only the 1-token pairs cross.
-/// assert_eq!(p.dispatch.cross_node_tokens, 16.0);
+/// assert!((p.dispatch.cross_node_tokens - 16.0).abs() < 1e-9);
 /// assert!(p.dispatch.cross_node_tokens <= p.compute_only.cross_node_tokens);
-/// assert_eq!(p.bound.cross_node_tokens, 16.0);
+/// assert!((p.bound.cross_node_tokens - 16.0).abs() < 1e-9); // proved fewest
 /// # Ok::<(), traffic_placement::TrafficError>(())
 /// ```
 pub fn place_traffic_aware(
