@@ -45,6 +45,11 @@
     clippy::cast_possible_wrap
 )]
 
+// The README's example runs as a doctest, so the crate's front page cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod baselines;
 mod bound;
 mod construct;

@@ -21,7 +21,7 @@ const EXAMPLES: &str = r"Examples (the input files ship in the repository's exam
   moe-planner place --loads examples/data/placement/vllm_pr37656_loads.csv \
       --gpus 8 --slots-per-gpu 2 --out placement.json --svg placement.svg
   moe-planner place --routed-tokens examples/data/placement/routed_tokens_locality.json \
-      --gpus 16 --slots-per-gpu 18 --nodes 2 --groups 8 --traffic-tolerance 0.01 --svg tradeoff.svg
+      --gpus 16 --slots-per-gpu 18 --nodes 2 --groups 8 --traffic-tolerance 0.01
 
 Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#place";
 
