@@ -97,9 +97,16 @@ fn write_data() {
     let rows: Vec<Vec<Vec<f64>>> = trace
         .iter()
         .map(RoutedTokens::rows)
-        .map(|l| l.into_iter().map(|r| r.into_iter().map(f64::round).collect()).collect())
+        .map(|l| {
+            l.into_iter()
+                .map(|r| r.into_iter().map(f64::round).collect())
+                .collect()
+        })
         .collect();
     let text = serde_json::to_string(&serde_json::json!({ "routed_tokens": rows })).expect("json");
-    std::fs::write("examples/data/placement/routed_tokens_locality.json", text + "\n")
-        .expect("write the data file (run from the repository root)");
+    std::fs::write(
+        "examples/data/placement/routed_tokens_locality.json",
+        text + "\n",
+    )
+    .expect("write the data file (run from the repository root)");
 }

@@ -115,7 +115,11 @@ impl TrafficSpec {
     fn options(&self) -> TrafficOptions {
         TrafficOptions {
             tolerance: self.traffic_tolerance,
-            groups: if self.groups_in_nodes { self.groups } else { None },
+            groups: if self.groups_in_nodes {
+                self.groups
+            } else {
+                None
+            },
             search_steps: self.search_steps.unwrap_or(DEFAULT_TRAFFIC_SEARCH_STEPS),
             time_budget_s: self.time_budget_s.unwrap_or(DEFAULT_TRAFFIC_TIME_BUDGET_S),
             placement: PlacementOptions::default(),
@@ -333,7 +337,11 @@ fn plan_layer(
     let score = |map: &[usize]| -> Result<TrafficFigures, PlanError> {
         Ok(TrafficFigures::of(&dispatch(t, cluster, map)?, bytes))
     };
-    let global = place(&loads, cluster, PlacementAlgorithm::Eplb(EplbPolicy::Global))?;
+    let global = place(
+        &loads,
+        cluster,
+        PlacementAlgorithm::Eplb(EplbPolicy::Global),
+    )?;
     let hierarchical = match spec.groups {
         Some(groups) => place(
             &loads,

@@ -115,8 +115,8 @@ pub fn topology_greedy(
             .unwrap_or(0);
         node_groups[n] += 1;
         node_load[n] += group_load(x);
-        for e in x * size..(x + 1) * size {
-            hosts[e][n] = 1;
+        for h in &mut hosts[x * size..(x + 1) * size] {
+            h[n] = 1;
             used[n] += 1;
         }
     }
@@ -170,6 +170,7 @@ pub fn topology_greedy(
     }
     // (3) Pack each node's replicas onto its GPUs.
     let mut map = vec![usize::MAX; total_slots];
+    #[allow(clippy::needless_range_loop)] // `n` indexes the inner vectors of `hosts`
     for n in 0..k {
         let mut items: Vec<usize> = (0..e_count)
             .flat_map(|e| std::iter::repeat_n(e, hosts[e][n]))

@@ -45,7 +45,11 @@ pub(crate) fn lower_bound(ctx: &Context<'_>, limit: f64, rounds: usize) -> Traff
     let slots: Vec<f64> = ctx
         .gpus_of_node
         .iter()
-        .map(|gs| gs.iter().map(|&g| ctx.cluster.slots_of_gpu()[g] as f64).sum())
+        .map(|gs| {
+            gs.iter()
+                .map(|&g| ctx.cluster.slots_of_gpu()[g] as f64)
+                .sum()
+        })
         .collect();
     let q: Vec<Vec<f64>> = (0..k)
         .map(|n| {
@@ -142,11 +146,11 @@ impl Relaxation<'_> {
         let mut best = self.value(lam, mu);
         for round in 0..rounds {
             let before = best;
-            for n in 0..k {
+            for (n, &d) in dmax.iter().enumerate().take(k) {
                 if with_load {
                     best = self.line(lam, mu, n, true, 4.0).min(best);
                 }
-                best = self.line(lam, mu, n, false, 2.0 * dmax[n] + 1.0).min(best);
+                best = self.line(lam, mu, n, false, 2.0 * d + 1.0).min(best);
             }
             if before - best <= before.abs() * 1e-12 {
                 return (best, round + 1, true);

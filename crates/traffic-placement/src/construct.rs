@@ -50,13 +50,21 @@ impl<'c, 'a> Nodes<'c, 'a> {
     /// Load of expert `e` on node `n` (forced in-node tokens, plus the remote ones if `n` takes
     /// them).
     fn expert_load(&self, e: usize, n: usize) -> f64 {
-        let r = if self.remote_to[e] == n { self.remote(e) } else { 0.0 };
+        let r = if self.remote_to[e] == n {
+            self.remote(e)
+        } else {
+            0.0
+        };
         self.ctx.by_node[n][e] + r
     }
 
     fn replicas_for(&self, load: f64, n: usize) -> f64 {
         let need = if self.tau > 0.0 { load / self.tau } else { 1.0 };
-        if need.is_finite() { need.clamp(1.0, self.gpus[n] as f64) } else { 1.0 }
+        if need.is_finite() {
+            need.clamp(1.0, self.gpus[n] as f64)
+        } else {
+            1.0
+        }
     }
 
     fn remove(&mut self, e: usize) {
@@ -90,7 +98,11 @@ impl<'c, 'a> Nodes<'c, 'a> {
         let lightest = self.hosts[e]
             .iter()
             .copied()
-            .min_by(|&a, &b| (self.load[a] / self.cap[a]).total_cmp(&(self.load[b] / self.cap[b])).then(a.cmp(&b)))
+            .min_by(|&a, &b| {
+                (self.load[a] / self.cap[a])
+                    .total_cmp(&(self.load[b] / self.cap[b]))
+                    .then(a.cmp(&b))
+            })
             .unwrap_or(0);
         self.remote_to[e] = lightest;
         self.add(e);
@@ -107,7 +119,9 @@ impl<'c, 'a> Nodes<'c, 'a> {
 
     fn feasible(&self) -> bool {
         (0..self.cap.len()).all(|n| {
-            self.load[n] <= self.cap[n] && self.used[n] <= self.slots[n] + 1e-9 && self.hosted(n) >= self.widest[n]
+            self.load[n] <= self.cap[n]
+                && self.used[n] <= self.slots[n] + 1e-9
+                && self.hosted(n) >= self.widest[n]
         })
     }
 
@@ -120,7 +134,9 @@ impl<'c, 'a> Nodes<'c, 'a> {
     /// costs less than the gain; returns whether it did.
     fn rebalance(&mut self, skip: usize, gain: f64) -> bool {
         let k = self.cap.len();
-        let Some(hot) = (0..k).max_by(|&a, &b| (self.load[a] / self.cap[a]).total_cmp(&(self.load[b] / self.cap[b]))) else {
+        let Some(hot) = (0..k)
+            .max_by(|&a, &b| (self.load[a] / self.cap[a]).total_cmp(&(self.load[b] / self.cap[b])))
+        else {
             return false;
         };
         // Cheapest first; the first move that restores every limit is the cheapest one.
@@ -174,8 +190,16 @@ pub(crate) fn construct(
             .iter()
             .map(|gs| limit * (1.0 - margin) * gs.iter().map(|&g| ctx.speed[g]).sum::<f64>())
             .collect(),
-        slots: ctx.gpus_of_node.iter().map(|gs| gs.iter().map(|&g| slots_of[g]).sum::<usize>() as f64).collect(),
-        widest: ctx.gpus_of_node.iter().map(|gs| gs.iter().map(|&g| slots_of[g]).max().unwrap_or(0)).collect(),
+        slots: ctx
+            .gpus_of_node
+            .iter()
+            .map(|gs| gs.iter().map(|&g| slots_of[g]).sum::<usize>() as f64)
+            .collect(),
+        widest: ctx
+            .gpus_of_node
+            .iter()
+            .map(|gs| gs.iter().map(|&g| slots_of[g]).max().unwrap_or(0))
+            .collect(),
         gpus: ctx.gpus_of_node.iter().map(Vec::len).collect(),
         hosted: vec![0; k],
         tau,
@@ -185,7 +209,11 @@ pub(crate) fn construct(
     order.sort_by(|&a, &b| ctx.loads[b].total_cmp(&ctx.loads[a]).then(a.cmp(&b)));
     for &e in &order {
         let home = (0..k)
-            .max_by(|&a, &b| ctx.by_node[a][e].total_cmp(&ctx.by_node[b][e]).then(b.cmp(&a)))
+            .max_by(|&a, &b| {
+                ctx.by_node[a][e]
+                    .total_cmp(&ctx.by_node[b][e])
+                    .then(b.cmp(&a))
+            })
             .unwrap_or(0);
         st.hosts[e] = vec![home];
         st.remote_to[e] = home;
@@ -199,8 +227,10 @@ pub(crate) fn construct(
         let v0 = st.violation();
         let worst = (0..k)
             .max_by(|&a, &b| {
-                let va = (st.load[a] - st.cap[a]).max(0.0) / st.cap[a] + (st.used[a] - st.slots[a]).max(0.0);
-                let vb = (st.load[b] - st.cap[b]).max(0.0) / st.cap[b] + (st.used[b] - st.slots[b]).max(0.0);
+                let va = (st.load[a] - st.cap[a]).max(0.0) / st.cap[a]
+                    + (st.used[a] - st.slots[a]).max(0.0);
+                let vb = (st.load[b] - st.cap[b]).max(0.0) / st.cap[b]
+                    + (st.used[b] - st.slots[b]).max(0.0);
                 va.total_cmp(&vb)
             })
             .unwrap_or(0);
@@ -245,7 +275,9 @@ pub(crate) fn construct(
         }
         // Swaps of two single-homed experts between the most overloaded node and another.
         let mut best_swap: Option<(f64, usize, usize)> = None;
-        if let Some(hot) = (0..k).max_by(|&a, &b| (st.load[a] / st.cap[a]).total_cmp(&(st.load[b] / st.cap[b]))) {
+        if let Some(hot) =
+            (0..k).max_by(|&a, &b| (st.load[a] / st.cap[a]).total_cmp(&(st.load[b] / st.cap[b])))
+        {
             let singles: Vec<Vec<usize>> = (0..k)
                 .map(|n| (0..e_count).filter(|&e| st.hosts[e] == [n]).collect())
                 .collect();
@@ -298,7 +330,11 @@ pub(crate) fn construct(
             .flat_map(|e| (0..k).map(move |n| (e, n)))
             .filter(|&(e, n)| !st.hosts[e].contains(&n) && ctx.by_node[n][e] > 0.0)
             .collect();
-        pairs.sort_by(|a, b| ctx.by_node[b.1][b.0].total_cmp(&ctx.by_node[a.1][a.0]).then(a.cmp(b)));
+        pairs.sort_by(|a, b| {
+            ctx.by_node[b.1][b.0]
+                .total_cmp(&ctx.by_node[a.1][a.0])
+                .then(a.cmp(b))
+        });
         for (e, n) in pairs {
             if st.hosts[e].contains(&n) {
                 continue;
@@ -325,9 +361,14 @@ pub(crate) fn construct(
         // Swaps of single-homed experts that both prefer the other's node.
         for n in 0..k {
             for m in n + 1..k {
-                let desire = |e: usize, from: usize, to: usize| ctx.by_node[to][e] - ctx.by_node[from][e];
-                let mut a: Vec<usize> = (0..e_count).filter(|&e| st.hosts[e] == [n] && desire(e, n, m) > 0.0).collect();
-                let mut b: Vec<usize> = (0..e_count).filter(|&e| st.hosts[e] == [m] && desire(e, m, n) > 0.0).collect();
+                let desire =
+                    |e: usize, from: usize, to: usize| ctx.by_node[to][e] - ctx.by_node[from][e];
+                let mut a: Vec<usize> = (0..e_count)
+                    .filter(|&e| st.hosts[e] == [n] && desire(e, n, m) > 0.0)
+                    .collect();
+                let mut b: Vec<usize> = (0..e_count)
+                    .filter(|&e| st.hosts[e] == [m] && desire(e, m, n) > 0.0)
+                    .collect();
                 a.sort_by(|&x, &y| desire(y, n, m).total_cmp(&desire(x, n, m)));
                 b.sort_by(|&x, &y| desire(y, m, n).total_cmp(&desire(x, m, n)));
                 a.truncate(SWAP_CANDIDATES);

@@ -159,8 +159,8 @@ pub(crate) fn evaluate(ctx: &Context<'_>, replicas: &[Vec<usize>]) -> DispatchRe
     let static_max = max_over_speed(&proxy, speed);
     let total_speed: f64 = speed.iter().sum();
     let total = ctx.routed.total();
-    let gpu_tokens = balance(&forced, &flexible, speed, static_max, total / total_speed)
-        .unwrap_or(proxy);
+    let gpu_tokens =
+        balance(&forced, &flexible, speed, static_max, total / total_speed).unwrap_or(proxy);
     let gpu_loads: Vec<f64> = gpu_tokens.iter().zip(speed).map(|(t, v)| t / v).collect();
     let max_gpu_load = gpu_loads.iter().copied().fold(0.0, f64::max);
     let mean_gpu_load = gpu_loads.iter().sum::<f64>() / g_count.max(1) as f64;

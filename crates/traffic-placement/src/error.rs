@@ -68,7 +68,11 @@ pub enum TrafficError {
 }
 
 /// Checks that `value` (entry `index` of `what`) is finite and non-negative.
-pub(crate) fn check_value(what: &'static str, index: usize, value: f64) -> Result<(), TrafficError> {
+pub(crate) fn check_value(
+    what: &'static str,
+    index: usize,
+    value: f64,
+) -> Result<(), TrafficError> {
     if value.is_finite() && value >= 0.0 {
         Ok(())
     } else {

@@ -96,7 +96,10 @@ impl Network {
         let mut u = s;
         loop {
             if u == t {
-                let f = path.iter().map(|&e| self.cap[e]).fold(f64::INFINITY, f64::min);
+                let f = path
+                    .iter()
+                    .map(|&e| self.cap[e])
+                    .fold(f64::INFINITY, f64::min);
                 for &e in &path {
                     self.cap[e] -= f;
                     self.cap[e ^ 1] += f;

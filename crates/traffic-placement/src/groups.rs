@@ -83,7 +83,8 @@ fn assign(ctx: &Context<'_>, g: &Groups, limit: f64, start: Vec<usize>) -> Vec<u
     let (k, groups) = (ctx.nodes(), g.total.len());
     let key = |a: &[usize]| score(ctx, g, a, limit);
     let better = |a: (f64, f64), b: (f64, f64)| {
-        a.0 < b.0 - 1e-12 * (1.0 + b.0) || (a.0 <= b.0 + 1e-12 * (1.0 + b.0) && a.1 < b.1 - 1e-12 * (1.0 + b.1))
+        a.0 < b.0 - 1e-12 * (1.0 + b.0)
+            || (a.0 <= b.0 + 1e-12 * (1.0 + b.0) && a.1 < b.1 - 1e-12 * (1.0 + b.1))
     };
     let count = (k as u64).checked_pow(u32::try_from(groups).unwrap_or(u32::MAX));
     let mut best = start.clone();
@@ -174,7 +175,9 @@ pub(crate) fn group_start(
             .filter(|&e| node_of_group[e / g.size] == n)
             .collect();
         let sub = PlacementCluster::new(
-            gpus.iter().map(|&gpu| ctx.cluster.slots_of_gpu()[gpu]).collect(),
+            gpus.iter()
+                .map(|&gpu| ctx.cluster.slots_of_gpu()[gpu])
+                .collect(),
             gpus.iter().map(|&gpu| ctx.speed[gpu]).collect(),
             vec![0; gpus.len()],
         )?;

@@ -3,9 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use expert_placement::{
-    LayerLoads, PlacementAlgorithm, PlacementCluster, Termination, place_with,
-};
+use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, Termination, place_with};
 use serde::{Deserialize, Serialize};
 
 use crate::baselines::topology_greedy;
@@ -328,9 +326,8 @@ fn plan_at(
     options: &TrafficOptions,
     warm: Option<&[usize]>,
 ) -> Result<TrafficPlacement, TrafficError> {
-    let deadline = Instant::now().checked_add(
-        Duration::try_from_secs_f64(options.time_budget_s).unwrap_or(Duration::MAX),
-    );
+    let deadline = Instant::now()
+        .checked_add(Duration::try_from_secs_f64(options.time_budget_s).unwrap_or(Duration::MAX));
     let budget = Budget {
         steps: options.search_steps,
         deadline,
@@ -346,7 +343,14 @@ fn plan_at(
     } else {
         // The node-level construction, with a growing margin until a plan meets the limit.
         for margin in CONSTRUCTION_MARGINS {
-            let Some(map) = construct(ctx, limit, margin, base.largest_replica.max(limit * PACKABLE_REPLICA), &options.placement)? else {
+            let Some(map) = construct(
+                ctx,
+                limit,
+                margin,
+                base.largest_replica.max(limit * PACKABLE_REPLICA),
+                &options.placement,
+            )?
+            else {
                 continue;
             };
             let d = evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts()));
@@ -471,7 +475,12 @@ mod diag {
     #[ignore = "diagnostics"]
     fn construction_diagnostics() {
         use std::time::Instant;
-        for (g, k, s, loc) in [(16, 2, 18, 0.5), (32, 4, 9, 0.5), (32, 4, 10, 0.8), (16, 2, 18, 0.0)] {
+        for (g, k, s, loc) in [
+            (16, 2, 18, 0.5),
+            (32, 4, 9, 0.5),
+            (32, 4, 10, 0.8),
+            (16, 2, 18, 0.0),
+        ] {
             let t = &locality_trace(&LocalityTrace::deepseek_like(1, g, k, loc), 1).unwrap()[0];
             let c = PlacementCluster::uniform(g, s, k).unwrap();
             let ctx = Context::new(t, &c).unwrap();
@@ -486,16 +495,32 @@ mod diag {
             let t0 = Instant::now();
             let b = lower_bound(&ctx, limit, 30);
             let t_bound = t0.elapsed();
-            println!("G={g} K={k} S={s} loc={loc}: base busiest/limit {:.4} ratio {:.4} | base {t_base:?} eval {t_eval:?} bound {t_bound:?} rounds {}", bd.max_gpu_load / limit, bd.cross_node_ratio(), b.rounds);
+            println!(
+                "G={g} K={k} S={s} loc={loc}: base busiest/limit {:.4} ratio {:.4} | base {t_base:?} eval {t_eval:?} bound {t_bound:?} rounds {}",
+                bd.max_gpu_load / limit,
+                bd.cross_node_ratio(),
+                b.rounds
+            );
             for m in CONSTRUCTION_MARGINS {
                 let t0 = Instant::now();
-                let r = construct(&ctx, limit, m, base.largest_replica.max(limit * PACKABLE_REPLICA), &o.placement).unwrap();
+                let r = construct(
+                    &ctx,
+                    limit,
+                    m,
+                    base.largest_replica.max(limit * PACKABLE_REPLICA),
+                    &o.placement,
+                )
+                .unwrap();
                 let t_c = t0.elapsed();
                 match r {
                     None => println!("  margin {m}: none {t_c:?}"),
                     Some(map) => {
                         let d = evaluate(&ctx, &replica_gpus(&map, &c, ctx.experts()));
-                        println!("  margin {m}: busiest/limit {:.4} ratio {:.4} {t_c:?}", d.max_gpu_load / limit, d.cross_node_ratio());
+                        println!(
+                            "  margin {m}: busiest/limit {:.4} ratio {:.4} {t_c:?}",
+                            d.max_gpu_load / limit,
+                            d.cross_node_ratio()
+                        );
                     }
                 }
             }

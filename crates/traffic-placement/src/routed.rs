@@ -121,7 +121,11 @@ impl RoutedTokens {
             .map(Self::new)
             .collect::<Result<Vec<_>, _>>()?;
         for l in &out {
-            check_len("routed_tokens source GPUs per layer", l.sources, out[0].sources)?;
+            check_len(
+                "routed_tokens source GPUs per layer",
+                l.sources,
+                out[0].sources,
+            )?;
             check_len("routed_tokens experts per layer", l.experts, out[0].experts)?;
         }
         Ok(out)

@@ -136,7 +136,10 @@ impl<'c, 'a> State<'c, 'a> {
         for &(e, new) in changed {
             self.ctx
                 .proxy_contribution(e, &self.replicas[e], |gpu, t| delta.push((gpu, -t)));
-            cross += self.ctx.proxy_contribution(e, new, |gpu, t| delta.push((gpu, t))) - self.cross[e];
+            cross += self
+                .ctx
+                .proxy_contribution(e, new, |gpu, t| delta.push((gpu, t)))
+                - self.cross[e];
         }
         let mut load = self.load.clone();
         for (gpu, d) in delta {
@@ -155,7 +158,11 @@ impl<'c, 'a> State<'c, 'a> {
         let to = self.gpu_of_slot[mv.slot];
         let out = self.map[mv.slot];
         let mut inc: Vec<usize> = self.replicas[mv.incoming].clone();
-        let mut outl: Vec<usize> = self.replicas[out].iter().copied().filter(|&g| g != to).collect();
+        let mut outl: Vec<usize> = self.replicas[out]
+            .iter()
+            .copied()
+            .filter(|&g| g != to)
+            .collect();
         match mv.swap_from {
             Some(from_slot) => {
                 let from = self.gpu_of_slot[from_slot];
@@ -267,10 +274,13 @@ impl<'c, 'a> State<'c, 'a> {
         for (e, list) in lists {
             let old = std::mem::replace(&mut self.replicas[e], list);
             let load = &mut self.load;
-            self.ctx.proxy_contribution(e, &old, |gpu, t| load[gpu] -= t);
+            self.ctx
+                .proxy_contribution(e, &old, |gpu, t| load[gpu] -= t);
             let new = self.replicas[e].clone();
             let load = &mut self.load;
-            let c = self.ctx.proxy_contribution(e, &new, |gpu, t| load[gpu] += t);
+            let c = self
+                .ctx
+                .proxy_contribution(e, &new, |gpu, t| load[gpu] += t);
             self.traffic += c - self.cross[e];
             self.cross[e] = c;
         }
@@ -355,8 +365,17 @@ impl State<'_, '_> {
                     }
                 }
             }
-            cands.sort_by(|a, b| a.traffic_delta.total_cmp(&b.traffic_delta).then(a.slot.cmp(&b.slot)));
-            for mv in cands.iter().take(TRIES_PER_TARGET).copied().collect::<Vec<_>>() {
+            cands.sort_by(|a, b| {
+                a.traffic_delta
+                    .total_cmp(&b.traffic_delta)
+                    .then(a.slot.cmp(&b.slot))
+            });
+            for mv in cands
+                .iter()
+                .take(TRIES_PER_TARGET)
+                .copied()
+                .collect::<Vec<_>>()
+            {
                 if let Some(end) = self.out_of_budget(budget) {
                     return Some(end);
                 }
@@ -376,7 +395,8 @@ impl State<'_, '_> {
         for _ in 0..4 * g {
             let busiest_gpu = (0..g)
                 .max_by(|&a, &b| {
-                    (self.load[a] / self.ctx.speed[a]).total_cmp(&(self.load[b] / self.ctx.speed[b]))
+                    (self.load[a] / self.ctx.speed[a])
+                        .total_cmp(&(self.load[b] / self.ctx.speed[b]))
                 })
                 .unwrap_or(0);
             let mut moved = false;

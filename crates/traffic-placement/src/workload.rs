@@ -82,7 +82,12 @@ impl LocalityTrace {
 /// # Ok::<(), traffic_placement::TrafficError>(())
 /// ```
 pub fn locality_trace(spec: &LocalityTrace, seed: u64) -> Result<Vec<RoutedTokens>, TrafficError> {
-    for (what, v) in [("layers", spec.layers), ("gpus", spec.gpus), ("nodes", spec.nodes), ("experts", spec.experts)] {
+    for (what, v) in [
+        ("layers", spec.layers),
+        ("gpus", spec.gpus),
+        ("nodes", spec.nodes),
+        ("experts", spec.experts),
+    ] {
         if v == 0 {
             return Err(TrafficError::Empty { what });
         }
@@ -91,14 +96,20 @@ pub fn locality_trace(spec: &LocalityTrace, seed: u64) -> Result<Vec<RoutedToken
     check_at_most(
         "layers x gpus x experts",
         MAX_ROUTED_PAIRS,
-        spec.layers.saturating_mul(spec.gpus).saturating_mul(spec.experts),
+        spec.layers
+            .saturating_mul(spec.gpus)
+            .saturating_mul(spec.experts),
     )?;
     check_value("tokens_per_gpu", 0, spec.tokens_per_gpu)?;
     check_value("zipf_exponent", 0, spec.zipf_exponent)?;
     for (what, v) in [("locality", spec.locality), ("noise", spec.noise)] {
         check_value(what, 0, v)?;
         if v > 1.0 {
-            return Err(TrafficError::InvalidValue { what, index: 0, value: v });
+            return Err(TrafficError::InvalidValue {
+                what,
+                index: 0,
+                value: v,
+            });
         }
     }
     let (g, k, e) = (spec.gpus, spec.nodes, spec.experts);
@@ -108,7 +119,9 @@ pub fn locality_trace(spec: &LocalityTrace, seed: u64) -> Result<Vec<RoutedToken
         .collect();
     let mut out = Vec::with_capacity(spec.layers);
     for l in 0..spec.layers as u64 {
-        let mut p: Vec<f64> = (1..=e).map(|r| (r as f64).powf(-spec.zipf_exponent)).collect();
+        let mut p: Vec<f64> = (1..=e)
+            .map(|r| (r as f64).powf(-spec.zipf_exponent))
+            .collect();
         p.shuffle(&mut seeded_rng(seed, 3 * l));
         let sum: f64 = p.iter().sum();
         p.iter_mut().for_each(|x| *x /= sum);

@@ -8,8 +8,14 @@ use traffic_placement::{
 
 #[test]
 fn routed_tokens_shapes_and_values() {
-    assert!(matches!(RoutedTokens::new(vec![]), Err(TrafficError::Empty { .. })));
-    assert!(matches!(RoutedTokens::new(vec![vec![]]), Err(TrafficError::Empty { .. })));
+    assert!(matches!(
+        RoutedTokens::new(vec![]),
+        Err(TrafficError::Empty { .. })
+    ));
+    assert!(matches!(
+        RoutedTokens::new(vec![vec![]]),
+        Err(TrafficError::Empty { .. })
+    ));
     assert!(matches!(
         RoutedTokens::new(vec![vec![1.0, 2.0], vec![1.0]]),
         Err(TrafficError::SizeMismatch { .. })
@@ -17,7 +23,11 @@ fn routed_tokens_shapes_and_values() {
     for bad in [f64::NAN, f64::INFINITY, -1.0] {
         assert!(matches!(
             RoutedTokens::new(vec![vec![1.0, bad]]),
-            Err(TrafficError::InvalidValue { what: "routed_tokens", index: 1, .. })
+            Err(TrafficError::InvalidValue {
+                what: "routed_tokens",
+                index: 1,
+                ..
+            })
         ));
     }
     assert!(matches!(
@@ -40,10 +50,16 @@ fn planner_inputs() {
     ));
     let t = RoutedTokens::new(vec![vec![1.0, 2.0, 3.0], vec![1.0, 0.0, 0.0]]).unwrap();
     for bad in [f64::NAN, -0.5, f64::INFINITY] {
-        let o = TrafficOptions { tolerance: bad, ..TrafficOptions::default() };
+        let o = TrafficOptions {
+            tolerance: bad,
+            ..TrafficOptions::default()
+        };
         assert!(matches!(
             place_traffic_aware(&t, &c, &o),
-            Err(TrafficError::InvalidValue { what: "tolerance", .. })
+            Err(TrafficError::InvalidValue {
+                what: "tolerance",
+                ..
+            })
         ));
     }
     assert!(matches!(
@@ -61,13 +77,19 @@ fn planner_inputs() {
         Err(TrafficError::Placement(_))
     ));
     // Groups that do not divide the experts.
-    let o = TrafficOptions { groups: Some(2), ..TrafficOptions::default() };
+    let o = TrafficOptions {
+        groups: Some(2),
+        ..TrafficOptions::default()
+    };
     assert!(matches!(
         place_traffic_aware(&t, &c, &o),
         Err(TrafficError::Placement(PlacementError::NotDivisible { .. }))
     ));
     // A map with a missing expert.
-    assert!(matches!(dispatch(&t, &c, &[0, 1, 0, 1]), Err(TrafficError::Placement(_))));
+    assert!(matches!(
+        dispatch(&t, &c, &[0, 1, 0, 1]),
+        Err(TrafficError::Placement(_))
+    ));
 }
 
 #[test]
@@ -84,21 +106,40 @@ fn zero_tokens_are_fine() {
 fn workload_inputs() {
     let mut s = LocalityTrace::deepseek_like(1, 4, 2, 0.5);
     s.locality = 1.5;
-    assert!(matches!(locality_trace(&s, 1), Err(TrafficError::InvalidValue { what: "locality", .. })));
+    assert!(matches!(
+        locality_trace(&s, 1),
+        Err(TrafficError::InvalidValue {
+            what: "locality",
+            ..
+        })
+    ));
     let mut s = LocalityTrace::deepseek_like(1, 2, 4, 0.5);
-    assert!(matches!(locality_trace(&s, 1), Err(TrafficError::TooLarge { .. })));
+    assert!(matches!(
+        locality_trace(&s, 1),
+        Err(TrafficError::TooLarge { .. })
+    ));
     s.gpus = 0;
-    assert!(matches!(locality_trace(&s, 1), Err(TrafficError::Empty { .. })));
+    assert!(matches!(
+        locality_trace(&s, 1),
+        Err(TrafficError::Empty { .. })
+    ));
 }
 
 #[test]
 fn groups_in_nodes() {
     let c = PlacementCluster::uniform(4, 2, 2).unwrap();
     let rows: Vec<Vec<f64>> = (0..4)
-        .map(|g| (0..8).map(|e| if (g < 2) == (e < 4) { 10.0 } else { 1.0 }).collect())
+        .map(|g| {
+            (0..8)
+                .map(|e| if (g < 2) == (e < 4) { 10.0 } else { 1.0 })
+                .collect()
+        })
         .collect();
     let t = RoutedTokens::new(rows).unwrap();
-    let o = TrafficOptions { groups: Some(2), ..TrafficOptions::default() };
+    let o = TrafficOptions {
+        groups: Some(2),
+        ..TrafficOptions::default()
+    };
     let p = place_traffic_aware(&t, &c, &o).unwrap();
     // Each group's replicas in one node.
     for group in 0..2 {
@@ -106,7 +147,10 @@ fn groups_in_nodes() {
             .filter(|&s| p.physical_to_logical[s] / 4 == group)
             .map(|s| s / 4)
             .collect();
-        assert!(nodes.windows(2).all(|w| w[0] == w[1]), "group {group}: {nodes:?}");
+        assert!(
+            nodes.windows(2).all(|w| w[0] == w[1]),
+            "group {group}: {nodes:?}"
+        );
     }
     assert!((p.dispatch.cross_node_tokens - 16.0).abs() < 1e-9);
     assert!(p.bound.cross_node_tokens <= 16.0 + 1e-9);

@@ -85,9 +85,15 @@ fn bound_and_plan_against_exhaustive_search() {
         if !plan.balance_met {
             continue;
         }
-        assert!(oracle.is_finite(), "case {case}: the plan meets the limit, so the oracle does");
+        assert!(
+            oracle.is_finite(),
+            "case {case}: the plan meets the limit, so the oracle does"
+        );
         let ours = plan.dispatch.cross_node_tokens;
-        assert!(ours >= oracle - 1e-6, "case {case}: below the exhaustive optimum");
+        assert!(
+            ours >= oracle - 1e-6,
+            "case {case}: below the exhaustive optimum"
+        );
         assert!(
             plan.bound.cross_node_tokens <= oracle + 1e-6,
             "case {case}: bound {} above the optimum {oracle}",

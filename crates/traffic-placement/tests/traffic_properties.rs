@@ -13,7 +13,12 @@ fn instance() -> impl Strategy<Value = (usize, usize, usize, usize, Vec<f64>)> {
         .prop_flat_map(|(nodes, gpn, slots)| {
             let gpus = nodes * gpn;
             let experts_max = gpus * slots;
-            (Just(nodes), Just(gpus), Just(slots), slots.max(2)..=experts_max.max(2))
+            (
+                Just(nodes),
+                Just(gpus),
+                Just(slots),
+                slots.max(2)..=experts_max.max(2),
+            )
         })
         .prop_flat_map(|(nodes, gpus, slots, experts)| {
             (
@@ -30,7 +35,13 @@ fn instance() -> impl Strategy<Value = (usize, usize, usize, usize, Vec<f64>)> {
 }
 
 fn routed(gpus: usize, experts: usize, flat: &[f64]) -> RoutedTokens {
-    RoutedTokens::new(flat.chunks(experts).take(gpus).map(<[f64]>::to_vec).collect()).unwrap()
+    RoutedTokens::new(
+        flat.chunks(experts)
+            .take(gpus)
+            .map(<[f64]>::to_vec)
+            .collect(),
+    )
+    .unwrap()
 }
 
 proptest! {

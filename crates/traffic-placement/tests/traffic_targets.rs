@@ -10,8 +10,13 @@ use traffic_placement::{
 
 fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, seed: u64) {
     let cluster = PlacementCluster::uniform(gpus, slots, nodes).unwrap();
-    let trace = locality_trace(&LocalityTrace::deepseek_like(layers, gpus, nodes, locality), seed).unwrap();
-    let (mut ours, mut hier, mut glob, mut topo, mut co, mut bound) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    let trace = locality_trace(
+        &LocalityTrace::deepseek_like(layers, gpus, nodes, locality),
+        seed,
+    )
+    .unwrap();
+    let (mut ours, mut hier, mut glob, mut topo, mut co, mut bound) =
+        (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     let (mut total, mut worst_bal, mut met) = (0.0, 0.0f64, 0);
     let mut time = 0.0;
     for t in &trace {
@@ -19,14 +24,23 @@ fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, se
         let start = Instant::now();
         let p = place_traffic_aware(t, &cluster, &TrafficOptions::default()).unwrap();
         time += start.elapsed().as_secs_f64();
-        let h = place(&w, &cluster, PlacementAlgorithm::Eplb(EplbPolicy::Hierarchical { groups: 8 })).unwrap();
+        let h = place(
+            &w,
+            &cluster,
+            PlacementAlgorithm::Eplb(EplbPolicy::Hierarchical { groups: 8 }),
+        )
+        .unwrap();
         let g = place(&w, &cluster, PlacementAlgorithm::Eplb(EplbPolicy::Global)).unwrap();
         let tg = topology_greedy(&w, &cluster, Some(8)).unwrap();
         ours += p.dispatch.cross_node_tokens;
         co += p.compute_only.cross_node_tokens;
         bound += p.bound.cross_node_tokens;
-        hier += dispatch(t, &cluster, &h.physical_to_logical).unwrap().cross_node_tokens;
-        glob += dispatch(t, &cluster, &g.physical_to_logical).unwrap().cross_node_tokens;
+        hier += dispatch(t, &cluster, &h.physical_to_logical)
+            .unwrap()
+            .cross_node_tokens;
+        glob += dispatch(t, &cluster, &g.physical_to_logical)
+            .unwrap()
+            .cross_node_tokens;
         topo += dispatch(t, &cluster, &tg).unwrap().cross_node_tokens;
         total += p.dispatch.total_tokens;
         worst_bal = worst_bal.max(p.dispatch.max_gpu_load / p.compute_only_max_gpu_load);

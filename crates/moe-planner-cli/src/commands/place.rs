@@ -139,11 +139,7 @@ fn spec(args: &Args) -> Result<PlacementSpec, CliError> {
     let Some(loads) = &args.loads else {
         return Err(CliError::input("place needs --loads or --routed-tokens"));
     };
-    let mut spec = PlacementSpec::new(
-        read_loads(loads, "--loads")?,
-        args.gpus,
-        args.slots_per_gpu,
-    );
+    let mut spec = PlacementSpec::new(read_loads(loads, "--loads")?, args.gpus, args.slots_per_gpu);
     spec.nodes = args.nodes;
     spec.groups = args.groups;
     spec.policy = match args.policy {

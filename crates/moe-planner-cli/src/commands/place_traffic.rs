@@ -42,9 +42,7 @@ pub(crate) struct Args {
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum RoutedFile {
-    Object {
-        routed_tokens: Vec<Vec<Vec<f64>>>,
-    },
+    Object { routed_tokens: Vec<Vec<Vec<f64>>> },
     Bare(Vec<Vec<Vec<f64>>>),
 }
 
@@ -157,13 +155,18 @@ fn print_report(plan: &TrafficPlan) -> Result<(), CliError> {
             cell(l.eplb_hierarchical.as_ref()),
             cell(Some(&l.eplb_global)),
             cell(l.topology_aware.as_ref()),
-            if l.balance_met { "" } else { "  (limit not met)" }
+            if l.balance_met {
+                ""
+            } else {
+                "  (limit not met)"
+            }
         )?;
     }
     let t = &plan.totals;
     let pct = |x: Option<f64>| {
-        x.filter(|&b| b > 0.0)
-            .map_or("-".to_owned(), |b| format!("{:.1}%", 100.0 * (1.0 - t.traffic_aware_ratio / b)))
+        x.filter(|&b| b > 0.0).map_or("-".to_owned(), |b| {
+            format!("{:.1}%", 100.0 * (1.0 - t.traffic_aware_ratio / b))
+        })
     };
     report!(
         "all layers: cross-node ratio {:.4} (bound {:.4}), compute-only {:.4}, EPLB hierarchical {}, global {:.4}, topology-aware {}",
@@ -173,7 +176,8 @@ fn print_report(plan: &TrafficPlan) -> Result<(), CliError> {
         t.eplb_hierarchical_ratio
             .map_or("-".to_owned(), |r| format!("{r:.4}")),
         t.eplb_global_ratio,
-        t.topology_aware_ratio.map_or("-".to_owned(), |r| format!("{r:.4}"))
+        t.topology_aware_ratio
+            .map_or("-".to_owned(), |r| format!("{r:.4}"))
     )?;
     report!(
         "cut: {} below EPLB hierarchical, {} below the topology-aware heuristic; balance limit met on {} of {} layers (worst busiest/limit {:.4})",
@@ -183,7 +187,12 @@ fn print_report(plan: &TrafficPlan) -> Result<(), CliError> {
         plan.layers.len(),
         t.worst_load_over_limit
     )?;
-    if let Some(bytes) = plan.layers.iter().map(|l| l.traffic_aware.cross_node_bytes).sum::<Option<f64>>() {
+    if let Some(bytes) = plan
+        .layers
+        .iter()
+        .map(|l| l.traffic_aware.cross_node_bytes)
+        .sum::<Option<f64>>()
+    {
         report!(
             "cross-node dispatch bytes: {} (the combine sends as many back)",
             crate::format::bytes(bytes)
