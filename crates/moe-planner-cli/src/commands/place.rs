@@ -90,7 +90,7 @@ pub(crate) struct Args {
     pub svg: Option<PathBuf>,
     /// Traffic-aware placement (issue 23): per-source routed tokens instead of --loads.
     #[command(flatten)]
-    pub traffic: super::place_traffic::Args,
+    pub traffic: super::place_traffic::TrafficArgs,
 }
 
 /// The planners of `place`.

@@ -19,7 +19,7 @@ const CURVE_TOLERANCES: [f64; 8] = [0.0, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0
 
 /// The traffic-aware options of `place`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {
+pub(crate) struct TrafficArgs {
     /// Per-source routed tokens, JSON `{"routed_tokens": [[[...]]]}` or a bare
     /// `[layers][source GPU][expert]` array: plan to cut cross-node tokens (replaces --loads).
     #[arg(long, conflicts_with_all = ["loads", "current", "windows"])]
