@@ -1,6 +1,8 @@
 //! A certified lower bound on the cross-node tokens of every placement whose busiest GPU stays
 //! within a limit, from the Lagrangian dual of an LP relaxation.
 
+use std::time::Instant;
+
 use serde::{Deserialize, Serialize};
 
 use crate::context::Context;
@@ -21,7 +23,8 @@ pub struct TrafficBound {
     /// Coordinate-descent rounds run.
     pub rounds: usize,
     /// Whether the descent stopped because a round no longer improved the bound (`false`: the
-    /// round budget ended it; the bound is valid either way, only perhaps looser).
+    /// round budget or the time budget ended it; the bound is valid either way, only perhaps
+    /// looser).
     pub converged: bool,
 }
 
@@ -34,7 +37,12 @@ pub struct TrafficBound {
 /// dual `min_{lambda, mu >= 0} sum_e max_{nonempty S} sum_{n in S} (D(1 - lambda_n) - mu_n q) +
 /// sum_n (lambda_n limit V_n + mu_n slots_n)` (the inner problem is integral per expert); any
 /// multipliers give a valid bound, coordinate descent with a convex line search finds good ones.
-pub(crate) fn lower_bound(ctx: &Context<'_>, limit: f64, rounds: usize) -> TrafficBound {
+pub(crate) fn lower_bound(
+    ctx: &Context<'_>,
+    limit: f64,
+    rounds: usize,
+    deadline: Option<Instant>,
+) -> TrafficBound {
     let k = ctx.nodes();
     let e_count = ctx.experts();
     let cap: Vec<f64> = ctx
@@ -80,14 +88,14 @@ pub(crate) fn lower_bound(ctx: &Context<'_>, limit: f64, rounds: usize) -> Traff
     };
     let mut lam = vec![0.0; k];
     let mut mu = vec![0.0; k];
-    let unlimited = free.descend(&mut lam, &mut mu, rounds, false).0;
+    let unlimited = free.descend(&mut lam, &mut mu, rounds, false, deadline).0;
     let relax = Relaxation {
         d: &ctx.by_node,
         q: &q,
         cap: &cap,
         slots: &slots,
     };
-    let (value, used, converged) = relax.descend(&mut lam, &mut mu, rounds, true);
+    let (value, used, converged) = relax.descend(&mut lam, &mut mu, rounds, true, deadline);
     let limited = value.min(unlimited);
     TrafficBound {
         cross_node_tokens: (total - limited).max(0.0),
@@ -136,6 +144,7 @@ impl Relaxation<'_> {
         mu: &mut [f64],
         rounds: usize,
         with_load: bool,
+        deadline: Option<Instant>,
     ) -> (f64, usize, bool) {
         let k = self.cap.len();
         let dmax: Vec<f64> = self
@@ -145,6 +154,9 @@ impl Relaxation<'_> {
             .collect();
         let mut best = self.value(lam, mu);
         for round in 0..rounds {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return (best, round, false);
+            }
             let before = best;
             for (n, &d) in dmax.iter().enumerate().take(k) {
                 if with_load {

@@ -7,6 +7,8 @@
 //! experts, so the node level carries the whole trade-off; packing replicas onto a node's GPUs is
 //! the compute-only problem `expert-placement` solves.
 
+use std::time::Instant;
+
 use expert_placement::{
     LayerLoads, PlacementAlgorithm, PlacementCluster, PlacementOptions, place_with,
 };
@@ -176,7 +178,9 @@ pub(crate) fn construct(
     margin: f64,
     tau: f64,
     placement: &PlacementOptions,
+    deadline: Option<Instant>,
 ) -> Result<Option<Vec<usize>>, TrafficError> {
+    let late = || deadline.is_some_and(|d| Instant::now() >= d);
     let (k, e_count) = (ctx.nodes(), ctx.experts());
     let slots_of = ctx.cluster.slots_of_gpu();
     let mut st = Nodes {
@@ -221,7 +225,7 @@ pub(crate) fn construct(
     }
     // 2. Repair: moves and duplicates that reduce the violation, cheapest in traffic first.
     let mut guard = 0;
-    while st.violation() > 0.0 && guard < 4 * e_count * k {
+    while st.violation() > 0.0 && guard < 4 * e_count * k && !late() {
         guard += 1;
         let mut best: Option<(f64, usize, Vec<usize>)> = None;
         let v0 = st.violation();
@@ -336,6 +340,9 @@ pub(crate) fn construct(
                 .then(a.cmp(b))
         });
         for (e, n) in pairs {
+            if late() {
+                break;
+            }
             if st.hosts[e].contains(&n) {
                 continue;
             }

@@ -270,7 +270,7 @@ pub fn traffic_lower_bound(
 ) -> Result<TrafficBound, TrafficError> {
     check_value("max_gpu_load_limit", 0, max_gpu_load_limit)?;
     let ctx = Context::new(routed, cluster)?;
-    Ok(lower_bound(&ctx, max_gpu_load_limit, rounds))
+    Ok(lower_bound(&ctx, max_gpu_load_limit, rounds, None))
 }
 
 /// A replica of at most this share of the balance limit packs well onto GPUs with other ones:
@@ -279,6 +279,13 @@ const PACKABLE_REPLICA: f64 = 0.25;
 
 /// Node load margins the construction tries, in order.
 const CONSTRUCTION_MARGINS: [f64; 2] = [0.001, 0.004];
+
+/// The bound's own wall-clock budget: as long as the search's (the bound stays valid when it
+/// stops early, only looser).
+fn bound_deadline(options: &TrafficOptions) -> Option<Instant> {
+    Instant::now()
+        .checked_add(Duration::try_from_secs_f64(options.time_budget_s).unwrap_or(Duration::MAX))
+}
 
 /// The compute-only plan of the context.
 pub(crate) struct Base {
@@ -349,6 +356,7 @@ fn plan_at(
                 margin,
                 base.largest_replica.max(limit * PACKABLE_REPLICA),
                 &options.placement,
+                deadline,
             )?
             else {
                 continue;
@@ -429,7 +437,7 @@ fn plan_at(
     };
     let base_reps = replica_gpus(&base.map, ctx.cluster, ctx.experts());
     let compute_only = evaluate(ctx, &base_reps);
-    let mut bound = lower_bound(ctx, limit, options.bound_rounds);
+    let mut bound = lower_bound(ctx, limit, options.bound_rounds, bound_deadline(options));
     if let Some(groups) = options.groups {
         if let Some(b) = group_bound(ctx, groups, limit) {
             bound.cross_node_tokens = bound.cross_node_tokens.max(b);
@@ -493,7 +501,7 @@ mod diag {
             let bd = evaluate(&ctx, &replica_gpus(&base.map, &c, ctx.experts()));
             let t_eval = t0.elapsed();
             let t0 = Instant::now();
-            let b = lower_bound(&ctx, limit, 30);
+            let b = lower_bound(&ctx, limit, 30, None);
             let t_bound = t0.elapsed();
             println!(
                 "G={g} K={k} S={s} loc={loc}: base busiest/limit {:.4} ratio {:.4} | base {t_base:?} eval {t_eval:?} bound {t_bound:?} rounds {}",
@@ -509,6 +517,7 @@ mod diag {
                     m,
                     base.largest_replica.max(limit * PACKABLE_REPLICA),
                     &o.placement,
+                    None,
                 )
                 .unwrap();
                 let t_c = t0.elapsed();

@@ -61,7 +61,8 @@ impl RoutedTokens {
     ///
     /// [`TrafficError::Empty`] for no source or no expert, [`TrafficError::SizeMismatch`] for rows
     /// of different lengths, [`TrafficError::InvalidValue`] for a NaN, infinite or negative count
-    /// (flat row-major index), [`TrafficError::TooLarge`] above [`MAX_ROUTED_PAIRS`] entries.
+    /// (flat row-major index), [`TrafficError::TooLarge`] above [`MAX_ROUTED_PAIRS`] entries,
+    /// [`TrafficError::Cost`] (`NonFinite`) when the counts sum beyond `f64`.
     ///
     /// # Complexity
     ///
@@ -85,13 +86,17 @@ impl RoutedTokens {
             sources.saturating_mul(experts),
         )?;
         let mut tokens = Vec::with_capacity(sources * experts);
+        let mut total = 0.0f64;
         for row in rows {
             check_len("routed_tokens row length (experts)", row.len(), experts)?;
             for v in row {
                 check_value("routed_tokens", tokens.len(), v)?;
+                total += v;
                 tokens.push(v);
             }
         }
+        // Every sum the planners form is at most the total: refuse one that overflows.
+        comm_cost_model::check_finite_result("total of routed_tokens", total)?;
         Ok(Self {
             sources,
             experts,

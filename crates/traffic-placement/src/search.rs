@@ -342,6 +342,11 @@ impl State<'_, '_> {
         });
         let mut cands: Vec<Move> = Vec::new();
         for (e, n) in targets {
+            if let Some(d) = budget.deadline {
+                if Instant::now() >= d {
+                    return Some(End::Time);
+                }
+            }
             if self.in_node[e * k + n] != 0 {
                 continue;
             }
