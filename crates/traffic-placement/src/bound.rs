@@ -154,7 +154,8 @@ impl Relaxation<'_> {
             .collect();
         let mut best = self.value(lam, mu);
         for round in 0..rounds {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            // At least one round, so a spent budget still gives a useful bound.
+            if round > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
                 return (best, round, false);
             }
             let before = best;
@@ -172,32 +173,62 @@ impl Relaxation<'_> {
     }
 
     /// Minimizes over one multiplier in `[0, hi]` and keeps the best point; returns its value.
+    /// Only node `n`'s terms change along the line, so each expert's other terms are summed
+    /// once and every evaluation is `O(E)`.
     fn line(&self, lam: &mut [f64], mu: &mut [f64], n: usize, is_lam: bool, hi: f64) -> f64 {
-        let at = |x: f64, lam: &mut [f64], mu: &mut [f64]| {
-            if is_lam {
-                lam[n] = x;
-            } else {
-                mu[n] = x;
+        let k = self.cap.len();
+        let e_count = self.d.first().map_or(0, Vec::len);
+        let others: Vec<(f64, f64)> = (0..e_count)
+            .map(|e| {
+                let (mut pos, mut best) = (0.0, f64::NEG_INFINITY);
+                for m in (0..k).filter(|&m| m != n) {
+                    let c = self.d[m][e] * (1.0 - lam[m]) - mu[m] * self.q[m][e];
+                    if c > 0.0 {
+                        pos += c;
+                    }
+                    best = best.max(c);
+                }
+                (pos, best)
+            })
+            .collect();
+        let constant: f64 = (0..k)
+            .filter(|&m| m != n)
+            .map(|m| lam[m] * self.cap[m] + mu[m] * self.slots[m])
+            .sum();
+        let (lam_n, mu_n) = (lam[n], mu[n]);
+        let eval = |x: f64| -> f64 {
+            let (l, u) = if is_lam { (x, mu_n) } else { (lam_n, x) };
+            let mut sum = constant + l * self.cap[n] + u * self.slots[n];
+            for (e, &(po, bo)) in others.iter().enumerate() {
+                let c = self.d[n][e] * (1.0 - l) - u * self.q[n][e];
+                let pos = po + c.max(0.0);
+                sum += if pos > 0.0 { pos } else { bo.max(c) };
             }
-            self.value(lam, mu)
+            sum
         };
-        let start = if is_lam { lam[n] } else { mu[n] };
+        let start = if is_lam { lam_n } else { mu_n };
         let (mut a, mut b) = (0.0, hi.max(start));
         for _ in 0..40 {
             let m1 = a + (b - a) / 3.0;
             let m2 = b - (b - a) / 3.0;
-            if at(m1, lam, mu) <= at(m2, lam, mu) {
+            if eval(m1) <= eval(m2) {
                 b = m2;
             } else {
                 a = m1;
             }
         }
         let cand = a + (b - a) / 2.0;
-        let (v_start, v_cand) = (at(start, lam, mu), at(cand, lam, mu));
-        if v_cand <= v_start {
-            v_cand
+        let (v_start, v_cand) = (eval(start), eval(cand));
+        let (x, v) = if v_cand <= v_start {
+            (cand, v_cand)
         } else {
-            at(start, lam, mu)
+            (start, v_start)
+        };
+        if is_lam {
+            lam[n] = x;
+        } else {
+            mu[n] = x;
         }
+        v
     }
 }

@@ -31,8 +31,9 @@ pub struct TrafficOptions {
     /// Step budget of one layer's search (default [`DEFAULT_TRAFFIC_SEARCH_STEPS`]).
     #[serde(default = "default_steps")]
     pub search_steps: u64,
-    /// Wall-clock budget of one layer's search in seconds (default
-    /// [`DEFAULT_TRAFFIC_TIME_BUDGET_S`]); a search it ends depends on the machine's speed.
+    /// Wall-clock budget of one layer in seconds, shared by the construction, the search and the
+    /// bound (which always runs one round) (default [`DEFAULT_TRAFFIC_TIME_BUDGET_S`]); a plan
+    /// it cuts short depends on the machine's speed and says `budget-exhausted`.
     #[serde(default = "default_time")]
     pub time_budget_s: f64,
     /// Coordinate-descent rounds of the traffic lower bound (default

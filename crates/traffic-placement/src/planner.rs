@@ -280,13 +280,6 @@ const PACKABLE_REPLICA: f64 = 0.25;
 /// Node load margins the construction tries, in order.
 const CONSTRUCTION_MARGINS: [f64; 2] = [0.001, 0.004];
 
-/// The bound's own wall-clock budget: as long as the search's (the bound stays valid when it
-/// stops early, only looser).
-fn bound_deadline(options: &TrafficOptions) -> Option<Instant> {
-    Instant::now()
-        .checked_add(Duration::try_from_secs_f64(options.time_budget_s).unwrap_or(Duration::MAX))
-}
-
 /// The compute-only plan of the context.
 pub(crate) struct Base {
     pub(crate) map: Vec<usize>,
@@ -437,7 +430,9 @@ fn plan_at(
     };
     let base_reps = replica_gpus(&base.map, ctx.cluster, ctx.experts());
     let compute_only = evaluate(ctx, &base_reps);
-    let mut bound = lower_bound(ctx, limit, options.bound_rounds, bound_deadline(options));
+    // One wall-clock budget for the whole layer: the bound takes what the search left (at
+    // least one round).
+    let mut bound = lower_bound(ctx, limit, options.bound_rounds, deadline);
     if let Some(groups) = options.groups {
         if let Some(b) = group_bound(ctx, groups, limit) {
             bound.cross_node_tokens = bound.cross_node_tokens.max(b);

@@ -71,3 +71,74 @@ fn deepseek_targets() {
         }
     }
 }
+
+#[test]
+#[ignore = "a large instance stays within its budgets: cargo test --release -p traffic-placement --test traffic_targets -- --ignored large --nocapture"]
+fn large_instance_is_bounded() {
+    let spec = LocalityTrace {
+        experts: 1024,
+        ..LocalityTrace::deepseek_like(1, 256, 32, 0.5)
+    };
+    let t = &locality_trace(&spec, 3).unwrap()[0];
+    let cluster = PlacementCluster::uniform(256, 5, 32).unwrap();
+    let w = LayerLoads::new(t.expert_loads()).unwrap();
+    let clock = Instant::now();
+    let co = place(&w, &cluster, PlacementAlgorithm::Optimal).unwrap();
+    let t_co = clock.elapsed();
+    let clock = Instant::now();
+    dispatch(t, &cluster, &co.physical_to_logical).unwrap();
+    let t_d = clock.elapsed();
+    let clock = Instant::now();
+    traffic_placement::traffic_lower_bound(t, &cluster, co.max_gpu_load * 1.01, 30).unwrap();
+    println!(
+        "compute-only {t_co:?}, one dispatch {t_d:?}, bound {:?}",
+        clock.elapsed()
+    );
+    let start = Instant::now();
+    let p = place_traffic_aware(t, &cluster, &TrafficOptions::default()).unwrap();
+    println!(
+        "256 GPUs in 32 nodes, 1024 experts: {:.2} s, ratio {:.4} (compute-only {:.4}, bound {:.4}), met {}, {}",
+        start.elapsed().as_secs_f64(),
+        p.dispatch.cross_node_ratio(),
+        p.compute_only.cross_node_ratio(),
+        p.bound.cross_node_tokens / p.dispatch.total_tokens,
+        p.balance_met,
+        p.termination
+    );
+}
+
+/// The CI slice: one DeepSeek-like layer per shape, with and without redundant experts.
+#[test]
+fn deepseek_slice() {
+    for (slots, locality) in [(18, 0.5), (16, 0.5)] {
+        let cluster = PlacementCluster::uniform(16, slots, 2).unwrap();
+        let t = &locality_trace(&LocalityTrace::deepseek_like(1, 16, 2, locality), 5).unwrap()[0];
+        let p = place_traffic_aware(t, &cluster, &TrafficOptions::default()).unwrap();
+        let w = LayerLoads::new(t.expert_loads()).unwrap();
+        let h = place(
+            &w,
+            &cluster,
+            PlacementAlgorithm::Eplb(EplbPolicy::Hierarchical { groups: 8 }),
+        )
+        .unwrap();
+        let hier = dispatch(t, &cluster, &h.physical_to_logical)
+            .unwrap()
+            .cross_node_tokens;
+        println!(
+            "R={}: ratio {:.4}, EPLB hierarchical {:.4}, bound {:.4}, met {}",
+            16 * slots,
+            p.dispatch.cross_node_ratio(),
+            hier / p.dispatch.total_tokens,
+            p.bound.cross_node_tokens / p.dispatch.total_tokens,
+            p.balance_met
+        );
+        assert!(p.dispatch.cross_node_tokens + 1e-6 >= p.bound.cross_node_tokens || !p.balance_met);
+        if slots == 18 {
+            assert!(p.balance_met);
+            assert!(
+                p.dispatch.cross_node_tokens <= 0.6 * hier,
+                "at least 40% below EPLB hierarchical"
+            );
+        }
+    }
+}
