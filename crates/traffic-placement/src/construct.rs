@@ -19,6 +19,13 @@ use crate::error::TrafficError;
 /// How many of the most eager experts of each side the improving swaps pair up.
 const SWAP_CANDIDATES: usize = 48;
 
+/// Time budget of one node's packing (`expert-placement`'s optimal planner), seconds.
+const NODE_PACKING_TIME_S: f64 = 0.01;
+
+/// How many of the heaviest experts of the overloaded node, and of the lightest of another,
+/// the repair's swaps pair up.
+const REPAIR_SWAP_CANDIDATES: usize = 24;
+
 /// How many of the cheapest moves a rebalance tries.
 const REBALANCE_TRIES: usize = 16;
 
@@ -287,11 +294,11 @@ pub(crate) fn construct(
                 .collect();
             let mut from = singles[hot].clone();
             from.sort_by(|&a, &b| ctx.loads[b].total_cmp(&ctx.loads[a]));
-            from.truncate(SWAP_CANDIDATES);
+            from.truncate(REPAIR_SWAP_CANDIDATES);
             for m in (0..k).filter(|&m| m != hot) {
                 let mut to = singles[m].clone();
                 to.sort_by(|&a, &b| ctx.loads[a].total_cmp(&ctx.loads[b]));
-                to.truncate(SWAP_CANDIDATES);
+                to.truncate(REPAIR_SWAP_CANDIDATES);
                 for &e in &from {
                     for &f in &to {
                         if ctx.loads[f] >= ctx.loads[e] {
@@ -417,10 +424,12 @@ pub(crate) fn construct(
             vec![0; gpus.len()],
         )?;
         let loads = LayerLoads::new(experts.iter().map(|&e| st.expert_load(e, n)).collect())?;
-        // The node's packing is a heuristic step inside a heuristic: no exact search.
+        // The node's packing is a heuristic step inside a heuristic: no exact search, and the
+        // packer's restarts (which run until half its time budget when they cannot reach its
+        // bound) get a few milliseconds.
         let quick = PlacementOptions {
             search_steps: Some(0),
-            ..*placement
+            time_budget_s: placement.time_budget_s.min(NODE_PACKING_TIME_S),
         };
         let Ok(p) = place_with(&loads, &sub, PlacementAlgorithm::Optimal, &quick) else {
             return Ok(None);
