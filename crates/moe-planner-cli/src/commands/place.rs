@@ -231,12 +231,22 @@ fn user_error(err: PlanError) -> CliError {
 }
 
 fn write_engine_file(path: &Path, plan: &PlacementPlan) -> Result<(), CliError> {
-    let map = plan
-        .layers
-        .iter()
+    write_engine_maps(
+        path,
+        plan.layers
+            .iter()
+            .map(|l| l.physical_to_logical_map.as_slice()),
+    )
+}
+
+/// Writes SGLang's `{"physical_to_logical_map": [[...]]}` from one slot map per layer.
+pub(super) fn write_engine_maps<'a>(
+    path: &Path,
+    layers: impl Iterator<Item = &'a [usize]>,
+) -> Result<(), CliError> {
+    let map = layers
         .map(|l| {
-            l.physical_to_logical_map
-                .iter()
+            l.iter()
                 .map(|&e| i64::try_from(e).map_err(|_| CliError::input("expert id too large")))
                 .collect::<Result<Vec<i64>, CliError>>()
         })

@@ -2,11 +2,9 @@
 //! nodes within a balance limit), next to EPLB, the compute-only plan and SGLang's
 //! topology-aware heuristic.
 
-use std::fs;
 use std::path::PathBuf;
 
 use moe_planner::PlanError;
-use moe_planner::placement::formats::EngineFile;
 use moe_planner::traffic::{TrafficPlan, TrafficSpec, plan_traffic};
 use serde::Deserialize;
 
@@ -77,21 +75,12 @@ pub(crate) fn run(args: &super::place::Args, ctx: &Context) -> Result<(), CliErr
     }
     let plan = plan_traffic(&spec).map_err(user_error)?;
     if let Some(out) = &args.out {
-        let map = plan
-            .layers
-            .iter()
-            .map(|l| {
-                l.physical_to_logical_map
-                    .iter()
-                    .map(|&e| i64::try_from(e).map_err(|_| CliError::input("expert id too large")))
-                    .collect::<Result<Vec<i64>, CliError>>()
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let text = serde_json::to_string(&EngineFile {
-            physical_to_logical_map: map,
-        })?;
-        fs::write(out, text + "\n")
-            .map_err(|e| CliError::input(format!("cannot write {}: {e}", out.display())))?;
+        super::place::write_engine_maps(
+            out,
+            plan.layers
+                .iter()
+                .map(|l| l.physical_to_logical_map.as_slice()),
+        )?;
     }
     if let Some(svg) = &args.svg {
         crate::plot::tradeoff::write(svg, &plan)?;
