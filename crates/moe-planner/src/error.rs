@@ -7,6 +7,7 @@ use expert_placement::PlacementError;
 use rail_network::RailNetworkError;
 use thiserror::Error;
 use topology_partition::TopologyError;
+use traffic_placement::TrafficError;
 
 /// Why a spec could not be planned: an algorithm crate rejected what the facade passed it, or the
 /// spec itself is malformed.
@@ -44,6 +45,9 @@ pub enum PlanError {
     /// An expert replication and placement problem was rejected.
     #[error(transparent)]
     Placement(#[from] PlacementError),
+    /// A traffic-aware placement problem (routed tokens, tolerance) was rejected.
+    #[error(transparent)]
+    Traffic(#[from] TrafficError),
     /// A cluster, objective or grouping was rejected.
     #[error(transparent)]
     Topology(#[from] TopologyError),

@@ -8,6 +8,7 @@
 //! | [`alltoall_sched`] | in what order all-to-all traffic should flow so no link is contended |
 //! | [`colocation_matching`] | which experts share a GPU and which GPU hosts which expert |
 //! | [`expert_placement`] | how many replicas each expert gets and which GPU holds each (EPLB's job), fewest-move rebalancing |
+//! | [`traffic_placement`] | where replicas go so the fewest routed tokens cross nodes at a given balance |
 //! | [`topology_partition`] | how a heterogeneous cluster is cut into expert-parallel groups |
 //! | [`rail_network`] | what fabric to build and what an LLM training iteration costs on it |
 //!
@@ -30,6 +31,7 @@
 //! | [`measured`] | [`measured::plan_nccl_validation`], [`measured::plan_deepep_validation`]: held-out validation on measured NCCL and DeepEP tables | ours |
 //! | [`grouping`] | [`grouping::plan_groups`]: expert-parallel groups and expert placement | Aristos Alg. 1–2 |
 //! | [`placement`] | [`placement::plan_placement`]: expert replication and placement with fewest-move rebalancing, EPLB beside it | EPLB (DeepSeek), ours |
+//! | [`traffic`] | [`traffic::plan_traffic`]: traffic-aware expert placement (fewest tokens across nodes within a balance limit, with a bound) beside EPLB, the compute-only plan and SGLang's topology-aware heuristic | ours; SGLang PR 19772 |
 //! | [`network`] | [`network::plan_fabrics`], [`network::plan_iteration`], [`network::plan_search`]: fabric cost, iteration time, parallelization search | rail-only §4–6, App. C |
 //!
 //! The papers cited here, with full titles and authors: [docs/references.md](https://github.com/moe-planner/moe-planner/blob/main/docs/references.md).
@@ -64,6 +66,7 @@ pub use comm_cost_model;
 pub use expert_placement;
 pub use rail_network;
 pub use topology_partition;
+pub use traffic_placement;
 
 mod error;
 
@@ -78,4 +81,5 @@ pub mod nccl_tests;
 pub mod network;
 pub mod placement;
 pub mod schedule;
+pub mod traffic;
 pub mod training;

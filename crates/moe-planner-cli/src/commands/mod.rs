@@ -8,5 +8,6 @@ pub(crate) mod infer;
 pub(crate) mod iteration;
 pub(crate) mod network;
 pub(crate) mod place;
+pub(crate) mod place_traffic;
 pub(crate) mod schedule;
 pub(crate) mod train;

@@ -20,6 +20,8 @@ const EXAMPLES: &str = r"Examples (the input files ship in the repository's exam
       --gpus 8 --slots-per-gpu 2 --nodes 2 --groups 4
   moe-planner place --loads examples/data/placement/vllm_pr37656_loads.csv \
       --gpus 8 --slots-per-gpu 2 --out placement.json --svg placement.svg
+  moe-planner place --routed-tokens examples/data/placement/routed_tokens_locality.json \
+      --gpus 16 --slots-per-gpu 18 --nodes 2 --groups 8 --traffic-tolerance 0.01
 
 Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#place";
 
@@ -30,8 +32,8 @@ pub(crate) struct Args {
     /// Per-expert loads: CSV with one layer per row, or JSON `{"logical_count": [[...]]}`
     /// (SGLang's expert-distribution dump; a 3-D `[windows][layers][experts]` count is summed
     /// over windows, as SGLang does).
-    #[arg(long)]
-    pub loads: PathBuf,
+    #[arg(long, required_unless_present = "routed_tokens")]
+    pub loads: Option<PathBuf>,
     /// Number of GPUs.
     #[arg(long)]
     pub gpus: usize,
@@ -86,6 +88,9 @@ pub(crate) struct Args {
     /// EPLB's, with the lower bound.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Traffic-aware placement (issue 23): per-source routed tokens instead of --loads.
+    #[command(flatten)]
+    pub traffic: super::place_traffic::TrafficArgs,
 }
 
 /// The planners of `place`.
@@ -112,6 +117,9 @@ pub(crate) enum Objective {
 
 /// Plans the placement, prints the report and writes the engine file.
 pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
+    if args.traffic.routed_tokens.is_some() {
+        return super::place_traffic::run(args, ctx);
+    }
     let spec = spec(args)?;
     let plan = plan_placement(&spec).map_err(user_error)?;
     if let Some(path) = &args.out {
@@ -128,11 +136,10 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
 }
 
 fn spec(args: &Args) -> Result<PlacementSpec, CliError> {
-    let mut spec = PlacementSpec::new(
-        read_loads(&args.loads, "--loads")?,
-        args.gpus,
-        args.slots_per_gpu,
-    );
+    let Some(loads) = &args.loads else {
+        return Err(CliError::input("place needs --loads or --routed-tokens"));
+    };
+    let mut spec = PlacementSpec::new(read_loads(loads, "--loads")?, args.gpus, args.slots_per_gpu);
     spec.nodes = args.nodes;
     spec.groups = args.groups;
     spec.policy = match args.policy {
@@ -224,12 +231,22 @@ fn user_error(err: PlanError) -> CliError {
 }
 
 fn write_engine_file(path: &Path, plan: &PlacementPlan) -> Result<(), CliError> {
-    let map = plan
-        .layers
-        .iter()
+    write_engine_maps(
+        path,
+        plan.layers
+            .iter()
+            .map(|l| l.physical_to_logical_map.as_slice()),
+    )
+}
+
+/// Writes SGLang's `{"physical_to_logical_map": [[...]]}` from one slot map per layer.
+pub(super) fn write_engine_maps<'a>(
+    path: &Path,
+    layers: impl Iterator<Item = &'a [usize]>,
+) -> Result<(), CliError> {
+    let map = layers
         .map(|l| {
-            l.physical_to_logical_map
-                .iter()
+            l.iter()
                 .map(|&e| i64::try_from(e).map_err(|_| CliError::input("expert id too large")))
                 .collect::<Result<Vec<i64>, CliError>>()
         })

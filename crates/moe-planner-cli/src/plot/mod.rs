@@ -11,6 +11,7 @@ pub(crate) mod heatmap;
 pub(crate) mod inference;
 pub(crate) mod placement;
 pub(crate) mod sweep;
+pub(crate) mod tradeoff;
 pub(crate) mod training;
 
 use std::path::Path;

@@ -1,0 +1,87 @@
+//! The knobs of the traffic-aware planner, with their documented defaults.
+
+use expert_placement::PlacementOptions;
+use serde::{Deserialize, Serialize};
+
+use crate::bound::DEFAULT_BOUND_ROUNDS;
+use crate::error::TrafficError;
+
+/// Default allowed excess of the busiest GPU over the best compute-only plan, `0.01` (1%).
+pub const DEFAULT_TRAFFIC_TOLERANCE: f64 = 0.01;
+
+/// Default step budget of one layer's traffic search (one step = one move scored).
+pub const DEFAULT_TRAFFIC_SEARCH_STEPS: u64 = 200_000;
+
+/// Default wall-clock budget of one layer's traffic search, seconds.
+pub const DEFAULT_TRAFFIC_TIME_BUDGET_S: f64 = 1.0;
+
+/// Options of [`crate::place_traffic_aware`] and [`crate::tradeoff_curve`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrafficOptions {
+    /// Allowed relative excess `eps` of the busiest GPU over the best compute-only plan: the plan
+    /// keeps its busiest GPU at most `(1 + eps)` times that plan's (default
+    /// [`DEFAULT_TRAFFIC_TOLERANCE`]).
+    #[serde(default = "default_tolerance")]
+    pub tolerance: f64,
+    /// Keep each of this many contiguous expert groups inside one node (groups-in-nodes, as
+    /// EPLB's hierarchical policy does); absent: no such constraint.
+    #[serde(default)]
+    pub groups: Option<usize>,
+    /// Step budget of one layer's search (default [`DEFAULT_TRAFFIC_SEARCH_STEPS`]).
+    #[serde(default = "default_steps")]
+    pub search_steps: u64,
+    /// Wall-clock budget of one layer in seconds, shared by the construction, the search and the
+    /// bound (which always runs one round) (default [`DEFAULT_TRAFFIC_TIME_BUDGET_S`]); a plan
+    /// it cuts short depends on the machine's speed and says `budget-exhausted`.
+    #[serde(default = "default_time")]
+    pub time_budget_s: f64,
+    /// Coordinate-descent rounds of the traffic lower bound (default
+    /// [`crate::DEFAULT_BOUND_ROUNDS`]).
+    #[serde(default = "default_rounds")]
+    pub bound_rounds: usize,
+    /// Budget of the compute-only plan the balance limit is measured from.
+    #[serde(default)]
+    pub placement: PlacementOptions,
+}
+
+fn default_tolerance() -> f64 {
+    DEFAULT_TRAFFIC_TOLERANCE
+}
+fn default_steps() -> u64 {
+    DEFAULT_TRAFFIC_SEARCH_STEPS
+}
+fn default_time() -> f64 {
+    DEFAULT_TRAFFIC_TIME_BUDGET_S
+}
+fn default_rounds() -> usize {
+    DEFAULT_BOUND_ROUNDS
+}
+
+impl Default for TrafficOptions {
+    fn default() -> Self {
+        Self {
+            tolerance: DEFAULT_TRAFFIC_TOLERANCE,
+            groups: None,
+            search_steps: DEFAULT_TRAFFIC_SEARCH_STEPS,
+            time_budget_s: DEFAULT_TRAFFIC_TIME_BUDGET_S,
+            bound_rounds: DEFAULT_BOUND_ROUNDS,
+            placement: PlacementOptions::default(),
+        }
+    }
+}
+
+impl TrafficOptions {
+    /// Checks the scalar options.
+    ///
+    /// # Errors
+    ///
+    /// [`TrafficError::InvalidValue`] for a tolerance or time budget that is not a finite
+    /// non-negative number; the errors of [`PlacementOptions::validate`].
+    pub fn validate(&self) -> Result<(), TrafficError> {
+        crate::error::check_value("tolerance", 0, self.tolerance)?;
+        crate::error::check_value("time_budget_s", 0, self.time_budget_s)?;
+        self.placement.validate()?;
+        Ok(())
+    }
+}

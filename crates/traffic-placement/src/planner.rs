@@ -1,0 +1,533 @@
+//! The traffic-aware planner: fewest tokens across nodes with the busiest GPU within
+//! `(1 + eps)` of the best compute-only plan; the trade-off curve; the bound.
+
+use std::time::{Duration, Instant};
+
+use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, Termination, place_with};
+use serde::{Deserialize, Serialize};
+
+use crate::baselines::topology_greedy;
+use crate::bound::{TrafficBound, lower_bound};
+use crate::construct::construct;
+use crate::context::{Context, replica_gpus};
+use crate::dispatch::{DispatchReport, check_map, evaluate};
+use crate::error::{TrafficError, check_value};
+use crate::groups::{group_bound, group_start};
+use crate::options::TrafficOptions;
+use crate::routed::RoutedTokens;
+use crate::search::{Budget, End, State};
+
+/// A traffic-aware placement of one layer, with the figures that judge it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrafficPlacement {
+    /// The logical expert in each physical slot (the engines' `physical_to_logical_map` row).
+    pub physical_to_logical: Vec<usize>,
+    /// Replicas of each logical expert.
+    pub replica_count: Vec<usize>,
+    /// The plan under the locality dispatch: loads, cross-node tokens.
+    pub dispatch: DispatchReport,
+    /// The compute-only plan (`expert-placement`'s optimal, node-aware with groups) the balance
+    /// limit is measured from, under the same dispatch.
+    pub compute_only: DispatchReport,
+    /// Its slot map.
+    pub compute_only_physical_to_logical: Vec<usize>,
+    /// Its busiest GPU as `expert-placement` scores it (even split over replicas): the `C` of
+    /// the limit `(1 + eps) C`.
+    pub compute_only_max_gpu_load: f64,
+    /// A lower bound on the busiest GPU of any placement under any split
+    /// (`expert_placement::placement_lower_bound`).
+    pub compute_lower_bound: f64,
+    /// The balance limit `(1 + eps) C`.
+    pub max_gpu_load_limit: f64,
+    /// Whether the plan's busiest GPU (best split) is within the limit. `false` only when no
+    /// plan found meets it (the locality dispatch can force more load on a GPU than the even
+    /// split of the compute-only plan); the plan is then the most balanced one found.
+    pub balance_met: bool,
+    /// The certified lower bound on cross-node tokens at the limit.
+    pub bound: TrafficBound,
+    /// How the search ended: `bound-reached` when the plan's cross-node tokens equal the bound,
+    /// `heuristic` at a local optimum, `budget-exhausted` when a budget stopped it.
+    pub termination: Termination,
+    /// Moves scored.
+    pub search_steps: u64,
+}
+
+impl TrafficPlacement {
+    /// `cross_node_tokens / bound - 1` (0 when both are 0, `f64::MAX` for a zero bound under a
+    /// positive traffic): how far the plan may be from the
+    /// fewest cross-node tokens at its balance limit.
+    #[must_use]
+    pub fn traffic_gap(&self) -> f64 {
+        let b = self.bound.cross_node_tokens;
+        let t = self.dispatch.cross_node_tokens;
+        if b > 0.0 {
+            t / b - 1.0
+        } else if t > 0.0 {
+            f64::MAX
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Places one layer's experts to send the fewest tokens across nodes while the busiest GPU stays
+/// within `(1 + eps)` times the best compute-only plan's.
+///
+/// The compute-only plan is `expert-placement`'s optimal one (node-aware with
+/// [`TrafficOptions::groups`]), scored as that crate scores it (even split), `C`; the limit is
+/// `(1 + eps) C`. Starting from it, a local search brings replicas into the nodes whose sources
+/// send their expert the most tokens (replacing a spare replica there, or swapping with a
+/// replica elsewhere), heaviest (expert, node) pair first, and accepts a move when it lowers, in
+/// this order, the excess over the limit, the cross-node tokens, the busiest GPU. Its loads are
+/// those of the static even dispatch, an upper bound on the best split's, so a plan it accepts
+/// is within the limit under [`crate::dispatch`]. With groups, a search over group-to-node
+/// assignments comes first (exhaustive for up to `2^16` assignments). The result is the better
+/// of the search's plan and the compute-only plan, so it never sends more tokens across nodes
+/// than the compute-only plan when that plan meets the limit. The bound is
+/// [`traffic_lower_bound`] at the limit (with groups, an exhaustive group-level bound when it is
+/// small enough and tighter).
+///
+/// # Errors
+///
+/// [`TrafficError::SizeMismatch`] unless the tokens have one source per GPU,
+/// [`TrafficError::InvalidValue`] for a bad tolerance or time budget; the errors of
+/// `expert_placement::place_with` (too few slots, a GPU with more slots than experts, groups
+/// that do not divide the experts or cannot spread over the nodes) as
+/// [`TrafficError::Placement`].
+///
+/// # Complexity
+///
+/// The compute-only plan's, plus at most [`TrafficOptions::search_steps`] moves of
+/// `O(G + c_max)` each (and `O(slots of a node · c_max)` to list each target's moves), plus
+/// the bound's `O(rounds · K · 80 · E · K)`; within [`TrafficOptions::time_budget_s`] for the
+/// search.
+///
+/// # Examples
+///
+/// ```
+/// use expert_placement::PlacementCluster;
+/// use traffic_placement::{RoutedTokens, TrafficOptions, place_traffic_aware};
+///
+/// // 2 nodes of 2 GPUs with 2 slots; node 0 sends to experts 0-3, node 1 to experts 4-7.
+/// let c = PlacementCluster::uniform(4, 2, 2)?;
+/// let mut rows = vec![vec![0.0; 8]; 4];
+/// for g in 0..4 {
+///     for e in 0..8 {
+///         rows[g][e] = if (g < 2) == (e < 4) { 10.0 } else { 1.0 };
+///     }
+/// }
+/// let t = RoutedTokens::new(rows)?;
+/// let p = place_traffic_aware(&t, &c, &TrafficOptions::default())?;
+/// assert!(p.balance_met);
+/// // Every expert in the node that uses it: only the 1-token pairs cross.
+/// assert!((p.dispatch.cross_node_tokens - 16.0).abs() < 1e-9);
+/// assert!(p.dispatch.cross_node_tokens <= p.compute_only.cross_node_tokens);
+/// assert!((p.bound.cross_node_tokens - 16.0).abs() < 1e-9); // proved fewest
+/// # Ok::<(), traffic_placement::TrafficError>(())
+/// ```
+pub fn place_traffic_aware(
+    routed: &RoutedTokens,
+    cluster: &PlacementCluster,
+    options: &TrafficOptions,
+) -> Result<TrafficPlacement, TrafficError> {
+    options.validate()?;
+    let ctx = Context::new(routed, cluster)?;
+    let base = compute_only(&ctx, options)?;
+    let limit = limit_of(base.max_gpu_load, options.tolerance)?;
+    plan_at(&ctx, &base, limit, options, None)
+}
+
+/// One point of the trade-off curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// The tolerance `eps`.
+    pub tolerance: f64,
+    /// The limit `(1 + eps) C`.
+    pub max_gpu_load_limit: f64,
+    /// The plan's busiest GPU (best split).
+    pub max_gpu_load: f64,
+    /// Its cross-node tokens.
+    pub cross_node_tokens: f64,
+    /// The lower bound on cross-node tokens at the limit.
+    pub bound_cross_node_tokens: f64,
+    /// Whether the plan meets the limit.
+    pub balance_met: bool,
+    /// The plan's slot map.
+    pub physical_to_logical: Vec<usize>,
+}
+
+/// The trade-off between cross-node tokens and the busiest GPU: [`place_traffic_aware`] at each
+/// tolerance, in increasing order, each search starting from the previous point's plan (still
+/// within the larger limit), so the curve's cross-node tokens never increase with the
+/// tolerance, and its bounds never increase either.
+///
+/// # Errors
+///
+/// Those of [`place_traffic_aware`]; [`TrafficError::Empty`] for no tolerance,
+/// [`TrafficError::InvalidValue`] for a tolerance that is not a finite non-negative number.
+///
+/// # Complexity
+///
+/// That of [`place_traffic_aware`] per tolerance.
+///
+/// # Examples
+///
+/// ```
+/// use expert_placement::PlacementCluster;
+/// use traffic_placement::{RoutedTokens, TrafficOptions, tradeoff_curve};
+///
+/// let c = PlacementCluster::uniform(4, 3, 2)?;
+/// let rows: Vec<Vec<f64>> = (0..4)
+///     .map(|g| (0..8).map(|e| if (g < 2) == (e % 2 == 0) { 9.0 + e as f64 } else { 2.0 }).collect())
+///     .collect();
+/// let t = RoutedTokens::new(rows)?;
+/// let curve = tradeoff_curve(&t, &c, &[0.0, 0.05, 0.5], &TrafficOptions::default())?;
+/// assert!(curve.windows(2).all(|w| w[1].cross_node_tokens <= w[0].cross_node_tokens));
+/// # Ok::<(), traffic_placement::TrafficError>(())
+/// ```
+pub fn tradeoff_curve(
+    routed: &RoutedTokens,
+    cluster: &PlacementCluster,
+    tolerances: &[f64],
+    options: &TrafficOptions,
+) -> Result<Vec<CurvePoint>, TrafficError> {
+    options.validate()?;
+    if tolerances.is_empty() {
+        return Err(TrafficError::Empty {
+            what: "tolerances of the trade-off curve",
+        });
+    }
+    for (i, &t) in tolerances.iter().enumerate() {
+        check_value("tolerances", i, t)?;
+    }
+    let mut sorted = tolerances.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let ctx = Context::new(routed, cluster)?;
+    let base = compute_only(&ctx, options)?;
+    let mut out: Vec<CurvePoint> = Vec::with_capacity(sorted.len());
+    let mut warm: Option<Vec<usize>> = None;
+    let mut best_bound = f64::INFINITY;
+    for eps in sorted {
+        let limit = limit_of(base.max_gpu_load, eps)?;
+        let p = plan_at(&ctx, &base, limit, options, warm.as_deref())?;
+        best_bound = best_bound.min(p.bound.cross_node_tokens);
+        let point = CurvePoint {
+            tolerance: eps,
+            max_gpu_load_limit: limit,
+            max_gpu_load: p.dispatch.max_gpu_load,
+            cross_node_tokens: p.dispatch.cross_node_tokens,
+            bound_cross_node_tokens: best_bound,
+            balance_met: p.balance_met,
+            physical_to_logical: p.physical_to_logical,
+        };
+        // A balanced plan stays balanced at a larger limit: carry it forward.
+        if point.balance_met {
+            warm = Some(point.physical_to_logical.clone());
+        }
+        out.push(point);
+    }
+    Ok(out)
+}
+
+/// A certified lower bound on the cross-node tokens of every placement of `routed` on
+/// `cluster` whose busiest GPU (locality dispatch, best split) is at most `max_gpu_load_limit`.
+///
+/// The Lagrangian dual of an LP relaxation over "expert `e` has a replica in node `n`": every
+/// expert is somewhere, a node's forced load (tokens its own sources send to the experts it
+/// hosts, which the locality dispatch keeps in the node) is within the limit times its speed,
+/// and hosting `e` takes at least `max(1, ceil(D[n][e] / (limit · v_max)))` of the node's slots
+/// (those tokens need that many replicas on distinct GPUs). Any multipliers give a valid bound;
+/// `rounds` rounds of coordinate descent with convex line searches choose them. Valid with and
+/// without redundant experts; a groups-in-nodes plan obeys it too (it is a placement).
+///
+/// # Errors
+///
+/// [`TrafficError::SizeMismatch`] unless there is one source per GPU,
+/// [`TrafficError::InvalidValue`] for a limit that is not a finite non-negative number.
+///
+/// # Complexity
+///
+/// `O(G · E + rounds · K · 80 · E · K)` for `K` nodes.
+///
+/// # Examples
+///
+/// ```
+/// use expert_placement::PlacementCluster;
+/// use traffic_placement::{RoutedTokens, traffic_lower_bound};
+///
+/// // Two single-GPU nodes with one slot each, two experts both sources want: one crosses.
+/// let c = PlacementCluster::uniform(2, 1, 2)?;
+/// let t = RoutedTokens::new(vec![vec![5.0, 1.0], vec![1.0, 5.0]])?;
+/// let b = traffic_lower_bound(&t, &c, 1e9, 30)?;
+/// assert!((b.cross_node_tokens - 2.0).abs() < 1e-6);
+/// # Ok::<(), traffic_placement::TrafficError>(())
+/// ```
+pub fn traffic_lower_bound(
+    routed: &RoutedTokens,
+    cluster: &PlacementCluster,
+    max_gpu_load_limit: f64,
+    rounds: usize,
+) -> Result<TrafficBound, TrafficError> {
+    check_value("max_gpu_load_limit", 0, max_gpu_load_limit)?;
+    let ctx = Context::new(routed, cluster)?;
+    Ok(lower_bound(&ctx, max_gpu_load_limit, rounds, None))
+}
+
+/// A replica of at most this share of the balance limit packs well onto GPUs with other ones:
+/// the node-level construction counts `load / (share · limit)` slots for an expert's replicas.
+const PACKABLE_REPLICA: f64 = 0.25;
+
+/// Node load margins the construction tries, in order.
+const CONSTRUCTION_MARGINS: [f64; 2] = [0.001, 0.004];
+
+/// The compute-only plan of the context.
+pub(crate) struct Base {
+    pub(crate) map: Vec<usize>,
+    pub(crate) max_gpu_load: f64,
+    pub(crate) lower_bound: f64,
+    /// Its largest replica load `max w_e / c_e`: a replica size that packs well.
+    pub(crate) largest_replica: f64,
+}
+
+fn compute_only(ctx: &Context<'_>, options: &TrafficOptions) -> Result<Base, TrafficError> {
+    let loads = LayerLoads::new(ctx.loads.clone())?;
+    let algorithm = match options.groups {
+        Some(groups) => PlacementAlgorithm::OptimalNodeAware { groups },
+        None => PlacementAlgorithm::Optimal,
+    };
+    let p = place_with(&loads, ctx.cluster, algorithm, &options.placement)?;
+    let lower_bound = expert_placement::placement_lower_bound(&loads, ctx.cluster)?;
+    let largest_replica = ctx
+        .loads
+        .iter()
+        .zip(&p.replica_count)
+        .map(|(&w, &c)| w / c.max(1) as f64)
+        .fold(0.0, f64::max);
+    Ok(Base {
+        map: p.physical_to_logical,
+        max_gpu_load: p.max_gpu_load,
+        lower_bound,
+        largest_replica,
+    })
+}
+
+fn limit_of(c: f64, eps: f64) -> Result<f64, TrafficError> {
+    Ok(comm_cost_model::check_finite_result(
+        "balance limit (1 + eps) C",
+        c * (1.0 + eps),
+    )?)
+}
+
+/// The plan at one limit, from the compute-only plan or a warm start.
+fn plan_at(
+    ctx: &Context<'_>,
+    base: &Base,
+    limit: f64,
+    options: &TrafficOptions,
+    warm: Option<&[usize]>,
+) -> Result<TrafficPlacement, TrafficError> {
+    let deadline = Instant::now()
+        .checked_add(Duration::try_from_secs_f64(options.time_budget_s).unwrap_or(Duration::MAX));
+    let budget = Budget {
+        steps: options.search_steps,
+        deadline,
+    };
+    let mut candidates: Vec<Vec<usize>> = Vec::new();
+    let mut start = warm.map_or_else(|| base.map.clone(), <[usize]>::to_vec);
+    let mut group_pins = None;
+    let mut constructed = false;
+    if let Some(groups) = options.groups {
+        let (map, pins) = group_start(ctx, groups, limit, &start, &options.placement)?;
+        start = map;
+        group_pins = Some(pins);
+    } else {
+        // The node-level construction, with a growing margin until a plan meets the limit.
+        for margin in CONSTRUCTION_MARGINS {
+            let Some(map) = construct(
+                ctx,
+                limit,
+                margin,
+                base.largest_replica.max(limit * PACKABLE_REPLICA),
+                &options.placement,
+                deadline,
+            )?
+            else {
+                continue;
+            };
+            let d = evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts()));
+            candidates.push(map.clone());
+            if d.max_gpu_load <= limit {
+                constructed = true;
+                break;
+            }
+        }
+    }
+    check_map(ctx, &start)?;
+    // The replica-level search: the groups-in-nodes repair, or the fallback when no
+    // construction met the limit.
+    let (end, steps) = if group_pins.is_some() || !constructed {
+        let mut state = State::new(ctx, start, limit);
+        if let Some((group_of_expert, node_of_group)) = group_pins.clone() {
+            state.pin_groups(group_of_expert, node_of_group);
+        }
+        let end = state.run(budget);
+        let steps = state.steps;
+        candidates.push(state.map);
+        (end, steps)
+    } else {
+        (End::Converged, 0)
+    };
+    // The better of the search's plan, the constructions, the start and the compute-only plan
+    // under the exact dispatch: within the limit first, then fewest cross-node tokens, then
+    // least busy.
+    if let Some(w) = warm {
+        candidates.push(w.to_vec());
+    }
+    candidates.push(base.map.clone());
+    // The published topology-aware heuristic too, where its shape rules allow it (it has no
+    // groups-in-nodes guarantee, so not with groups): the plan is never worse than it at the
+    // same balance.
+    if options.groups.is_none() {
+        if let Ok(loads) = LayerLoads::new(ctx.loads.clone()) {
+            if let Ok(map) = topology_greedy(&loads, ctx.cluster, None) {
+                candidates.push(map);
+            }
+        }
+    }
+    let tol = limit * 1e-9;
+    let mut best: Option<(Vec<usize>, DispatchReport)> = None;
+    for map in candidates {
+        let reps = replica_gpus(&map, ctx.cluster, ctx.experts());
+        let d = evaluate(ctx, &reps);
+        let key = |d: &DispatchReport| {
+            (
+                d.max_gpu_load > limit + tol,
+                d.cross_node_tokens,
+                d.max_gpu_load,
+            )
+        };
+        let better = match &best {
+            None => true,
+            Some((_, b)) => {
+                let (ka, kb) = (key(&d), key(b));
+                if ka.0 != kb.0 {
+                    !ka.0
+                } else if ka.0 {
+                    d.max_gpu_load < b.max_gpu_load
+                } else {
+                    ka.1 < kb.1 - 1e-9 * (1.0 + kb.1)
+                }
+            }
+        };
+        if better {
+            best = Some((map, d));
+        }
+    }
+    let Some((map, report)) = best else {
+        return Err(TrafficError::Empty {
+            what: "candidate plans",
+        });
+    };
+    let base_reps = replica_gpus(&base.map, ctx.cluster, ctx.experts());
+    let compute_only = evaluate(ctx, &base_reps);
+    // One wall-clock budget for the whole layer: the bound takes what the search left (at
+    // least one round).
+    let mut bound = lower_bound(ctx, limit, options.bound_rounds, deadline);
+    if let Some(groups) = options.groups {
+        if let Some(b) = group_bound(ctx, groups, limit) {
+            bound.cross_node_tokens = bound.cross_node_tokens.max(b);
+        }
+    }
+    let balance_met = report.max_gpu_load <= limit + tol;
+    let cross = report.cross_node_tokens;
+    // The bound holds only for plans within the limit.
+    let termination = if balance_met && cross <= bound.cross_node_tokens * (1.0 + 1e-9) + 1e-9 {
+        Termination::BoundReached
+    } else {
+        match end {
+            End::Converged => Termination::Heuristic,
+            End::Steps | End::Time => Termination::BudgetExhausted,
+        }
+    };
+    let mut replica_count = vec![0usize; ctx.experts()];
+    for &e in &map {
+        replica_count[e] += 1;
+    }
+    Ok(TrafficPlacement {
+        physical_to_logical: map,
+        replica_count,
+        dispatch: report,
+        compute_only,
+        compute_only_physical_to_logical: base.map.clone(),
+        compute_only_max_gpu_load: base.max_gpu_load,
+        compute_lower_bound: base.lower_bound,
+        max_gpu_load_limit: limit,
+        balance_met,
+        bound,
+        termination,
+        search_steps: steps,
+    })
+}
+
+#[cfg(test)]
+mod diag {
+    use super::*;
+    use crate::workload::{LocalityTrace, locality_trace};
+
+    #[test]
+    #[ignore = "diagnostics"]
+    fn construction_diagnostics() {
+        use std::time::Instant;
+        for (g, k, s, loc) in [
+            (16, 2, 18, 0.5),
+            (32, 4, 9, 0.5),
+            (32, 4, 10, 0.8),
+            (16, 2, 18, 0.0),
+        ] {
+            let t = &locality_trace(&LocalityTrace::deepseek_like(1, g, k, loc), 1).unwrap()[0];
+            let c = PlacementCluster::uniform(g, s, k).unwrap();
+            let ctx = Context::new(t, &c).unwrap();
+            let o = TrafficOptions::default();
+            let t0 = Instant::now();
+            let base = compute_only(&ctx, &o).unwrap();
+            let t_base = t0.elapsed();
+            let limit = base.max_gpu_load * 1.01;
+            let t0 = Instant::now();
+            let bd = evaluate(&ctx, &replica_gpus(&base.map, &c, ctx.experts()));
+            let t_eval = t0.elapsed();
+            let t0 = Instant::now();
+            let b = lower_bound(&ctx, limit, 30, None);
+            let t_bound = t0.elapsed();
+            println!(
+                "G={g} K={k} S={s} loc={loc}: base busiest/limit {:.4} ratio {:.4} | base {t_base:?} eval {t_eval:?} bound {t_bound:?} rounds {}",
+                bd.max_gpu_load / limit,
+                bd.cross_node_ratio(),
+                b.rounds
+            );
+            for m in CONSTRUCTION_MARGINS {
+                let t0 = Instant::now();
+                let r = construct(
+                    &ctx,
+                    limit,
+                    m,
+                    base.largest_replica.max(limit * PACKABLE_REPLICA),
+                    &o.placement,
+                    None,
+                )
+                .unwrap();
+                let t_c = t0.elapsed();
+                match r {
+                    None => println!("  margin {m}: none {t_c:?}"),
+                    Some(map) => {
+                        let d = evaluate(&ctx, &replica_gpus(&map, &c, ctx.experts()));
+                        println!(
+                            "  margin {m}: busiest/limit {:.4} ratio {:.4} {t_c:?}",
+                            d.max_gpu_load / limit,
+                            d.cross_node_ratio()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The issue-23 targets on DeepSeek-shaped layers (run with `--ignored --nocapture` in release
+//! for the full table; a small seeded slice runs in CI).
+
+use std::time::Instant;
+
+use expert_placement::{EplbPolicy, LayerLoads, PlacementAlgorithm, PlacementCluster, place};
+use traffic_placement::{
+    LocalityTrace, TrafficOptions, dispatch, locality_trace, place_traffic_aware, topology_greedy,
+};
+
+fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, seed: u64) {
+    let cluster = PlacementCluster::uniform(gpus, slots, nodes).unwrap();
+    let trace = locality_trace(
+        &LocalityTrace::deepseek_like(layers, gpus, nodes, locality),
+        seed,
+    )
+    .unwrap();
+    let (mut ours, mut hier, mut glob, mut topo, mut co, mut bound) =
+        (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    let (mut total, mut worst_bal, mut met) = (0.0, 0.0f64, 0);
+    let mut time = 0.0;
+    for t in &trace {
+        let w = LayerLoads::new(t.expert_loads()).unwrap();
+        let start = Instant::now();
+        let p = place_traffic_aware(t, &cluster, &TrafficOptions::default()).unwrap();
+        time += start.elapsed().as_secs_f64();
+        let h = place(
+            &w,
+            &cluster,
+            PlacementAlgorithm::Eplb(EplbPolicy::Hierarchical { groups: 8 }),
+        )
+        .unwrap();
+        let g = place(&w, &cluster, PlacementAlgorithm::Eplb(EplbPolicy::Global)).unwrap();
+        let tg = topology_greedy(&w, &cluster, Some(8)).unwrap();
+        ours += p.dispatch.cross_node_tokens;
+        co += p.compute_only.cross_node_tokens;
+        bound += p.bound.cross_node_tokens;
+        hier += dispatch(t, &cluster, &h.physical_to_logical)
+            .unwrap()
+            .cross_node_tokens;
+        glob += dispatch(t, &cluster, &g.physical_to_logical)
+            .unwrap()
+            .cross_node_tokens;
+        topo += dispatch(t, &cluster, &tg).unwrap().cross_node_tokens;
+        total += p.dispatch.total_tokens;
+        worst_bal = worst_bal.max(p.dispatch.max_gpu_load / p.compute_only_max_gpu_load);
+        met += usize::from(p.balance_met);
+    }
+    println!(
+        "G={gpus:>2} K={nodes} R={:>3} loc={locality:.2}: ratio ours {:.4} co {:.4} hier {:.4} glob {:.4} topo {:.4} bound {:.4} | cut vs hier {:>5.1}% | gap to bound {:>5.2}% | busiest/C max {:.4} met {met}/{layers} | {:.1} ms/layer",
+        gpus * slots,
+        ours / total,
+        co / total,
+        hier / total,
+        glob / total,
+        topo / total,
+        bound / total,
+        100.0 * (1.0 - ours / hier),
+        100.0 * (ours / bound - 1.0),
+        worst_bal,
+        1e3 * time / layers as f64,
+    );
+}
+
+#[test]
+#[ignore = "the full target table: cargo test --release -p traffic-placement --test traffic_targets -- --ignored --nocapture"]
+fn deepseek_targets() {
+    for (gpus, nodes, slots) in [(16, 2, 18), (16, 2, 20), (32, 4, 9), (32, 4, 10)] {
+        for locality in [0.0, 0.3, 0.5, 0.8] {
+            row(gpus, nodes, slots, locality, 8, 1);
+        }
+    }
+}
+
+#[test]
+#[ignore = "a large instance stays within its budgets: cargo test --release -p traffic-placement --test traffic_targets -- --ignored large --nocapture"]
+fn large_instance_is_bounded() {
+    let spec = LocalityTrace {
+        experts: 1024,
+        ..LocalityTrace::deepseek_like(1, 256, 32, 0.5)
+    };
+    let t = &locality_trace(&spec, 3).unwrap()[0];
+    let cluster = PlacementCluster::uniform(256, 5, 32).unwrap();
+    let w = LayerLoads::new(t.expert_loads()).unwrap();
+    let clock = Instant::now();
+    let co = place(&w, &cluster, PlacementAlgorithm::Optimal).unwrap();
+    let t_co = clock.elapsed();
+    let clock = Instant::now();
+    dispatch(t, &cluster, &co.physical_to_logical).unwrap();
+    let t_d = clock.elapsed();
+    let clock = Instant::now();
+    traffic_placement::traffic_lower_bound(t, &cluster, co.max_gpu_load * 1.01, 30).unwrap();
+    println!(
+        "compute-only {t_co:?}, one dispatch {t_d:?}, bound {:?}",
+        clock.elapsed()
+    );
+    let start = Instant::now();
+    let p = place_traffic_aware(t, &cluster, &TrafficOptions::default()).unwrap();
+    println!(
+        "256 GPUs in 32 nodes, 1024 experts: {:.2} s, ratio {:.4} (compute-only {:.4}, bound {:.4}), met {}, {}",
+        start.elapsed().as_secs_f64(),
+        p.dispatch.cross_node_ratio(),
+        p.compute_only.cross_node_ratio(),
+        p.bound.cross_node_tokens / p.dispatch.total_tokens,
+        p.balance_met,
+        p.termination
+    );
+}
+
+/// The CI slice: one DeepSeek-like layer per shape, with and without redundant experts.
+#[test]
+fn deepseek_slice() {
+    for (slots, locality) in [(18, 0.5), (16, 0.5)] {
+        let cluster = PlacementCluster::uniform(16, slots, 2).unwrap();
+        let t = &locality_trace(&LocalityTrace::deepseek_like(1, 16, 2, locality), 5).unwrap()[0];
+        let p = place_traffic_aware(t, &cluster, &TrafficOptions::default()).unwrap();
+        let w = LayerLoads::new(t.expert_loads()).unwrap();
+        let h = place(
+            &w,
+            &cluster,
+            PlacementAlgorithm::Eplb(EplbPolicy::Hierarchical { groups: 8 }),
+        )
+        .unwrap();
+        let hier = dispatch(t, &cluster, &h.physical_to_logical)
+            .unwrap()
+            .cross_node_tokens;
+        println!(
+            "R={}: ratio {:.4}, EPLB hierarchical {:.4}, bound {:.4}, met {}",
+            16 * slots,
+            p.dispatch.cross_node_ratio(),
+            hier / p.dispatch.total_tokens,
+            p.bound.cross_node_tokens / p.dispatch.total_tokens,
+            p.balance_met
+        );
+        assert!(p.dispatch.cross_node_tokens + 1e-6 >= p.bound.cross_node_tokens || !p.balance_met);
+        if slots == 18 {
+            assert!(p.balance_met);
+            assert!(
+                p.dispatch.cross_node_tokens <= 0.6 * hier,
+                "at least 40% below EPLB hierarchical"
+            );
+        }
+    }
+}
