@@ -10,6 +10,9 @@ const CLASSES: usize = 3;
 /// infeasible end, so it stays valid).
 const PRECISION: f64 = 1e-9;
 
+/// Largest `E · sum_g min(k, S_g)` a feasibility check runs for (about a millisecond).
+const CARDINALITY_MAX_WORK: usize = 1 << 20;
+
 /// Bisection steps at most (the interval halves each step: 60 steps shrink any start below
 /// [`PRECISION`]).
 const MAX_STEPS: usize = 80;
@@ -93,6 +96,11 @@ impl Problem<'_> {
     /// knapsack over the class room minimising slots.
     fn feasible(&self, t: f64, k: usize) -> bool {
         let cap: usize = self.slots_of_gpu.iter().map(|&s| s.min(k)).sum();
+        // Past this much work a check says "feasible" (the class adds nothing to the bound,
+        // which stays valid): thousands of experts on thousands of GPUs would cost seconds.
+        if self.w.len().saturating_mul(cap) > CARDINALITY_MAX_WORK {
+            return true;
+        }
         let limit = t * self.v_max;
         let mut fixed = 0usize;
         // `best[u]`: fewest slots for the experts with a choice so far, using `u` class room.

@@ -2,6 +2,12 @@
 
 use crate::model::{LayerLoads, PlacementCluster};
 
+/// Largest `E · G` the partner bound is computed for.
+const PARTNER_MAX_PAIRS: usize = 1 << 13;
+
+/// Heaviest experts the partner bound looks at.
+const PARTNER_MAX_HEAVY: usize = 8;
+
 /// The largest, over experts heavier than `from`, of the smallest over replica counts `c` of
 /// `(w_e / c + q(c (S_min - 1))) / v_max`, where `q(j)` is the smallest possible `j`-th lightest
 /// replica of the other experts; `from` when no expert is heavier or no GPU has two slots.
@@ -14,17 +20,27 @@ use crate::model::{LayerLoads, PlacementCluster};
 /// raw, so at least that over `v_max` in load. On 2-slot GPUs with one hot expert among cold
 /// ones (the campaign's loosest bounds) this is the cold partner the average misses.
 ///
-/// `O(H · G · E log(E G))` for `H` experts heavier than `from` (none on balanced layers).
+/// `O(H · G · E log(E G))` for the `H <= 8` heaviest experts heavier than `from` (none on
+/// balanced layers), and only where `E · G <= 2^13` (the sizes where hot experts on few slots
+/// leave the other bounds loose; above it the cost would grow to seconds for no gain seen).
 pub(crate) fn partner_bound(loads: &LayerLoads, cluster: &PlacementCluster, from: f64) -> f64 {
     let w = loads.as_slice();
     let v_max = cluster.speed_of_gpu().iter().copied().fold(0.0, f64::max);
     let s_min = cluster.slots_of_gpu().iter().copied().min().unwrap_or(0);
     let (gpus, slots) = (cluster.gpus(), cluster.total_slots());
-    if !(from.is_finite() && v_max > 0.0 && v_max.is_finite()) || s_min < 2 || w.len() < 2 {
+    if !(from.is_finite() && v_max > 0.0 && v_max.is_finite())
+        || s_min < 2
+        || w.len() < 2
+        || w.len().saturating_mul(gpus) > PARTNER_MAX_PAIRS
+    {
         return from;
     }
+    let mut heavy: Vec<usize> = (0..w.len()).filter(|&e| w[e] / v_max > from).collect();
+    heavy.sort_by(|&a, &b| w[b].total_cmp(&w[a]).then(a.cmp(&b)));
+    heavy.truncate(PARTNER_MAX_HEAVY);
     let mut best = from;
-    for (e, &we) in w.iter().enumerate() {
+    for e in heavy {
+        let we = w[e];
         if we / v_max <= best {
             continue;
         }
