@@ -7,7 +7,8 @@
 //! | problem | ours | baseline |
 //! |---|---|---|
 //! | replication and placement | [`place`] / [`place_with`] / [`place_layers`] with [`PlacementAlgorithm`] (`Optimal`, `OptimalNodeAware`, `Exact`), budget [`PlacementOptions`], [`Termination`], bound [`placement_lower_bound`] | [`eplb`], [`rebalance_experts`] (DeepSeek's EPLB, both policies) |
-//! | rebalancing with fewest moves | [`rebalance`] (trade-off, [`plan_transfers`], [`count_moves`], [`transfer_counts`]) | EPLB's fresh plan |
+//! | rebalancing with fewest moves | [`rebalance`] (trade-off, [`plan_transfers`], [`count_moves`], [`transfer_counts`]), [`rebalance_within`] (a cap on moves) | EPLB's fresh plan |
+//! | migration in engine-sized steps | [`transfer_rounds`] (every GPU sends to and receives from at most `peer_limit` per round; König-optimal) | everything at once |
 //! | several load windows / one batch | [`place_robust`], [`split_tokens`] (max-flow token split) | newest window alone / even split |
 //! | load-oblivious placement | — | [`random_slot_placement`] |
 //! | synthetic expert loads | [`lognormal_loads`], [`zipf_loads`], [`drift_loads`] | — |
@@ -52,6 +53,7 @@ mod algorithm;
 mod align;
 mod bound;
 mod candidates;
+mod capped_rebalance;
 mod eplb;
 mod exact;
 mod excess;
@@ -70,11 +72,13 @@ mod robust;
 mod state;
 mod token_split;
 mod tolerance;
+mod transfer_rounds;
 mod transfers;
 
 pub use algorithm::{PlacementAlgorithm, place, place_layers, place_with};
 pub use baselines::random_slot_placement;
 pub use bound::placement_lower_bound;
+pub use capped_rebalance::rebalance_within;
 pub use eplb::{EplbPolicy, EplbTables, eplb, rebalance_experts};
 pub use error::PlacementError;
 pub use exact::{
@@ -93,6 +97,7 @@ pub use plan::Placement;
 pub use rebalance::{Rebalance, TradeoffPoint, rebalance};
 pub use robust::{RobustObjective, RobustPlacement, place_robust};
 pub use token_split::{MAX_SPLIT_TOKENS, TokenSplit, split_tokens};
+pub use transfer_rounds::{MAX_ROUND_TABLE_ENTRIES, TransferRounds, transfer_rounds};
 pub use transfers::{
     ExpertTransfer, MAX_TRANSFER_MATRIX_GPUS, count_moves, plan_transfers, transfer_counts,
 };
