@@ -61,6 +61,7 @@ mod fewest_moves;
 mod flow;
 mod local_search;
 mod model;
+mod node_align;
 mod node_aware;
 mod optimal;
 mod options;
@@ -88,6 +89,7 @@ pub use fewest_moves::FEWEST_MOVES_EXACT_MAX_SETS;
 pub use model::{
     LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PLACEMENT_SLOTS, MAX_PLAN_ENTRIES, PlacementCluster,
 };
+pub use node_align::align_within_nodes;
 pub use node_aware::NODE_BOUND_MAX_GROUPS;
 pub use options::{
     DEFAULT_EXACT_SEARCH_STEPS, DEFAULT_SEARCH_STEPS, DEFAULT_TIME_BUDGET_S, PlacementOptions,
