@@ -10,7 +10,11 @@ def rebalance_experts(
     num_groups: int,
     num_nodes: int,
     num_gpus: int,
-) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    current: Optional[np.ndarray],
+    tolerance: float,
+    max_moves: Optional[int],
+    peer_limit: int,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]: ...
 def place(
     loads: np.ndarray,
     num_gpus: int,
