@@ -2,7 +2,7 @@
 the current map honoured, and the Python boundary's exceptions.
 
 Contract tests always run with numpy. The real engines' own code paths run only where vLLM or
-SGLang is installed (skipped with the reason otherwise; ``docs/python.md`` gives the command);
+SGLang is installed (skipped with the reason otherwise; the package README gives the command);
 stand-in registries test :func:`register` and :func:`install` everywhere.
 """
 
@@ -164,7 +164,7 @@ def test_the_entry_point_is_declared():
 
 
 def test_real_vllm_registry_lookup_and_call():
-    pytest.importorskip("vllm", reason="vLLM is not installed (see docs/python.md for the command that runs this)")
+    pytest.importorskip("vllm", reason="vLLM is not installed (crates/moe-planner-py/README.md gives the command that runs this)")
     torch = pytest.importorskip("torch")
     from vllm.distributed.eplb.policy import EPLB_POLICIES
 
@@ -236,7 +236,7 @@ def test_sglang_install_uses_the_current_map_and_uninstall_restores(stand_in_sgl
 
 
 def test_real_sglang_dispatcher():
-    pytest.importorskip("sglang", reason="SGLang is not installed (see docs/python.md for the command that runs this)")
+    pytest.importorskip("sglang", reason="SGLang is not installed (crates/moe-planner-py/README.md gives the command that runs this)")
     torch = pytest.importorskip("torch")
     from sglang.srt.eplb import eplb_algorithms
 
