@@ -32,7 +32,7 @@ mod spec;
 pub use expert_placement::RobustObjective;
 pub use formats::MAX_PADDED_MAP_ENTRIES;
 pub use plan::{
-    LOAD_COMPARISON_TOLERANCE, LayerPlacement, PlacementPlan, PlacementTotals, TransferPlan,
+    LOAD_COMPARISON_TOLERANCE, LayerPlacement, PlacementPlan, PlacementTotals, TransferPlan, TransferRoundsPlan,
     WeightTransfer, WindowFigure, plan_placement,
 };
 pub use spec::{PlacementPolicy, PlacementSpec};

@@ -77,6 +77,10 @@ pub struct PlacementSpec {
     /// Per-GPU bandwidth for weight transfers in Gbps (default 400).
     #[serde(default = "default_bandwidth_gbps")]
     pub bandwidth_gbps: f64,
+    /// Copies one GPU may send, and receive, per migration round of a rebalance's
+    /// `transfer_rounds` (default 1: one peer at a time, as vLLM PR 52641 does).
+    #[serde(default = "one")]
+    pub transfer_peer_limit: usize,
     /// Steps the exact search of one layer may take (policies `optimal`, `optimal-node-aware`
     /// and `exact`; absent: 2,000,000, or 20,000,000 for `exact`; 0 skips the exact search).
     /// Rebalances and robust plans use the default.
@@ -115,6 +119,7 @@ impl PlacementSpec {
             tolerance: 0.0,
             expert_bytes: None,
             bandwidth_gbps: default_bandwidth_gbps(),
+            transfer_peer_limit: 1,
             search_steps: None,
             time_budget_s: None,
         }
@@ -150,6 +155,12 @@ impl PlacementSpec {
             return Err(invalid(
                 "time_budget_s",
                 format!("{t} is not a finite non-negative number of seconds"),
+            ));
+        }
+        if self.transfer_peer_limit == 0 {
+            return Err(invalid(
+                "transfer_peer_limit",
+                "a GPU must be able to send to one peer per round at least".into(),
             ));
         }
         if self.slots_per_gpu == 0 {
