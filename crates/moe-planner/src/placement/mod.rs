@@ -25,10 +25,15 @@
 //! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
+mod advise;
 pub mod formats;
 mod plan;
 mod spec;
 
+pub use advise::{
+    Advice, AdviseSpec, DEFAULT_MIN_GAIN, DEFAULT_TARGET_IMBALANCE, RebalanceAdvice,
+    RedundancyPoint, advise,
+};
 pub use expert_placement::RobustObjective;
 pub use formats::MAX_PADDED_MAP_ENTRIES;
 pub use plan::{

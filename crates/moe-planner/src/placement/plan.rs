@@ -7,7 +7,8 @@ use comm_cost_model::{
 use expert_placement::{
     ExpertTransfer, LayerLoads, NODE_BOUND_MAX_GROUPS, Placement, PlacementAlgorithm,
     PlacementCluster, PlacementError, RobustObjective, Termination, count_moves, place,
-    place_robust, place_with, plan_transfers, rebalance, transfer_counts, transfer_rounds,
+    align_within_nodes, place_robust, place_with, plan_transfers, rebalance, transfer_counts,
+    transfer_rounds,
 };
 use serde::{Deserialize, Serialize};
 
@@ -497,6 +498,18 @@ fn plan_layer(
                 .map(|p| (p.moves, p.max_gpu_load))
                 .collect();
             r.placement
+        }
+        (None, Some(current), PlacementAlgorithm::OptimalNodeAware { .. }) => {
+            // Whole nodes and GPUs inside nodes relabeled onto the current placement: fewer
+            // copies, the same loads, every group still inside one node.
+            let fresh = place_with(loads, cluster, algorithm, &spec.options())?;
+            let map = align_within_nodes(&fresh.physical_to_logical, current, cluster, experts)?;
+            Placement {
+                lower_bound: fresh.lower_bound,
+                termination: fresh.termination,
+                unconstrained_max_gpu_load: fresh.unconstrained_max_gpu_load,
+                ..Placement::evaluate(loads, cluster, map)?
+            }
         }
         (None, _, _) => place_with(loads, cluster, algorithm, &spec.options())?,
     };
