@@ -338,3 +338,29 @@ def test_bad_old_maps_are_value_errors_naming_the_argument():
     ]:
         with pytest.raises(ValueError, match=f"old_global_expert_indices.*{message}"):
             rebalance_experts(W, 16, 4, 1, 8, bad)
+
+
+# --- the advisor -------------------------------------------------------------------------------
+
+
+def test_advise_sweep_and_rebalance_recommendation():
+    import moe_planner
+
+    a = moe_planner.advise(W, 4, max_redundant=8, target_imbalance=1.02)
+    assert [p["redundant"] for p in a["points"]] == [0, 4, 8]
+    assert all(p["imbalance"] <= p["baseline_imbalance"] + 1e-9 for p in a["points"])
+    now = rebalance_experts(W, 16, 4, 1, 8)[0]
+    same = moe_planner.advise(W, 8, current=now, expert_bytes=1e9)["rebalance"]
+    assert same["moves"] == 0 and not same["recommend"]
+    flipped = moe_planner.advise(W[:, ::-1], 8, current=now, expert_bytes=1e9)["rebalance"]
+    assert flipped["recommend"] and flipped["gain"] >= 0.05 and flipped["transfer_rounds"] > 0
+    # The advisor's predicted balance is the balance of the plan it describes.
+    new = rebalance_experts(W[:, ::-1], 16, 4, 1, 8, now)[0]
+    cnt = np.stack([np.bincount(r, minlength=12) for r in new])
+    loads = gpu_loads(W[:, ::-1], new, cnt, 8)
+    got = float(np.mean(loads.max(axis=1) / loads.mean(axis=1)))
+    assert abs(got - flipped["rebalanced_imbalance"]) < 1e-9
+    with pytest.raises(ValueError, match="target_imbalance"):
+        moe_planner.advise(W, 4, target_imbalance=0.9)
+    with pytest.raises(ValueError, match="peer_limit"):
+        moe_planner.advise(W, 8, current=now, peer_limit=0)

@@ -39,6 +39,20 @@ def schedule(
     seed: int,
 ) -> Dict[str, Any]: ...
 def iteration_search(spec_json: str) -> str: ...
+def advise(
+    loads: np.ndarray,
+    num_gpus: int,
+    nodes: int,
+    groups: Optional[int],
+    max_redundant: Optional[int],
+    target_imbalance: float,
+    current: Optional[np.ndarray],
+    min_gain: float,
+    tolerance: float,
+    expert_bytes: Optional[float],
+    bandwidth_gbps: float,
+    peer_limit: int,
+) -> str: ...
 
 class TooLargeError(ValueError): ...
 
