@@ -16,7 +16,11 @@ import time
 
 import numpy as np
 
+import moe_planner
 from moe_planner.vllm import MoePlannerEplbPolicy, vllm_default_baseline
+
+# DeepSeek-V3: three 7168 x 2048 FP8 matrices per expert.
+EXPERT_BYTES = 3 * 7168 * 2048
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 LOADS = ROOT / "crates/moe-planner-cli/data/deepseek_like_loads.json"
@@ -66,19 +70,45 @@ def main() -> None:
         base_new = vllm_default_baseline(new_w, replicas, groups, nodes, gpus, base_old)
         base_s = time.perf_counter() - t
         MoePlannerEplbPolicy.tolerance = 0.005  # about EPLB's excess over the best balance
+        t = time.perf_counter()
         loose = MoePlannerEplbPolicy.rebalance_experts(new_w, replicas, groups, nodes, gpus, ours_old)
+        loose_s = time.perf_counter() - t
         MoePlannerEplbPolicy.tolerance = 0.0
         stay = balance(new_w, ours_old, gpus)
         for name, old, new, secs in [
             ("no move (old plan, new loads)", ours_old, ours_old, 0.0),
             ("moe_planner (fewest moves)", ours_old, ours_new, ours_s),
-            ("moe_planner, tolerance 0.005 (MOE_PLANNER_TOLERANCE)", ours_old, loose, 0.0),
+            ("moe_planner, tolerance 0.005 (MOE_PLANNER_TOLERANCE)", ours_old, loose, loose_s),
             ("vLLM default (EPLB + same-GPU slots)", base_old, base_new, base_s),
         ]:
             b = balance(new_w, new, gpus)
             m = moves(old, new, gpus)
             print(f"| {rule} | {name} | {b.mean():.4f} / {b.max():.4f} | {m.mean():.1f} | {m.sum()} | {secs:.2f} s |")
         print(f"| {rule} | (old plan under the new loads: {stay.mean():.4f}; our migration rounds per layer, one peer at a time: mean {rounds.mean():.1f}, max {rounds.max()}) | | | | |")
+
+    advisor(old_w, new_w, gpus)
+
+
+def advisor(old_w: np.ndarray, new_w: np.ndarray, gpus: int) -> None:
+    """The advisor's prediction against the plan it recommends, and its rebalance verdict."""
+    t = time.perf_counter()
+    a = moe_planner.advise(old_w, gpus, max_redundant=96, target_imbalance=1.01)
+    secs = time.perf_counter() - t
+    print(f"\nadvisor on the old loads ({secs:.2f} s): target 1.01")
+    print("| redundant | ours max/mean (worst) | EPLB max/mean (worst) |")
+    print("|---|---|---|")
+    for p in a["points"]:
+        print(f"| {p['redundant']} | {p['imbalance']:.4f} ({p['worst_layer_imbalance']:.4f}) | {p['baseline_imbalance']:.4f} ({p['baseline_worst_layer_imbalance']:.4f}) |")
+    r = a.get("recommended_redundant")
+    print(f"recommended: ours {r}, EPLB {a.get('baseline_recommended_redundant')}")
+    if r is not None:
+        replicas = old_w.shape[1] + r
+        plan = MoePlannerEplbPolicy.rebalance_experts(old_w, replicas, 1, 1, gpus)
+        predicted = next(p["imbalance"] for p in a["points"] if p["redundant"] == r)
+        print(f"predicted {predicted:.4f}, the vLLM policy's plan with {r} redundant: {balance(old_w, plan, gpus).mean():.4f} on the same loads, {balance(new_w, plan, gpus).mean():.4f} on the next (drifted) window")
+        for name, w in [("unchanged loads", old_w), ("20% drift", new_w)]:
+            v = moe_planner.advise(w, gpus, current=plan, expert_bytes=EXPERT_BYTES, bandwidth_gbps=400)["rebalance"]
+            print(f"rebalance now? {name}: {v['current_imbalance']:.4f} -> {v['rebalanced_imbalance']:.4f}, gain {100 * v['gain']:.2f}%, {v['moves']} copies, {v['transfer_rounds']} rounds, {v.get('transfer_time_s', 0):.3f} s at 400 Gbps: {'yes' if v['recommend'] else 'no'} (threshold {100 * v['min_gain']:.0f}%)")
 
 
 if __name__ == "__main__":

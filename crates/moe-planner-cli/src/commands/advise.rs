@@ -16,13 +16,14 @@ use crate::input::read_json;
 use crate::output::{Context, print_json, report};
 
 /// Examples printed at the end of `--help`.
-const EXAMPLES: &str = r"Examples (run from a checkout's root):
-  moe-planner advise --loads crates/moe-planner-cli/data/deepseek_like_loads.json --gpus 32
-  moe-planner place --loads old.json --gpus 32 --slots-per-gpu 9 --out now.json
-  moe-planner advise --loads new.json --gpus 32 --current now.json \
-      --expert-bytes 44040192 --bandwidth-gbps 400 --svg advice.svg
+const EXAMPLES: &str = r"Examples (the input files ship in the repository's examples/data/; run from a checkout's root):
+  moe-planner advise --loads examples/data/placement/eplb_readme_loads.csv --gpus 4 \
+      --max-redundant 12 --target-imbalance 1.02
+  moe-planner advise --loads examples/data/placement/eplb_readme_loads.csv --gpus 8 \
+      --current examples/data/placement/eplb_readme_placement.json --expert-bytes 44040192 \
+      --svg advice.svg
 
-Every option: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#advise";
+Every option and file format: https://github.com/moe-planner/moe-planner/blob/main/docs/cli.md#advise";
 
 /// Arguments of `moe-planner advise`.
 #[derive(Debug, clap::Args)]
@@ -41,7 +42,8 @@ pub(crate) struct Args {
     /// Number of expert groups (must divide the expert count).
     #[arg(long)]
     pub groups: Option<usize>,
-    /// Largest number of redundant experts to try [default: the GPU count].
+    /// Largest number of redundant experts to try [default: the fewest feasible plus the GPU
+    /// count].
     #[arg(long)]
     pub max_redundant: Option<usize>,
     /// The balance to reach: busiest GPU's load over the mean, averaged over layers.
@@ -163,7 +165,7 @@ fn print_report(a: &Advice) -> Result<(), CliError> {
             100.0 * r.gain
         )?;
         let mut cost = format!(
-            "cost: {} expert copies in {} rounds",
+            "cost: {} expert copies in {} migration rounds",
             r.moves, r.transfer_rounds
         );
         if let (Some(b), Some(t)) = (r.transfer_bytes, r.transfer_time_s) {

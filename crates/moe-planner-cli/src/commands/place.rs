@@ -334,14 +334,15 @@ fn print_report(plan: &PlacementPlan) -> Result<(), CliError> {
             .iter()
             .find_map(|l| l.transfer_rounds.as_ref().map(|r| r.peer_limit))
             .unwrap_or(1);
+        let copies = if limit == 1 { "copy" } else { "copies" };
         match t.transfer_rounds_time_s {
             Some(time) => report!(
-                "migration in rounds of at most {limit} cop(ies) out and in per GPU: {rounds} \
+                "migration in rounds of at most {limit} {copies} out and in per GPU: {rounds} \
                  rounds, {} (layer after layer)",
                 format::duration(time)
             )?,
             None => report!(
-                "migration in rounds of at most {limit} cop(ies) out and in per GPU: {rounds} \
+                "migration in rounds of at most {limit} {copies} out and in per GPU: {rounds} \
                  rounds over all layers"
             )?,
         }

@@ -40,7 +40,8 @@ def advise(
         num_gpus: GPUs (expert-parallel ranks).
         nodes: nodes; with ``groups`` and more than one node, groups stay inside nodes.
         groups: expert groups.
-        max_redundant: largest number of redundant experts to try (default ``num_gpus``).
+        max_redundant: largest number of redundant experts to try (default: the fewest feasible
+            plus ``num_gpus``).
         target_imbalance: the balance to reach (busiest over mean, default 1.05).
         current: ``[layers, slots]`` placement serving now.
         min_gain: rebalance when it cuts the busiest GPU's load by at least this fraction.

@@ -243,7 +243,10 @@ pub fn advise(spec: &AdviseSpec) -> Result<Advice, PlanError> {
         s
     };
     let first = (spec.gpus - experts % spec.gpus) % spec.gpus;
-    let limit = spec.max_redundant.unwrap_or(spec.gpus).max(first);
+    let limit = spec
+        .max_redundant
+        .unwrap_or_else(|| first.saturating_add(spec.gpus))
+        .max(first);
     let mut points = Vec::new();
     let mut names = (String::new(), String::new());
     let mut redundant = first;

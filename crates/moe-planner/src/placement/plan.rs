@@ -378,7 +378,8 @@ impl TransferCost {
             .transpose()?;
         let time_s = round_time_s
             .as_ref()
-            .map(|t| check_finite_result("transfer rounds time", t.iter().sum()))
+            // A fold from +0.0: `sum` of no rounds is -0.0, which would print as "-0".
+            .map(|t| check_finite_result("transfer rounds time", t.iter().fold(0.0, |a, b| a + b)))
             .transpose()?;
         Ok(TransferRoundsPlan {
             peer_limit: self.peer_limit,
@@ -786,6 +787,7 @@ fn totals(
             .iter()
             .map(|l| l.transfer_rounds.as_ref().and_then(|r| r.time_s))
             .sum::<Option<f64>>()
+            .map(|t| t + 0.0) // -0.0 (no layer moved anything) as 0
             .map(|t| check_finite_result("transfer_rounds_time_s", t))
             .transpose()?,
     })
