@@ -64,7 +64,13 @@ def main() -> None:
         t = time.perf_counter()
         ours_new = MoePlannerEplbPolicy.rebalance_experts(new_w, replicas, groups, nodes, gpus, ours_old)
         ours_s = time.perf_counter() - t
-        rounds = MoePlannerEplbPolicy.last_diagnostics.rounds
+        d = MoePlannerEplbPolicy.last_diagnostics
+        rounds = d.rounds
+        # Every layer's rounds meet König's bound: the most copies one GPU sends or receives.
+        for layer in range(old_w.shape[0]):
+            t = d.transfers[d.transfers[:, 0] == layer]
+            busiest = max([0, *np.bincount(t[:, 2]).tolist(), *np.bincount(t[:, 3]).tolist()]) if len(t) else 0
+            assert rounds[layer] == busiest, (layer, rounds[layer], busiest)
         base_old = vllm_default_baseline(old_w, replicas, groups, nodes, gpus)
         t = time.perf_counter()
         base_new = vllm_default_baseline(new_w, replicas, groups, nodes, gpus, base_old)
