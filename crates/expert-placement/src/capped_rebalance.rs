@@ -90,12 +90,12 @@ mod tests {
     #[test]
     fn the_cap_is_respected_on_a_drifted_layer() {
         let c = PlacementCluster::uniform(8, 3, 1).unwrap();
-        let experts = 16;
-        let old = LayerLoads::new((0..experts).map(|e| 1.0 + e as f64).collect()).unwrap();
+        let experts = 16_u32;
+        let old = LayerLoads::new((0..experts).map(|e| 1.0 + f64::from(e)).collect()).unwrap();
         let current = crate::place(&old, &c, crate::PlacementAlgorithm::Optimal)
             .unwrap()
             .physical_to_logical;
-        let new = LayerLoads::new((0..experts).map(|e| 17.0 - e as f64).collect()).unwrap();
+        let new = LayerLoads::new((0..experts).map(|e| 17.0 - f64::from(e)).collect()).unwrap();
         let free = rebalance_within(&current, &new, &c, 0.0, None).unwrap();
         for cap in 0..=free.moves {
             let r = rebalance_within(&current, &new, &c, 0.0, Some(cap)).unwrap();

@@ -93,7 +93,11 @@ pub fn align_within_nodes(
             .enumerate()
             .map(|(x, &y)| overlap(a[x], b[y]))
             .sum();
-        if ok { (value, m) } else { (0, (0..a.len()).collect()) }
+        if ok {
+            (value, m)
+        } else {
+            (0, (0..a.len()).collect())
+        }
     };
     let nodes = cluster.nodes();
     let exchangeable = (1..nodes).all(|n| node_shape(n) == node_shape(0));

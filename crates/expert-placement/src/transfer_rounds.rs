@@ -97,7 +97,11 @@ pub fn transfer_rounds(
             value: entries,
         });
     }
-    let edges: Vec<[usize; 2]> = senders.into_iter().zip(receivers).map(|(s, r)| [s, r]).collect();
+    let edges: Vec<[usize; 2]> = senders
+        .into_iter()
+        .zip(receivers)
+        .map(|(s, r)| [s, r])
+        .collect();
     let colour = edge_colouring(&edges, sends.len().max(receives.len()), degree);
     let lower_bound = degree.div_ceil(peer_limit);
     let mut rounds = vec![Vec::new(); lower_bound];

@@ -674,7 +674,10 @@ fn advise_sweeps_redundancy_and_judges_a_rebalance() {
         "--max-redundant",
         "12",
     ]);
-    assert_keys(&v, &["points", "policy", "baseline_policy", "target_imbalance"]);
+    assert_keys(
+        &v,
+        &["points", "policy", "baseline_policy", "target_imbalance"],
+    );
     let redundant: Vec<u64> = v["points"]
         .as_array()
         .unwrap()
@@ -716,7 +719,15 @@ fn advise_sweeps_redundancy_and_judges_a_rebalance() {
     let _ = std::fs::remove_file(&svg);
     assert_fails(&["advise", "--loads", &loads, "--gpus", "0"], 1);
     assert_fails(
-        &["advise", "--loads", &loads, "--gpus", "4", "--target-imbalance", "0.5"],
+        &[
+            "advise",
+            "--loads",
+            &loads,
+            "--gpus",
+            "4",
+            "--target-imbalance",
+            "0.5",
+        ],
         1,
     );
 }

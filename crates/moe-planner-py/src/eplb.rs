@@ -2,9 +2,8 @@
 
 use moe_planner::PlanError;
 use moe_planner::expert_placement::{
-    ExpertTransfer, LayerLoads, MAX_PLAN_ENTRIES, Placement, PlacementAlgorithm,
-    PlacementCluster, PlacementError, align_within_nodes, place, plan_transfers,
-    rebalance_within, transfer_rounds,
+    ExpertTransfer, LayerLoads, MAX_PLAN_ENTRIES, Placement, PlacementAlgorithm, PlacementCluster,
+    PlacementError, align_within_nodes, place, plan_transfers, rebalance_within, transfer_rounds,
 };
 use moe_planner::placement::formats::check_padded_map_size;
 use numpy::ndarray::{Array2, Array3};
@@ -213,8 +212,8 @@ pub fn rebalance_experts_from(
     for (l, loads) in layers.iter().enumerate() {
         let now = current.as_ref().map(|c| c[l].as_slice());
         let in_layer = |source| PlanError::Layer { layer: l, source };
-        let (policy, map) = plan_layer(loads, now, &global, by_node.as_ref(), num_groups, how)
-            .map_err(in_layer)?;
+        let (policy, map) =
+            plan_layer(loads, now, &global, by_node.as_ref(), num_groups, how).map_err(in_layer)?;
         let placement = Placement::evaluate(loads, &global, map).map_err(in_layer)?;
         d.policy.push(policy);
         d.max_gpu_load.push(placement.max_gpu_load);
@@ -223,8 +222,7 @@ pub fn rebalance_experts_from(
             let before = Placement::evaluate(loads, &global, now.to_vec()).map_err(in_layer)?;
             let transfers = plan_transfers(now, &placement.physical_to_logical, &global, experts)
                 .map_err(in_layer)?;
-            record_transfers(&mut d, l, &transfers, num_gpus, how.peer_limit)
-                .map_err(in_layer)?;
+            record_transfers(&mut d, l, &transfers, num_gpus, how.peer_limit).map_err(in_layer)?;
             d.current_max_gpu_load
                 .get_or_insert_with(Vec::new)
                 .push(before.max_gpu_load);
@@ -560,7 +558,12 @@ mod tests {
         ));
     }
 
-    fn shape(num_replicas: usize, num_groups: usize, num_nodes: usize, num_gpus: usize) -> EplbShape {
+    fn shape(
+        num_replicas: usize,
+        num_groups: usize,
+        num_nodes: usize,
+        num_gpus: usize,
+    ) -> EplbShape {
         EplbShape {
             num_replicas,
             num_groups,
@@ -597,8 +600,18 @@ mod tests {
             let fresh_moves: usize = (0..2)
                 .map(|l| {
                     let c = PlacementCluster::uniform(8, 2, 1).unwrap();
-                    let old: Vec<usize> = fresh.physical_to_logical_map.row(l).iter().map(|&e| e as usize).collect();
-                    let new: Vec<usize> = again.physical_to_logical_map.row(l).iter().map(|&e| e as usize).collect();
+                    let old: Vec<usize> = fresh
+                        .physical_to_logical_map
+                        .row(l)
+                        .iter()
+                        .map(|&e| usize::try_from(e).unwrap())
+                        .collect();
+                    let new: Vec<usize> = again
+                        .physical_to_logical_map
+                        .row(l)
+                        .iter()
+                        .map(|&e| usize::try_from(e).unwrap())
+                        .collect();
                     moe_planner::expert_placement::count_moves(&old, &new, &c, 12).unwrap()
                 })
                 .sum();
@@ -623,7 +636,11 @@ mod tests {
         };
         let row: Vec<i64> = (0..16).map(|s| s % 12).collect();
         assert_eq!(bad(vec![row.clone()]).0, "old_global_expert_indices");
-        assert!(bad(vec![row.clone(), vec![0; 16]]).1.contains("expert 1 has no slot"));
+        assert!(
+            bad(vec![row.clone(), vec![0; 16]])
+                .1
+                .contains("expert 1 has no slot")
+        );
         let mut negative = row.clone();
         negative[3] = -1;
         assert!(bad(vec![row, negative]).1.contains("slot 3"));

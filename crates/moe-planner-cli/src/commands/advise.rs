@@ -178,7 +178,11 @@ fn print_report(a: &Advice) -> Result<(), CliError> {
         report!("{cost}")?;
         report!(
             "recommendation: {} (rebalance when the gain is at least {:.2}%)",
-            if r.recommend { "rebalance now" } else { "keep the current placement" },
+            if r.recommend {
+                "rebalance now"
+            } else {
+                "keep the current placement"
+            },
             100.0 * r.min_gain
         )?;
     }

@@ -28,7 +28,11 @@ fn draw(
     a: &Advice,
 ) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
     let x = |r: usize| r as f64;
-    let ours: Vec<(f64, f64)> = a.points.iter().map(|p| (x(p.redundant), p.imbalance)).collect();
+    let ours: Vec<(f64, f64)> = a
+        .points
+        .iter()
+        .map(|p| (x(p.redundant), p.imbalance))
+        .collect();
     let ours_worst: Vec<(f64, f64)> = a
         .points
         .iter()
@@ -73,13 +77,26 @@ fn draw(
         .label(format!("{} (circles)", a.policy))
         .legend(move |(x, y)| Circle::new((x + 10, y), 4, c_ours.filled()));
     chart.draw_series(ours.iter().map(|&p| Circle::new(p, 4, c_ours.filled())))?;
-    chart.draw_series(DashedLineSeries::new(ours_worst, 6, 4, c_ours.stroke_width(1)))?;
+    chart.draw_series(DashedLineSeries::new(
+        ours_worst,
+        6,
+        4,
+        c_ours.stroke_width(1),
+    ))?;
     chart
         .draw_series(LineSeries::new(eplb.clone(), c_eplb.stroke_width(2)))?
         .label(format!("{} (triangles)", a.baseline_policy))
         .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 5, c_eplb.filled()));
-    chart.draw_series(eplb.iter().map(|&p| TriangleMarker::new(p, 5, c_eplb.filled())))?;
-    chart.draw_series(DashedLineSeries::new(eplb_worst, 6, 4, c_eplb.stroke_width(1)))?;
+    chart.draw_series(
+        eplb.iter()
+            .map(|&p| TriangleMarker::new(p, 5, c_eplb.filled())),
+    )?;
+    chart.draw_series(DashedLineSeries::new(
+        eplb_worst,
+        6,
+        4,
+        c_eplb.stroke_width(1),
+    ))?;
     let t = a.target_imbalance;
     chart
         .draw_series(DashedLineSeries::new(

@@ -172,7 +172,7 @@ pub struct Advice {
 /// current placement, the gain of a fewest-move rebalance now against its transfers, with a
 /// yes/no recommendation (`gain >= min_gain`).
 ///
-/// Operators ask this (vllm-ascend RFC 16795, SGLang issue 8345's skip threshold, ROCm ATOM's
+/// Operators ask this (vllm-ascend RFC 16795, SGLang issue 8345's skip threshold, `ROCm` ATOM's
 /// `--eplb-rebalance-min-balancedness`); here every figure is a plan of
 /// [`plan_placement`] on the given loads.
 ///
@@ -353,15 +353,23 @@ fn rebalance_advice(
     let current_imbalance = plan
         .layers
         .iter()
-        .map(|l| ratio(l.current_max_gpu_load.unwrap_or(l.max_gpu_load), l.mean_gpu_load))
+        .map(|l| {
+            ratio(
+                l.current_max_gpu_load.unwrap_or(l.max_gpu_load),
+                l.mean_gpu_load,
+            )
+        })
         .sum::<f64>()
         / n;
-    let mean_of = |f: &dyn Fn(&super::LayerPlacement) -> f64| {
-        plan.layers.iter().map(f).sum::<f64>() / n
-    };
+    let mean_of =
+        |f: &dyn Fn(&super::LayerPlacement) -> f64| plan.layers.iter().map(f).sum::<f64>() / n;
     let before = mean_of(&|l| l.current_max_gpu_load.unwrap_or(l.max_gpu_load));
     let after = mean_of(&|l| l.max_gpu_load);
-    let gain = if before > 0.0 { 1.0 - after / before } else { 0.0 };
+    let gain = if before > 0.0 {
+        1.0 - after / before
+    } else {
+        0.0
+    };
     Ok(RebalanceAdvice {
         current_imbalance,
         rebalanced_imbalance: plan.totals.mean_imbalance,
@@ -404,9 +412,18 @@ mod tests {
         if let Some(k) = a.recommended_redundant {
             let p = a.points.iter().find(|p| p.redundant == k).unwrap();
             assert!(p.imbalance <= 1.02);
-            assert!(a.points.iter().filter(|q| q.redundant < k).all(|q| q.imbalance > 1.02));
+            assert!(
+                a.points
+                    .iter()
+                    .filter(|q| q.redundant < k)
+                    .all(|q| q.imbalance > 1.02)
+            );
         }
-        assert!(a.points.iter().all(|p| p.imbalance <= p.baseline_imbalance + 1e-9));
+        assert!(
+            a.points
+                .iter()
+                .all(|p| p.imbalance <= p.baseline_imbalance + 1e-9)
+        );
     }
 
     #[test]
@@ -415,7 +432,7 @@ mod tests {
         let current: Vec<Vec<i64>> = fresh
             .physical_to_logical_map()
             .into_iter()
-            .map(|r| r.into_iter().map(|e| e as i64).collect())
+            .map(|r| r.into_iter().map(|e| i64::try_from(e).unwrap()).collect())
             .collect();
         let mut spec = AdviseSpec::new(readme(), 8);
         spec.current = Some(current.clone());
@@ -424,7 +441,10 @@ mod tests {
         assert_eq!(a.moves, 0);
         assert!(!a.recommend && a.gain.abs() < 1e-12);
         // Reversed loads: the old placement is badly off, rebalancing pays.
-        spec.loads = readme().into_iter().map(|r| r.into_iter().rev().collect()).collect();
+        spec.loads = readme()
+            .into_iter()
+            .map(|r| r.into_iter().rev().collect())
+            .collect();
         let a = advise(&spec).unwrap().rebalance.unwrap();
         assert!(a.recommend && a.gain >= DEFAULT_MIN_GAIN, "{a:?}");
         assert!(a.moves > 0 && a.transfer_rounds > 0);

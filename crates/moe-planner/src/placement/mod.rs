@@ -37,7 +37,7 @@ pub use advise::{
 pub use expert_placement::RobustObjective;
 pub use formats::MAX_PADDED_MAP_ENTRIES;
 pub use plan::{
-    LOAD_COMPARISON_TOLERANCE, LayerPlacement, PlacementPlan, PlacementTotals, TransferPlan, TransferRoundsPlan,
-    WeightTransfer, WindowFigure, plan_placement,
+    LOAD_COMPARISON_TOLERANCE, LayerPlacement, PlacementPlan, PlacementTotals, TransferPlan,
+    TransferRoundsPlan, WeightTransfer, WindowFigure, plan_placement,
 };
 pub use spec::{PlacementPolicy, PlacementSpec};

@@ -6,8 +6,8 @@ use comm_cost_model::{
 };
 use expert_placement::{
     ExpertTransfer, LayerLoads, NODE_BOUND_MAX_GROUPS, Placement, PlacementAlgorithm,
-    PlacementCluster, PlacementError, RobustObjective, Termination, count_moves, place,
-    align_within_nodes, place_robust, place_with, plan_transfers, rebalance, transfer_counts,
+    PlacementCluster, PlacementError, RobustObjective, Termination, align_within_nodes,
+    count_moves, place, place_robust, place_with, plan_transfers, rebalance, transfer_counts,
     transfer_rounds,
 };
 use serde::{Deserialize, Serialize};
