@@ -5,7 +5,7 @@ use moe_planner::expert_placement::{
     ExpertTransfer, LayerLoads, MAX_PLAN_ENTRIES, Placement, PlacementAlgorithm, PlacementCluster,
     PlacementError, align_within_nodes, place, plan_transfers, rebalance_within, transfer_rounds,
 };
-use moe_planner::placement::formats::check_padded_map_size;
+use moe_planner::placement::formats::{check_padded_map_size, current_placement};
 use numpy::ndarray::{Array2, Array3};
 use numpy::{IntoPyArray, PyArray2, PyArray3, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -190,7 +190,15 @@ pub fn rebalance_experts_from(
     let current = how
         .current
         .as_deref()
-        .map(|c| current_maps(c, layers.len(), num_replicas, experts))
+        .map(|c| {
+            current_placement(
+                c,
+                layers.len(),
+                num_replicas,
+                experts,
+                "old_global_expert_indices",
+            )
+        })
         .transpose()?;
     let slots = num_replicas / num_gpus;
     let global = PlacementCluster::uniform(num_gpus, slots, 1)?;
@@ -295,59 +303,6 @@ fn record_transfers(
             .map(|(t, r)| [layer, t.expert, t.source_gpu, t.destination_gpu, r]),
     );
     Ok(())
-}
-
-/// The current placement as expert ids: `layers` rows of `num_replicas` ids below `experts`,
-/// every expert present in every layer.
-fn current_maps(
-    current: &[Vec<i64>],
-    layers: usize,
-    num_replicas: usize,
-    experts: usize,
-) -> Result<Vec<Vec<usize>>, PlanError> {
-    let invalid = |reason: String| PlanError::InvalidField {
-        field: "old_global_expert_indices",
-        reason,
-    };
-    if current.len() != layers {
-        return Err(invalid(format!(
-            "{} layers, the loads have {layers}",
-            current.len()
-        )));
-    }
-    current
-        .iter()
-        .enumerate()
-        .map(|(l, row)| {
-            if row.len() != num_replicas {
-                return Err(invalid(format!(
-                    "layer {l} has {} slots, num_replicas is {num_replicas}",
-                    row.len()
-                )));
-            }
-            let mut seen = vec![false; experts];
-            let map = row
-                .iter()
-                .enumerate()
-                .map(|(s, &id)| {
-                    let e = usize::try_from(id)
-                        .ok()
-                        .filter(|&e| e < experts)
-                        .ok_or_else(|| {
-                            invalid(format!(
-                                "layer {l}, slot {s}: expert id {id} is not in 0..{experts}"
-                            ))
-                        })?;
-                    seen[e] = true;
-                    Ok(e)
-                })
-                .collect::<Result<Vec<usize>, PlanError>>()?;
-            if let Some(e) = seen.iter().position(|&x| !x) {
-                return Err(invalid(format!("layer {l}: expert {e} has no slot")));
-            }
-            Ok(map)
-        })
-        .collect()
 }
 
 /// `[layers, num_replicas]` fits [`MAX_PLAN_ENTRIES`].

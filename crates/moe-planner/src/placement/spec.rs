@@ -410,40 +410,7 @@ fn check_current(
     slots: usize,
     experts: usize,
 ) -> Result<(), PlanError> {
-    let invalid = |reason: String| PlanError::InvalidField {
-        field: "current",
-        reason,
-    };
-    if current.len() != layers {
-        return Err(invalid(format!(
-            "{} layers, the loads have {layers}",
-            current.len()
-        )));
-    }
-    for (l, row) in current.iter().enumerate() {
-        if row.len() != slots {
-            return Err(invalid(format!(
-                "layer {l} has {} slots, the cluster has {slots} (GPUs x slots per GPU)",
-                row.len()
-            )));
-        }
-        let mut seen = vec![false; experts];
-        for (s, &id) in row.iter().enumerate() {
-            let e = usize::try_from(id)
-                .ok()
-                .filter(|&e| e < experts)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "layer {l}, slot {s}: expert id {id} is not in 0..{experts}"
-                    ))
-                })?;
-            seen[e] = true;
-        }
-        if let Some(e) = seen.iter().position(|&x| !x) {
-            return Err(invalid(format!("layer {l}: expert {e} has no slot")));
-        }
-    }
-    Ok(())
+    super::formats::current_placement(current, layers, slots, experts, "current").map(|_| ())
 }
 
 /// Attaches a layer index to a planner error.
