@@ -273,6 +273,86 @@ def test_torch_in_torch_out():
     assert isinstance(rebalance_experts(W, 16, 4, 2, 8)[0], np.ndarray)
 
 
+class _StandInDtype:
+    def __init__(self, np_dtype):
+        self.np = np.dtype(np_dtype)
+        self.is_floating_point = self.np.kind == "f"
+        self.is_complex = self.np.kind == "c"
+
+    def __eq__(self, other):
+        return isinstance(other, _StandInDtype) and other.np == self.np
+
+    def __hash__(self):
+        return hash(self.np)
+
+    def __str__(self):
+        return f"torch.{self.np.name}"
+
+
+class _StandInTensor:
+    """The part of a CPU torch tensor the adapters touch (used only where torch is absent)."""
+
+    def __init__(self, a):
+        self._a = np.asarray(a)
+        self.shape = self._a.shape
+        self.device = types.SimpleNamespace(type="cpu")
+
+    @property
+    def dtype(self):
+        return _StandInDtype(self._a.dtype)
+
+    def detach(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def is_floating_point(self):
+        return self._a.dtype.kind == "f"
+
+    def double(self):
+        return _StandInTensor(self._a.astype(np.float64))
+
+    def to(self, dtype):
+        return _StandInTensor(self._a.astype(dtype.np))
+
+    def __array__(self, dtype=None, copy=None):
+        return self._a if dtype is None else self._a.astype(dtype)
+
+
+_StandInTensor.__module__ = "torch"
+
+
+@pytest.fixture
+def stand_in_torch(monkeypatch):
+    try:
+        import torch  # noqa: F401
+
+        pytest.skip("real torch is installed: test_torch_in_torch_out covers it")
+    except ImportError:
+        pass
+    fake = types.ModuleType("torch")
+    fake.from_numpy = _StandInTensor
+    fake.int32 = _StandInDtype(np.int32)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    return fake
+
+
+def test_tensor_in_tensor_out_with_a_stand_in_torch(stand_in_torch):
+    w = _StandInTensor(W.astype(np.float32))
+    p2l, l2p, cnt = rebalance_experts(w, 16, 4, 2, 8)
+    assert all(isinstance(t, _StandInTensor) for t in (p2l, l2p, cnt))
+    assert np.asarray(p2l).dtype == np.int64
+    old = p2l.to(stand_in_torch.int32)
+    new = MoePlannerEplbPolicy.rebalance_experts(w, 16, 4, 2, 8, old)
+    assert isinstance(new, _StandInTensor) and np.asarray(new).dtype == np.int32
+    assert np.array_equal(np.asarray(new), np.asarray(old))
+    s = sglang_adapter.rebalance_experts(_StandInTensor(W[None]), 16, 2, 4, 2, "deepseek_hierarchical")
+    assert all(isinstance(t, _StandInTensor) for t in s)
+    # numpy stays numpy
+    assert isinstance(rebalance_experts(W, 16, 4, 2, 8)[0], np.ndarray)
+
+
 # --- the Python boundary -----------------------------------------------------------------------
 
 
