@@ -3,7 +3,8 @@
 use moe_planner::PlanError;
 use moe_planner::expert_placement::{
     ExpertTransfer, LayerLoads, MAX_PLAN_ENTRIES, Placement, PlacementAlgorithm, PlacementCluster,
-    PlacementError, align_within_nodes, place, plan_transfers, rebalance_within, transfer_rounds,
+    PlacementError, PlacementOptions, align_within_nodes, place_with, plan_transfers,
+    rebalance_within, transfer_rounds,
 };
 use moe_planner::placement::formats::{check_padded_map_size, current_placement};
 use numpy::ndarray::{Array2, Array3};
@@ -246,6 +247,15 @@ pub fn rebalance_experts_from(
     Ok((arrays, d))
 }
 
+/// The search budget of the engine adapters: the default step budget and no wall-clock limit
+/// that matters (an hour), so a plan depends on its inputs only. vLLM computes the policy on
+/// every expert-parallel rank and the ranks must agree; a wall-clock budget would let a busy
+/// rank stop its search earlier than the others. The work stays bounded by the step budget.
+const ENGINE_OPTIONS: PlacementOptions = PlacementOptions {
+    search_steps: None,
+    time_budget_s: 3600.0,
+};
+
 /// One layer's new map and what made it.
 fn plan_layer(
     loads: &LayerLoads,
@@ -257,7 +267,7 @@ fn plan_layer(
 ) -> Result<(&'static str, Vec<usize>), PlacementError> {
     let node_aware = by_node.and_then(|cluster| {
         let algorithm = PlacementAlgorithm::OptimalNodeAware { groups };
-        place(loads, cluster, algorithm)
+        place_with(loads, cluster, algorithm, &ENGINE_OPTIONS)
             .ok()
             .map(|p| (cluster, p.physical_to_logical))
     });
@@ -275,7 +285,8 @@ fn plan_layer(
         ),
         (None, None) => (
             "optimal",
-            place(loads, global, PlacementAlgorithm::Optimal)?.physical_to_logical,
+            place_with(loads, global, PlacementAlgorithm::Optimal, &ENGINE_OPTIONS)?
+                .physical_to_logical,
         ),
     })
 }

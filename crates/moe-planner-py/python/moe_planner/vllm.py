@@ -35,6 +35,11 @@ Settings (class attributes, each read from an environment variable at import):
 * ``return_tables`` (``MOE_PLANNER_VLLM_RETURN_TABLES``: ``1`` or ``0``; default: what the
   installed vLLM's abstract policy declares, the map alone without vLLM).
 
+Determinism: vLLM computes the policy on every expert-parallel rank and the ranks must agree, so
+the fresh plans here run without a wall-clock budget (the deterministic step budget bounds the
+work). The fewest-move rebalance's internal fresh plan keeps the library's 1 s safety net,
+which layers of DeepSeek's size (a few milliseconds each) never reach.
+
 After each call ``MoePlannerEplbPolicy.last_diagnostics`` holds the
 :class:`moe_planner.eplb.Diagnostics` (moves, loads, migration rounds) of that call.
 """
