@@ -25,6 +25,7 @@ pub(crate) fn py_advise(
     expert_bytes: Option<f64>,
     bandwidth_gbps: f64,
     peer_limit: usize,
+    search_steps: Option<u64>,
 ) -> PyResult<String> {
     let mut spec = AdviseSpec::new(rows(&loads), num_gpus);
     spec.nodes = nodes;
@@ -37,6 +38,7 @@ pub(crate) fn py_advise(
     spec.expert_bytes = expert_bytes;
     spec.bandwidth_gbps = bandwidth_gbps;
     spec.transfer_peer_limit = peer_limit;
+    spec.search_steps = search_steps;
     let advice = run(py, move || advise(&spec))?;
     serde_json::to_string(&advice).map_err(|e| PyValueError::new_err(e.to_string()))
 }

@@ -68,6 +68,10 @@ pub(crate) struct Args {
     /// Copies one GPU may send, and receive, per migration round.
     #[arg(long, default_value_t = 1)]
     pub transfer_peer_limit: usize,
+    /// Steps each layer's exact search may take (small instances; deterministic, no time limit)
+    /// [default: 2000000].
+    #[arg(long)]
+    pub search_steps: Option<u64>,
     /// Write a plot to this SVG file: balance against redundant experts, ours and EPLB's, with
     /// the target.
     #[arg(long)]
@@ -86,6 +90,7 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     spec.expert_bytes = args.expert_bytes;
     spec.bandwidth_gbps = args.bandwidth_gbps;
     spec.transfer_peer_limit = args.transfer_peer_limit;
+    spec.search_steps = args.search_steps;
     if let Some(path) = &args.current {
         let file: CurrentPlacementFile = read_json(path)?;
         spec.current = Some(file.physical_to_logical_map);

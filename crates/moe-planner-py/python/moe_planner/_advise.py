@@ -25,6 +25,7 @@ def advise(
     expert_bytes: Optional[float] = None,
     bandwidth_gbps: float = 400.0,
     peer_limit: int = 1,
+    search_steps: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Advise on expert-parallel load balancing from the actual load statistics.
 
@@ -49,6 +50,8 @@ def advise(
         expert_bytes: bytes of one expert's weights (gives transfer bytes and time).
         bandwidth_gbps: per-GPU bandwidth for weight transfers.
         peer_limit: copies one GPU may send, and receive, per migration round.
+        search_steps: each layer's exact search budget (small instances; default 2,000,000;
+            deterministic, no wall-clock limit).
 
     Returns:
         A dict: ``points`` (``redundant``, ``slots_per_gpu``, ``imbalance``,
@@ -86,6 +89,7 @@ def advise(
         None if expert_bytes is None else number(expert_bytes, "expert_bytes"),
         number(bandwidth_gbps, "bandwidth_gbps"),
         count(peer_limit, "peer_limit"),
+        None if search_steps is None else count(search_steps, "search_steps"),
     )
     result: Dict[str, Any] = json.loads(text)
     return result

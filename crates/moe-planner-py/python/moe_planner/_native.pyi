@@ -52,6 +52,7 @@ def advise(
     expert_bytes: Optional[float],
     bandwidth_gbps: float,
     peer_limit: int,
+    search_steps: Optional[int],
 ) -> str: ...
 
 class TooLargeError(ValueError): ...

@@ -10,6 +10,15 @@ use crate::PlanError;
 /// Default `target_imbalance`: the busiest GPU at most 5% above the mean.
 pub const DEFAULT_TARGET_IMBALANCE: f64 = 1.05;
 
+/// Default steps each layer's exact search may take in the advisor's plans (small instances
+/// only; the default of `place`): a deterministic budget, so the advice depends on the loads
+/// alone, never on the machine's speed.
+pub const ADVISE_SEARCH_STEPS: u64 = 2_000_000;
+
+/// The advisor's wall-clock limit per layer, seconds: high enough never to decide (the step
+/// budget does), see [`ADVISE_SEARCH_STEPS`].
+const ADVISE_TIME_BUDGET_S: f64 = 3600.0;
+
 /// Default `min_gain`: rebalance when it cuts the busiest GPU's load (mean over layers) by at
 /// least 5%.
 pub const DEFAULT_MIN_GAIN: f64 = 0.05;
@@ -59,6 +68,10 @@ pub struct AdviseSpec {
     /// Copies one GPU may send, and receive, per migration round (default 1).
     #[serde(default = "one")]
     pub transfer_peer_limit: usize,
+    /// Steps each layer's exact search may take (small instances only; default
+    /// [`ADVISE_SEARCH_STEPS`]); deterministic, there is no wall-clock limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_steps: Option<u64>,
 }
 
 fn one() -> usize {
@@ -91,6 +104,7 @@ impl AdviseSpec {
             expert_bytes: None,
             bandwidth_gbps: default_bandwidth_gbps(),
             transfer_peer_limit: 1,
+            search_steps: None,
         }
     }
 }
@@ -172,6 +186,9 @@ pub struct Advice {
 /// current placement, the gain of a fewest-move rebalance now against its transfers, with a
 /// yes/no recommendation (`gain >= min_gain`).
 ///
+/// Every plan searches with `search_steps` (default [`ADVISE_SEARCH_STEPS`]) and no
+/// wall-clock limit that matters, so the same loads always get the same advice.
+///
 /// Operators ask this (vllm-ascend RFC 16795, SGLang issue 8345's skip threshold, `ROCm` ATOM's
 /// `--eplb-rebalance-min-balancedness`); here every figure is a plan of
 /// [`plan_placement`] on the given loads.
@@ -240,6 +257,8 @@ pub fn advise(spec: &AdviseSpec) -> Result<Advice, PlanError> {
         } else {
             PlacementPolicy::Optimal
         };
+        s.search_steps = Some(spec.search_steps.unwrap_or(ADVISE_SEARCH_STEPS));
+        s.time_budget_s = Some(ADVISE_TIME_BUDGET_S);
         s
     };
     let first = (spec.gpus - experts % spec.gpus) % spec.gpus;
@@ -403,6 +422,7 @@ mod tests {
         let mut spec = AdviseSpec::new(readme(), 4);
         spec.max_redundant = Some(12);
         spec.target_imbalance = 1.02;
+        spec.search_steps = Some(20_000);
         let a = advise(&spec).unwrap();
         let r: Vec<usize> = a.points.iter().map(|p| p.redundant).collect();
         assert_eq!(r, vec![0, 4, 8, 12]);
@@ -435,6 +455,7 @@ mod tests {
             .map(|r| r.into_iter().map(|e| i64::try_from(e).unwrap()).collect())
             .collect();
         let mut spec = AdviseSpec::new(readme(), 8);
+        spec.search_steps = Some(20_000);
         spec.current = Some(current.clone());
         spec.expert_bytes = Some(1e9);
         let a = advise(&spec).unwrap().rebalance.unwrap();
@@ -470,6 +491,7 @@ mod tests {
         // 12 experts on 5 GPUs need 3 redundant; a limit of 2 still tries 3 (the fewest).
         let mut s = AdviseSpec::new(readme(), 5);
         s.max_redundant = Some(2);
+        s.search_steps = Some(20_000);
         assert_eq!(advise(&s).unwrap().points[0].redundant, 3);
     }
 }

@@ -31,8 +31,8 @@ mod plan;
 mod spec;
 
 pub use advise::{
-    Advice, AdviseSpec, DEFAULT_MIN_GAIN, DEFAULT_TARGET_IMBALANCE, RebalanceAdvice,
-    RedundancyPoint, advise,
+    ADVISE_SEARCH_STEPS, Advice, AdviseSpec, DEFAULT_MIN_GAIN, DEFAULT_TARGET_IMBALANCE,
+    RebalanceAdvice, RedundancyPoint, advise,
 };
 pub use expert_placement::RobustObjective;
 pub use formats::MAX_PADDED_MAP_ENTRIES;
