@@ -4,17 +4,22 @@
 Reads the JSON lines written by
 
     MOE_PLACEMENT_CAMPAIGN=500 MOE_PLACEMENT_CAMPAIGN_OUT=/tmp/campaign.jsonl \
-        cargo test --release -p colocation-matching --test placement_campaign -- --nocapture
+        cargo test --release -p expert-placement --test placement_campaign -- --nocapture
 
 and solves every instance to proved optimality with a MILP (HiGHS through scipy.optimize.milp),
 written here from the problem statement alone, not from the Rust code:
 
-* x[e,g] = 1 when GPU g holds a replica of expert e (no duplicates: binary);
-* z[e,k] = 1 when expert e has k replicas (exactly one k per expert), sum_g x[e,g] = k;
-* every GPU holds exactly its S slots: sum_e x[e,g] = S;
-* u[e,g] >= w_e / k_e - w_e (1 - x[e,g]) is the share of e on g when x[e,g] = 1 (>= 0);
-* T >= sum_e u[e,g]; GPUs are identical, so their loads are sorted (symmetry breaking);
+* z[e,k] = 1 when expert e has k replicas (exactly one k per expert);
+* v[e,k,g] = 1 when GPU g holds a replica of e and e has k replicas: sum_g v[e,k,g] = k z[e,k],
+  at most one replica of e per GPU (sum_k v[e,k,g] <= 1);
+* every GPU holds exactly its S slots: sum_{e,k} v[e,k,g] = S;
+* T >= sum_{e,k} (w_e / k) v[e,k,g] (no big-M: each replica's load is a constant); GPUs are
+  identical, so their loads are sorted (symmetry breaking);
 * minimize T.
+
+(The first version of this oracle used x[e,g] with a big-M share u[e,g] >= w_e/k - w_e (1 - x);
+its LP relaxation put no load anywhere, and HiGHS proved 1 of 22 open instances. This one's
+relaxation spreads all the load.)
 
 Prints, for the instances whose optimum HiGHS proves within the time limit, the distribution of
 plan / optimum, the number of exact plans, the worst case; and the plans that beat EPLB's global
@@ -32,64 +37,78 @@ from scipy.sparse import lil_matrix
 
 
 def solve(loads, gpus, slots, upper, time_limit):
-    """Proved optimum (or None) of one uniform instance."""
+    """Proved optimum (or None) of one uniform instance.
+
+    Variables: z[e,k] = 1 when expert e has k replicas; v[e,k,g] = 1 when GPU g holds a replica
+    of e and e has k replicas (so the replica's load w_e / k is a constant coefficient: no big-M,
+    and the LP relaxation already spreads all the load, which the earlier x/u model did not);
+    T the maximum load.
+    """
     E, G, S = len(loads), gpus, slots
     R = G * S
     kmax = min(G, R - E + 1)
     K = list(range(1, kmax + 1))
-    nx, nz, nu = E * G, E * len(K), E * G
-    n = nx + nz + nu + 1
-    ix = lambda e, g: e * G + g
-    iz = lambda e, k: nx + e * len(K) + (k - 1)
-    iu = lambda e, g: nx + nz + e * G + g
+    nK = len(K)
+    nz, nv = E * nK, E * nK * G
+    n = nz + nv + 1
+    iz = lambda e, k: e * nK + (k - 1)
+    iv = lambda e, k, g: nz + (e * nK + (k - 1)) * G + g
     it = n - 1
-    rows, lo, hi = [], [], []
-    a = lil_matrix((E * 2 + G + E * G + G + max(G - 1, 0), n))
+    m = E + E * nK + E * G + G + G + max(G - 1, 0)
+    a = lil_matrix((m, n))
+    lo, hi = [], []
     r = 0
     for e in range(E):
+        # one replica count per expert
         for k in K:
             a[r, iz(e, k)] = 1
         lo.append(1), hi.append(1)
         r += 1
-        for g in range(G):
-            a[r, ix(e, g)] = 1
+    for e in range(E):
         for k in K:
+            # k replicas on distinct GPUs when the count is k, none otherwise
+            for g in range(G):
+                a[r, iv(e, k, g)] = 1
             a[r, iz(e, k)] = -k
-        lo.append(0), hi.append(0)
-        r += 1
-    for g in range(G):
-        for e in range(E):
-            a[r, ix(e, g)] = 1
-        lo.append(S), hi.append(S)
-        r += 1
+            lo.append(0), hi.append(0)
+            r += 1
     for e in range(E):
         for g in range(G):
-            # u - sum_k (w/k) z - w x >= -w
-            a[r, iu(e, g)] = 1
+            # no two replicas of one expert on a GPU
             for k in K:
-                a[r, iz(e, k)] = -loads[e] / k
-            a[r, ix(e, g)] = -loads[e]
-            lo.append(-loads[e]), hi.append(np.inf)
+                a[r, iv(e, k, g)] = 1
+            lo.append(0), hi.append(1)
             r += 1
     for g in range(G):
+        # every slot holds a replica
+        for e in range(E):
+            for k in K:
+                a[r, iv(e, k, g)] = 1
+        lo.append(S), hi.append(S)
+        r += 1
+    for g in range(G):
+        # T >= load of g
         a[r, it] = 1
         for e in range(E):
-            a[r, iu(e, g)] = -1
+            for k in K:
+                a[r, iv(e, k, g)] = -loads[e] / k
         lo.append(0), hi.append(np.inf)
         r += 1
     for g in range(G - 1):
+        # identical GPUs: loads sorted (symmetry breaking)
         for e in range(E):
-            a[r, iu(e, g)] = 1
-            a[r, iu(e, g + 1)] = -1
+            for k in K:
+                a[r, iv(e, k, g)] = loads[e] / k
+                a[r, iv(e, k, g + 1)] = -loads[e] / k
         lo.append(0), hi.append(np.inf)
         r += 1
     c = np.zeros(n)
     c[it] = 1
     integrality = np.zeros(n)
-    integrality[: nx + nz] = 1
+    integrality[: nz + nv] = 1
     lb = np.zeros(n)
     ub = np.full(n, np.inf)
-    ub[: nx + nz] = 1
+    ub[: nz + nv] = 1
     ub[it] = upper * (1 + 1e-9) + 1e-9
     res = milp(
         c,

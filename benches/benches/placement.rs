@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use expert_placement::{
-    EplbPolicy, LayerLoads, PlacementAlgorithm, PlacementCluster, lognormal_loads, place,
-    place_layers, rebalance,
+    EplbPolicy, LayerLoads, PlacementAlgorithm, PlacementCluster, PlacementOptions, drift_loads,
+    lognormal_loads, place, place_layers, rebalance, rebalance_layers,
 };
 /// `layers` rows of `experts` log-normal loads (`sigma = 1`, 1000 tokens per expert on average),
 /// from the workspace's shared generator.
@@ -89,6 +89,38 @@ fn rebalance_one_layer(c: &mut Criterion) {
     group.finish();
 }
 
+/// Issue 20's rebalance target: 58 layers x 256 experts on 32 x 9 after a 20% drift, every
+/// layer at once (`rebalance_layers`, parallel over layers), at tolerance 0 and 1%.
+fn rebalance_all_layers(c: &mut Criterion) {
+    let cluster = PlacementCluster::uniform(32, 9, 4).expect("valid cluster");
+    let rows = lognormal_loads(58, 256, 1.0, 1e6, 42).expect("valid workload");
+    let old = LayerLoads::layers(rows.clone()).expect("valid loads");
+    let new =
+        LayerLoads::layers(drift_loads(&rows, 0.2, 43).expect("valid drift")).expect("valid loads");
+    let maps: Vec<Vec<usize>> = place_layers(&old, &cluster, PlacementAlgorithm::Optimal)
+        .expect("plans")
+        .into_iter()
+        .map(|p| p.physical_to_logical)
+        .collect();
+    let mut group = c.benchmark_group("rebalance_58x256_on_32x9");
+    configure(&mut group);
+    for tolerance in [0.0, 0.01] {
+        group.bench_function(format!("tolerance-{tolerance}"), |b| {
+            b.iter(|| {
+                rebalance_layers(
+                    &maps,
+                    black_box(&new),
+                    &cluster,
+                    tolerance,
+                    &PlacementOptions::default(),
+                )
+                .expect("rebalance")
+            });
+        });
+    }
+    group.finish();
+}
+
 /// Issue 20's adversarial shapes: 18 experts with two at 1000 on 9 x 3, and 32 experts (two at
 /// 1000, thirty at 0-20) on 16 x 3; the optimal planner's default budget beside EPLB's global.
 fn hot_experts(c: &mut Criterion) {
@@ -125,6 +157,7 @@ criterion_group!(
     deepseek_scale,
     large_layer,
     rebalance_one_layer,
+    rebalance_all_layers,
     hot_experts
 );
 criterion_main!(benches);

@@ -1,5 +1,6 @@
 //! One entry point for every placement algorithm.
 
+use rayon::prelude::*;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -217,7 +218,8 @@ pub fn place_with(
 ///
 /// # Complexity
 ///
-/// The sum over layers of [`place`]'s.
+/// The sum over layers of [`place`]'s, spread over rayon's threads (the layers are
+/// independent; each layer's plan is the one [`place`] returns).
 ///
 /// # Examples
 ///
@@ -244,8 +246,10 @@ pub fn place_layers(
         crate::model::MAX_PLAN_ENTRIES,
         layers.len().saturating_mul(cluster.total_slots()),
     )?;
-    layers
-        .iter()
+    let plans: Vec<Result<Placement, PlacementError>> = layers
+        .par_iter()
         .map(|l| place(l, cluster, algorithm))
-        .collect()
+        .collect();
+    // The first failing layer's error, as a sequential loop would return.
+    plans.into_iter().collect()
 }

@@ -3,14 +3,15 @@
 
 use crate::error::PlacementError;
 use crate::model::{LayerLoads, PlacementCluster};
+use crate::options::PlacementOptions;
 use crate::plan::Placement;
-use crate::rebalance::{Rebalance, rebalance};
+use crate::rebalance::{Rebalance, rebalance_with};
 
-/// [`rebalance`] with at most `max_moves` expert copies: the lowest maximum load its trade-off
-/// reaches within the cap, with the fewest moves.
+/// [`rebalance_with`] with at most `max_moves` expert copies: the lowest maximum load its
+/// trade-off reaches within the cap, with the fewest moves.
 ///
 /// Without a cap, or when the rebalance already moves at most `max_moves`, this is
-/// [`rebalance`]. Otherwise the rebalance's trade-off names the lowest maximum GPU load found
+/// [`rebalance_with`] with `options`. Otherwise the rebalance's trade-off names the lowest maximum GPU load found
 /// with at most `max_moves` moves; the rebalance is run again with the tolerance that makes
 /// that load its target. If that plan still moves more (the two runs' search paths differ),
 /// the current placement is kept (zero moves), unless it has two replicas of one expert on a
@@ -19,25 +20,26 @@ use crate::rebalance::{Rebalance, rebalance};
 ///
 /// # Errors
 ///
-/// Those of [`rebalance`].
+/// Those of [`rebalance_with`].
 ///
 /// # Complexity
 ///
-/// At most two runs of [`rebalance`].
+/// At most two runs of [`rebalance_with`].
 ///
 /// # Examples
 ///
 /// ```
-/// use expert_placement::{LayerLoads, PlacementCluster, rebalance_within};
+/// use expert_placement::{LayerLoads, PlacementCluster, PlacementOptions, rebalance_within};
 ///
 /// let c = PlacementCluster::uniform(4, 2, 1)?;
 /// let current = [0, 1, 2, 3, 4, 5, 0, 1];
 /// let hot = LayerLoads::new(vec![10.0, 10.0, 10.0, 10.0, 10.0, 90.0])?;
-/// let free = rebalance_within(&current, &hot, &c, 0.0, None)?;
-/// let capped = rebalance_within(&current, &hot, &c, 0.0, Some(1))?;
+/// let o = PlacementOptions::default();
+/// let free = rebalance_within(&current, &hot, &c, 0.0, None, &o)?;
+/// let capped = rebalance_within(&current, &hot, &c, 0.0, Some(1), &o)?;
 /// assert!(capped.moves <= 1 && capped.moves <= free.moves);
 /// assert!(capped.placement.max_gpu_load >= free.placement.max_gpu_load);
-/// assert_eq!(rebalance_within(&current, &hot, &c, 0.0, Some(0))?.moves, 0);
+/// assert_eq!(rebalance_within(&current, &hot, &c, 0.0, Some(0), &o)?.moves, 0);
 /// # Ok::<(), expert_placement::PlacementError>(())
 /// ```
 pub fn rebalance_within(
@@ -46,8 +48,9 @@ pub fn rebalance_within(
     cluster: &PlacementCluster,
     tolerance: f64,
     max_moves: Option<usize>,
+    options: &PlacementOptions,
 ) -> Result<Rebalance, PlacementError> {
-    let first = rebalance(current, loads, cluster, tolerance)?;
+    let first = rebalance_with(current, loads, cluster, tolerance, options)?;
     let Some(cap) = max_moves else {
         return Ok(first);
     };
@@ -62,7 +65,7 @@ pub fn rebalance_within(
         .fold(f64::INFINITY, f64::min);
     let second = if within.is_finite() && first.best_max_gpu_load > 0.0 {
         let relaxed = (within / first.best_max_gpu_load - 1.0).max(tolerance);
-        let again = rebalance(current, loads, cluster, relaxed)?;
+        let again = rebalance_with(current, loads, cluster, relaxed, options)?;
         if again.moves <= cap {
             return Ok(again);
         }
@@ -96,9 +99,10 @@ mod tests {
             .unwrap()
             .physical_to_logical;
         let new = LayerLoads::new((0..experts).map(|e| 17.0 - f64::from(e)).collect()).unwrap();
-        let free = rebalance_within(&current, &new, &c, 0.0, None).unwrap();
+        let o = PlacementOptions::default();
+        let free = rebalance_within(&current, &new, &c, 0.0, None, &o).unwrap();
         for cap in 0..=free.moves {
-            let r = rebalance_within(&current, &new, &c, 0.0, Some(cap)).unwrap();
+            let r = rebalance_within(&current, &new, &c, 0.0, Some(cap), &o).unwrap();
             assert!(r.moves <= cap, "cap {cap}: {} moves", r.moves);
             assert_eq!(r.transfers.len(), r.moves);
             assert_eq!(r.placement.duplicates_on_gpu, 0);

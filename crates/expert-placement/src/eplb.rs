@@ -16,7 +16,7 @@ use std::collections::BinaryHeap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{PlacementError, check_at_most, check_divides};
-use crate::model::{LayerLoads, MAX_PLAN_ENTRIES, PlacementCluster};
+use crate::model::{LayerLoads, MAX_PADDED_MAP_ENTRIES, MAX_PLAN_ENTRIES, PlacementCluster};
 use crate::pack::Load;
 use crate::plan::Placement;
 use crate::replicate::replicate;
@@ -128,9 +128,9 @@ pub fn eplb(
 /// [`LayerLoads::new`]; [`PlacementError::NotDivisible`] for `num_replicas % num_gpus != 0` and,
 /// hierarchical, `num_gpus % num_nodes != 0` or `E % num_groups != 0`;
 /// [`PlacementError::InsufficientCapacity`] for fewer replicas than experts;
-/// [`PlacementError::TooLarge`] when `layers · num_replicas` or the `logical_to_physical` table
-/// (`layers · E · max replicas`) exceeds [`crate::MAX_PLAN_ENTRIES`] (checked before it is
-/// allocated).
+/// [`PlacementError::TooLarge`] when `layers · num_replicas` exceeds
+/// [`crate::MAX_PLAN_ENTRIES`] or the `logical_to_physical` table (`layers · E · max replicas`)
+/// exceeds [`crate::MAX_PADDED_MAP_ENTRIES`] (checked before it is allocated).
 ///
 /// # Complexity
 ///
@@ -206,7 +206,7 @@ pub fn rebalance_experts(
         .unwrap_or(1);
     check_at_most(
         "logical_to_physical entries (layers x experts x replicas)",
-        MAX_PLAN_ENTRIES,
+        MAX_PADDED_MAP_ENTRIES,
         layers
             .len()
             .saturating_mul(layers[0].len())

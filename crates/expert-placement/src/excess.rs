@@ -1,6 +1,8 @@
 //! Bringing every GPU under a load target with few transfers: a greedy on excess load per
 //! transfer.
 
+use std::time::Instant;
+
 use crate::local_search::{Origin, REL_EPS};
 use crate::state::{Move, SlotState};
 
@@ -10,49 +12,37 @@ use crate::state::{Move, SlotState};
 /// gone, when no move removes any, or after `max_moves`; calls `after_move` with the state and
 /// the move after each step. Returns whether the target was reached.
 ///
-/// Each step lowers the excess by more than a relative [`REL_EPS`], so the greedy ends.
+/// Each step lowers the excess by more than a relative [`REL_EPS`], so the greedy ends; it also
+/// stops at `deadline` (the clock is read before every move, and before every step of the undo
+/// pass), saying so with [`Reduced::Cut`].
 pub(crate) fn reduce_excess(
     s: &mut SlotState,
     origin: &Origin,
     target: f64,
     max_moves: usize,
+    deadline: Option<Instant>,
     after_move: &mut dyn FnMut(&SlotState, Move),
-) -> bool {
+) -> Reduced {
     let tiny = target.abs().max(f64::MIN_POSITIVE) * REL_EPS;
     let over = |l: f64| (l - target).max(0.0);
-    let (mut touched, mut new_load) = (Vec::new(), Vec::new());
+    let late = || deadline.is_some_and(|d| Instant::now() >= d);
     for _ in 0..max_moves {
+        if late() {
+            return Reduced::Cut;
+        }
         let g = (0..s.gpus())
             .max_by(|&a, &b| s.gpu_load(0, a).total_cmp(&s.gpu_load(0, b)))
             .unwrap_or(0);
         if over(s.gpu_load(0, g)) <= tiny {
-            undo_moves(s, origin, target, after_move);
-            return true;
+            return if undo_moves(s, origin, target, deadline, after_move) {
+                Reduced::Reached
+            } else {
+                Reduced::Cut
+            };
         }
         // (free move, gain per transfer, gain) of the best candidate.
         let mut best: Option<(Move, (bool, f64, f64))> = None;
-        s.moves_touching(g, true, |mv| {
-            let gain = match mv {
-                Move::Swap(i, j) => {
-                    // Two GPUs change: no need for the general effect.
-                    let (h, a, b) = (s.gpu_of_slot[j], s.expert_of_slot[i], s.expert_of_slot[j]);
-                    let d = s.share(0, a, s.count[a]) - s.share(0, b, s.count[b]);
-                    let (lg, lh) = (s.gpu_load(0, g), s.gpu_load(0, h));
-                    over(lg) - over(lg - d * s.inv_speed(g)) + over(lh)
-                        - over(lh + d * s.inv_speed(h))
-                }
-                Move::Replace(slot, b) => {
-                    if !slot_may_gain(s, slot, b, g, target) {
-                        return;
-                    }
-                    s.effect(mv, &mut touched, &mut new_load);
-                    touched
-                        .iter()
-                        .zip(&new_load)
-                        .map(|(&h, &new)| over(s.gpu_load(0, h)) - over(new))
-                        .sum()
-                }
-            };
+        let consider = |best: &mut Option<(Move, (bool, f64, f64))>, mv: Move, gain: f64| {
             if gain <= tiny {
                 return;
             }
@@ -63,16 +53,170 @@ pub(crate) fn reduce_excess(
                 (false, gain / cost as f64, gain)
             };
             if best.is_none_or(|b| key > b.1) {
-                best = Some((mv, key));
+                *best = Some((mv, key));
             }
-        });
+        };
+        // The moves of `SlotState::moves_touching(g, true)` in its order, each tested cheapest
+        // first (the gain before validity): most are rejected before any look-up.
+        let share: Vec<f64> = s
+            .expert_of_slot
+            .iter()
+            .map(|&e| s.share(0, e, s.count[e]))
+            .collect();
+        let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
+        let spare = s.spare_slots();
+        let next_share: Vec<f64> = (0..s.experts)
+            .map(|b| s.share(0, b, s.count[b] + 1))
+            .collect();
+        for i in s.cluster.slot_range(g) {
+            let a = s.expert_of_slot[i];
+            for (j, &sj) in share.iter().enumerate() {
+                let h = s.gpu_of_slot[j];
+                if h == g {
+                    continue;
+                }
+                // Two GPUs change: no need for the general effect. A replica no lighter than
+                // the one it replaces on the busiest GPU gains nothing unless the partner is
+                // above the target too (exactly: `over` is monotone, and 0 below the target).
+                let d = share[i] - sj;
+                let lh = s.gpu_load(0, h);
+                if d <= 0.0 && lh <= target {
+                    continue;
+                }
+                let gain = over(lg) - over(lg - d * ig) + over(lh) - over(lh + d * s.inv_speed(h));
+                if gain > tiny && s.is_valid(Move::Swap(i, j)) {
+                    consider(&mut best, Move::Swap(i, j), gain);
+                }
+            }
+            let a_gpus: Vec<usize> = s.slots_of_expert[a]
+                .iter()
+                .map(|&o| s.gpu_of_slot[o])
+                .filter(|&x| x != g)
+                .collect();
+            let (ca, sa) = (s.count[a], share[i]);
+            if ca >= 2 {
+                // `a` loses this replica: its other GPUs get heavier by the same amount for
+                // every `b` not on them, so their part of the gain is computed once. For such
+                // a `b` the gain is added up here in `replace_gain`'s order (same value), the
+                // others go through `replace_gain` itself.
+                let da = s.share(0, a, ca - 1) - s.share(0, a, ca);
+                let a_terms: Vec<f64> = a_gpus
+                    .iter()
+                    .map(|&x| {
+                        let lx = s.gpu_load(0, x);
+                        over(lx) - over(lx + da * s.inv_speed(x))
+                    })
+                    .collect();
+                for (b, &nb) in next_share.iter().enumerate() {
+                    // `slot_may_gain` on the busiest GPU: the slot must get lighter.
+                    let lighter_slot = (nb - sa) * ig < 0.0;
+                    if b == a || !lighter_slot || s.has(g, b) {
+                        continue;
+                    }
+                    let gain = if a_gpus.iter().any(|&x| s.has(x, b)) {
+                        replace_gain(s, i, b, &over)
+                    } else {
+                        let mut gain = over(lg) - over(lg + (nb - sa) * ig);
+                        for &t in &a_terms {
+                            gain += t;
+                        }
+                        let db = nb - s.share(0, b, s.count[b]);
+                        for &o in &s.slots_of_expert[b] {
+                            let y = s.gpu_of_slot[o];
+                            let ly = s.gpu_load(0, y);
+                            gain += over(ly) - over(ly + db * s.inv_speed(y));
+                        }
+                        gain
+                    };
+                    consider(&mut best, Move::Replace(i, b), gain);
+                }
+            }
+            // `a` gains a replica in a spare slot elsewhere: its GPUs get lighter by the same
+            // amount whatever the slot. As above, the gain is added up here in `replace_gain`'s
+            // order unless a GPU holds both experts.
+            let da_gain = s.share(0, a, ca + 1) - s.share(0, a, ca);
+            let relief: Vec<f64> = s.slots_of_expert[a]
+                .iter()
+                .map(|&o| {
+                    let y = s.gpu_of_slot[o];
+                    let ly = s.gpu_load(0, y);
+                    over(ly) - over(ly + da_gain * s.inv_speed(y))
+                })
+                .collect();
+            let next_a = next_share[a];
+            for &j in &spare {
+                let x = s.expert_of_slot[j];
+                if x == a || !slot_may_gain(s, j, a, g, target) || s.has(s.gpu_of_slot[j], a) {
+                    continue;
+                }
+                let h = s.gpu_of_slot[j];
+                let x_gpus = s.slots_of_expert[x]
+                    .iter()
+                    .filter(|&&o| o != j)
+                    .map(|&o| s.gpu_of_slot[o]);
+                let gain = if x_gpus.clone().any(|y| s.has(y, a)) {
+                    replace_gain(s, j, a, &over)
+                } else {
+                    let lh = s.gpu_load(0, h);
+                    let mut gain = over(lh) - over(lh + (next_a - share[j]) * s.inv_speed(h));
+                    let dx = s.share(0, x, s.count[x] - 1) - share[j];
+                    for y in x_gpus {
+                        let ly = s.gpu_load(0, y);
+                        gain += over(ly) - over(ly + dx * s.inv_speed(y));
+                    }
+                    for &t in &relief {
+                        gain += t;
+                    }
+                    gain
+                };
+                consider(&mut best, Move::Replace(j, a), gain);
+            }
+        }
         let Some((mv, _)) = best else {
-            return false;
+            return Reduced::Stuck;
         };
         s.apply(mv);
         after_move(s, mv);
     }
-    false
+    Reduced::Stuck
+}
+
+/// How [`reduce_excess`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reduced {
+    /// Every GPU is at most the target (and the undo pass finished).
+    Reached,
+    /// No move removes excess, or the move budget ran out.
+    Stuck,
+    /// The deadline came first.
+    Cut,
+}
+
+/// The excess removed by `Replace(slot, b)` (one window): the slot's GPU, then the other
+/// replicas of its expert (heavier), then the replicas of `b` on other GPUs (lighter), each
+/// GPU's new load added up in the order of [`SlotState::effect`], so the sum is the same as
+/// summing over its touched GPUs, without building them.
+fn replace_gain(s: &SlotState, slot: usize, b: usize, over: &impl Fn(f64) -> f64) -> f64 {
+    let (h, a) = (s.gpu_of_slot[slot], s.expert_of_slot[slot]);
+    let (ca, cb) = (s.count[a], s.count[b]);
+    let lh = s.gpu_load(0, h);
+    let mut gain =
+        over(lh) - over(lh + (s.share(0, b, cb + 1) - s.share(0, a, ca)) * s.inv_speed(h));
+    for &o in &s.slots_of_expert[a] {
+        let x = s.gpu_of_slot[o];
+        if o != slot {
+            gain += over(s.gpu_load(0, x)) - over(s.load_of_other_holder(slot, b, x));
+        }
+    }
+    for &o in &s.slots_of_expert[b] {
+        let y = s.gpu_of_slot[o];
+        if !s.has(y, a) {
+            let ly = s.gpu_load(0, y);
+            gain +=
+                over(ly) - over(ly + (s.share(0, b, cb + 1) - s.share(0, b, cb)) * s.inv_speed(y));
+        }
+    }
+    gain
 }
 
 /// Cheap filter for a replacement of `slot`'s expert by `b` while GPU `g` is the busiest: on `g`
@@ -91,15 +235,21 @@ fn slot_may_gain(s: &SlotState, slot: usize, b: usize, g: usize, target: f64) ->
 /// Once every GPU is under `target`: takes back transfers while all loads stay under it, each
 /// time the move removing the most transfers (then leaving the lowest maximum) among moves that
 /// put an expert back on a GPU that held it.
+///
+/// Returns `false` when `deadline` stopped it.
 fn undo_moves(
     s: &mut SlotState,
     origin: &Origin,
     target: f64,
+    deadline: Option<Instant>,
     after_move: &mut dyn FnMut(&SlotState, Move),
-) {
+) -> bool {
     let limit = target + target.abs() * REL_EPS;
     let (mut touched, mut new_load) = (Vec::new(), Vec::new());
     loop {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return false;
+        }
         let moved: Vec<usize> = (0..s.expert_of_slot.len())
             .filter(|&i| !origin.holds(s.gpu_of_slot[i], s.expert_of_slot[i]))
             .collect();
@@ -126,7 +276,7 @@ fn undo_moves(
                 consider(Move::Swap(i, j), &mut best);
             }
         }
-        let Some((mv, _)) = best else { return };
+        let Some((mv, _)) = best else { return true };
         s.apply(mv);
         after_move(s, mv);
     }

@@ -54,6 +54,7 @@ mod align;
 mod bound;
 mod candidates;
 mod capped_rebalance;
+mod cardinality_bound;
 mod eplb;
 mod exact;
 mod excess;
@@ -87,7 +88,8 @@ pub use exact::{
 };
 pub use fewest_moves::FEWEST_MOVES_EXACT_MAX_SETS;
 pub use model::{
-    LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PLACEMENT_SLOTS, MAX_PLAN_ENTRIES, PlacementCluster,
+    LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PADDED_MAP_ENTRIES, MAX_PLACEMENT_SLOTS,
+    MAX_PLAN_ENTRIES, PlacementCluster,
 };
 pub use node_align::align_within_nodes;
 pub use node_aware::NODE_BOUND_MAX_GROUPS;
@@ -96,7 +98,7 @@ pub use options::{
     Termination,
 };
 pub use plan::Placement;
-pub use rebalance::{Rebalance, TradeoffPoint, rebalance};
+pub use rebalance::{Rebalance, TradeoffPoint, rebalance, rebalance_layers, rebalance_with};
 pub use robust::{RobustObjective, RobustPlacement, place_robust};
 pub use token_split::{MAX_SPLIT_TOKENS, TokenSplit, split_tokens};
 pub use transfer_rounds::{MAX_ROUND_TABLE_ENTRIES, TransferRounds, transfer_rounds};

@@ -402,7 +402,13 @@ impl Candidates<'_> {
                 .iter()
                 .find(|&&x| x != g && x != h)
                 .map_or(0.0, |&x| s.gpu_load(0, x));
-            if self.options.origin.is_none() && self.partner_cannot_win(lg, ig, lh, ih, others) {
+            // Counting transfers, the sum of squares no longer decides ties of the objective
+            // (fewer transfers first), so only the objective may rule a partner out.
+            let cannot_win = match self.options.origin {
+                None => self.partner_cannot_win(lg, ig, lh, ih, others),
+                Some(_) => self.partner_objective_too_high(lg, ig, lh, ih, others),
+            };
+            if cannot_win {
                 continue;
             }
             let pairs = s.cluster.slot_range(g).len() * s.cluster.slot_range(h).len();
@@ -446,28 +452,139 @@ impl Candidates<'_> {
             || (objective >= best.objective - eps && ssq >= best.ssq_change)
     }
 
+    /// Whether every swap between the busiest GPU and a partner leaves an objective above the
+    /// best candidate's by more than the tolerance `offer` allows (see
+    /// [`Candidates::partner_cannot_win`]).
+    fn partner_objective_too_high(&self, lg: f64, ig: f64, lh: f64, ih: f64, others: f64) -> bool {
+        let Some((_, best)) = self.best else {
+            return false;
+        };
+        let eps = best.objective * REL_EPS;
+        let cross = (lg * ih + lh * ig) / (ig + ih);
+        // A relative 1e-9 below the crossing absorbs its rounding.
+        others.max(cross - cross.abs() * 1e-9) > best.objective + eps
+    }
+
     /// Replica moves involving a hot GPU: one of its replicas becomes another expert, or one of
-    /// its experts gains a replica elsewhere.
+    /// its experts gains a replica elsewhere (the moves of
+    /// [`SlotState::replacements_touching`], in its order).
     fn replacements(&mut self, s: &SlotState, tops: &Tops, hot: &[usize], current: f64) {
         for &g in hot {
             let slots = s.cluster.slot_range(g).len() * (s.expert_of_slot.len() + s.experts);
             self.work = self.work.saturating_add(slots as u64);
-            s.moves_touching(g, true, |mv| {
-                let Move::Replace(slot, b) = mv else { return };
-                if self.work >= WORK_BUDGET {
-                    return;
+            if s.windows > 1 {
+                s.replacements_touching(g, |mv| self.try_replacement(s, tops, mv, current));
+                continue;
+            }
+            let spare = s.spare_slots();
+            let next_share: Vec<f64> = (0..s.experts)
+                .map(|b| s.share(0, b, s.count[b] + 1))
+                .collect();
+            let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
+            for i in s.cluster.slot_range(g) {
+                let a = s.expert_of_slot[i];
+                let sa = s.share(0, a, s.count[a]);
+                if s.count[a] >= 2 {
+                    // Other replicas of `a` that end above the cap whatever `b` is, unless they
+                    // hold `b` too (then `b`'s share lightens them): computed once for the
+                    // slot, with the cap as it is now (it only falls, so this skips no move
+                    // the exact test below would keep).
+                    let cap = self.cap(current);
+                    let heavy: Vec<usize> = s.slots_of_expert[a]
+                        .iter()
+                        .map(|&o| s.gpu_of_slot[o])
+                        .filter(|&x| {
+                            x != g
+                                && s.gpu_load(0, x)
+                                    + (s.share(0, a, s.count[a] - 1) - s.share(0, a, s.count[a]))
+                                        * s.inv_speed(x)
+                                    > cap
+                        })
+                        .collect();
+                    // `try_replacement`'s first test, inlined (the same expression, against
+                    // the ceiling refreshed after each scored move): most replacements end here.
+                    let mut ceiling = self.ceiling(current);
+                    for (b, &nb) in next_share.iter().enumerate() {
+                        if lg + (nb - sa) * ig >= ceiling {
+                            continue;
+                        }
+                        if b != a && !s.has(g, b) && heavy.iter().all(|&x| s.has(x, b)) {
+                            self.try_replacement(s, tops, Move::Replace(i, b), current);
+                            ceiling = self.ceiling(current);
+                        }
+                    }
                 }
-                // The slot's GPU alone must stay below the maximum, and must not exceed the best
-                // candidate's objective (which the move's objective is at least).
-                let ceiling = self.best.map_or(current * (1.0 - REL_EPS), |(_, best)| {
-                    (current * (1.0 - REL_EPS)).min(best.objective * (1.0 + REL_EPS))
-                });
-                if replaced_slot_load(s, slot, b).is_none_or(|new| new < ceiling) {
-                    let sc = self.score(s, tops, mv);
-                    self.offer(mv, sc, current);
+                // `try_replacement`'s two tests, inlined (the same expressions, against bounds
+                // refreshed after each scored move): the slot's GPU, then the other GPUs of the
+                // slot's expert, which get heavier.
+                let (mut ceiling, mut cap) = (self.ceiling(current), self.cap(current));
+                for &j in &spare {
+                    let (x, h) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
+                    let new_h = s.gpu_load(0, h)
+                        + (next_share[a] - s.share(0, x, s.count[x])) * s.inv_speed(h);
+                    if new_h >= ceiling || x == a || s.has(h, a) {
+                        continue;
+                    }
+                    let heavier = s.slots_of_expert[x].iter().any(|&o| {
+                        let y = s.gpu_of_slot[o];
+                        y != h && s.load_of_other_holder(j, a, y) > cap
+                    });
+                    if !heavier {
+                        self.try_replacement(s, tops, Move::Replace(j, a), current);
+                        (ceiling, cap) = (self.ceiling(current), self.cap(current));
+                    }
                 }
-            });
+            }
         }
+    }
+
+    /// The largest GPU load (one window) a move may leave and still be offered: `offer` needs
+    /// the objective, at least every touched GPU's load, within `current + eps` and within
+    /// `best + eps`; a relative `1e-9` more absorbs rounding, so no move `offer` would keep is
+    /// skipped.
+    fn cap(&self, current: f64) -> f64 {
+        let cap = self
+            .best
+            .map_or(current, |(_, best)| current.min(best.objective))
+            + current * REL_EPS;
+        cap + cap.abs() * 1e-9
+    }
+
+    /// The load the slot's GPU must stay below for a replacement to be scored.
+    fn ceiling(&self, current: f64) -> f64 {
+        self.best.map_or(current * (1.0 - REL_EPS), |(_, best)| {
+            (current * (1.0 - REL_EPS)).min(best.objective * (1.0 + REL_EPS))
+        })
+    }
+
+    /// Scores and offers one replacement unless a cheap test shows it cannot be kept.
+    fn try_replacement(&mut self, s: &SlotState, tops: &Tops, mv: Move, current: f64) {
+        let Move::Replace(slot, b) = mv else { return };
+        if self.work >= WORK_BUDGET {
+            return;
+        }
+        // The slot's GPU alone must stay below the maximum, and must not exceed the best
+        // candidate's objective (which the move's objective is at least).
+        let ceiling = self.ceiling(current);
+        if replaced_slot_load(s, slot, b).is_some_and(|new| new >= ceiling) {
+            return;
+        }
+        // Nor may another replica of the slot's expert, which gets heavier, end above the cap:
+        // skipping such a move changes nothing, and saves its full score.
+        if s.windows == 1 {
+            let cap = self.cap(current);
+            let h = s.gpu_of_slot[slot];
+            let a = s.expert_of_slot[slot];
+            let over = s.slots_of_expert[a].iter().any(|&o| {
+                let x = s.gpu_of_slot[o];
+                x != h && s.load_of_other_holder(slot, b, x) > cap
+            });
+            if over {
+                return;
+            }
+        }
+        let sc = self.score(s, tops, mv);
+        self.offer(mv, sc, current);
     }
 }
 

@@ -16,11 +16,18 @@ use crate::error::{PlacementError, check_at_most, check_positives, check_weights
 pub const MAX_PLACEMENT_SLOTS: usize = 1 << 24;
 
 /// Largest number of entries the multi-layer planners return, `2^28` (2 GiB of words):
-/// `layers · R` slot entries of [`crate::place_layers`] and [`crate::rebalance_experts`], and
-/// the `layers · E · max replicas` of the latter's `logical_to_physical` table. Checked before
-/// planning: many layers of few experts on a cluster of `2^24` slots would otherwise fill
-/// memory.
+/// `layers · R` slot entries of [`crate::place_layers`], [`crate::rebalance_layers`] and
+/// [`crate::rebalance_experts`]. Checked before planning: many layers of few experts on a
+/// cluster of `2^24` slots would otherwise fill memory.
 pub const MAX_PLAN_ENTRIES: usize = 1 << 28;
+
+/// Most entries of padded `logical_to_physical` maps, `layers · E · width` where `width` is the
+/// most replicas of one expert: `2^26`, 512 MiB as `i64`. The one limit for every padded map
+/// of the workspace ([`crate::rebalance_experts`]' table, the facade's plans, the Python
+/// drop-in): a map that would need more is refused with [`crate::PlacementError::TooLarge`]
+/// before it is allocated (16,384 experts with one hot expert on 32,768 GPUs would need
+/// `2^28`).
+pub const MAX_PADDED_MAP_ENTRIES: usize = 1 << 26;
 
 /// Largest `G · E` (GPUs times experts) the planners accept, `2^34`: they keep a GPU × expert
 /// membership bitset of `G · E / 8` bytes (2 GiB at the limit).

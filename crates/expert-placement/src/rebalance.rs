@@ -1,17 +1,19 @@
 //! Rebalancing a running placement to new loads with the fewest expert transfers.
 
 use comm_cost_model::{check_finite_result, check_non_negative};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::time::Instant;
 
 use crate::align::align;
-use crate::error::PlacementError;
-use crate::excess::reduce_excess;
+use crate::error::{PlacementError, check_at_most};
+use crate::excess::{Reduced, reduce_excess};
 use crate::fewest_moves::fewest_moves;
 use crate::local_search::move_budget;
 use crate::local_search::{Aggregate, Origin, REL_EPS, SearchOptions, improve};
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::optimal::{max_load, solve};
-use crate::options::{Budget, Termination};
+use crate::options::{DEFAULT_SEARCH_STEPS, PlacementOptions, Termination};
 use crate::plan::{Placement, counts};
 use crate::state::{Move, SlotState};
 use crate::transfers::{ExpertTransfer, check_current, plan_transfers};
@@ -37,6 +39,10 @@ pub struct Rebalance {
     /// `false`: the low-move heuristic's answer, not proved minimal.
     #[serde(default)]
     pub moves_proved_fewest: bool,
+    /// Whether the time budget stopped a low-move path before it ended: `moves` is then the
+    /// fewest found by then (the plan still meets the target: the fresh plan always does).
+    #[serde(default)]
+    pub budget_exhausted: bool,
     /// The copies to make, one per move ([`crate::plan_transfers`]).
     pub transfers: Vec<ExpertTransfer>,
     /// The smallest maximum GPU load found (fresh optimal plan or the low-move path).
@@ -104,16 +110,79 @@ pub fn rebalance(
     cluster: &PlacementCluster,
     tolerance: f64,
 ) -> Result<Rebalance, PlacementError> {
+    rebalance_with(
+        current,
+        loads,
+        cluster,
+        tolerance,
+        &PlacementOptions::default(),
+    )
+}
+
+/// [`rebalance`] within `options`' budget: the fresh plan's search gets what
+/// [`crate::place_with`] gives it (`search_steps`, `time_budget_s`), then the descent stops at
+/// three quarters of another `time_budget_s` and the direct path at the end of it (so at most
+/// about twice `time_budget_s` in all); a path cut short keeps the points it reached, and
+/// [`Rebalance::budget_exhausted`] says so. Without a budget a large layer (4,096 experts on
+/// 1,024 GPUs) ran for more than 10 s.
+///
+/// # Errors
+///
+/// Those of [`rebalance`]; [`PlacementError::InvalidValue`] naming `time_budget_s` when it is
+/// negative or not finite.
+///
+/// # Complexity
+///
+/// That of [`rebalance`], cut at `time_budget_s` (plus the small exhaustive fewest-move search
+/// where it applies).
+///
+/// # Examples
+///
+/// ```
+/// use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, PlacementOptions,
+///     place, rebalance_with};
+///
+/// let c = PlacementCluster::uniform(4, 2, 1)?;
+/// let old = LayerLoads::new(vec![40.0, 30.0, 20.0, 10.0, 10.0, 5.0])?;
+/// let plan = place(&old, &c, PlacementAlgorithm::Optimal)?;
+/// let new = LayerLoads::new(vec![40.0, 30.0, 20.0, 10.0, 10.0, 45.0])?;
+/// let options = PlacementOptions { time_budget_s: 0.5, ..PlacementOptions::default() };
+/// let r = rebalance_with(&plan.physical_to_logical, &new, &c, 0.0, &options)?;
+/// assert!(!r.budget_exhausted);
+/// assert!(r.placement.max_gpu_load <= r.fresh_max_gpu_load);
+/// # Ok::<(), expert_placement::PlacementError>(())
+/// ```
+pub fn rebalance_with(
+    current: &[usize],
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+    tolerance: f64,
+    options: &PlacementOptions,
+) -> Result<Rebalance, PlacementError> {
+    options.validate()?;
     let experts = loads.len();
     cluster.check_experts(experts)?;
     check_current(current, experts, cluster)?;
     let tolerance = check_non_negative("rebalance tolerance", tolerance)?;
     let w = loads.as_slice();
-    let fresh = solve(loads, cluster, Budget::default_optimal());
+    let budget = options.budget(DEFAULT_SEARCH_STEPS);
+    // The fresh plan gets the budget `place_with` would give it (so it is the same plan), the
+    // low-move paths another budget after it.
+    let fresh = solve(loads, cluster, budget);
+    let t0 = Instant::now();
+    let at = |share: f64| t0.checked_add(budget.time.mul_f64(share));
     let gpu_of_slot = cluster.gpu_of_each_slot();
     let origin = Origin::new(&gpu_of_slot, current, cluster.gpus(), experts);
     let start = without_duplicates(current, w, cluster);
-    let descent = low_move_path(&start, w, cluster, &origin, fresh.value);
+    let descent_deadline = at(0.75);
+    let descent = low_move_path(&start, w, cluster, &origin, fresh.value, descent_deadline);
+    // The descent stops only at its target or when nothing improves, well before any move
+    // budget on these sizes: reaching the deadline means it was cut.
+    let mut budget_exhausted = descent_deadline.is_some_and(|d| Instant::now() >= d)
+        && descent
+            .points
+            .last()
+            .is_some_and(|p| p.1 > fresh.value * (1.0 + REL_EPS));
     let aligned = align(&fresh.map, current, cluster, experts);
     let fresh_moves = origin.count(&gpu_of_slot, &aligned);
     // The direct path aims at the best load the descent and the fresh plan found; whatever it
@@ -126,7 +195,8 @@ pub fn rebalance(
         .fold(fresh.value, f64::min);
     let first_target =
         check_finite_result("target maximum GPU load", first_best * (1.0 + tolerance))?;
-    let direct = to_target(&start, w, cluster, &origin, first_target);
+    let (direct, reduced) = to_target(&start, w, cluster, &origin, first_target, at(1.0));
+    budget_exhausted |= reduced == Reduced::Cut;
     // Candidates: every step of both paths and the fresh plan, as (moves, load, where).
     let mut candidates: Vec<(usize, f64, Source)> = Vec::new();
     candidates.extend(
@@ -177,12 +247,15 @@ pub fn rebalance(
     // is optimal in load only when it meets its bound.
     placement.termination = if placement.max_gpu_load <= placement.lower_bound * (1.0 + REL_EPS) {
         Termination::BoundReached
+    } else if budget_exhausted {
+        Termination::BudgetExhausted
     } else {
         Termination::Heuristic
     };
     Ok(Rebalance {
         moves: transfers.len(),
         moves_proved_fewest,
+        budget_exhausted,
         transfers,
         placement,
         best_max_gpu_load: best,
@@ -191,6 +264,66 @@ pub fn rebalance(
         fresh_moves,
         tradeoff: pareto(points),
     })
+}
+
+/// [`rebalance_with`] of every layer: `current[l]` to `layers[l]`, spread over rayon's threads
+/// (the layers are independent; each result is the one [`rebalance_with`] returns, with the
+/// time budget per layer).
+///
+/// # Errors
+///
+/// [`PlacementError::SizeMismatch`] unless there is one current map per layer;
+/// [`PlacementError::TooLarge`] when `layers · R` exceeds [`crate::MAX_PLAN_ENTRIES`] (checked
+/// first); otherwise those of [`rebalance`], for the first failing layer.
+///
+/// # Complexity
+///
+/// The sum over layers of [`rebalance`]'s, divided by the threads.
+///
+/// # Examples
+///
+/// ```
+/// use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, PlacementOptions,
+///     place_layers, rebalance_layers};
+///
+/// let c = PlacementCluster::uniform(4, 2, 1)?;
+/// let old = LayerLoads::layers(vec![vec![40.0, 30.0, 20.0, 10.0, 10.0, 5.0]; 2])?;
+/// let plans = place_layers(&old, &c, PlacementAlgorithm::Optimal)?;
+/// let maps: Vec<Vec<usize>> = plans.into_iter().map(|p| p.physical_to_logical).collect();
+/// let new = LayerLoads::layers(vec![
+///     vec![40.0, 30.0, 20.0, 10.0, 10.0, 5.0],
+///     vec![40.0, 30.0, 20.0, 10.0, 10.0, 45.0],
+/// ])?;
+/// let r = rebalance_layers(&maps, &new, &c, 0.0, &PlacementOptions::default())?;
+/// assert_eq!(r[0].moves, 0); // unchanged loads: nothing moves
+/// assert!(r[1].placement.max_gpu_load <= r[1].fresh_max_gpu_load);
+/// # Ok::<(), expert_placement::PlacementError>(())
+/// ```
+pub fn rebalance_layers(
+    current: &[Vec<usize>],
+    layers: &[LayerLoads],
+    cluster: &PlacementCluster,
+    tolerance: f64,
+    options: &PlacementOptions,
+) -> Result<Vec<Rebalance>, PlacementError> {
+    if current.len() != layers.len() {
+        return Err(PlacementError::SizeMismatch {
+            what: "current maps (one per layer)",
+            expected: layers.len(),
+            actual: current.len(),
+        });
+    }
+    check_at_most(
+        "layers x slots",
+        crate::model::MAX_PLAN_ENTRIES,
+        layers.len().saturating_mul(cluster.total_slots()),
+    )?;
+    let results: Vec<Result<Rebalance, PlacementError>> = current
+        .par_iter()
+        .zip(layers.par_iter())
+        .map(|(map, loads)| rebalance_with(map, loads, cluster, tolerance, options))
+        .collect();
+    results.into_iter().collect()
 }
 
 /// Where a rebalancing candidate comes from: the point after `k` moves of a path, or the
@@ -263,28 +396,39 @@ fn low_move_path<'a>(
     cluster: &'a PlacementCluster,
     origin: &Origin,
     target: f64,
+    deadline: Option<Instant>,
 ) -> Path<'a> {
     Path::follow(start, w, cluster, origin, |state, record| {
         let options = SearchOptions {
             origin: Some(origin),
-            deadline: None,
+            deadline,
             ..SearchOptions::full(Aggregate::Worst, target, cluster)
         };
         improve(state, options, |s, mv, _| record(s, mv));
     })
 }
 
-/// The excess greedy from `start` towards `target` ([`reduce_excess`]).
+/// The excess greedy from `start` towards `target` ([`reduce_excess`]), and how it ended.
 fn to_target<'a>(
     start: &[usize],
     w: &'a [f64],
     cluster: &'a PlacementCluster,
     origin: &Origin,
     target: f64,
-) -> Path<'a> {
-    Path::follow(start, w, cluster, origin, |state, record| {
-        reduce_excess(state, origin, target, move_budget(cluster), record);
-    })
+    deadline: Option<Instant>,
+) -> (Path<'a>, Reduced) {
+    let mut reduced = Reduced::Stuck;
+    let path = Path::follow(start, w, cluster, origin, |state, record| {
+        reduced = reduce_excess(
+            state,
+            origin,
+            target,
+            move_budget(cluster),
+            deadline,
+            record,
+        );
+    });
+    (path, reduced)
 }
 
 /// Replaces every replica that shares a GPU with an earlier replica of its expert by a replica

@@ -117,6 +117,50 @@ impl<'a> SlotState<'a> {
         }
     }
 
+    /// The [`Move::Replace`] moves of [`SlotState::moves_touching`]`(g, true, f)`, in the same
+    /// order, without enumerating the swaps.
+    pub(crate) fn replacements_touching(&self, g: usize, mut f: impl FnMut(Move)) {
+        // Only a slot whose expert has another replica can take another expert.
+        let spare = self.spare_slots();
+        for i in self.cluster.slot_range(g) {
+            let a = self.expert_of_slot[i];
+            if self.count[a] >= 2 {
+                for b in 0..self.experts {
+                    if b != a && !self.has(g, b) {
+                        f(Move::Replace(i, b));
+                    }
+                }
+            }
+            for &j in &spare {
+                if self.expert_of_slot[j] != a && !self.has(self.gpu_of_slot[j], a) {
+                    f(Move::Replace(j, a));
+                }
+            }
+        }
+    }
+
+    /// The slots whose expert has at least two replicas, in slot order.
+    pub(crate) fn spare_slots(&self) -> Vec<usize> {
+        (0..self.expert_of_slot.len())
+            .filter(|&j| self.count[self.expert_of_slot[j]] >= 2)
+            .collect()
+    }
+
+    /// Load of GPU `x` (window 0) after `Replace(slot, b)` when `x` holds another replica of
+    /// the slot's expert: that expert's replicas get heavier, and `b`'s lighter if `x` holds
+    /// it too. Added in the order of [`SlotState::effect`], so the value is the same.
+    #[inline]
+    pub(crate) fn load_of_other_holder(&self, slot: usize, b: usize, x: usize) -> f64 {
+        let a = self.expert_of_slot[slot];
+        let (ca, cb) = (self.count[a], self.count[b]);
+        let mut load = self.gpu_load(0, x)
+            + (self.share(0, a, ca - 1) - self.share(0, a, ca)) * self.inv_speed[x];
+        if self.has(x, b) {
+            load += (self.share(0, b, cb + 1) - self.share(0, b, cb)) * self.inv_speed[x];
+        }
+        load
+    }
+
     /// Calls `f` with every valid move that changes GPU `g`'s replicas: swaps of one of them with
     /// a replica elsewhere, and (with `replacements`) a replica of `g` becoming another expert or
     /// an expert of `g` gaining a replica in another GPU's slot.

@@ -5,7 +5,8 @@
 use std::collections::BTreeSet;
 
 use expert_placement::{
-    LayerLoads, PlacementCluster, align_within_nodes, count_moves, rebalance_within,
+    LayerLoads, PlacementCluster, PlacementOptions, align_within_nodes, count_moves,
+    rebalance_within,
 };
 use proptest::prelude::*;
 
@@ -95,7 +96,7 @@ proptest! {
         let duplicates = current
             .chunks(slots)
             .any(|g| g.iter().collect::<BTreeSet<_>>().len() < g.len());
-        let r = rebalance_within(&current, &w, &c, 0.0, Some(cap)).unwrap();
+        let r = rebalance_within(&current, &w, &c, 0.0, Some(cap), &PlacementOptions::default()).unwrap();
         prop_assert!(r.moves <= cap || duplicates, "{} moves, cap {}", r.moves, cap);
         prop_assert_eq!(r.transfers.len(), r.moves);
     }

@@ -15,7 +15,7 @@
 //!
 //! ```sh
 //! MOE_PLACEMENT_CAMPAIGN=500 MOE_PLACEMENT_CAMPAIGN_OUT=/tmp/campaign.jsonl \
-//!     cargo test --release -p colocation-matching --test placement_campaign -- --nocapture
+//!     cargo test --release -p expert-placement --test placement_campaign -- --nocapture
 //! python3 scripts/placement_oracle.py /tmp/campaign.jsonl   # needs scipy >= 1.9
 //! ```
 

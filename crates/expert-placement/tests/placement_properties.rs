@@ -1,8 +1,9 @@
 //! Properties of expert placement, rebalancing, robust planning and the token split.
 
 use expert_placement::{
-    EplbPolicy, LayerLoads, Placement, PlacementAlgorithm, PlacementCluster, RobustObjective,
-    count_moves, eplb, place, place_robust, rebalance, split_tokens,
+    EplbPolicy, LayerLoads, Placement, PlacementAlgorithm, PlacementCluster, PlacementOptions,
+    RobustObjective, count_moves, eplb, place, place_robust, place_with, rebalance, rebalance_with,
+    split_tokens,
 };
 use proptest::prelude::*;
 
@@ -128,8 +129,11 @@ proptest! {
         let current = place(&old, &c, PlacementAlgorithm::Optimal).unwrap();
         let new_w: Vec<f64> = w.iter().zip(&noise).map(|(x, f)| (x * f).round()).collect();
         let new = LayerLoads::new(new_w.clone()).unwrap();
-        let fresh = place(&new, &c, PlacementAlgorithm::Optimal).unwrap();
-        let r = rebalance(&current.physical_to_logical, &new, &c, 0.0).unwrap();
+        // Steps only (no wall clock): on a loaded machine the time budget could stop the two
+        // fresh searches at different points.
+        let steps_only = PlacementOptions { time_budget_s: 1e6, ..PlacementOptions::default() };
+        let fresh = place_with(&new, &c, PlacementAlgorithm::Optimal, &steps_only).unwrap();
+        let r = rebalance_with(&current.physical_to_logical, &new, &c, 0.0, &steps_only).unwrap();
         assert_valid(&r.placement, &new_w, &c)?;
         prop_assert!(r.placement.max_gpu_load <= fresh.max_gpu_load * (1.0 + 1e-9));
         let fresh_moves = count_moves(&current.physical_to_logical, &fresh.physical_to_logical, &c, w.len()).unwrap();
@@ -153,8 +157,11 @@ proptest! {
     #[test]
     fn unchanged_loads_need_no_move((w, c) in instance()) {
         let loads = LayerLoads::new(w).unwrap();
-        let current = place(&loads, &c, PlacementAlgorithm::Optimal).unwrap();
-        let r = rebalance(&current.physical_to_logical, &loads, &c, 0.0).unwrap();
+        // Steps only: a wall-clock budget could end the two searches at different plans on a
+        // loaded machine.
+        let steps_only = PlacementOptions { time_budget_s: 1e6, ..PlacementOptions::default() };
+        let current = place_with(&loads, &c, PlacementAlgorithm::Optimal, &steps_only).unwrap();
+        let r = rebalance_with(&current.physical_to_logical, &loads, &c, 0.0, &steps_only).unwrap();
         prop_assert_eq!(r.moves, 0);
         prop_assert_eq!(&r.placement.physical_to_logical, &current.physical_to_logical);
     }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use expert_placement::PlacementError;
 use expert_placement::{
     EplbPolicy, LayerLoads, Placement, PlacementAlgorithm, PlacementCluster, PlacementOptions,
-    Termination, eplb, lognormal_loads, place, place_with, zipf_loads,
+    Termination, drift_loads, eplb, lognormal_loads, place, place_with, rebalance_with, zipf_loads,
 };
 use proptest::prelude::*;
 use rand::RngExt;
@@ -31,6 +31,14 @@ fn two_hot_experts_on_nine_gpus_reach_a_valid_251() {
     assert_eq!(p.replica_count[5] + p.replica_count[12], 9);
     let base = eplb(&w, &c, EplbPolicy::Global).unwrap();
     assert!(p.max_gpu_load < base.max_gpu_load);
+    // Certified: ten replicas above 125 cannot share 9 GPUs, so no plan goes below 250 (the
+    // heavy-replica bound; the average and replication bounds said 233).
+    assert!(p.lower_bound >= 250.0 - 1e-6, "{}", p.lower_bound);
+    assert!(
+        p.max_gpu_load <= 1.002 * p.lower_bound,
+        "{}",
+        p.max_gpu_load
+    );
 }
 
 #[test]
@@ -229,4 +237,32 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn rebalance_of_a_large_layer_stops_at_its_time_budget() {
+    // Issue 20, item 4: the low-move paths had no budget (4,096 experts on 1,024 GPUs x 5 ran
+    // 11-23 s). Now they stop at the time budget, keep what they reached, and say so; the plan
+    // still meets its target (the fresh plan always does).
+    let c = PlacementCluster::uniform(512, 5, 64).unwrap();
+    let rows = lognormal_loads(1, 2048, 1.0, 2048.0 * 1000.0, 5).unwrap();
+    let old = layer(&rows[0]);
+    let new = layer(&drift_loads(&rows, 0.2, 6).unwrap()[0]);
+    let current = place(&old, &c, PlacementAlgorithm::Optimal).unwrap();
+    let options = PlacementOptions {
+        time_budget_s: 0.2,
+        ..PlacementOptions::default()
+    };
+    let t = Instant::now();
+    let r = rebalance_with(&current.physical_to_logical, &new, &c, 0.0, &options).unwrap();
+    let took = t.elapsed().as_secs_f64();
+    assert!(
+        r.budget_exhausted,
+        "a 2,048-expert rebalance finished in 0.2 s"
+    );
+    assert_eq!(r.placement.termination, Termination::BudgetExhausted);
+    assert!(r.placement.max_gpu_load <= r.target_max_gpu_load * (1.0 + 1e-9));
+    assert!(r.moves <= r.fresh_moves);
+    // Fresh plan (0.2 s) + paths (0.2 s), with room for a debug build on a loaded machine.
+    assert!(took < 5.0, "took {took} s");
 }

@@ -247,8 +247,8 @@ pub fn rebalance_experts_from(
     Ok((arrays, d))
 }
 
-/// The search budget of the engine adapters: the default step budget and no wall-clock limit
-/// that matters (an hour), so a plan depends on its inputs only. vLLM computes the policy on
+/// The search budget of the engine adapters (fresh plans and rebalances): the default step
+/// budget and no wall-clock limit that matters (an hour), so a plan depends on its inputs only. vLLM computes the policy on
 /// every expert-parallel rank and the ranks must agree; a wall-clock budget would let a busy
 /// rank stop its search earlier than the others. The work stays bounded by the step budget.
 const ENGINE_OPTIONS: PlacementOptions = PlacementOptions {
@@ -279,9 +279,16 @@ fn plan_layer(
         (Some((_, map)), None) => ("optimal-node-aware", map),
         (None, Some(now)) => (
             "optimal-rebalance",
-            rebalance_within(now, loads, global, how.tolerance, how.max_moves)?
-                .placement
-                .physical_to_logical,
+            rebalance_within(
+                now,
+                loads,
+                global,
+                how.tolerance,
+                how.max_moves,
+                &ENGINE_OPTIONS,
+            )?
+            .placement
+            .physical_to_logical,
         ),
         (None, None) => (
             "optimal",

@@ -36,9 +36,9 @@ Settings (class attributes, each read from an environment variable at import):
   installed vLLM's abstract policy declares, the map alone without vLLM).
 
 Determinism: vLLM computes the policy on every expert-parallel rank and the ranks must agree, so
-the fresh plans here run without a wall-clock budget (the deterministic step budget bounds the
-work). The fewest-move rebalance's internal fresh plan keeps the library's 1 s safety net,
-which layers of DeepSeek's size (a few milliseconds each) never reach.
+the plans and rebalances here run without a wall-clock budget that could decide (an hour per
+layer; the deterministic step budget and the searches' own limits bound the work), and the same
+inputs give the same map on every rank.
 
 After each call ``MoePlannerEplbPolicy.last_diagnostics`` holds the
 :class:`moe_planner.eplb.Diagnostics` (moves, loads, migration rounds) of that call.

@@ -211,12 +211,7 @@ impl From<CurrentDocument> for CurrentPlacementFile {
     }
 }
 
-/// Most entries of the padded `logical_to_physical_map`s of a plan, `layers x experts x width`
-/// where `width` is the most replicas of one expert (EPLB's drop-in: `num_replicas - experts +
-/// 1`): 2^26, 512 MiB as `i64`. A plan that would need more is refused with
-/// [`PlanError::TooLarge`] before the map is allocated (16,384 experts with one hot expert on
-/// 32,768 GPUs would need 2^28).
-pub const MAX_PADDED_MAP_ENTRIES: usize = 1 << 26;
+pub use expert_placement::MAX_PADDED_MAP_ENTRIES;
 
 /// Checks, before allocating, that `layers` padded maps of `experts` rows of `width` entries
 /// fit [`MAX_PADDED_MAP_ENTRIES`].

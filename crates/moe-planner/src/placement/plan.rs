@@ -7,9 +7,10 @@ use comm_cost_model::{
 use expert_placement::{
     ExpertTransfer, LayerLoads, NODE_BOUND_MAX_GROUPS, Placement, PlacementAlgorithm,
     PlacementCluster, PlacementError, RobustObjective, Termination, align_within_nodes,
-    count_moves, place, place_robust, place_with, plan_transfers, rebalance, transfer_counts,
+    count_moves, place, place_robust, place_with, plan_transfers, rebalance_with, transfer_counts,
     transfer_rounds,
 };
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::formats::{check_padded_map_size, pad_logical_to_physical};
@@ -268,25 +269,33 @@ pub fn plan_placement(spec: &PlacementSpec) -> Result<PlacementPlan, PlanError> 
     let cluster = spec.cluster()?;
     let algorithm = spec.algorithm()?;
     let baseline = PlacementAlgorithm::Eplb(spec.baseline_policy());
+    // The layers are independent: solved in parallel, then assembled in order (the padded
+    // maps' size is checked layer by layer before each is allocated, and the first failing
+    // layer's error is the one returned, as in a sequential run).
+    let solved: Vec<Result<SolvedLayer, PlanError>> = (0..layers.len())
+        .into_par_iter()
+        .map(|i| {
+            let ctx = LayerInput {
+                loads: &layers[i],
+                older: windows.iter().map(|w| &w[i]).collect(),
+                current: current.as_ref().map(|c| c[i].as_slice()),
+                cluster: &cluster,
+            };
+            solve_layer(&ctx, spec, algorithm, baseline).map_err(plan_error_in_layer(i))
+        })
+        .collect();
     let mut planned = Vec::with_capacity(layers.len());
     let mut widest = 1_usize;
-    for (i, loads) in layers.iter().enumerate() {
+    for (i, solved) in solved.into_iter().enumerate() {
         let ctx = LayerInput {
-            loads,
-            older: windows.iter().map(|w| &w[i]).collect(),
+            loads: &layers[i],
+            older: Vec::new(),
             current: current.as_ref().map(|c| c[i].as_slice()),
             cluster: &cluster,
         };
         planned.push(
-            plan_layer(
-                &ctx,
-                spec,
-                algorithm,
-                baseline,
-                &transfer,
-                (i + 1, &mut widest),
-            )
-            .map_err(plan_error_in_layer(i))?,
+            assemble_layer(&ctx, solved?, &transfer, (i + 1, &mut widest))
+                .map_err(plan_error_in_layer(i))?,
         );
     }
     let totals = totals(&planned, transfer.expert_bytes)?;
@@ -418,16 +427,25 @@ impl TransferCost {
 /// With older windows EPLB (the baseline, and our plan under policy `eplb`) plans on the
 /// element-wise sum of all windows, as SGLang does with a 3-D `logical_count`; every figure is
 /// then scored under the newest loads.
-fn plan_layer(
+/// One layer's plans before assembly: ours, the baseline's, and what the search reported.
+struct SolvedLayer {
+    ours: Placement,
+    theirs: Placement,
+    searched_without_proof: bool,
+    tradeoff: Vec<(usize, f64)>,
+    moves_proved_fewest: Option<bool>,
+    window_figures: Vec<WindowFigure>,
+}
+
+/// Plans one layer with the policy and with the baseline (the expensive part, run in parallel
+/// over layers).
+fn solve_layer(
     input: &LayerInput<'_>,
     spec: &PlacementSpec,
     algorithm: PlacementAlgorithm,
     baseline: PlacementAlgorithm,
-    transfer: &TransferCost,
-    (layers_so_far, widest): (usize, &mut usize),
-) -> Result<LayerPlacement, PlanError> {
+) -> Result<SolvedLayer, PlanError> {
     let (loads, cluster) = (input.loads, input.cluster);
-    let experts = loads.len();
     let mut all: Vec<LayerLoads> = input.older.iter().map(|w| (*w).clone()).collect();
     all.push(loads.clone());
     let summed = if input.older.is_empty() {
@@ -491,7 +509,7 @@ fn plan_layer(
             Placement::evaluate(loads, cluster, robust.physical_to_logical)?
         }
         (None, Some(current), PlacementAlgorithm::Optimal) => {
-            let r = rebalance(current, loads, cluster, spec.tolerance)?;
+            let r = rebalance_with(current, loads, cluster, spec.tolerance, &spec.options())?;
             moves_proved_fewest = Some(r.moves_proved_fewest);
             tradeoff = r
                 .tradeoff
@@ -504,7 +522,8 @@ fn plan_layer(
             // Whole nodes and GPUs inside nodes relabeled onto the current placement: fewer
             // copies, the same loads, every group still inside one node.
             let fresh = place_with(loads, cluster, algorithm, &spec.options())?;
-            let map = align_within_nodes(&fresh.physical_to_logical, current, cluster, experts)?;
+            let map =
+                align_within_nodes(&fresh.physical_to_logical, current, cluster, loads.len())?;
             Placement {
                 lower_bound: fresh.lower_bound,
                 termination: fresh.termination,
@@ -514,6 +533,34 @@ fn plan_layer(
         }
         (None, _, _) => place_with(loads, cluster, algorithm, &spec.options())?,
     };
+    Ok(SolvedLayer {
+        ours,
+        theirs,
+        searched_without_proof,
+        tradeoff,
+        moves_proved_fewest,
+        window_figures,
+    })
+}
+
+/// Turns a solved layer into its report: the padded maps (size checked first), termination,
+/// and with a current placement the transfers and their schedule.
+fn assemble_layer(
+    input: &LayerInput<'_>,
+    solved: SolvedLayer,
+    transfer: &TransferCost,
+    (layers_so_far, widest): (usize, &mut usize),
+) -> Result<LayerPlacement, PlanError> {
+    let (loads, cluster) = (input.loads, input.cluster);
+    let experts = loads.len();
+    let SolvedLayer {
+        ours,
+        theirs,
+        searched_without_proof,
+        tradeoff,
+        moves_proved_fewest,
+        window_figures,
+    } = solved;
     let width = ours.replica_count.iter().copied().max().unwrap_or(1);
     // The maps of all layers padded to one width (numpy's `[layers, experts, width]`): refused
     // before this layer's is allocated.
@@ -523,7 +570,12 @@ fn plan_layer(
     if searched_without_proof {
         // The library scores these maps as evaluated; say what the search proved.
         plan.termination = if exceeds(ours.max_gpu_load, ours.lower_bound) {
-            Termination::Heuristic
+            // A rebalance cut by its time budget says so.
+            if ours.termination == Termination::BudgetExhausted {
+                Termination::BudgetExhausted
+            } else {
+                Termination::Heuristic
+            }
         } else {
             Termination::BoundReached
         }
