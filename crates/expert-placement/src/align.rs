@@ -78,7 +78,7 @@ fn classes(cluster: &PlacementCluster) -> Vec<Vec<usize>> {
 
 /// A permutation `i -> j` of `0..n` maximizing `sum overlap(i, j)`: the Hungarian method up to
 /// [`HUNGARIAN_MAX_GPUS`], largest overlaps first beyond.
-fn assign_max_overlap(n: usize, overlap: &dyn Fn(usize, usize) -> usize) -> Vec<usize> {
+pub(crate) fn assign_max_overlap(n: usize, overlap: &dyn Fn(usize, usize) -> usize) -> Vec<usize> {
     let table: Vec<usize> = (0..n * n).map(|k| overlap(k / n, k % n)).collect();
     let top = table.iter().copied().max().unwrap_or(0);
     if n <= HUNGARIAN_MAX_GPUS {

@@ -7,7 +7,8 @@
 //! | problem | ours | baseline |
 //! |---|---|---|
 //! | replication and placement | [`place`] / [`place_with`] / [`place_layers`] with [`PlacementAlgorithm`] (`Optimal`, `OptimalNodeAware`, `Exact`), budget [`PlacementOptions`], [`Termination`], bound [`placement_lower_bound`] | [`eplb`], [`rebalance_experts`] (DeepSeek's EPLB, both policies) |
-//! | rebalancing with fewest moves | [`rebalance`] (trade-off, [`plan_transfers`], [`count_moves`], [`transfer_counts`]) | EPLB's fresh plan |
+//! | rebalancing with fewest moves | [`rebalance`] (trade-off, [`plan_transfers`], [`count_moves`], [`transfer_counts`]), [`rebalance_within`] (a cap on moves) | EPLB's fresh plan |
+//! | migration in engine-sized steps | [`transfer_rounds`] (every GPU sends to and receives from at most `peer_limit` per round; König-optimal) | everything at once |
 //! | several load windows / one batch | [`place_robust`], [`split_tokens`] (max-flow token split) | newest window alone / even split |
 //! | load-oblivious placement | — | [`random_slot_placement`] |
 //! | synthetic expert loads | [`lognormal_loads`], [`zipf_loads`], [`zipf_shares`], [`drift_loads`] | — |
@@ -52,6 +53,7 @@ mod algorithm;
 mod align;
 mod bound;
 mod candidates;
+mod capped_rebalance;
 mod cardinality_bound;
 mod eplb;
 mod exact;
@@ -60,6 +62,7 @@ mod fewest_moves;
 mod flow;
 mod local_search;
 mod model;
+mod node_align;
 mod node_aware;
 mod optimal;
 mod options;
@@ -72,11 +75,13 @@ mod robust;
 mod state;
 mod token_split;
 mod tolerance;
+mod transfer_rounds;
 mod transfers;
 
 pub use algorithm::{PlacementAlgorithm, place, place_layers, place_with};
 pub use baselines::random_slot_placement;
 pub use bound::placement_lower_bound;
+pub use capped_rebalance::rebalance_within;
 pub use eplb::{EplbPolicy, EplbTables, eplb, rebalance_experts};
 pub use error::PlacementError;
 pub use exact::{
@@ -87,6 +92,7 @@ pub use model::{
     LayerLoads, MAX_GPU_EXPERT_PAIRS, MAX_PADDED_MAP_ENTRIES, MAX_PLACEMENT_SLOTS,
     MAX_PLAN_ENTRIES, PlacementCluster,
 };
+pub use node_align::align_within_nodes;
 pub use node_aware::NODE_BOUND_MAX_GROUPS;
 pub use options::{
     DEFAULT_EXACT_SEARCH_STEPS, DEFAULT_SEARCH_STEPS, DEFAULT_TIME_BUDGET_S, PlacementOptions,
@@ -96,6 +102,7 @@ pub use plan::Placement;
 pub use rebalance::{Rebalance, TradeoffPoint, rebalance, rebalance_layers, rebalance_with};
 pub use robust::{RobustObjective, RobustPlacement, place_robust};
 pub use token_split::{MAX_SPLIT_TOKENS, TokenSplit, split_tokens};
+pub use transfer_rounds::{MAX_ROUND_TABLE_ENTRIES, TransferRounds, transfer_rounds};
 pub use transfers::{
     ExpertTransfer, MAX_TRANSFER_MATRIX_GPUS, count_moves, plan_transfers, transfer_counts,
 };

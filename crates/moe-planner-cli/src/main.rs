@@ -44,6 +44,9 @@ enum Command {
     Schedule(commands::schedule::Args),
     /// Replicate and place experts on GPUs (EPLB's job), with fewest-move rebalancing.
     Place(commands::place::Args),
+    /// Is EPLB worth it: balance per number of redundant experts, and whether rebalancing the
+    /// current placement now pays for its weight transfers.
+    Advise(commands::advise::Args),
     /// Pair the experts of two models on shared GPUs (Aurora §6).
     Colocate(commands::colocate::Args),
     /// Plan an MoE inference deployment: colocation, GPU assignment and all-to-all order.
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => commands::demo::run(args, &ctx),
         Command::Schedule(args) => commands::schedule::run(args, &ctx),
         Command::Place(args) => commands::place::run(args, &ctx),
+        Command::Advise(args) => commands::advise::run(args, &ctx),
         Command::Colocate(args) => commands::colocate::run(args, &ctx),
         Command::Infer(args) => commands::infer::run(args, &ctx),
         Command::Train(args) => commands::train::run(args, &ctx),

@@ -55,6 +55,7 @@ fn help_lists_every_subcommand() {
     for cmd in [
         "demo",
         "place",
+        "advise",
         "schedule",
         "colocate",
         "infer",
@@ -695,4 +696,74 @@ fn train_plans_moe_models_end_to_end() {
     let mut over = one.clone();
     over.extend(["--activation-offload", "1.5"]);
     assert_fails(&over, 1);
+}
+
+#[test]
+fn advise_sweeps_redundancy_and_judges_a_rebalance() {
+    let loads = data("placement/eplb_readme_loads.csv");
+    let v = json(&[
+        "advise",
+        "--loads",
+        &loads,
+        "--gpus",
+        "4",
+        "--max-redundant",
+        "12",
+    ]);
+    assert_keys(
+        &v,
+        &["points", "policy", "baseline_policy", "target_imbalance"],
+    );
+    let redundant: Vec<u64> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["redundant"].as_u64().unwrap())
+        .collect();
+    assert_eq!(redundant, vec![0, 4, 8, 12]);
+    let current = data("placement/eplb_readme_placement.json");
+    let svg = std::env::temp_dir().join(format!("moe-planner-advise-{}.svg", std::process::id()));
+    let v = json(&[
+        "advise",
+        "--loads",
+        &loads,
+        "--gpus",
+        "8",
+        "--current",
+        &current,
+        "--expert-bytes",
+        "1e9",
+        "--svg",
+        &svg.to_string_lossy(),
+    ]);
+    let r = &v["rebalance"];
+    assert_keys(
+        r,
+        &[
+            "current_imbalance",
+            "rebalanced_imbalance",
+            "gain",
+            "moves",
+            "transfer_rounds",
+            "transfer_time_s",
+            "min_gain",
+            "recommend",
+        ],
+    );
+    assert_eq!(r["recommend"], true);
+    svg_check::assert_svg_labels(&svg, &["redundant experts per layer", "target 1.050"]);
+    let _ = std::fs::remove_file(&svg);
+    assert_fails(&["advise", "--loads", &loads, "--gpus", "0"], 1);
+    assert_fails(
+        &[
+            "advise",
+            "--loads",
+            &loads,
+            "--gpus",
+            "4",
+            "--target-imbalance",
+            "0.5",
+        ],
+        1,
+    );
 }

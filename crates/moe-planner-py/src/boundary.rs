@@ -136,6 +136,7 @@ fn failure(err: PlanError) -> Failure {
 fn argument(field: &str) -> &str {
     match field {
         "gpus" => "num_gpus",
+        "transfer_peer_limit" => "peer_limit",
         other => other,
     }
 }

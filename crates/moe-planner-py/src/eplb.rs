@@ -2,12 +2,15 @@
 
 use moe_planner::PlanError;
 use moe_planner::expert_placement::{
-    LayerLoads, MAX_PLAN_ENTRIES, PlacementAlgorithm, PlacementCluster, PlacementError, place,
+    ExpertTransfer, LayerLoads, MAX_PLAN_ENTRIES, Placement, PlacementAlgorithm, PlacementCluster,
+    PlacementError, PlacementOptions, align_within_nodes, place_with, plan_transfers,
+    rebalance_within, transfer_rounds,
 };
-use moe_planner::placement::formats::check_padded_map_size;
+use moe_planner::placement::formats::{check_padded_map_size, current_placement};
 use numpy::ndarray::{Array2, Array3};
 use numpy::{IntoPyArray, PyArray2, PyArray3, PyReadonlyArray2};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use crate::boundary::{rows, run};
 
@@ -29,6 +32,7 @@ pub struct EplbArrays {
 /// stay inside one node ([`PlacementAlgorithm::OptimalNodeAware`], EPLB's hierarchical rule);
 /// otherwise, or when that layer cannot be placed that way, the layer is placed over the whole
 /// cluster ([`PlacementAlgorithm::Optimal`]). No GPU ever holds two replicas of one expert.
+/// [`rebalance_experts_from`] does the same from a current placement.
 ///
 /// # Errors
 ///
@@ -50,6 +54,105 @@ pub fn rebalance_experts(
     num_nodes: usize,
     num_gpus: usize,
 ) -> Result<EplbArrays, PlanError> {
+    let shape = EplbShape {
+        num_replicas,
+        num_groups,
+        num_nodes,
+        num_gpus,
+    };
+    rebalance_experts_from(weights, shape, &Rebalancing::default()).map(|(arrays, _)| arrays)
+}
+
+/// EPLB's shape arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EplbShape {
+    /// Physical expert slots in the cluster.
+    pub num_replicas: usize,
+    /// Expert groups.
+    pub num_groups: usize,
+    /// Server nodes.
+    pub num_nodes: usize,
+    /// GPUs (vLLM's ranks).
+    pub num_gpus: usize,
+}
+
+/// How to move from a current placement (vLLM's `old_global_expert_indices`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rebalancing {
+    /// `[layers][num_replicas]`: the logical expert in each slot now; `None`: a fresh plan.
+    pub current: Option<Vec<Vec<i64>>>,
+    /// Allowed relative excess of the busiest GPU's load over the best found, traded for
+    /// fewer moves (global policy only).
+    pub tolerance: f64,
+    /// At most this many expert copies per layer (global policy only).
+    pub max_moves: Option<usize>,
+    /// Copies one GPU may send, and receive, per migration round.
+    pub peer_limit: usize,
+}
+
+impl Default for Rebalancing {
+    fn default() -> Self {
+        Self {
+            current: None,
+            tolerance: 0.0,
+            max_moves: None,
+            peer_limit: 1,
+        }
+    }
+}
+
+/// What a rebalance did, per layer (the adapters' diagnostics).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EplbDiagnostics {
+    /// What planned each layer: `optimal`, `optimal-node-aware`, `optimal-rebalance` (fewest
+    /// moves from the current placement) or `optimal-node-aware-aligned` (the node-aware plan
+    /// relabeled onto the current placement, nodes kept whole).
+    pub policy: Vec<&'static str>,
+    /// Busiest GPU's load of the new plan.
+    pub max_gpu_load: Vec<f64>,
+    /// Total load over GPUs.
+    pub mean_gpu_load: Vec<f64>,
+    /// With a current placement: its busiest GPU's load under these loads.
+    pub current_max_gpu_load: Option<Vec<f64>>,
+    /// With a current placement: expert copies to make (a replica on a GPU that did not hold
+    /// that expert).
+    pub moves: Option<Vec<usize>>,
+    /// `(layer, expert, src_gpu, dst_gpu, round)` of every copy; rounds per layer from 0, in
+    /// each every GPU sends and receives at most `peer_limit` copies.
+    pub transfers: Vec<[usize; 5]>,
+    /// Rounds of each layer's migration (König's bound, always met).
+    pub rounds: Vec<usize>,
+}
+
+/// [`rebalance_experts`] from a current placement: per layer, under the global policy the
+/// fewest-move rebalance within `tolerance` and `max_moves`
+/// ([`moe_planner::expert_placement::rebalance_within`]); under the hierarchical rule the
+/// node-aware plan with nodes and GPUs relabeled onto the current placement
+/// ([`moe_planner::expert_placement::align_within_nodes`]), so groups stay inside nodes. The
+/// copies are grouped into rounds of at most `peer_limit` per GPU
+/// ([`moe_planner::expert_placement::transfer_rounds`]).
+///
+/// # Errors
+///
+/// Those of [`rebalance_experts`]; [`PlanError::InvalidField`] (`old_global_expert_indices`)
+/// for a current placement of the wrong shape, an id out of range or an expert without a slot;
+/// [`PlanError::InvalidField`] (`tolerance`, `peer_limit`) for a negative or non-finite
+/// tolerance or a zero peer limit.
+///
+/// # Complexity
+///
+/// Per layer that of the planner named above plus `O(T · (Δ + G))` for the rounds.
+pub fn rebalance_experts_from(
+    weights: Vec<Vec<f64>>,
+    shape: EplbShape,
+    how: &Rebalancing,
+) -> Result<(EplbArrays, EplbDiagnostics), PlanError> {
+    let EplbShape {
+        num_replicas,
+        num_groups,
+        num_nodes,
+        num_gpus,
+    } = shape;
     for (what, v) in [
         ("num_gpus", num_gpus),
         ("num_groups", num_groups),
@@ -67,12 +170,37 @@ pub fn rebalance_experts(
         }
         .into());
     }
+    if !(how.tolerance.is_finite() && how.tolerance >= 0.0) {
+        return Err(PlanError::InvalidField {
+            field: "tolerance",
+            reason: format!("{} is not a finite non-negative number", how.tolerance),
+        });
+    }
+    if how.peer_limit == 0 {
+        return Err(PlanError::InvalidField {
+            field: "peer_limit",
+            reason: "a GPU must be able to send to at least one peer per round".into(),
+        });
+    }
     let experts = weights.first().map_or(0, Vec::len);
     let width = num_replicas.saturating_sub(experts) + 1;
     // EPLB's output shapes, refused before anything is planned or allocated.
     check_padded_map_size(weights.len(), experts, width)?;
     check_plan_entries(weights.len(), num_replicas)?;
     let layers = validated(weights)?;
+    let current = how
+        .current
+        .as_deref()
+        .map(|c| {
+            current_placement(
+                c,
+                layers.len(),
+                num_replicas,
+                experts,
+                "old_global_expert_indices",
+            )
+        })
+        .transpose()?;
     let slots = num_replicas / num_gpus;
     let global = PlacementCluster::uniform(num_gpus, slots, 1)?;
     let hierarchical = num_nodes > 1
@@ -89,16 +217,26 @@ pub fn rebalance_experts(
         logical_to_physical_map: Array3::from_elem((layers.len(), experts, width), -1),
         expert_count: Array2::zeros((layers.len(), experts)),
     };
+    let mut d = EplbDiagnostics::default();
     for (l, loads) in layers.iter().enumerate() {
-        let node_aware = by_node.as_ref().and_then(|cluster| {
-            let algorithm = PlacementAlgorithm::OptimalNodeAware { groups: num_groups };
-            place(loads, cluster, algorithm).ok()
-        });
-        let placement = match node_aware {
-            Some(p) => p,
-            None => place(loads, &global, PlacementAlgorithm::Optimal)
-                .map_err(|source| PlanError::Layer { layer: l, source })?,
-        };
+        let now = current.as_ref().map(|c| c[l].as_slice());
+        let in_layer = |source| PlanError::Layer { layer: l, source };
+        let (policy, map) =
+            plan_layer(loads, now, &global, by_node.as_ref(), num_groups, how).map_err(in_layer)?;
+        let placement = Placement::evaluate(loads, &global, map).map_err(in_layer)?;
+        d.policy.push(policy);
+        d.max_gpu_load.push(placement.max_gpu_load);
+        d.mean_gpu_load.push(placement.mean_gpu_load());
+        if let Some(now) = now {
+            let before = Placement::evaluate(loads, &global, now.to_vec()).map_err(in_layer)?;
+            let transfers = plan_transfers(now, &placement.physical_to_logical, &global, experts)
+                .map_err(in_layer)?;
+            record_transfers(&mut d, l, &transfers, num_gpus, how.peer_limit).map_err(in_layer)?;
+            d.current_max_gpu_load
+                .get_or_insert_with(Vec::new)
+                .push(before.max_gpu_load);
+            d.moves.get_or_insert_with(Vec::new).push(transfers.len());
+        }
         for (slot, &e) in placement.physical_to_logical.iter().enumerate() {
             let rank = usize::try_from(arrays.expert_count[[l, e]]).unwrap_or(0);
             arrays.physical_to_logical_map[[l, slot]] = to_i64(e);
@@ -106,7 +244,83 @@ pub fn rebalance_experts(
             arrays.expert_count[[l, e]] += 1;
         }
     }
-    Ok(arrays)
+    Ok((arrays, d))
+}
+
+/// The search budget of the engine adapters (fresh plans and rebalances): the default step
+/// budget and no wall-clock limit that matters (an hour), so a plan depends on its inputs only. vLLM computes the policy on
+/// every expert-parallel rank and the ranks must agree; a wall-clock budget would let a busy
+/// rank stop its search earlier than the others. The work stays bounded by the step budget.
+const ENGINE_OPTIONS: PlacementOptions = PlacementOptions {
+    search_steps: None,
+    time_budget_s: 3600.0,
+};
+
+/// One layer's new map and what made it.
+fn plan_layer(
+    loads: &LayerLoads,
+    current: Option<&[usize]>,
+    global: &PlacementCluster,
+    by_node: Option<&PlacementCluster>,
+    groups: usize,
+    how: &Rebalancing,
+) -> Result<(&'static str, Vec<usize>), PlacementError> {
+    let node_aware = by_node.and_then(|cluster| {
+        let algorithm = PlacementAlgorithm::OptimalNodeAware { groups };
+        place_with(loads, cluster, algorithm, &ENGINE_OPTIONS)
+            .ok()
+            .map(|p| (cluster, p.physical_to_logical))
+    });
+    Ok(match (node_aware, current) {
+        (Some((cluster, map)), Some(now)) => (
+            "optimal-node-aware-aligned",
+            align_within_nodes(&map, now, cluster, loads.len())?,
+        ),
+        (Some((_, map)), None) => ("optimal-node-aware", map),
+        (None, Some(now)) => (
+            "optimal-rebalance",
+            rebalance_within(
+                now,
+                loads,
+                global,
+                how.tolerance,
+                how.max_moves,
+                &ENGINE_OPTIONS,
+            )?
+            .placement
+            .physical_to_logical,
+        ),
+        (None, None) => (
+            "optimal",
+            place_with(loads, global, PlacementAlgorithm::Optimal, &ENGINE_OPTIONS)?
+                .physical_to_logical,
+        ),
+    })
+}
+
+/// Adds a layer's copies, grouped into rounds, to the diagnostics.
+fn record_transfers(
+    d: &mut EplbDiagnostics,
+    layer: usize,
+    transfers: &[ExpertTransfer],
+    gpus: usize,
+    peer_limit: usize,
+) -> Result<(), PlacementError> {
+    let rounds = transfer_rounds(transfers, gpus, peer_limit)?;
+    let mut round_of = vec![0; transfers.len()];
+    for (r, members) in rounds.rounds.iter().enumerate() {
+        for &i in members {
+            round_of[i] = r;
+        }
+    }
+    d.rounds.push(rounds.rounds.len());
+    d.transfers.extend(
+        transfers
+            .iter()
+            .zip(round_of)
+            .map(|(t, r)| [layer, t.expert, t.source_gpu, t.destination_gpu, r]),
+    );
+    Ok(())
 }
 
 /// `[layers, num_replicas]` fits [`MAX_PLAN_ENTRIES`].
@@ -149,17 +363,19 @@ fn to_i64(index: usize) -> i64 {
     i64::try_from(index).unwrap_or(i64::MAX)
 }
 
-/// The three arrays `rebalance_experts` returns to Python.
+/// The three arrays and the diagnostics `rebalance_experts` returns to Python.
 type EplbReturn<'py> = (
     Bound<'py, PyArray2<i64>>,
     Bound<'py, PyArray3<i64>>,
     Bound<'py, PyArray2<i64>>,
+    Bound<'py, PyDict>,
 );
 
-/// Native half of `moe_planner.eplb.rebalance_experts` (the Python wrapper converts `weight`
-/// to a C-contiguous float64 array and documents the function).
+/// Native half of `moe_planner.eplb.rebalance_experts` and of the engine adapters (the Python
+/// wrappers convert the arrays, check the arguments and document the functions).
 #[pyfunction]
 #[pyo3(name = "rebalance_experts")]
+#[allow(clippy::too_many_arguments)] // EPLB's five arguments and the rebalance's four
 pub(crate) fn py_rebalance_experts<'py>(
     py: Python<'py>,
     weight: PyReadonlyArray2<'py, f64>,
@@ -167,15 +383,44 @@ pub(crate) fn py_rebalance_experts<'py>(
     num_groups: usize,
     num_nodes: usize,
     num_gpus: usize,
+    current: Option<PyReadonlyArray2<'py, i64>>,
+    tolerance: f64,
+    max_moves: Option<usize>,
+    peer_limit: usize,
 ) -> PyResult<EplbReturn<'py>> {
     let weights = rows(&weight);
-    let arrays = run(py, move || {
-        rebalance_experts(weights, num_replicas, num_groups, num_nodes, num_gpus)
-    })?;
+    let shape = EplbShape {
+        num_replicas,
+        num_groups,
+        num_nodes,
+        num_gpus,
+    };
+    let how = Rebalancing {
+        current: current.map(|c| rows(&c)),
+        tolerance,
+        max_moves,
+        peer_limit,
+    };
+    let (arrays, d) = run(py, move || rebalance_experts_from(weights, shape, &how))?;
+    let info = PyDict::new(py);
+    info.set_item("policy", d.policy)?;
+    info.set_item("max_gpu_load", d.max_gpu_load)?;
+    info.set_item("mean_gpu_load", d.mean_gpu_load)?;
+    info.set_item("current_max_gpu_load", d.current_max_gpu_load)?;
+    info.set_item("moves", d.moves)?;
+    let mut table = Array2::<i64>::zeros((d.transfers.len(), 5));
+    for (row, t) in d.transfers.iter().enumerate() {
+        for (col, &v) in t.iter().enumerate() {
+            table[[row, col]] = to_i64(v);
+        }
+    }
+    info.set_item("transfers", table.into_pyarray(py))?;
+    info.set_item("rounds", d.rounds)?;
     Ok((
         arrays.physical_to_logical_map.into_pyarray(py),
         arrays.logical_to_physical_map.into_pyarray(py),
         arrays.expert_count.into_pyarray(py),
+        info,
     ))
 }
 
@@ -284,5 +529,93 @@ mod tests {
                 source: PlacementError::InsufficientCapacity { .. }
             })
         ));
+    }
+
+    fn shape(
+        num_replicas: usize,
+        num_groups: usize,
+        num_nodes: usize,
+        num_gpus: usize,
+    ) -> EplbShape {
+        EplbShape {
+            num_replicas,
+            num_groups,
+            num_nodes,
+            num_gpus,
+        }
+    }
+
+    fn as_ids(a: &Array2<i64>) -> Vec<Vec<i64>> {
+        a.outer_iter().map(|r| r.to_vec()).collect()
+    }
+
+    #[test]
+    fn unchanged_loads_move_nothing_and_drift_moves_fewer_than_fresh() {
+        for (groups, nodes) in [(4, 1), (4, 2)] {
+            let s = shape(16, groups, nodes, 8);
+            let (fresh, _) = rebalance_experts_from(readme(), s, &Rebalancing::default()).unwrap();
+            let how = Rebalancing {
+                current: Some(as_ids(&fresh.physical_to_logical_map)),
+                ..Rebalancing::default()
+            };
+            let (same, d) = rebalance_experts_from(readme(), s, &how).unwrap();
+            assert_eq!(d.moves, Some(vec![0, 0]), "groups {groups}, nodes {nodes}");
+            assert_eq!(same.expert_count, fresh.expert_count);
+            assert!(d.transfers.is_empty() && d.rounds == vec![0, 0]);
+            // Drift: swap the loads of two experts in every layer.
+            let mut drifted = readme();
+            for row in &mut drifted {
+                row.swap(0, 5);
+                row.swap(2, 10);
+            }
+            let (_, moved) = rebalance_experts_from(drifted.clone(), s, &how).unwrap();
+            let (again, _) = rebalance_experts_from(drifted, s, &Rebalancing::default()).unwrap();
+            let fresh_moves: usize = (0..2)
+                .map(|l| {
+                    let c = PlacementCluster::uniform(8, 2, 1).unwrap();
+                    let old: Vec<usize> = fresh
+                        .physical_to_logical_map
+                        .row(l)
+                        .iter()
+                        .map(|&e| usize::try_from(e).unwrap())
+                        .collect();
+                    let new: Vec<usize> = again
+                        .physical_to_logical_map
+                        .row(l)
+                        .iter()
+                        .map(|&e| usize::try_from(e).unwrap())
+                        .collect();
+                    moe_planner::expert_placement::count_moves(&old, &new, &c, 12).unwrap()
+                })
+                .sum();
+            let ours: usize = moved.moves.unwrap().iter().sum();
+            assert!(ours <= fresh_moves, "{ours} > {fresh_moves}");
+            assert_eq!(moved.transfers.len(), ours);
+        }
+    }
+
+    #[test]
+    fn bad_current_maps_name_the_argument() {
+        let s = shape(16, 4, 1, 8);
+        let bad = |current: Vec<Vec<i64>>| {
+            let how = Rebalancing {
+                current: Some(current),
+                ..Rebalancing::default()
+            };
+            match rebalance_experts_from(readme(), s, &how) {
+                Err(PlanError::InvalidField { field, reason }) => (field, reason),
+                other => panic!("{other:?}"),
+            }
+        };
+        let row: Vec<i64> = (0..16).map(|s| s % 12).collect();
+        assert_eq!(bad(vec![row.clone()]).0, "old_global_expert_indices");
+        assert!(
+            bad(vec![row.clone(), vec![0; 16]])
+                .1
+                .contains("expert 1 has no slot")
+        );
+        let mut negative = row.clone();
+        negative[3] = -1;
+        assert!(bad(vec![row, negative]).1.contains("slot 3"));
     }
 }

@@ -12,6 +12,7 @@
 //! | Python | Rust |
 //! |---|---|
 //! | `moe_planner.eplb.rebalance_experts` | [`eplb::rebalance_experts`] (our optimal planner in EPLB's shapes) |
+//! | `moe_planner.advise` | [`moe_planner::placement::advise`] |
 //! | `moe_planner.place` | [`moe_planner::placement::plan_placement`] |
 //! | `moe_planner.schedule` | [`moe_planner::schedule::plan_schedule`] |
 //! | `moe_planner.iteration_search` | [`moe_planner::network::plan_search`] |
@@ -37,6 +38,7 @@
 
 use pyo3::prelude::*;
 
+mod advise;
 mod boundary;
 pub mod eplb;
 mod place;
@@ -57,5 +59,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.py().get_type::<boundary::TooLargeError>(),
     )?;
     m.add_function(wrap_pyfunction!(train::py_train_search, m)?)?;
+    m.add_function(wrap_pyfunction!(advise::py_advise, m)?)?;
     Ok(())
 }

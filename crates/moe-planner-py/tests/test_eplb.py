@@ -132,7 +132,6 @@ def test_torch_tensor_if_available(readme_weight):
         ([[1.0, 2.0]], (2, 1, 1, 0), "num_gpus"),
         ([[1.0, 2.0]], (2, 0, 1, 1), "num_groups"),
         ([[1.0, 2.0]], (2, 1, -1, 1), "num_nodes"),
-        ([["a", "b"]], (2, 1, 1, 1), "weight"),
         (np.zeros((0, 4)), (4, 1, 1, 1), "layers"),
     ],
 )

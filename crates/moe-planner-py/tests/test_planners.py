@@ -9,10 +9,10 @@ import pytest
 from conftest import README_WEIGHT, check_tables
 
 import moe_planner
-from moe_planner import _placement, _schedule, _search, eplb
+from moe_planner import _advise, _placement, _schedule, _search, eplb
 
 
-@pytest.mark.parametrize("module", [moe_planner, eplb, _placement, _schedule, _search])
+@pytest.mark.parametrize("module", [moe_planner, eplb, _advise, _placement, _schedule, _search])
 def test_docstring_examples_run(module):
     failed, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert tried > 0 and failed == 0

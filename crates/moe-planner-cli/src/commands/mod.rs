@@ -1,5 +1,6 @@
 //! One module per subcommand: its clap arguments and its `run` function.
 
+pub(crate) mod advise;
 pub(crate) mod colocate;
 pub(crate) mod demo;
 pub(crate) mod fit;

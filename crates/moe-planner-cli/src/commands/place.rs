@@ -65,6 +65,10 @@ pub(crate) struct Args {
     /// Per-GPU bandwidth for weight transfers, Gbps.
     #[arg(long, default_value_t = 400.0)]
     pub bandwidth_gbps: f64,
+    /// With --current: expert copies one GPU may send, and receive, per migration round (1: one
+    /// peer at a time).
+    #[arg(long, default_value_t = 1)]
+    pub transfer_peer_limit: usize,
     /// Steps the exact search of one layer may take [default: 2000000, exact: 20000000; 0
     /// skips the exact search].
     #[arg(long)]
@@ -161,6 +165,7 @@ fn spec(args: &Args) -> Result<PlacementSpec, CliError> {
     spec.time_budget_s = args.time_budget_s;
     spec.expert_bytes = args.expert_bytes;
     spec.bandwidth_gbps = args.bandwidth_gbps;
+    spec.transfer_peer_limit = args.transfer_peer_limit;
     spec.windows = args
         .windows
         .iter()
@@ -200,6 +205,7 @@ fn flag(field: &str) -> &str {
         "tolerance" => "--tolerance",
         "expert_bytes" => "--expert-bytes",
         "bandwidth_gbps" => "--bandwidth-gbps",
+        "transfer_peer_limit" => "--transfer-peer-limit",
         "search_steps" => "--search-steps",
         "time_budget_s" => "--time-budget-s",
         other => other,
@@ -338,6 +344,25 @@ fn print_report(plan: &PlacementPlan) -> Result<(), CliError> {
             format::bytes(bytes),
             format::duration(time)
         )?;
+    }
+    if let Some(rounds) = t.transfer_rounds {
+        let limit = plan
+            .layers
+            .iter()
+            .find_map(|l| l.transfer_rounds.as_ref().map(|r| r.peer_limit))
+            .unwrap_or(1);
+        let copies = if limit == 1 { "copy" } else { "copies" };
+        match t.transfer_rounds_time_s {
+            Some(time) => report!(
+                "migration in rounds of at most {limit} {copies} out and in per GPU: {rounds} \
+                 rounds, {} (layer after layer)",
+                format::duration(time)
+            )?,
+            None => report!(
+                "migration in rounds of at most {limit} {copies} out and in per GPU: {rounds} \
+                 rounds over all layers"
+            )?,
+        }
     }
     Ok(())
 }

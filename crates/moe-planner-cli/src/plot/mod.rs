@@ -5,6 +5,7 @@
 //! text label), names its axes with units and has a title. Text is left to the SVG viewer's
 //! sans-serif font: plotters' SVG backend needs no font files.
 
+pub(crate) mod advice;
 pub(crate) mod demo;
 pub(crate) mod gantt;
 pub(crate) mod heatmap;

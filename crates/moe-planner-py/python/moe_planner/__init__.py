@@ -3,6 +3,10 @@
 * :func:`moe_planner.eplb.rebalance_experts`: a drop-in for DeepSeek's EPLB (same arguments and
   return shapes) that runs our optimal placement and never puts two replicas of an expert on
   one GPU;
+* :mod:`moe_planner.vllm` / :mod:`moe_planner.sglang`: the same planners inside the serving
+  engines (a vLLM EPLB policy with a plug-in entry point, SGLang's dispatcher), torch in and out;
+* :func:`advise`: how many redundant experts a workload needs, and whether rebalancing the
+  current placement now pays for its weight transfers;
 * :func:`place`: expert replication and placement with the current placement, tolerance and
   load windows (fewest-move rebalancing), EPLB beside every plan;
 * :func:`schedule`: a contention-free all-to-all timetable;
@@ -25,6 +29,7 @@ Example:
 """
 
 from . import eplb
+from ._advise import advise
 from ._native import TooLargeError
 from ._placement import PlacementResult, place
 from ._schedule import Schedule, schedule
@@ -35,6 +40,7 @@ __all__ = [
     "PlacementResult",
     "Schedule",
     "TooLargeError",
+    "advise",
     "eplb",
     "iteration_search",
     "place",

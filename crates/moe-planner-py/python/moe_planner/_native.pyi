@@ -10,7 +10,11 @@ def rebalance_experts(
     num_groups: int,
     num_nodes: int,
     num_gpus: int,
-) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    current: Optional[np.ndarray],
+    tolerance: float,
+    max_moves: Optional[int],
+    peer_limit: int,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]: ...
 def place(
     loads: np.ndarray,
     num_gpus: int,
@@ -35,6 +39,21 @@ def schedule(
     seed: int,
 ) -> Dict[str, Any]: ...
 def iteration_search(spec_json: str) -> str: ...
+def advise(
+    loads: np.ndarray,
+    num_gpus: int,
+    nodes: int,
+    groups: Optional[int],
+    max_redundant: Optional[int],
+    target_imbalance: float,
+    current: Optional[np.ndarray],
+    min_gain: float,
+    tolerance: float,
+    expert_bytes: Optional[float],
+    bandwidth_gbps: float,
+    peer_limit: int,
+    search_steps: Optional[int],
+) -> str: ...
 
 class TooLargeError(ValueError): ...
 

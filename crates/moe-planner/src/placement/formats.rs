@@ -291,3 +291,76 @@ pub fn pad_logical_to_physical(
         })
         .collect())
 }
+
+/// An engine's current placement (`[layers][slots]` logical expert ids, SGLang's and vLLM's
+/// `physical_to_logical_map`) checked and converted: one row per layer, `slots` ids per row, each
+/// in `0..experts`, every expert present in every layer.
+///
+/// # Errors
+///
+/// [`PlanError::InvalidField`] with `field` (the caller's name for the map: `current`,
+/// `old_global_expert_indices`) for a wrong layer or slot count, an id out of range (negative
+/// included) or an expert without a slot, naming the layer and slot.
+///
+/// # Complexity
+///
+/// `O(layers · (slots + experts))`.
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::placement::formats::current_placement;
+///
+/// let maps = current_placement(&[vec![1, 0, 1]], 1, 3, 2, "current")?;
+/// assert_eq!(maps, vec![vec![1, 0, 1]]);
+/// assert!(current_placement(&[vec![1, 1, 1]], 1, 3, 2, "current").is_err()); // no expert 0
+/// # Ok::<(), moe_planner::PlanError>(())
+/// ```
+pub fn current_placement(
+    current: &[Vec<i64>],
+    layers: usize,
+    slots: usize,
+    experts: usize,
+    field: &'static str,
+) -> Result<Vec<Vec<usize>>, PlanError> {
+    let invalid = |reason: String| PlanError::InvalidField { field, reason };
+    if current.len() != layers {
+        return Err(invalid(format!(
+            "{} layers, the loads have {layers}",
+            current.len()
+        )));
+    }
+    current
+        .iter()
+        .enumerate()
+        .map(|(l, row)| {
+            if row.len() != slots {
+                return Err(invalid(format!(
+                    "layer {l} has {} slots, the cluster has {slots}",
+                    row.len()
+                )));
+            }
+            let mut seen = vec![false; experts];
+            let map = row
+                .iter()
+                .enumerate()
+                .map(|(s, &id)| {
+                    let e = usize::try_from(id)
+                        .ok()
+                        .filter(|&e| e < experts)
+                        .ok_or_else(|| {
+                            invalid(format!(
+                                "layer {l}, slot {s}: expert id {id} is not in 0..{experts}"
+                            ))
+                        })?;
+                    seen[e] = true;
+                    Ok(e)
+                })
+                .collect::<Result<Vec<usize>, PlanError>>()?;
+            if let Some(e) = seen.iter().position(|&x| !x) {
+                return Err(invalid(format!("layer {l}: expert {e} has no slot")));
+            }
+            Ok(map)
+        })
+        .collect()
+}

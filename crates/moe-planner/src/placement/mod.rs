@@ -25,14 +25,19 @@
 //! # Ok::<(), moe_planner::PlanError>(())
 //! ```
 
+mod advise;
 pub mod formats;
 mod plan;
 mod spec;
 
+pub use advise::{
+    ADVISE_SEARCH_STEPS, Advice, AdviseSpec, DEFAULT_MIN_GAIN, DEFAULT_TARGET_IMBALANCE,
+    RebalanceAdvice, RedundancyPoint, advise,
+};
 pub use expert_placement::RobustObjective;
 pub use formats::MAX_PADDED_MAP_ENTRIES;
 pub use plan::{
     LOAD_COMPARISON_TOLERANCE, LayerPlacement, PlacementPlan, PlacementTotals, TransferPlan,
-    WeightTransfer, WindowFigure, plan_placement,
+    TransferRoundsPlan, WeightTransfer, WindowFigure, plan_placement,
 };
 pub use spec::{PlacementPolicy, PlacementSpec};

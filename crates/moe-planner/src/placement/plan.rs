@@ -6,8 +6,9 @@ use comm_cost_model::{
 };
 use expert_placement::{
     ExpertTransfer, LayerLoads, NODE_BOUND_MAX_GROUPS, Placement, PlacementAlgorithm,
-    PlacementCluster, PlacementError, RobustObjective, Termination, count_moves, place,
-    place_robust, place_with, plan_transfers, rebalance_with, transfer_counts,
+    PlacementCluster, PlacementError, RobustObjective, Termination, align_within_nodes,
+    count_moves, place, place_robust, place_with, plan_transfers, rebalance_with, transfer_counts,
+    transfer_rounds,
 };
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -37,6 +38,28 @@ pub struct TransferPlan {
     pub lower_bound_s: f64,
     /// Completion time of the contention-free schedule, seconds.
     pub makespan_s: f64,
+}
+
+/// The weight copies of a rebalance in engine-sized rounds: in each round every GPU sends at
+/// most `peer_limit` copies and receives at most `peer_limit`; rounds run one after another
+/// (`expert_placement::transfer_rounds`, the fewest rounds possible).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransferRoundsPlan {
+    /// Copies one GPU may send, and receive, per round (the spec's `transfer_peer_limit`).
+    pub peer_limit: usize,
+    /// Number of rounds: the most copies one GPU sends or receives over `peer_limit`, rounded
+    /// up (no grouping needs fewer).
+    pub rounds: usize,
+    /// Per transfer of the layer's `transfers`, in order, the round it runs in (from 0).
+    pub round_of_transfer: Vec<usize>,
+    /// With `expert_bytes`: each round's time, its busiest GPU's copies (sent or received)
+    /// times `expert_bytes` over the bandwidth, seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_time_s: Option<Vec<f64>>,
+    /// With `expert_bytes`: the rounds one after another, seconds (compare with
+    /// `transfer_schedule.makespan_s`, everything at once as a contention-free all-to-all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_s: Option<f64>,
 }
 
 /// A layer's maximum GPU load under one load window.
@@ -114,6 +137,10 @@ pub struct LayerPlacement {
     /// all-to-all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfer_schedule: Option<TransferPlan>,
+    /// With a current placement: the transfers in rounds of at most `transfer_peer_limit`
+    /// copies per GPU out and in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer_rounds: Option<TransferRoundsPlan>,
     /// With `windows`: the figure under each window.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub windows: Vec<WindowFigure>,
@@ -156,6 +183,13 @@ pub struct PlacementTotals {
     /// Sum of the per-layer transfer makespans, seconds (layers rebalanced one after another).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfer_time_s: Option<f64>,
+    /// Migration rounds over all layers (with a current placement).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer_rounds: Option<usize>,
+    /// Sum of the layers' round-by-round migration times, seconds (with a current placement
+    /// and `expert_bytes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer_rounds_time_s: Option<f64>,
 }
 
 /// The plan of every layer and the totals.
@@ -294,7 +328,9 @@ struct LayerInput<'a> {
 /// Bytes per expert and the bandwidth the transfers run at.
 struct TransferCost {
     expert_bytes: Option<f64>,
+    bytes_per_s: f64,
     bandwidth: Bandwidth,
+    peer_limit: usize,
 }
 
 impl TransferCost {
@@ -307,7 +343,59 @@ impl TransferCost {
         let bytes_per_s = units::checked_gbps("bandwidth_gbps", spec.bandwidth_gbps)?;
         Ok(Self {
             expert_bytes,
+            bytes_per_s,
             bandwidth: Bandwidth::uniform(bytes_per_s)?,
+            peer_limit: spec.transfer_peer_limit,
+        })
+    }
+
+    /// The transfers in rounds of at most `peer_limit` copies per GPU out and in, timed when
+    /// the expert size is known.
+    fn rounds(
+        &self,
+        transfers: &[ExpertTransfer],
+        gpus: usize,
+    ) -> Result<TransferRoundsPlan, PlanError> {
+        let r = transfer_rounds(transfers, gpus, self.peer_limit)?;
+        let mut round_of_transfer = vec![0; transfers.len()];
+        for (k, members) in r.rounds.iter().enumerate() {
+            for &i in members {
+                round_of_transfer[i] = k;
+            }
+        }
+        let round_time_s = self
+            .expert_bytes
+            .map(|bytes| {
+                r.rounds
+                    .iter()
+                    .map(|members| {
+                        let mut per_gpu = std::collections::HashMap::<(bool, usize), usize>::new();
+                        for &i in members {
+                            *per_gpu.entry((true, transfers[i].source_gpu)).or_default() += 1;
+                            *per_gpu
+                                .entry((false, transfers[i].destination_gpu))
+                                .or_default() += 1;
+                        }
+                        let busiest = per_gpu.values().copied().max().unwrap_or(0);
+                        check_finite_result(
+                            "transfer round time",
+                            busiest as f64 * bytes / self.bytes_per_s,
+                        )
+                    })
+                    .collect::<Result<Vec<f64>, _>>()
+            })
+            .transpose()?;
+        let time_s = round_time_s
+            .as_ref()
+            // A fold from +0.0: `sum` of no rounds is -0.0, which would print as "-0".
+            .map(|t| check_finite_result("transfer rounds time", t.iter().fold(0.0, |a, b| a + b)))
+            .transpose()?;
+        Ok(TransferRoundsPlan {
+            peer_limit: self.peer_limit,
+            rounds: r.rounds.len(),
+            round_of_transfer,
+            round_time_s,
+            time_s,
         })
     }
 
@@ -430,6 +518,19 @@ fn solve_layer(
                 .collect();
             r.placement
         }
+        (None, Some(current), PlacementAlgorithm::OptimalNodeAware { .. }) => {
+            // Whole nodes and GPUs inside nodes relabeled onto the current placement: fewer
+            // copies, the same loads, every group still inside one node.
+            let fresh = place_with(loads, cluster, algorithm, &spec.options())?;
+            let map =
+                align_within_nodes(&fresh.physical_to_logical, current, cluster, loads.len())?;
+            Placement {
+                lower_bound: fresh.lower_bound,
+                termination: fresh.termination,
+                unconstrained_max_gpu_load: fresh.unconstrained_max_gpu_load,
+                ..Placement::evaluate(loads, cluster, map)?
+            }
+        }
         (None, _, _) => place_with(loads, cluster, algorithm, &spec.options())?,
     };
     Ok(SolvedLayer {
@@ -500,6 +601,7 @@ fn assemble_layer(
             experts,
         )?);
         plan.transfer_schedule = transfer.schedule(&transfers, cluster.gpus())?;
+        plan.transfer_rounds = Some(transfer.rounds(&transfers, cluster.gpus())?);
         plan.transfers = transfers
             .iter()
             .map(|t| WeightTransfer {
@@ -675,6 +777,7 @@ fn layer_plan(
         tradeoff: Vec::new(),
         transfers: Vec::new(),
         transfer_schedule: None,
+        transfer_rounds: None,
         windows: Vec::new(),
     })
 }
@@ -728,6 +831,17 @@ fn totals(
         moves_at_baseline_load: sum_opt(|l| l.moves_at_baseline_load),
         transfer_bytes,
         transfer_time_s,
+        transfer_rounds: layers
+            .iter()
+            .map(|l| l.transfer_rounds.as_ref().map(|r| r.rounds))
+            .sum(),
+        transfer_rounds_time_s: layers
+            .iter()
+            .map(|l| l.transfer_rounds.as_ref().and_then(|r| r.time_s))
+            .sum::<Option<f64>>()
+            .map(|t| t + 0.0) // -0.0 (no layer moved anything) as 0
+            .map(|t| check_finite_result("transfer_rounds_time_s", t))
+            .transpose()?,
     })
 }
 
@@ -834,6 +948,12 @@ mod tests {
         let schedule = layer.transfer_schedule.as_ref().unwrap();
         assert!(schedule.makespan_s >= schedule.lower_bound_s);
         assert!(schedule.lower_bound_s >= 1.0 && schedule.makespan_s <= moves);
+        // One peer at a time: as many rounds as the busiest GPU's copies, one second each.
+        let rounds = layer.transfer_rounds.as_ref().unwrap();
+        assert_eq!(rounds.round_of_transfer.len(), layer.transfers.len());
+        assert!(rounds.rounds >= 1);
+        assert_eq!(rounds.time_s, Some(rounds.rounds as f64));
+        assert_eq!(plan.totals.transfer_rounds, Some(rounds.rounds));
     }
 
     #[test]

@@ -63,8 +63,10 @@ pub struct PlacementSpec {
     pub policy: PlacementPolicy,
     /// The placement serving now, `[layers][R]` logical expert per slot (SGLang's
     /// `physical_to_logical_map`); turns the plan into a fewest-move rebalance (policy
-    /// `optimal` without `windows`; with windows or another policy, the plan is made as usual
-    /// and its moves from this placement are reported).
+    /// `optimal` without `windows`; under `optimal-node-aware` the node-aware plan with whole
+    /// nodes and GPUs inside nodes relabeled onto this placement, groups still inside nodes;
+    /// with windows or another policy, the plan is made as usual and its moves from this
+    /// placement are reported).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current: Option<Vec<Vec<i64>>>,
     /// Allowed relative excess of the maximum GPU load over the best found, traded for fewer
@@ -77,6 +79,10 @@ pub struct PlacementSpec {
     /// Per-GPU bandwidth for weight transfers in Gbps (default 400).
     #[serde(default = "default_bandwidth_gbps")]
     pub bandwidth_gbps: f64,
+    /// Copies one GPU may send, and receive, per migration round of a rebalance's
+    /// `transfer_rounds` (default 1: one peer at a time, as vLLM PR 52641 does).
+    #[serde(default = "one")]
+    pub transfer_peer_limit: usize,
     /// Steps the exact search of one layer may take (policies `optimal`, `optimal-node-aware`
     /// and `exact`; absent: 2,000,000, or 20,000,000 for `exact`; 0 skips the exact search).
     /// Rebalances and robust plans use the default.
@@ -115,6 +121,7 @@ impl PlacementSpec {
             tolerance: 0.0,
             expert_bytes: None,
             bandwidth_gbps: default_bandwidth_gbps(),
+            transfer_peer_limit: 1,
             search_steps: None,
             time_budget_s: None,
         }
@@ -150,6 +157,12 @@ impl PlacementSpec {
             return Err(invalid(
                 "time_budget_s",
                 format!("{t} is not a finite non-negative number of seconds"),
+            ));
+        }
+        if self.transfer_peer_limit == 0 {
+            return Err(invalid(
+                "transfer_peer_limit",
+                "a GPU must be able to send to one peer per round at least".into(),
             ));
         }
         if self.slots_per_gpu == 0 {
@@ -397,40 +410,7 @@ fn check_current(
     slots: usize,
     experts: usize,
 ) -> Result<(), PlanError> {
-    let invalid = |reason: String| PlanError::InvalidField {
-        field: "current",
-        reason,
-    };
-    if current.len() != layers {
-        return Err(invalid(format!(
-            "{} layers, the loads have {layers}",
-            current.len()
-        )));
-    }
-    for (l, row) in current.iter().enumerate() {
-        if row.len() != slots {
-            return Err(invalid(format!(
-                "layer {l} has {} slots, the cluster has {slots} (GPUs x slots per GPU)",
-                row.len()
-            )));
-        }
-        let mut seen = vec![false; experts];
-        for (s, &id) in row.iter().enumerate() {
-            let e = usize::try_from(id)
-                .ok()
-                .filter(|&e| e < experts)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "layer {l}, slot {s}: expert id {id} is not in 0..{experts}"
-                    ))
-                })?;
-            seen[e] = true;
-        }
-        if let Some(e) = seen.iter().position(|&x| !x) {
-            return Err(invalid(format!("layer {l}: expert {e} has no slot")));
-        }
-    }
-    Ok(())
+    super::formats::current_placement(current, layers, slots, experts, "current").map(|_| ())
 }
 
 /// Attaches a layer index to a planner error.
