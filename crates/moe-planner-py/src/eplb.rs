@@ -11,6 +11,7 @@ use numpy::ndarray::{Array2, Array3};
 use numpy::{IntoPyArray, PyArray2, PyArray3, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use rayon::prelude::*;
 
 use crate::boundary::{rows, run};
 
@@ -218,11 +219,20 @@ pub fn rebalance_experts_from(
         expert_count: Array2::zeros((layers.len(), experts)),
     };
     let mut d = EplbDiagnostics::default();
-    for (l, loads) in layers.iter().enumerate() {
+    // The layers are independent: planned in parallel, then filled in order (the first failing
+    // layer's error is the one returned, as in a sequential loop).
+    let planned: Vec<Result<(&'static str, Vec<usize>), PlacementError>> = layers
+        .par_iter()
+        .enumerate()
+        .map(|(l, loads)| {
+            let now = current.as_ref().map(|c| c[l].as_slice());
+            plan_layer(loads, now, &global, by_node.as_ref(), num_groups, how)
+        })
+        .collect();
+    for ((l, loads), planned) in layers.iter().enumerate().zip(planned) {
         let now = current.as_ref().map(|c| c[l].as_slice());
         let in_layer = |source| PlanError::Layer { layer: l, source };
-        let (policy, map) =
-            plan_layer(loads, now, &global, by_node.as_ref(), num_groups, how).map_err(in_layer)?;
+        let (policy, map) = planned.map_err(in_layer)?;
         let placement = Placement::evaluate(loads, &global, map).map_err(in_layer)?;
         d.policy.push(policy);
         d.max_gpu_load.push(placement.max_gpu_load);
