@@ -12,7 +12,8 @@ use moe_planner::fitting::CollectiveFitPlan;
 use moe_planner::rail_network::fabric::FabricKind;
 use moe_planner::rail_network::model::Recompute;
 use moe_planner::rail_network::moe::{
-    MoeMapping, MoeSearchOptions, ParamSharding, PipelineSchedule, Precision, StepOptions,
+    EpAllToAllFit, MoeMapping, MoeSearchOptions, ParamSharding, PipelineSchedule, Precision,
+    StepOptions,
 };
 use moe_planner::training::{
     ExpertLayout, ExpertLoads, MoeModelRef, MoeTrainingPlan, MoeTrainingSpec, TrainingConfig,
@@ -123,6 +124,11 @@ pub(crate) struct Args {
     /// Fraction of the EP all-to-all hidden behind compute (0 to 1).
     #[arg(long, default_value_t = 0.0)]
     pub a2a_overlap: f64,
+    /// JSON file `{"ep": N, "alpha_s": A, "beta_s_per_byte": B}`: a measured EP all-to-all
+    /// (NCCL or DeepEP, fitted with `moe-planner fit`) on N ranks, used instead of the fabric
+    /// model for mappings with that EP degree and ETP 1.
+    #[arg(long)]
+    pub ep_a2a_fit: Option<PathBuf>,
     /// SMs the overlapped all-to-all kernels hold while compute runs (DeepSeek-V3: 20).
     #[arg(long, default_value_t = 0)]
     pub comm_sms: u64,
@@ -294,6 +300,10 @@ fn end_to_end_spec(args: &Args) -> Result<MoeTrainingSpec, CliError> {
         activation_offload_fraction: args.activation_offload,
         bf16_optimizer_moments: args.bf16_moments,
         bf16_logits: args.bf16_logits,
+        ep_all_to_all_fit: match &args.ep_a2a_fit {
+            Some(path) => Some(read_json::<EpAllToAllFit>(path)?),
+            None => None,
+        },
         ..StepOptions::default()
     };
     options.validate()?;

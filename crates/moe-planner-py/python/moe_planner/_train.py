@@ -50,7 +50,9 @@ def train_search(
             (``"distributed_optimizer"``, ``"fsdp"``, ``"fsdp_keep_gathered"``),
             ``pipeline_schedule`` (``"one_f_one_b"``, ``"dual_pipe"``),
             ``optimizer_offload_fraction``, ``activation_offload_fraction``,
-            ``bf16_optimizer_moments``, ``bf16_logits``).
+            ``bf16_optimizer_moments``, ``bf16_logits``, ``ep_all_to_all_fit``: a measured
+            EP all-to-all ``{"ep": N, "alpha_s": A, "beta_s_per_byte": B}`` used instead of
+            the fabric model for mappings with that EP degree and ETP 1).
 
     Returns:
         The plan as a dict: ``configs`` (records with ``tp, pp, vp, cp, dp, ep, etp,

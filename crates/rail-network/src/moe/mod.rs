@@ -51,5 +51,7 @@ pub use search::{
     FabricCost, MoeSearchOptions, MoeSearchResult, fabric_cost, search_mappings,
     search_mappings_with_progress,
 };
-pub use step::{DEFAULT_RESERVE_BYTES, MoeEvaluation, StepModel, StepOptions, StepTerms};
+pub use step::{
+    DEFAULT_RESERVE_BYTES, EpAllToAllFit, MoeEvaluation, StepModel, StepOptions, StepTerms,
+};
 pub use strategy::{ParamSharding, PipelineSchedule};

@@ -108,6 +108,26 @@ pub struct StepOptions {
     /// Whether the logits (and the loss over them) stay in BF16, 2 bytes each instead of
     /// FP32's 4 (`NeMo` `AutoModel`'s `fp32_upcast: false`).
     pub bf16_logits: bool,
+    /// A measured cost of one expert-parallel all-to-all (NCCL's `alltoall_perf` or DeepEP's
+    /// normal kernels, fitted with `moe-planner fit`) on an EP group of `ep` ranks: it replaces
+    /// the fabric model for the dispatch and combine of mappings with that EP degree and
+    /// `etp = 1`; others keep the fabric model. `None` (default): the fabric model everywhere.
+    #[serde(default)]
+    pub ep_all_to_all_fit: Option<EpAllToAllFit>,
+}
+
+/// A measured all-to-all cost for one expert-parallel group size: one dispatch (or combine)
+/// takes `alpha_s + beta_s_per_byte * b` where `b` is the bytes each rank sends to the other
+/// ranks of the group.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EpAllToAllFit {
+    /// EP group size the measurement was taken on.
+    pub ep: u64,
+    /// Fitted start-up time of one call, seconds (`alpha_s` of `moe-planner fit`).
+    pub alpha_s: f64,
+    /// Fitted seconds per byte a rank sends (`beta_s_per_byte` of `moe-planner fit`).
+    pub beta_s_per_byte: f64,
 }
 
 #[derive(Deserialize)]
@@ -137,6 +157,8 @@ struct StepOptionsFields {
     bf16_optimizer_moments: bool,
     #[serde(default)]
     bf16_logits: bool,
+    #[serde(default)]
+    ep_all_to_all_fit: Option<EpAllToAllFit>,
 }
 
 fn one() -> f64 {
@@ -170,6 +192,7 @@ impl TryFrom<StepOptionsFields> for StepOptions {
             activation_offload_fraction: f.activation_offload_fraction,
             bf16_optimizer_moments: f.bf16_optimizer_moments,
             bf16_logits: f.bf16_logits,
+            ep_all_to_all_fit: f.ep_all_to_all_fit,
         };
         o.validate()?;
         Ok(o)
@@ -191,6 +214,7 @@ impl Default for StepOptions {
             activation_offload_fraction: 0.0,
             bf16_optimizer_moments: false,
             bf16_logits: false,
+            ep_all_to_all_fit: None,
         }
     }
 }
@@ -234,6 +258,17 @@ impl StepOptions {
             }
         }
         check_non_negative("memory_reserve_bytes", self.memory_reserve_bytes)?;
+        if let Some(fit) = self.ep_all_to_all_fit {
+            if fit.ep < 2 {
+                return Err(CostModelError::NotPositive {
+                    what: "ep_all_to_all_fit.ep - 1 (a fit needs at least 2 ranks)",
+                    value: fit.ep as f64 - 1.0,
+                }
+                .into());
+            }
+            check_non_negative("ep_all_to_all_fit.alpha_s", fit.alpha_s)?;
+            check_non_negative("ep_all_to_all_fit.beta_s_per_byte", fit.beta_s_per_byte)?;
+        }
         Ok(())
     }
 }
@@ -986,9 +1021,18 @@ impl StepModel {
         } else {
             2.0
         };
+        let fit = self
+            .options
+            .ep_all_to_all_fit
+            .filter(|f| f.ep == mapping.ep && mapping.etp == 1);
         let mut total = 0.0;
         for bytes_per_element in [dispatch_bytes, 2.0] {
             let volume = tokens * copies * h * bytes_per_element;
+            if let Some(fit) = fit {
+                // The measured call: what one rank sends to the others of its group.
+                total += fit.alpha_s + fit.beta_s_per_byte * volume * (inside + across);
+                continue;
+            }
             let (hb, net) = (volume * inside, volume * across);
             let t = match self.options.fabric {
                 FabricKind::RailOptimized => {
@@ -1286,6 +1330,73 @@ mod tests {
         assert!(close(t.step_time_s, sum));
         // Two sequences of 1024 tokens on 2 GPUs per step.
         assert!(close(e.tokens_per_s_per_gpu, 1024.0 / t.step_time_s));
+    }
+
+    #[test]
+    fn a_measured_all_to_all_replaces_the_fabric_model_for_its_ep_degree() {
+        // The setup of `hand_computed_step_time`: each dispatch or combine sends 1024 x 1024 x 2
+        // bytes / 2 to the peer; four of them per MoE layer and micro-batch, two layers.
+        let (model, system, options) = tiny();
+        let mapping = MoeMapping {
+            tp: 1,
+            cp: 1,
+            pp: 1,
+            vp: 1,
+            ep: 2,
+            etp: 1,
+            micro_batch: 1,
+            recompute: Recompute::None,
+        };
+        let with = |fit: Option<EpAllToAllFit>| {
+            let o = StepOptions {
+                ep_all_to_all_fit: fit,
+                ..options
+            };
+            let sm = StepModel::new(model, system, o).unwrap();
+            sm.evaluate(&mapping, 2, 2).unwrap().terms.ep_comm_s
+        };
+        let sent = 1024.0 * 1024.0 * 2.0 / 2.0;
+        let measured = EpAllToAllFit {
+            ep: 2,
+            alpha_s: 1e-4,
+            beta_s_per_byte: 2e-11,
+        };
+        assert!(close(with(Some(measured)), 8.0 * (1e-4 + 2e-11 * sent)));
+        // A fit taken on another EP degree leaves the fabric model in place.
+        let other = EpAllToAllFit { ep: 4, ..measured };
+        assert!(close(with(Some(other)), with(None)));
+        assert!(close(with(None), 8.0 * sent / 1e11));
+        // Bad fits are refused naming the field.
+        for (bad, field) in [
+            (EpAllToAllFit { ep: 1, ..measured }, "ep_all_to_all_fit.ep"),
+            (
+                EpAllToAllFit {
+                    alpha_s: -1.0,
+                    ..measured
+                },
+                "ep_all_to_all_fit.alpha_s",
+            ),
+            (
+                EpAllToAllFit {
+                    beta_s_per_byte: f64::NAN,
+                    ..measured
+                },
+                "ep_all_to_all_fit.beta_s_per_byte",
+            ),
+        ] {
+            let o = StepOptions {
+                ep_all_to_all_fit: Some(bad),
+                ..options
+            };
+            let err = o.validate().unwrap_err().to_string();
+            assert!(err.contains(field), "{err}");
+        }
+        // And from JSON, unknown fields too.
+        let json = r#"{"ep_all_to_all_fit": {"ep": 2, "alpha_s": 0.0, "beta_s_per_byte": 1e-11}}"#;
+        let o: StepOptions = serde_json::from_str(json).unwrap();
+        assert_eq!(o.ep_all_to_all_fit.map(|f| f.ep), Some(2));
+        let typo = r#"{"ep_all_to_all_fit": {"ep": 2, "alpha": 0.0, "beta_s_per_byte": 1e-11}}"#;
+        assert!(serde_json::from_str::<StepOptions>(typo).is_err());
     }
 
     #[test]
