@@ -105,6 +105,7 @@ impl Problem<'_> {
         let mut fixed = 0usize;
         // `best[u]`: fewest slots for the experts with a choice so far, using `u` class room.
         let mut best = vec![usize::MAX; cap + 1];
+        let mut next = vec![usize::MAX; cap + 1];
         best[0] = 0;
         let mut any_choice = false;
         for &we in self.w {
@@ -123,7 +124,7 @@ impl Problem<'_> {
             }
             any_choice = true;
             let out = (leave <= self.gpus).then_some(leave);
-            let mut next = vec![usize::MAX; cap + 1];
+            next.fill(usize::MAX);
             for (u, &b) in best.iter().enumerate() {
                 if b == usize::MAX {
                     continue;
@@ -135,7 +136,7 @@ impl Problem<'_> {
                     next[u + m] = next[u + m].min(b.saturating_add(m));
                 }
             }
-            best = next;
+            std::mem::swap(&mut best, &mut next);
         }
         let choice = if any_choice {
             best.iter().copied().min().unwrap_or(usize::MAX)

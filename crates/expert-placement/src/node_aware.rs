@@ -1,7 +1,7 @@
 //! The optimal planner under group-to-node constraints: every replica of an expert group stays
 //! inside one node (DeepSeek-V3's group-limited routing then sends each token to few nodes).
 
-use crate::bound::lower_bound;
+use crate::bound::{basic_bound, lower_bound};
 use crate::error::{PlacementError, check_divides};
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::optimal::{Solved, solve_to};
@@ -187,7 +187,9 @@ fn exact_assignment(
                 .filter(|g| mask >> g & 1 == 1)
                 .flat_map(|g| w[g * size..(g + 1) * size].iter().copied())
                 .collect();
-            *slot = Some(lower_bound(&LayerLoads::new(loads)?, &subs[n]));
+            // The cheap relaxations: thousands of subsets are bounded here (the heavy-replica
+            // and partner bounds cost more than the rest of the node-aware plan).
+            *slot = Some(basic_bound(&LayerLoads::new(loads)?, &subs[n]));
         }
         tables.push(std::rc::Rc::new(table));
     }
@@ -356,7 +358,7 @@ fn improve_assignment(
         }
         LayerLoads::new(loads)
             .ok()
-            .map(|l| lower_bound(&l, &subs[n]))
+            .map(|l| basic_bound(&l, &subs[n]))
     };
     let worst = |assign: &[usize]| -> Option<f64> {
         (0..subs.len()).try_fold(0.0f64, |m, n| node_bound(assign, n).map(|b| m.max(b)))

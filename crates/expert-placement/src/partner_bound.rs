@@ -2,8 +2,9 @@
 
 use crate::model::{LayerLoads, PlacementCluster};
 
-/// Largest `E · G` the partner bound is computed for.
-const PARTNER_MAX_PAIRS: usize = 1 << 13;
+/// Largest `E · G` the partner bound is computed for (64 experts on 32 GPUs: the campaign's
+/// sizes; on 256 experts x 32 GPUs it cost about a millisecond per layer, as much as the plan).
+const PARTNER_MAX_PAIRS: usize = 1 << 11;
 
 /// Heaviest experts the partner bound looks at.
 const PARTNER_MAX_HEAVY: usize = 8;
@@ -21,7 +22,7 @@ const PARTNER_MAX_HEAVY: usize = 8;
 /// ones (the campaign's loosest bounds) this is the cold partner the average misses.
 ///
 /// `O(H · G · E log(E G))` for the `H <= 8` heaviest experts heavier than `from` (none on
-/// balanced layers), and only where `E · G <= 2^13` (the sizes where hot experts on few slots
+/// balanced layers), and only where `E · G <= 2^11` (the sizes where hot experts on few slots
 /// leave the other bounds loose; above it the cost would grow to seconds for no gain seen).
 pub(crate) fn partner_bound(loads: &LayerLoads, cluster: &PlacementCluster, from: f64) -> f64 {
     let w = loads.as_slice();
