@@ -154,6 +154,20 @@ pub fn place_with(
     options: &PlacementOptions,
 ) -> Result<Placement, PlacementError> {
     options.validate()?;
+    let plan = plan_with(loads, cluster, algorithm, options);
+    // A search the caller cancelled ended early: its plan (or its `BudgetExhausted`) is not
+    // what the budget would give.
+    options.check_cancelled()?;
+    plan
+}
+
+/// [`place_with`] after its option check, before its cancellation check.
+fn plan_with(
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+    algorithm: PlacementAlgorithm,
+    options: &PlacementOptions,
+) -> Result<Placement, PlacementError> {
     let w = loads.as_slice();
     if !matches!(algorithm, PlacementAlgorithm::Eplb(_)) {
         cluster.check_experts(w.len())?;
@@ -162,7 +176,7 @@ pub fn place_with(
     match algorithm {
         PlacementAlgorithm::Eplb(policy) => eplb(loads, cluster, policy),
         PlacementAlgorithm::Optimal => {
-            let s = solve(loads, cluster, options.budget(DEFAULT_SEARCH_STEPS));
+            let s = solve(loads, cluster, &options.budget(DEFAULT_SEARCH_STEPS));
             let mut p = Placement::scored(w, cluster, s.map, s.lower_bound)?;
             p.termination = s.termination;
             Ok(p)
@@ -178,7 +192,7 @@ pub fn place_with(
                 PLACEMENT_EXACT_MAX_GPUS,
                 cluster.gpus(),
             )?;
-            let s = solve(loads, cluster, options.budget(DEFAULT_EXACT_SEARCH_STEPS));
+            let s = solve(loads, cluster, &options.budget(DEFAULT_EXACT_SEARCH_STEPS));
             if !s.proven {
                 return Err(PlacementError::BudgetExhausted {
                     what: "exact placement (branch and bound)",
@@ -190,8 +204,8 @@ pub fn place_with(
         }
         PlacementAlgorithm::OptimalNodeAware { groups } => {
             let budget = options.budget(DEFAULT_SEARCH_STEPS);
-            let s = solve_node_aware(loads, cluster, groups, budget)?;
-            let free = solve(loads, cluster, budget);
+            let s = solve_node_aware(loads, cluster, groups, &budget)?;
+            let free = solve(loads, cluster, &budget);
             // Every groups-in-nodes plan is also an unconstrained plan, so the unconstrained
             // bound (the proved optimum when the exact search finished) holds too.
             let bound = s.lower_bound.max(free.lower_bound);

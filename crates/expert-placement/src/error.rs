@@ -126,6 +126,10 @@ pub enum PlacementError {
         /// Which search.
         what: &'static str,
     },
+    /// The caller raised [`crate::PlacementOptions::cancel`] while the call ran; no plan is
+    /// returned.
+    #[error("the placement was cancelled")]
+    Cancelled,
 }
 
 /// Checks that entry `index` of the input `what` is finite and non-negative (comm-cost-model's

@@ -1,7 +1,7 @@
 //! Exact placement by branch and bound over replica counts and GPU sets, for small instances.
 
 use crate::model::PlacementCluster;
-use crate::options::Budget;
+use crate::options::{Budget, Deadline};
 use crate::tolerance::REL_EPS;
 
 /// Largest expert count [`crate::PlacementAlgorithm::Exact`] accepts.
@@ -37,7 +37,7 @@ pub(crate) fn branch_and_bound(
     w: &[f64],
     cluster: &PlacementCluster,
     incumbent: f64,
-    budget: Budget,
+    budget: &Budget,
 ) -> Outcome {
     let mut order: Vec<usize> = (0..w.len()).collect();
     order.sort_by(|&a, &b| w[b].total_cmp(&w[a]).then(a.cmp(&b)));
@@ -83,7 +83,7 @@ struct Search<'a> {
     best_map: Option<Vec<usize>>,
     nodes: u64,
     budget: u64,
-    deadline: Option<std::time::Instant>,
+    deadline: Deadline,
     aborted: bool,
 }
 
@@ -94,10 +94,7 @@ impl Search<'_> {
             return true;
         }
         self.nodes += 1;
-        let late = self.nodes % CLOCK_EVERY == 0
-            && self
-                .deadline
-                .is_some_and(|d| std::time::Instant::now() >= d);
+        let late = self.nodes % CLOCK_EVERY == 0 && self.deadline.passed();
         if self.nodes > self.budget || late {
             self.aborted = true;
         }

@@ -1,9 +1,8 @@
 //! Bringing every GPU under a load target with few transfers: a greedy on excess load per
 //! transfer.
 
-use std::time::Instant;
-
 use crate::local_search::{Origin, REL_EPS};
+use crate::options::Deadline;
 use crate::state::{Move, SlotState};
 
 /// Applies moves to `s` (one window) until no GPU's load exceeds `target`, each time the move
@@ -20,12 +19,12 @@ pub(crate) fn reduce_excess(
     origin: &Origin,
     target: f64,
     max_moves: usize,
-    deadline: Option<Instant>,
+    deadline: &Deadline,
     after_move: &mut dyn FnMut(&SlotState, Move),
 ) -> Reduced {
     let tiny = target.abs().max(f64::MIN_POSITIVE) * REL_EPS;
     let over = |l: f64| (l - target).max(0.0);
-    let late = || deadline.is_some_and(|d| Instant::now() >= d);
+    let late = || deadline.passed();
     for _ in 0..max_moves {
         if late() {
             return Reduced::Cut;
@@ -241,13 +240,13 @@ fn undo_moves(
     s: &mut SlotState,
     origin: &Origin,
     target: f64,
-    deadline: Option<Instant>,
+    deadline: &Deadline,
     after_move: &mut dyn FnMut(&SlotState, Move),
 ) -> bool {
     let limit = target + target.abs() * REL_EPS;
     let (mut touched, mut new_load) = (Vec::new(), Vec::new());
     loop {
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        if deadline.passed() {
             return false;
         }
         let moved: Vec<usize> = (0..s.expert_of_slot.len())

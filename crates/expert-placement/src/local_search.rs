@@ -90,7 +90,7 @@ impl Origin {
 }
 
 /// Options of [`improve`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct SearchOptions<'o> {
     pub(crate) aggregate: Aggregate,
     /// Also try [`Move::Replace`] (changes replica counts): after swaps fail, or at every step
@@ -105,7 +105,7 @@ pub(crate) struct SearchOptions<'o> {
     /// adding the fewest transfers wins.
     pub(crate) origin: Option<&'o Origin>,
     /// Stop at this instant with the best placement so far (the caller's time budget).
-    pub(crate) deadline: Option<std::time::Instant>,
+    pub(crate) deadline: crate::options::Deadline,
 }
 
 impl<'o> SearchOptions<'o> {
@@ -122,7 +122,7 @@ impl<'o> SearchOptions<'o> {
             target,
             max_moves: move_budget(cluster),
             origin: None,
-            deadline: None,
+            deadline: crate::options::Deadline::never(),
         }
     }
 }
@@ -233,6 +233,9 @@ pub(crate) fn improve(
     mut after_move: impl FnMut(&SlotState, Move, f64),
 ) -> usize {
     let mut tops = Tops::new(s);
+    let (max_moves, aggregate, target) = (options.max_moves, options.aggregate, options.target);
+    let every_step_allowed = options.origin.is_some();
+    let count_changes = options.count_changes;
     let mut search = Candidates {
         options,
         buffers: (Vec::new(), Vec::new()),
@@ -241,33 +244,30 @@ pub(crate) fn improve(
         mask: Vec::new(),
     };
     let mut moves = 0;
-    while moves < options.max_moves && search.work < WORK_BUDGET {
+    while moves < max_moves && search.work < WORK_BUDGET {
         // The clock is read before every move (a move costs microseconds to, on thousands of
         // slots with tied loads, a tenth of a second; reading the clock costs nanoseconds).
-        if options
-            .deadline
-            .is_some_and(|d| std::time::Instant::now() >= d)
-        {
+        if search.options.deadline.passed() {
             break;
         }
-        let current = tops.objective(options.aggregate);
-        if current <= options.target * (1.0 + REL_EPS) {
+        let current = tops.objective(aggregate);
+        if current <= target * (1.0 + REL_EPS) {
             break;
         }
-        let hot = hot_gpus(&tops, options.aggregate, current);
+        let hot = hot_gpus(&tops, aggregate, current);
         search.best = None;
         search.swaps(s, &tops, &hot, current);
         // Counting transfers, replica moves (one transfer) compete with swaps (two) at every
         // step, except on large instances where their scan would dominate.
-        let every_step = options.origin.is_some() && s.expert_of_slot.len() <= EVERY_STEP_MAX_SLOTS;
-        if options.count_changes && (search.best.is_none() || every_step) {
+        let every_step = every_step_allowed && s.expert_of_slot.len() <= EVERY_STEP_MAX_SLOTS;
+        if count_changes && (search.best.is_none() || every_step) {
             search.replacements(s, &tops, &hot, current);
         }
         let Some((mv, _)) = search.best else { break };
         s.apply(mv);
         tops.refresh(s);
         moves += 1;
-        after_move(s, mv, tops.objective(options.aggregate));
+        after_move(s, mv, tops.objective(aggregate));
     }
     moves
 }

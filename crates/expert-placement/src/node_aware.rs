@@ -46,7 +46,7 @@ pub(crate) fn solve_node_aware(
     loads: &LayerLoads,
     cluster: &PlacementCluster,
     groups: usize,
-    budget: Budget,
+    budget: &Budget,
 ) -> Result<NodeAwareSolved, PlacementError> {
     let w = loads.as_slice();
     if groups == 0 {
@@ -110,7 +110,7 @@ fn solve_assignment(
     subs: &[PlacementCluster],
     node_of_group: &[usize],
     size: usize,
-    budget: Budget,
+    budget: &Budget,
 ) -> Result<NodeAwareSolved, PlacementError> {
     let mut map = vec![0; cluster.total_slots()];
     let mut value = 0.0f64;

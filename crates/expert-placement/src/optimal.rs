@@ -6,7 +6,7 @@ use crate::candidates::candidate_counts;
 use crate::exact::{PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, branch_and_bound};
 use crate::local_search::{Aggregate, SearchOptions, improve};
 use crate::model::{LayerLoads, PlacementCluster};
-use crate::options::{Budget, Termination};
+use crate::options::{Budget, Deadline, Termination};
 use crate::pack::{pack, round_robin};
 use crate::replicate::replicate;
 use crate::state::{Move, SlotState};
@@ -73,10 +73,10 @@ pub(crate) fn heuristic(
     cluster: &PlacementCluster,
     lower_bound: f64,
     good_enough: f64,
-    deadline: Option<std::time::Instant>,
-    hard_deadline: Option<std::time::Instant>,
+    deadline: &Deadline,
+    hard_deadline: &Deadline,
 ) -> Vec<usize> {
-    let late = || deadline.is_some_and(|d| std::time::Instant::now() >= d);
+    let late = || deadline.passed();
     let w = loads.as_slice();
     let experts = w.len();
     // Small instances search until the bound itself; large ones stop within PERTURB_GAP.
@@ -177,11 +177,11 @@ fn descend(
     cluster: &PlacementCluster,
     lower_bound: f64,
     map: Vec<usize>,
-    deadline: Option<std::time::Instant>,
+    deadline: &Deadline,
 ) -> Vec<usize> {
     let mut state = SlotState::new(cluster, &[w], map);
     let options = SearchOptions {
-        deadline,
+        deadline: deadline.clone(),
         ..SearchOptions::full(Aggregate::Worst, lower_bound, cluster)
     };
     improve(&mut state, options, |_, _, _| {});
@@ -206,7 +206,7 @@ pub(crate) fn max_load(w: &[f64], cluster: &PlacementCluster, map: &[usize]) -> 
 
 /// The heuristic, then (when the instance is small and the heuristic is not already at the
 /// bound) branch and bound within `budget`.
-pub(crate) fn solve(loads: &LayerLoads, cluster: &PlacementCluster, budget: Budget) -> Solved {
+pub(crate) fn solve(loads: &LayerLoads, cluster: &PlacementCluster, budget: &Budget) -> Solved {
     solve_to(loads, cluster, budget, 0.0)
 }
 
@@ -215,22 +215,21 @@ pub(crate) fn solve(loads: &LayerLoads, cluster: &PlacementCluster, budget: Budg
 pub(crate) fn solve_to(
     loads: &LayerLoads,
     cluster: &PlacementCluster,
-    budget: Budget,
+    budget: &Budget,
     good_enough: f64,
 ) -> Solved {
     let w = loads.as_slice();
     let bound = lower_bound(loads, cluster);
     // The heuristic's extra starts and kicks stop at half the time budget, leaving the rest to
     // the exact search.
-    let now = std::time::Instant::now();
-    let deadline = now.checked_add(budget.time / 2);
+    let deadline = budget.deadline_after(budget.time / 2);
     let map = heuristic(
         loads,
         cluster,
         bound,
         good_enough,
-        deadline,
-        budget.deadline(),
+        &deadline,
+        &budget.deadline(),
     );
     let value = max_load(w, cluster, &map);
     let at_bound = value <= bound * (1.0 + crate::local_search::REL_EPS);

@@ -1,6 +1,8 @@
 //! The visible budget of the placement search, and how a search ended.
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -37,7 +39,7 @@ pub const DEFAULT_TIME_BUDGET_S: f64 = 1.0;
 /// assert!(matches!(p.termination, Termination::ProvedOptimal | Termination::BoundReached));
 /// # Ok::<(), expert_placement::PlacementError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlacementOptions {
     /// Steps the branch and bound may take per layer (per node for the node-aware planner);
@@ -48,6 +50,59 @@ pub struct PlacementOptions {
     /// Wall-clock limit of one branch and bound, seconds ([`DEFAULT_TIME_BUDGET_S`]).
     #[serde(default = "default_time_budget_s")]
     pub time_budget_s: f64,
+    /// Stops every search of the call early when raised from another thread (for example by a
+    /// Ctrl-C handler); the call then returns [`PlacementError::Cancelled`]. Not serialized.
+    #[serde(skip)]
+    pub cancel: Option<CancelFlag>,
+}
+
+/// A flag another thread raises to stop a placement call (see [`PlacementOptions::cancel`]).
+///
+/// Clones share the flag. The searches read it wherever they read their clock: at most a few
+/// milliseconds pass between [`CancelFlag::cancel`] and the call returning.
+///
+/// # Examples
+///
+/// ```
+/// use expert_placement::{CancelFlag, LayerLoads, PlacementAlgorithm, PlacementCluster,
+///     PlacementError, PlacementOptions, place_with};
+///
+/// let flag = CancelFlag::new();
+/// let options = PlacementOptions { cancel: Some(flag.clone()), ..PlacementOptions::default() };
+/// flag.cancel(); // as a signal handler on another thread would
+/// let c = PlacementCluster::uniform(4, 2, 1)?;
+/// let w = LayerLoads::new(vec![9.0, 7.0, 3.0, 3.0, 1.0])?;
+/// let r = place_with(&w, &c, PlacementAlgorithm::Optimal, &options);
+/// assert!(matches!(r, Err(PlacementError::Cancelled)));
+/// # Ok::<(), expert_placement::PlacementError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct CancelFlag(Arc<AtomicBool>);
+
+impl CancelFlag {
+    /// A flag not raised yet.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Raises the flag: every call holding a clone stops at its next check.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the flag is raised.
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl PartialEq for CancelFlag {
+    /// Two flags are equal when they are clones of one flag.
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 fn default_time_budget_s() -> f64 {
@@ -59,6 +114,7 @@ impl Default for PlacementOptions {
         Self {
             search_steps: None,
             time_budget_s: DEFAULT_TIME_BUDGET_S,
+            cancel: None,
         }
     }
 }
@@ -80,20 +136,58 @@ impl PlacementOptions {
         Ok(())
     }
 
+    /// Whether [`PlacementOptions::cancel`] is raised.
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(CancelFlag::is_cancelled)
+    }
+
+    /// `Err(Cancelled)` when the flag is raised: checked after each search, so that a plan
+    /// cut short by a cancellation is never returned as if its budget had ended it.
+    pub(crate) fn check_cancelled(&self) -> Result<(), PlacementError> {
+        if self.is_cancelled() {
+            Err(PlacementError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
     /// The step and time budget with `default_steps` when none is set.
     pub(crate) fn budget(&self, default_steps: u64) -> Budget {
         Budget {
             steps: self.search_steps.unwrap_or(default_steps),
             time: Duration::try_from_secs_f64(self.time_budget_s).unwrap_or(Duration::MAX),
+            cancel: self.cancel.clone(),
         }
     }
 }
 
-/// A resolved budget: steps and wall-clock time.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A resolved budget: steps, wall-clock time and the caller's cancel flag.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Budget {
     pub(crate) steps: u64,
     pub(crate) time: Duration,
+    pub(crate) cancel: Option<CancelFlag>,
+}
+
+/// When a search must stop: a wall-clock instant, the caller's cancel flag, or both.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Deadline {
+    at: Option<Instant>,
+    cancel: Option<CancelFlag>,
+}
+
+impl Deadline {
+    /// No deadline: the search ends on its own limits only.
+    pub(crate) fn never() -> Self {
+        Self::default()
+    }
+
+    /// Whether the instant has passed or the flag is raised (reads the clock: nanoseconds).
+    pub(crate) fn passed(&self) -> bool {
+        self.at.is_some_and(|d| Instant::now() >= d)
+            || self.cancel.as_ref().is_some_and(CancelFlag::is_cancelled)
+    }
 }
 
 impl Budget {
@@ -102,9 +196,23 @@ impl Budget {
         PlacementOptions::default().budget(DEFAULT_SEARCH_STEPS)
     }
 
-    /// A deadline for a search starting now (`None` when it does not fit in an `Instant`).
-    pub(crate) fn deadline(&self) -> Option<Instant> {
-        Instant::now().checked_add(self.time)
+    /// The deadline of a search starting now (no instant when it does not fit in an
+    /// `Instant`).
+    pub(crate) fn deadline(&self) -> Deadline {
+        self.deadline_after(self.time)
+    }
+
+    /// The deadline `time` from now, with this budget's cancel flag.
+    pub(crate) fn deadline_after(&self, time: Duration) -> Deadline {
+        self.deadline_at(Instant::now().checked_add(time))
+    }
+
+    /// The deadline at `at`, with this budget's cancel flag.
+    pub(crate) fn deadline_at(&self, at: Option<Instant>) -> Deadline {
+        Deadline {
+            at,
+            cancel: self.cancel.clone(),
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use crate::local_search::move_budget;
 use crate::local_search::{Aggregate, Origin, REL_EPS, SearchOptions, improve};
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::optimal::{max_load, solve};
-use crate::options::{DEFAULT_SEARCH_STEPS, PlacementOptions, Termination};
+use crate::options::{DEFAULT_SEARCH_STEPS, Deadline, PlacementOptions, Termination};
 use crate::plan::{Placement, counts};
 use crate::state::{Move, SlotState};
 use crate::transfers::{ExpertTransfer, check_current, plan_transfers};
@@ -168,17 +168,18 @@ pub fn rebalance_with(
     let budget = options.budget(DEFAULT_SEARCH_STEPS);
     // The fresh plan gets the budget `place_with` would give it (so it is the same plan), the
     // low-move paths another budget after it.
-    let fresh = solve(loads, cluster, budget);
+    let fresh = solve(loads, cluster, &budget);
+    options.check_cancelled()?;
     let t0 = Instant::now();
-    let at = |share: f64| t0.checked_add(budget.time.mul_f64(share));
+    let at = |share: f64| budget.deadline_at(t0.checked_add(budget.time.mul_f64(share)));
     let gpu_of_slot = cluster.gpu_of_each_slot();
     let origin = Origin::new(&gpu_of_slot, current, cluster.gpus(), experts);
     let start = without_duplicates(current, w, cluster);
     let descent_deadline = at(0.75);
-    let descent = low_move_path(&start, w, cluster, &origin, fresh.value, descent_deadline);
+    let descent = low_move_path(&start, w, cluster, &origin, fresh.value, &descent_deadline);
     // The descent stops only at its target or when nothing improves, well before any move
     // budget on these sizes: reaching the deadline means it was cut.
-    let mut budget_exhausted = descent_deadline.is_some_and(|d| Instant::now() >= d)
+    let mut budget_exhausted = descent_deadline.passed()
         && descent
             .points
             .last()
@@ -195,7 +196,8 @@ pub fn rebalance_with(
         .fold(fresh.value, f64::min);
     let first_target =
         check_finite_result("target maximum GPU load", first_best * (1.0 + tolerance))?;
-    let (direct, reduced) = to_target(&start, w, cluster, &origin, first_target, at(1.0));
+    let (direct, reduced) = to_target(&start, w, cluster, &origin, first_target, &at(1.0));
+    options.check_cancelled()?;
     budget_exhausted |= reduced == Reduced::Cut;
     // Candidates: every step of both paths and the fresh plan, as (moves, load, where).
     let mut candidates: Vec<(usize, f64, Source)> = Vec::new();
@@ -396,12 +398,12 @@ fn low_move_path<'a>(
     cluster: &'a PlacementCluster,
     origin: &Origin,
     target: f64,
-    deadline: Option<Instant>,
+    deadline: &Deadline,
 ) -> Path<'a> {
     Path::follow(start, w, cluster, origin, |state, record| {
         let options = SearchOptions {
             origin: Some(origin),
-            deadline,
+            deadline: deadline.clone(),
             ..SearchOptions::full(Aggregate::Worst, target, cluster)
         };
         improve(state, options, |s, mv, _| record(s, mv));
@@ -415,7 +417,7 @@ fn to_target<'a>(
     cluster: &'a PlacementCluster,
     origin: &Origin,
     target: f64,
-    deadline: Option<Instant>,
+    deadline: &Deadline,
 ) -> (Path<'a>, Reduced) {
     let mut reduced = Reduced::Stuck;
     let path = Path::follow(start, w, cluster, origin, |state, record| {

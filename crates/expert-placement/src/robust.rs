@@ -107,9 +107,9 @@ pub fn place_robust(
             })
             .collect(),
     )?;
-    let newest_map = solve(newest, cluster, Budget::default_optimal()).map;
+    let newest_map = solve(newest, cluster, &Budget::default_optimal()).map;
     let starts = [
-        solve(&mean, cluster, Budget::default_optimal()).map,
+        solve(&mean, cluster, &Budget::default_optimal()).map,
         newest_map.clone(),
     ];
     let best = starts

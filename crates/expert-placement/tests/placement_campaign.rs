@@ -101,6 +101,7 @@ fn oracle(loads: &LayerLoads, c: &PlacementCluster, steps: u64) -> Option<f64> {
     let options = PlacementOptions {
         search_steps: Some(steps),
         time_budget_s: 5.0,
+        ..PlacementOptions::default()
     };
     place_with(loads, c, PlacementAlgorithm::Exact, &options)
         .ok()

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use expert_placement::PlacementError;
+use expert_placement::{CancelFlag, PlacementError};
 use expert_placement::{
     EplbPolicy, LayerLoads, Placement, PlacementAlgorithm, PlacementCluster, PlacementOptions,
     Termination, drift_loads, eplb, lognormal_loads, place, place_with, rebalance_with, zipf_loads,
@@ -88,6 +88,7 @@ fn exact_search_ends_within_its_budget() {
     let options = PlacementOptions {
         search_steps: Some(200_000),
         time_budget_s: 0.5,
+        ..PlacementOptions::default()
     };
     let start = Instant::now();
     match place_with(&w, &c, PlacementAlgorithm::Exact, &options) {
@@ -98,6 +99,61 @@ fn exact_search_ends_within_its_budget() {
         ),
     }
     assert!(start.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn a_cancelled_search_stops_within_milliseconds() {
+    // Issue 20: after Ctrl-C the Python call returned but its search ran on. The instance of
+    // `exact_search_ends_within_its_budget` with a budget it cannot finish in a minute.
+    let w = layer(&[
+        90.0, 132.0, 40.0, 61.0, 104.0, 165.0, 39.0, 4.0, 73.0, 56.0, 183.0, 86.0,
+    ]);
+    let c = PlacementCluster::uniform(8, 3, 1).unwrap();
+    let flag = CancelFlag::new();
+    let options = PlacementOptions {
+        search_steps: Some(u64::MAX),
+        time_budget_s: 60.0,
+        cancel: Some(flag.clone()),
+    };
+    let raiser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        let raised = Instant::now();
+        flag.cancel();
+        raised
+    });
+    let r = place_with(&w, &c, PlacementAlgorithm::Exact, &options);
+    let stopped = Instant::now();
+    let raised = raiser.join().unwrap();
+    // Either it finished before the flag (then it proved its plan) or it stopped on it.
+    match r {
+        Err(PlacementError::Cancelled) => {
+            // Debug builds: a step is slower, the clock is read every few thousand steps.
+            assert!(stopped.duration_since(raised) < Duration::from_millis(500));
+        }
+        Ok(p) => assert_eq!(p.termination, Termination::ProvedOptimal),
+        Err(e) => panic!("unexpected error {e}"),
+    }
+    // A flag raised before the call: every entry point refuses at once, the rebalance too.
+    let raised = CancelFlag::new();
+    raised.cancel();
+    let options = PlacementOptions {
+        cancel: Some(raised),
+        ..PlacementOptions::default()
+    };
+    let current = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
+    for algorithm in [
+        PlacementAlgorithm::Optimal,
+        PlacementAlgorithm::OptimalNodeAware { groups: 1 },
+    ] {
+        assert!(matches!(
+            place_with(&w, &c, algorithm, &options),
+            Err(PlacementError::Cancelled)
+        ));
+    }
+    assert!(matches!(
+        rebalance_with(&current.physical_to_logical, &w, &c, 0.0, &options),
+        Err(PlacementError::Cancelled)
+    ));
 }
 
 #[test]

@@ -5,7 +5,7 @@ use numpy::PyReadonlyArray2;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::boundary::{rows, run};
+use crate::boundary::{rows, run_cancellable};
 
 /// Native half of `moe_planner.advise`: the advice as JSON (the Python wrapper parses it).
 #[pyfunction]
@@ -39,6 +39,9 @@ pub(crate) fn py_advise(
     spec.bandwidth_gbps = bandwidth_gbps;
     spec.transfer_peer_limit = peer_limit;
     spec.search_steps = search_steps;
-    let advice = run(py, move || advise(&spec))?;
+    let advice = run_cancellable(py, move |cancel| {
+        spec.cancel = Some(cancel);
+        advise(&spec)
+    })?;
     serde_json::to_string(&advice).map_err(|e| PyValueError::new_err(e.to_string()))
 }

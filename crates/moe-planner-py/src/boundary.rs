@@ -8,6 +8,7 @@ use std::thread;
 use std::time::Duration;
 
 use moe_planner::PlanError;
+use moe_planner::expert_placement::CancelFlag;
 use numpy::PyReadonlyArray2;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -51,10 +52,11 @@ impl Failure {
 /// Runs `plan` on a worker thread, without the GIL, and waits for it while answering Ctrl-C.
 ///
 /// The calling thread wakes every [`SIGNAL_POLL`] to run Python's signal handlers; when one
-/// raises (`KeyboardInterrupt` for Ctrl-C), the call returns that exception at once. The
-/// planners cannot be cancelled, so the worker then finishes in the background and its result
-/// is dropped. A planner error becomes `ValueError` ([`TooLargeError`] for a size refused before
-/// allocation); a panic becomes `RuntimeError`, never an aborted interpreter.
+/// raises (`KeyboardInterrupt` for Ctrl-C), the call returns that exception at once. Planners
+/// that cannot be cancelled (training, schedules) then finish in the background and their
+/// result is dropped; see [`run_cancellable`] for those that can. A planner error becomes
+/// `ValueError` ([`TooLargeError`] for a size refused before allocation); a panic becomes
+/// `RuntimeError`, never an aborted interpreter.
 ///
 /// # Errors
 ///
@@ -63,12 +65,28 @@ pub(crate) fn run<T: Send + 'static>(
     py: Python<'_>,
     plan: impl FnOnce() -> Result<T, PlanError> + Send + 'static,
 ) -> PyResult<T> {
+    run_cancellable(py, move |_| plan())
+}
+
+/// [`run`] for a planner that takes a [`CancelFlag`]: when a signal handler raises, the flag
+/// is raised too, so that an interrupted placement stops within milliseconds instead of
+/// keeping a core busy after `KeyboardInterrupt`.
+///
+/// # Errors
+///
+/// Those of [`run`].
+pub(crate) fn run_cancellable<T: Send + 'static>(
+    py: Python<'_>,
+    plan: impl FnOnce(CancelFlag) -> Result<T, PlanError> + Send + 'static,
+) -> PyResult<T> {
+    let cancel = CancelFlag::new();
+    let flag = cancel.clone();
     let (send, receive) = mpsc::channel();
     let worker = thread::Builder::new()
         .name("moe-planner".into())
         .spawn(move || {
             // The receiver is gone when the caller was interrupted: nothing to do then.
-            let _ = send.send(guarded(plan));
+            let _ = send.send(guarded(move || plan(flag)));
         })
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start a planner thread: {e}")))?;
     let mut receive: Receiver<Result<T, Failure>> = receive;
@@ -84,7 +102,14 @@ pub(crate) fn run<T: Send + 'static>(
                 let _ = worker.join();
                 return result.map_err(Failure::into_py);
             }
-            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Timeout) => {
+                if let Err(interrupt) = py.check_signals() {
+                    // The worker stops at its next check (milliseconds) and its result, most
+                    // likely `Cancelled`, is dropped: the interrupt is raised at once.
+                    cancel.cancel();
+                    return Err(interrupt);
+                }
+            }
             Err(RecvTimeoutError::Disconnected) => {
                 return Err(Failure::Internal(
                     "internal error in moe_planner (please report it): the planner thread \

@@ -2,9 +2,9 @@
 
 use moe_planner::PlanError;
 use moe_planner::expert_placement::{
-    ExpertTransfer, LayerLoads, MAX_PLAN_ENTRIES, Placement, PlacementAlgorithm, PlacementCluster,
-    PlacementError, PlacementOptions, align_within_nodes, place_with, plan_transfers,
-    rebalance_within, transfer_rounds,
+    CancelFlag, ExpertTransfer, LayerLoads, MAX_PLAN_ENTRIES, Placement, PlacementAlgorithm,
+    PlacementCluster, PlacementError, PlacementOptions, align_within_nodes, place_with,
+    plan_transfers, rebalance_within, transfer_rounds,
 };
 use moe_planner::placement::formats::{check_padded_map_size, current_placement};
 use numpy::ndarray::{Array2, Array3};
@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
 
-use crate::boundary::{rows, run};
+use crate::boundary::{rows, run_cancellable};
 
 /// EPLB's three tables for every layer, in its shapes.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,6 +89,8 @@ pub struct Rebalancing {
     pub max_moves: Option<usize>,
     /// Copies one GPU may send, and receive, per migration round.
     pub peer_limit: usize,
+    /// Raised by the Python boundary on Ctrl-C: the layers' searches stop.
+    pub cancel: Option<CancelFlag>,
 }
 
 impl Default for Rebalancing {
@@ -98,6 +100,7 @@ impl Default for Rebalancing {
             tolerance: 0.0,
             max_moves: None,
             peer_limit: 1,
+            cancel: None,
         }
     }
 }
@@ -261,10 +264,13 @@ pub fn rebalance_experts_from(
 /// budget and no wall-clock limit that matters (an hour), so a plan depends on its inputs only. vLLM computes the policy on
 /// every expert-parallel rank and the ranks must agree; a wall-clock budget would let a busy
 /// rank stop its search earlier than the others. The work stays bounded by the step budget.
-const ENGINE_OPTIONS: PlacementOptions = PlacementOptions {
-    search_steps: None,
-    time_budget_s: 3600.0,
-};
+fn engine_options(how: &Rebalancing) -> PlacementOptions {
+    PlacementOptions {
+        search_steps: None,
+        time_budget_s: 3600.0,
+        cancel: how.cancel.clone(),
+    }
+}
 
 /// One layer's new map and what made it.
 fn plan_layer(
@@ -277,7 +283,7 @@ fn plan_layer(
 ) -> Result<(&'static str, Vec<usize>), PlacementError> {
     let node_aware = by_node.and_then(|cluster| {
         let algorithm = PlacementAlgorithm::OptimalNodeAware { groups };
-        place_with(loads, cluster, algorithm, &ENGINE_OPTIONS)
+        place_with(loads, cluster, algorithm, &engine_options(how))
             .ok()
             .map(|p| (cluster, p.physical_to_logical))
     });
@@ -295,15 +301,20 @@ fn plan_layer(
                 global,
                 how.tolerance,
                 how.max_moves,
-                &ENGINE_OPTIONS,
+                &engine_options(how),
             )?
             .placement
             .physical_to_logical,
         ),
         (None, None) => (
             "optimal",
-            place_with(loads, global, PlacementAlgorithm::Optimal, &ENGINE_OPTIONS)?
-                .physical_to_logical,
+            place_with(
+                loads,
+                global,
+                PlacementAlgorithm::Optimal,
+                &engine_options(how),
+            )?
+            .physical_to_logical,
         ),
     })
 }
@@ -405,13 +416,17 @@ pub(crate) fn py_rebalance_experts<'py>(
         num_nodes,
         num_gpus,
     };
-    let how = Rebalancing {
+    let mut how = Rebalancing {
         current: current.map(|c| rows(&c)),
         tolerance,
         max_moves,
         peer_limit,
+        cancel: None,
     };
-    let (arrays, d) = run(py, move || rebalance_experts_from(weights, shape, &how))?;
+    let (arrays, d) = run_cancellable(py, move |cancel| {
+        how.cancel = Some(cancel);
+        rebalance_experts_from(weights, shape, &how)
+    })?;
     let info = PyDict::new(py);
     info.set_item("policy", d.policy)?;
     info.set_item("max_gpu_load", d.max_gpu_load)?;

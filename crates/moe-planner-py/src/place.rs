@@ -7,7 +7,7 @@ use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::boundary::{parse_option, rows, run};
+use crate::boundary::{parse_option, rows, run_cancellable};
 
 /// Native half of `moe_planner.place`; returns the fields of `PlacementResult` as a dict.
 #[pyfunction]
@@ -54,7 +54,10 @@ pub(crate) fn py_place<'py>(
     spec.bandwidth_gbps = bandwidth_gbps;
     spec.search_steps = search_steps;
     spec.time_budget_s = time_budget_s;
-    let plan = run(py, move || plan_placement(&spec))?;
+    let plan = run_cancellable(py, move |cancel| {
+        spec.cancel = Some(cancel);
+        plan_placement(&spec)
+    })?;
     result(py, &plan)
 }
 

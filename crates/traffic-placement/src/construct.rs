@@ -430,6 +430,7 @@ pub(crate) fn construct(
         let quick = PlacementOptions {
             search_steps: Some(0),
             time_budget_s: placement.time_budget_s.min(NODE_PACKING_TIME_S),
+            cancel: placement.cancel.clone(),
         };
         let Ok(p) = place_with(&loads, &sub, PlacementAlgorithm::Optimal, &quick) else {
             return Ok(None);

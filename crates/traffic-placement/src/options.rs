@@ -16,7 +16,7 @@ pub const DEFAULT_TRAFFIC_SEARCH_STEPS: u64 = 200_000;
 pub const DEFAULT_TRAFFIC_TIME_BUDGET_S: f64 = 1.0;
 
 /// Options of [`crate::place_traffic_aware`] and [`crate::tradeoff_curve`].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrafficOptions {
     /// Allowed relative excess `eps` of the busiest GPU over the best compute-only plan: the plan

@@ -72,6 +72,10 @@ pub struct AdviseSpec {
     /// [`ADVISE_SEARCH_STEPS`]); deterministic, there is no wall-clock limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_steps: Option<u64>,
+    /// Stops the advice from another thread (see [`PlacementSpec::cancel`]); never read from
+    /// or written to JSON.
+    #[serde(skip)]
+    pub cancel: Option<expert_placement::CancelFlag>,
 }
 
 fn one() -> usize {
@@ -105,6 +109,7 @@ impl AdviseSpec {
             bandwidth_gbps: default_bandwidth_gbps(),
             transfer_peer_limit: 1,
             search_steps: None,
+            cancel: None,
         }
     }
 }
@@ -259,6 +264,7 @@ pub fn advise(spec: &AdviseSpec) -> Result<Advice, PlanError> {
         };
         s.search_steps = Some(spec.search_steps.unwrap_or(ADVISE_SEARCH_STEPS));
         s.time_budget_s = Some(ADVISE_TIME_BUDGET_S);
+        s.cancel.clone_from(&spec.cancel);
         s
     };
     let first = (spec.gpus - experts % spec.gpus) % spec.gpus;

@@ -1,7 +1,7 @@
 //! What to place: loads, cluster, policy, current placement; and what can be wrong with it.
 
 use expert_placement::{
-    EplbPolicy, MAX_PLAN_ENTRIES, PlacementAlgorithm, PlacementCluster, PlacementError,
+    CancelFlag, EplbPolicy, MAX_PLAN_ENTRIES, PlacementAlgorithm, PlacementCluster, PlacementError,
     PlacementOptions, RobustObjective,
 };
 use serde::{Deserialize, Serialize};
@@ -92,6 +92,10 @@ pub struct PlacementSpec {
     /// on the machine's speed; the plan's `termination` says `budget-exhausted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_budget_s: Option<f64>,
+    /// Stops the plan from another thread (the Python package raises it on Ctrl-C); the plan
+    /// then fails with [`PlacementError::Cancelled`]. Never read from or written to JSON.
+    #[serde(skip)]
+    pub cancel: Option<CancelFlag>,
 }
 
 fn one() -> usize {
@@ -124,6 +128,7 @@ impl PlacementSpec {
             transfer_peer_limit: 1,
             search_steps: None,
             time_budget_s: None,
+            cancel: None,
         }
     }
 
@@ -135,6 +140,7 @@ impl PlacementSpec {
             time_budget_s: self
                 .time_budget_s
                 .unwrap_or(expert_placement::DEFAULT_TIME_BUDGET_S),
+            cancel: self.cancel.clone(),
         }
     }
 
