@@ -1,0 +1,58 @@
+//! Times issue 20's rebalance target: 58 layers x 256 experts on 32 GPUs x 9 slots after a 20%
+//! drift, at tolerance 0, 1% and 5%, and prints the moves, the mean busiest/mean and the time.
+//!
+//! `cargo run --release -p expert-placement --example rebalance_timing [LAYERS] [REPEATS]`
+//! (`RAYON_NUM_THREADS=1` for one thread). The criterion bench `rebalance_58x256_on_32x9` in
+//! `benches/benches/placement.rs` measures the same input.
+
+use std::time::Instant;
+
+use expert_placement::{
+    LayerLoads, PlacementAlgorithm, PlacementCluster, PlacementError, PlacementOptions,
+    drift_loads, lognormal_loads, place_layers, rebalance_layers,
+};
+
+fn main() -> Result<(), PlacementError> {
+    let mut args = std::env::args().skip(1);
+    let layers: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(58);
+    let repeats: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
+    let cluster = PlacementCluster::uniform(32, 9, 4)?;
+    let rows = lognormal_loads(layers, 256, 1.0, 1e6, 42)?;
+    let old = LayerLoads::layers(rows.clone())?;
+    let new = LayerLoads::layers(drift_loads(&rows, 0.2, 43)?)?;
+    let maps: Vec<Vec<usize>> = place_layers(&old, &cluster, PlacementAlgorithm::Optimal)?
+        .into_iter()
+        .map(|p| p.physical_to_logical)
+        .collect();
+    for tolerance in [0.0, 0.01, 0.05] {
+        let mut times = Vec::new();
+        let mut summary = (0, 0.0);
+        for _ in 0..repeats {
+            let t = Instant::now();
+            let r = rebalance_layers(
+                &maps,
+                &new,
+                &cluster,
+                tolerance,
+                &PlacementOptions::default(),
+            )?;
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+            let moves: usize = r.iter().map(|x| x.moves).sum();
+            let ratio: f64 = r
+                .iter()
+                .map(|x| x.placement.max_gpu_load / x.placement.mean_gpu_load())
+                .sum::<f64>()
+                / r.len() as f64;
+            summary = (moves, ratio);
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "tolerance {tolerance}: {} moves, busiest/mean {:.5}, median {:.1} ms (min {:.1})",
+            summary.0,
+            summary.1,
+            times[times.len() / 2],
+            times[0]
+        );
+    }
+    Ok(())
+}
