@@ -64,6 +64,7 @@ mod local_search;
 mod model;
 mod node_align;
 mod node_aware;
+mod node_rebalance;
 mod optimal;
 mod options;
 mod pack;
@@ -94,6 +95,7 @@ pub use model::{
 };
 pub use node_align::align_within_nodes;
 pub use node_aware::NODE_BOUND_MAX_GROUPS;
+pub use node_rebalance::rebalance_node_aware;
 pub use options::{
     CancelFlag, DEFAULT_EXACT_SEARCH_STEPS, DEFAULT_SEARCH_STEPS, DEFAULT_TIME_BUDGET_S,
     PlacementOptions, Termination,

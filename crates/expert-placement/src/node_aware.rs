@@ -17,7 +17,7 @@ const IMPROVE_MAX_GROUPS: usize = 32;
 pub const NODE_BOUND_MAX_GROUPS: usize = 12;
 
 /// Relative gap to a node's own bound at which the node's search stops.
-const NODE_GAP: f64 = 1e-3;
+pub(crate) const NODE_GAP: f64 = 1e-3;
 
 /// A node-aware plan: the map, its value, a lower bound valid under the constraint, and how the
 /// node searches ended.
@@ -238,15 +238,16 @@ fn exact_assignment(
 }
 
 /// The nodes of a cluster: their GPUs, slots, speed and the fewest experts they can take.
-struct Nodes {
-    gpus: Vec<Vec<usize>>,
+pub(crate) struct Nodes {
+    /// The GPUs of each node, nodes in order of their ids.
+    pub(crate) gpus: Vec<Vec<usize>>,
     slots: Vec<usize>,
     speed: Vec<f64>,
     min_experts: Vec<usize>,
 }
 
 impl Nodes {
-    fn of(cluster: &PlacementCluster) -> Self {
+    pub(crate) fn of(cluster: &PlacementCluster) -> Self {
         let mut ids: Vec<usize> = cluster.node_of_gpu().to_vec();
         ids.sort_unstable();
         ids.dedup();
@@ -323,7 +324,7 @@ impl Nodes {
     }
 
     /// Each node as a cluster of its own (one node, the GPUs' slots and speeds).
-    fn sub_clusters(
+    pub(crate) fn sub_clusters(
         &self,
         cluster: &PlacementCluster,
     ) -> Result<Vec<PlacementCluster>, PlacementError> {

@@ -12,7 +12,7 @@ use crate::fewest_moves::fewest_moves;
 use crate::local_search::move_budget;
 use crate::local_search::{Aggregate, Origin, REL_EPS, SearchOptions, improve};
 use crate::model::{LayerLoads, PlacementCluster};
-use crate::optimal::{max_load, solve};
+use crate::optimal::{Solved, max_load, solve};
 use crate::options::{DEFAULT_SEARCH_STEPS, Deadline, PlacementOptions, Termination};
 use crate::plan::{Placement, counts};
 use crate::state::{Move, SlotState};
@@ -164,12 +164,26 @@ pub fn rebalance_with(
     cluster.check_experts(experts)?;
     check_current(current, experts, cluster)?;
     let tolerance = check_non_negative("rebalance tolerance", tolerance)?;
-    let w = loads.as_slice();
-    let budget = options.budget(DEFAULT_SEARCH_STEPS);
     // The fresh plan gets the budget `place_with` would give it (so it is the same plan), the
     // low-move paths another budget after it.
-    let fresh = solve(loads, cluster, &budget);
+    let fresh = solve(loads, cluster, &options.budget(DEFAULT_SEARCH_STEPS));
+    rebalance_from(current, loads, cluster, tolerance, options, fresh)
+}
+
+/// [`rebalance_with`] after its checks, from a fresh plan already solved (a node of a
+/// node-aware rebalance solves its own, stopping early when it is below the busiest node).
+pub(crate) fn rebalance_from(
+    current: &[usize],
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+    tolerance: f64,
+    options: &PlacementOptions,
+    fresh: Solved,
+) -> Result<Rebalance, PlacementError> {
     options.check_cancelled()?;
+    let experts = loads.len();
+    let w = loads.as_slice();
+    let budget = options.budget(DEFAULT_SEARCH_STEPS);
     let t0 = Instant::now();
     let at = |share: f64| budget.deadline_at(t0.checked_add(budget.time.mul_f64(share)));
     let gpu_of_slot = cluster.gpu_of_each_slot();
@@ -465,7 +479,7 @@ fn without_duplicates(current: &[usize], w: &[f64], cluster: &PlacementCluster) 
 
 /// The Pareto front of (moves, maximum load): sorted by moves, keeping points that lower the
 /// maximum load.
-fn pareto(mut points: Vec<(usize, f64)>) -> Vec<TradeoffPoint> {
+pub(crate) fn pareto(mut points: Vec<(usize, f64)>) -> Vec<TradeoffPoint> {
     points.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
     let mut out: Vec<TradeoffPoint> = Vec::new();
     for (moves, max_gpu_load) in points {

@@ -4,7 +4,7 @@ use moe_planner::PlanError;
 use moe_planner::expert_placement::{
     CancelFlag, ExpertTransfer, LayerLoads, MAX_PLAN_ENTRIES, Placement, PlacementAlgorithm,
     PlacementCluster, PlacementError, PlacementOptions, align_within_nodes, place_with,
-    plan_transfers, rebalance_within, transfer_rounds,
+    plan_transfers, rebalance_node_aware, rebalance_within, transfer_rounds,
 };
 use moe_planner::placement::formats::{check_padded_map_size, current_placement};
 use numpy::ndarray::{Array2, Array3};
@@ -281,6 +281,28 @@ fn plan_layer(
     groups: usize,
     how: &Rebalancing,
 ) -> Result<(&'static str, Vec<usize>), PlacementError> {
+    if let (Some(cluster), Some(now)) = (by_node, current) {
+        // Groups kept in nodes: each node rebalanced in place or the relabeled fresh plan,
+        // whichever moves less within the tolerance. A layer whose groups cannot be kept in
+        // nodes falls back to the global rebalance below, as the fresh path does.
+        match rebalance_node_aware(
+            now,
+            loads,
+            cluster,
+            groups,
+            how.tolerance,
+            &engine_options(how),
+        ) {
+            Ok(r) => {
+                return Ok((
+                    "optimal-node-aware-rebalance",
+                    r.placement.physical_to_logical,
+                ));
+            }
+            Err(PlacementError::Cancelled) => return Err(PlacementError::Cancelled),
+            Err(_) => {}
+        }
+    }
     let node_aware = by_node.and_then(|cluster| {
         let algorithm = PlacementAlgorithm::OptimalNodeAware { groups };
         place_with(loads, cluster, algorithm, &engine_options(how))

@@ -74,7 +74,7 @@ def test_vllm_policy_honours_the_old_map(nodes):
             l2p[layer, e, : len(slots)] = slots
     check_tables(ours, l2p, counts, 8)
     if nodes == 2:
-        assert d.policy == ["optimal-node-aware-aligned"] * 2
+        assert d.policy == ["optimal-node-aware-rebalance"] * 2
         # Groups (3 experts each) stay inside a node.
         node_of_slot = np.arange(16) // 8
         for layer in range(2):

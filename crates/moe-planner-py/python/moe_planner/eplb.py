@@ -33,8 +33,10 @@ class Diagnostics:
 
     policy: List[str]
     """What planned each layer: ``optimal``, ``optimal-node-aware``, ``optimal-rebalance``
-    (fewest moves from the current placement) or ``optimal-node-aware-aligned`` (the node-aware
-    plan relabeled onto the current placement, groups still inside nodes)."""
+    (fewest moves from the current placement), ``optimal-node-aware-rebalance`` (groups kept in
+    nodes: each node rebalanced in place, or the node-aware plan relabeled onto the current
+    placement, whichever moves less within the tolerance) or ``optimal-node-aware-aligned``
+    (the node-aware plan relabeled onto a current placement the node rebalance could not use)."""
     max_gpu_load: np.ndarray
     """``float64 [layers]``: the busiest GPU's load of the new plan."""
     mean_gpu_load: np.ndarray
@@ -151,9 +153,9 @@ def rebalance_experts(
         old_global_expert_indices: optional ``[layers, num_replicas]`` logical expert of each
             slot now (vLLM's name for the current ``physical_to_logical_map``). Given, the plan
             moves as few expert copies as it can: under the global rule the fewest-move
-            rebalance at the best balance found, under the hierarchical rule the node-aware
-            plan with whole nodes and GPUs relabeled onto the current placement. Unchanged
-            loads move nothing.
+            rebalance at the best balance found, under the hierarchical rule each node
+            rebalanced in place (groups stay in their nodes) or the node-aware plan relabeled
+            onto the current placement, whichever moves less. Unchanged loads move nothing.
 
     Returns:
         ``(physical_to_logical_map, logical_to_physical_map, expert_count)``, ``int64`` numpy

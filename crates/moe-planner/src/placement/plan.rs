@@ -6,9 +6,9 @@ use comm_cost_model::{
 };
 use expert_placement::{
     ExpertTransfer, LayerLoads, NODE_BOUND_MAX_GROUPS, Placement, PlacementAlgorithm,
-    PlacementCluster, PlacementError, RobustObjective, Termination, align_within_nodes,
-    count_moves, place, place_robust, place_with, plan_transfers, rebalance_with, transfer_counts,
-    transfer_rounds,
+    PlacementCluster, PlacementError, RobustObjective, Termination, count_moves, place,
+    place_robust, place_with, plan_transfers, rebalance_node_aware, rebalance_with,
+    transfer_counts, transfer_rounds,
 };
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -518,18 +518,24 @@ fn solve_layer(
                 .collect();
             r.placement
         }
-        (None, Some(current), PlacementAlgorithm::OptimalNodeAware { .. }) => {
-            // Whole nodes and GPUs inside nodes relabeled onto the current placement: fewer
-            // copies, the same loads, every group still inside one node.
-            let fresh = place_with(loads, cluster, algorithm, &spec.options())?;
-            let map =
-                align_within_nodes(&fresh.physical_to_logical, current, cluster, loads.len())?;
-            Placement {
-                lower_bound: fresh.lower_bound,
-                termination: fresh.termination,
-                unconstrained_max_gpu_load: fresh.unconstrained_max_gpu_load,
-                ..Placement::evaluate(loads, cluster, map)?
-            }
+        (None, Some(current), PlacementAlgorithm::OptimalNodeAware { groups }) => {
+            // The fewer-move of the relabeled fresh node-aware plan and each node rebalanced
+            // in place; every group stays inside one node.
+            let r = rebalance_node_aware(
+                current,
+                loads,
+                cluster,
+                groups,
+                spec.tolerance,
+                &spec.options(),
+            )?;
+            moves_proved_fewest = Some(r.moves_proved_fewest);
+            tradeoff = r
+                .tradeoff
+                .iter()
+                .map(|p| (p.moves, p.max_gpu_load))
+                .collect();
+            r.placement
         }
         (None, _, _) => place_with(loads, cluster, algorithm, &spec.options())?,
     };

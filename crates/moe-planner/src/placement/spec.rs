@@ -63,8 +63,8 @@ pub struct PlacementSpec {
     pub policy: PlacementPolicy,
     /// The placement serving now, `[layers][R]` logical expert per slot (SGLang's
     /// `physical_to_logical_map`); turns the plan into a fewest-move rebalance (policy
-    /// `optimal` without `windows`; under `optimal-node-aware` the node-aware plan with whole
-    /// nodes and GPUs inside nodes relabeled onto this placement, groups still inside nodes;
+    /// `optimal` without `windows`; under `optimal-node-aware` each node rebalanced in place or the node-aware plan relabeled onto this placement,
+    /// whichever moves less within `tolerance`, groups still inside nodes;
     /// with windows or another policy, the plan is made as usual and its moves from this
     /// placement are reported).
     #[serde(default, skip_serializing_if = "Option::is_none")]
