@@ -7,10 +7,11 @@ GPU that did not hold that expert (a weight copy between GPUs).
 
     python crates/moe-planner-py/examples/engine_side_by_side.py
 
-Where vLLM is installed (issue 22's throwaway environment, docs/reproduction.md), two more rows
-run vLLM's own code on the same input: its ``DefaultEplbPolicy`` (the real baseline, next to our
+Where vLLM is installed (issue 22's throwaway environment, docs/reproduction.md), vLLM's own code
+runs on the same input: its ``DefaultEplbPolicy`` (the real baseline, next to our
 re-implementation of it), and every plan's copies go through vLLM's own migration scheduler
-(``schedule_migration_batches_for_layers``: batches in which each rank talks to one peer).
+(``schedule_migration_batches_for_layers``: batches in which each rank talks to one peer). Where
+SGLang is installed, its own algorithms run next to ours through its dispatcher's arguments.
 """
 
 from __future__ import annotations
@@ -132,7 +133,41 @@ def main() -> None:
             print(f"| {rule} | {name} | {b.mean():.4f} / {b.max():.4f} | {m.mean():.1f} | {m.sum()} | {secs:.2f} s | {batches} |")
         print(f"| {rule} | (old plan under the new loads: {stay.mean():.4f}; our migration rounds per layer, one peer at a time: mean {rounds.mean():.1f}, max {rounds.max()}) | | | | | |")
 
+    sglang_rows(old_w, new_w, gpus, replicas)
     advisor(old_w, new_w, gpus)
+
+
+def sglang_rows(old_w: np.ndarray, new_w: np.ndarray, gpus: int, replicas: int) -> None:
+    """Where SGLang is installed: its own algorithms against ours through its dispatcher."""
+    try:
+        import sglang
+        import torch
+        from sglang.srt.eplb import eplb_algorithms
+    except Exception:
+        print("\nSGLang: not installed (its rows skipped)")
+        return
+    import moe_planner.sglang as adapter
+
+    print(f"\nSGLang {sglang.__version__}: its dispatcher, {replicas} slots on {gpus} GPUs, 8 groups, 4 nodes")
+    print("| algorithm | planner | max/mean, old loads (mean / worst) | after the drift (mean / worst) | copies per layer | time (drift) |")
+    print("|---|---|---|---|---|---|")
+    old_t = torch.from_numpy(old_w)[None]
+    new_t = torch.from_numpy(new_w)[None]
+    for algorithm in ["deepseek", "deepseek_hierarchical", "deepseek_vec", "deepseek_vec_hierarchical"]:
+        enum = eplb_algorithms.EplbAlgorithm[algorithm]
+        call = dict(num_physical_experts=replicas, num_local_physical_experts=replicas // gpus, num_groups=8, num_nodes=4, algorithm=enum)
+        theirs_old = eplb_algorithms.rebalance_experts(tokens_per_expert=old_t, **call)[0].numpy()
+        t = time.perf_counter()
+        theirs_new = eplb_algorithms.rebalance_experts(tokens_per_expert=new_t, **call)[0].numpy()
+        theirs_s = time.perf_counter() - t
+        ours_old = adapter.rebalance_experts(old_t, **call)[0].numpy()
+        t = time.perf_counter()
+        # install(use_current=True) passes the placement serving now as `current`.
+        ours_new = adapter.rebalance_experts(new_t, **call, current=ours_old)[0].numpy()
+        ours_s = time.perf_counter() - t
+        for name, old, new, secs in [("SGLang's own", theirs_old, theirs_new, theirs_s), ("moe_planner (install())", ours_old, ours_new, ours_s)]:
+            a, b = balance(old_w, old, gpus), balance(new_w, new, gpus)
+            print(f"| {algorithm} | {name} | {a.mean():.4f} / {a.max():.4f} | {b.mean():.4f} / {b.max():.4f} | {moves(old, new, gpus).mean():.1f} | {secs:.2f} s |")
 
 
 def advisor(old_w: np.ndarray, new_w: np.ndarray, gpus: int) -> None:
