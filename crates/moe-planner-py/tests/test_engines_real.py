@@ -338,3 +338,21 @@ def test_sglang_start_up_plan_from_logical_count_goes_through_install(sglang_run
     sglang_adapter.last_diagnostics = None
     el.compute_initial_expert_location_metadata(model_config=None, moe_ep_rank=0)
     assert sglang_adapter.last_diagnostics is None  # SGLang's own function again
+
+
+def test_sglang_sitecustomize_installs_in_every_new_interpreter(tmp_path):
+    """The README's start-up hook: a ``sitecustomize.py`` on ``PYTHONPATH`` calls ``install()``
+    before SGLang's processes run any code (each spawned process starts a new interpreter)."""
+    pytest.importorskip("sglang", reason=SGLANG_MISSING)
+    import sys
+
+    (tmp_path / "sitecustomize.py").write_text("import moe_planner.sglang\nmoe_planner.sglang.install()\n")
+    probe = (
+        "from sglang.srt.eplb import eplb_algorithms\n"
+        "import moe_planner.sglang as a\n"
+        "print(eplb_algorithms.rebalance_experts.__module__, a._original.__module__)\n"
+    )
+    paths = [str(tmp_path)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["moe_planner.sglang", "sglang.srt.eplb.eplb_algorithms"]
