@@ -28,7 +28,9 @@ node; any other (``deepseek``, ``deepseek_vec``, ``None``) places over the whole
 SGLang's ``elasticity_aware`` algorithms place only on the ranks that are alive
 (``ElasticEPStateManager``'s ``active_ranks``, which are not among the arguments): after
 :func:`install` those calls, and calls with arguments this adapter does not model, go to SGLang's
-own function; called directly, :func:`rebalance_experts` refuses them.
+own function; called directly, :func:`rebalance_experts` refuses them. SGLang's ``deepseek_vec``
+algorithms score each step of the buffer (``prefill_rebalance_experts``); this adapter plans every
+algorithm on the buffer's sum, as SGLang's ``deepseek`` does.
 
 Checked against SGLang 0.5.23 (``docs/reproduction.md``, issue 22): the dispatcher is looked up
 as ``eplb_algorithms.rebalance_experts`` at every call (``ExpertLocationMetadata.init_by_eplb``),
