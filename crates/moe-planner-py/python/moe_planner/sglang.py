@@ -30,8 +30,8 @@ SGLang's ``elasticity_aware`` algorithms place only on the ranks that are alive
 :func:`install` those calls, and calls with arguments this adapter does not model, go to SGLang's
 own function; called directly, :func:`rebalance_experts` refuses them. SGLang's ``deepseek_vec``
 algorithms score each step of the buffer (``make_redundant_experts_chunkwise`` adds up every step's
-busiest replica); this adapter plans every
-algorithm on the buffer's sum, as SGLang's ``deepseek`` does.
+busiest replica); this adapter plans every algorithm on the buffer's sum, as SGLang's
+``deepseek`` does.
 
 Checked against SGLang 0.5.23 (``docs/reproduction.md``, issue 22): the dispatcher is looked up
 as ``eplb_algorithms.rebalance_experts`` at every call (``ExpertLocationMetadata.init_by_eplb``),
