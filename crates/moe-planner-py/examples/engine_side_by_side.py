@@ -6,6 +6,12 @@ rebalances from its own plan for the old loads, as it would inside vLLM. A move 
 GPU that did not hold that expert (a weight copy between GPUs).
 
     python crates/moe-planner-py/examples/engine_side_by_side.py
+
+Where vLLM is installed (issue 22's throwaway environment, docs/reproduction.md), vLLM's own code
+runs on the same input: its ``DefaultEplbPolicy`` (the real baseline, next to our
+re-implementation of it), and every plan's copies go through vLLM's own migration scheduler
+(``schedule_migration_batches_for_layers``: batches in which each rank talks to one peer). Where
+SGLang is installed, its own algorithms run next to ours through its dispatcher's arguments.
 """
 
 from __future__ import annotations
@@ -47,6 +53,28 @@ def moves(old: np.ndarray, new: np.ndarray, gpus: int) -> np.ndarray:
     return np.array(out)
 
 
+def real_vllm():
+    """vLLM's default policy and migration scheduler, or ``None`` without vLLM."""
+    try:
+        import torch
+        import vllm
+        from vllm.distributed.eplb.migration_scheduler import schedule_migration_batches_for_layers
+        from vllm.distributed.eplb.policy.default import DefaultEplbPolicy
+    except Exception:
+        return None
+
+    def default(w, replicas, groups, nodes, gpus, old=None):
+        t = torch.from_numpy(np.ascontiguousarray(w))
+        o = None if old is None else torch.from_numpy(np.ascontiguousarray(old))
+        return DefaultEplbPolicy.rebalance_experts(t, replicas, groups, nodes, gpus, o).numpy()
+
+    def batches(old, new, gpus):
+        b = schedule_migration_batches_for_layers(old.shape[1] // gpus, np.asarray(old), np.asarray(new))
+        return np.array([len(layer) for layer in b])
+
+    return vllm.__version__, default, batches
+
+
 def main() -> None:
     raw = json.loads(LOADS.read_text())["logical_count"]
     old_w = np.asarray(raw, dtype=np.float64)
@@ -56,8 +84,10 @@ def main() -> None:
     new_w = np.round(old_w * np.exp(0.2 * rng.standard_normal(old_w.shape) - 0.02))
     gpus, replicas = 32, 288
     print(f"loads {old_w.shape[0]} x {old_w.shape[1]}, {replicas} slots on {gpus} GPUs, 20% drift")
-    print("| rule | policy | max/mean after (mean / worst layer) | moves per layer (mean) | total moves | time |")
-    print("|---|---|---|---|---|---|")
+    engine = real_vllm()
+    print("vLLM:", engine[0] if engine else "not installed (rows from vLLM's own code skipped)")
+    print("| rule | policy | max/mean after (mean / worst layer) | moves per layer (mean) | total moves | time | vLLM migration batches per layer (mean / max) |")
+    print("|---|---|---|---|---|---|---|")
     for groups, nodes, rule in [(8, 1, "global (1 node)"), (8, 4, "hierarchical (4 nodes, 8 groups)")]:
         t = time.perf_counter()
         ours_old = MoePlannerEplbPolicy.rebalance_experts(old_w, replicas, groups, nodes, gpus)
@@ -81,18 +111,63 @@ def main() -> None:
         loose_s = time.perf_counter() - t
         MoePlannerEplbPolicy.tolerance = 0.0
         stay = balance(new_w, ours_old, gpus)
-        for name, old, new, secs in [
+        rows = [
             ("no move (old plan, new loads)", ours_old, ours_old, 0.0),
             ("moe_planner (fewest moves)", ours_old, ours_new, ours_s),
             ("moe_planner, tolerance 0.005 (MOE_PLANNER_TOLERANCE)", ours_old, loose, loose_s),
             ("vLLM default (EPLB + same-GPU slots)", base_old, base_new, base_s),
-        ]:
+        ]
+        if engine is not None:
+            real_old = engine[1](old_w, replicas, groups, nodes, gpus)
+            t = time.perf_counter()
+            real_new = engine[1](new_w, replicas, groups, nodes, gpus, real_old)
+            real_s = time.perf_counter() - t
+            rows.append((f"vLLM {engine[0]} DefaultEplbPolicy (vLLM's code)", real_old, real_new, real_s))
+            same = np.array_equal(real_old, base_old) and np.array_equal(real_new, base_new)
+            print(f"| {rule} | (our re-implementation of vLLM's default gives {'the same maps as' if same else 'other maps than'} vLLM's code) | | | | | |")
+        for name, old, new, secs in rows:
             b = balance(new_w, new, gpus)
             m = moves(old, new, gpus)
-            print(f"| {rule} | {name} | {b.mean():.4f} / {b.max():.4f} | {m.mean():.1f} | {m.sum()} | {secs:.2f} s |")
-        print(f"| {rule} | (old plan under the new loads: {stay.mean():.4f}; our migration rounds per layer, one peer at a time: mean {rounds.mean():.1f}, max {rounds.max()}) | | | | |")
+            nb = engine[2](old, new, gpus) if engine is not None else None
+            batches = f"{nb.mean():.1f} / {nb.max()}" if nb is not None else ""
+            print(f"| {rule} | {name} | {b.mean():.4f} / {b.max():.4f} | {m.mean():.1f} | {m.sum()} | {secs:.2f} s | {batches} |")
+        print(f"| {rule} | (old plan under the new loads: {stay.mean():.4f}; our migration rounds per layer, one peer at a time: mean {rounds.mean():.1f}, max {rounds.max()}) | | | | | |")
 
+    sglang_rows(old_w, new_w, gpus, replicas)
     advisor(old_w, new_w, gpus)
+
+
+def sglang_rows(old_w: np.ndarray, new_w: np.ndarray, gpus: int, replicas: int) -> None:
+    """Where SGLang is installed: its own algorithms against ours through its dispatcher."""
+    try:
+        import sglang
+        import torch
+        from sglang.srt.eplb import eplb_algorithms
+    except Exception:
+        print("\nSGLang: not installed (its rows skipped)")
+        return
+    import moe_planner.sglang as adapter
+
+    print(f"\nSGLang {sglang.__version__}: its dispatcher, {replicas} slots on {gpus} GPUs, 8 groups, 4 nodes")
+    print("| algorithm | planner | max/mean, old loads (mean / worst) | after the drift (mean / worst) | copies per layer | time (drift) |")
+    print("|---|---|---|---|---|---|")
+    old_t = torch.from_numpy(old_w)[None]
+    new_t = torch.from_numpy(new_w)[None]
+    for algorithm in ["deepseek", "deepseek_hierarchical", "deepseek_vec", "deepseek_vec_hierarchical"]:
+        enum = eplb_algorithms.EplbAlgorithm[algorithm]
+        call = dict(num_physical_experts=replicas, num_local_physical_experts=replicas // gpus, num_groups=8, num_nodes=4, algorithm=enum)
+        theirs_old = eplb_algorithms.rebalance_experts(tokens_per_expert=old_t, **call)[0].numpy()
+        t = time.perf_counter()
+        theirs_new = eplb_algorithms.rebalance_experts(tokens_per_expert=new_t, **call)[0].numpy()
+        theirs_s = time.perf_counter() - t
+        ours_old = adapter.rebalance_experts(old_t, **call)[0].numpy()
+        t = time.perf_counter()
+        # install(use_current=True) passes the placement serving now as `current`.
+        ours_new = adapter.rebalance_experts(new_t, **call, current=ours_old)[0].numpy()
+        ours_s = time.perf_counter() - t
+        for name, old, new, secs in [("SGLang's own", theirs_old, theirs_new, theirs_s), ("moe_planner (install())", ours_old, ours_new, ours_s)]:
+            a, b = balance(old_w, old, gpus), balance(new_w, new, gpus)
+            print(f"| {algorithm} | {name} | {a.mean():.4f} / {a.max():.4f} | {b.mean():.4f} / {b.max():.4f} | {moves(old, new, gpus).mean():.1f} | {secs:.2f} s |")
 
 
 def advisor(old_w: np.ndarray, new_w: np.ndarray, gpus: int) -> None:

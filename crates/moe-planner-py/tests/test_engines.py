@@ -1,9 +1,9 @@
 """The engine adapters (issue 22): vLLM's policy contract, SGLang's dispatcher, torch in and out,
 the current map honoured, and the Python boundary's exceptions.
 
-Contract tests always run with numpy. The real engines' own code paths run only where vLLM or
-SGLang is installed (skipped with the reason otherwise; the package README gives the command);
-stand-in registries test :func:`register` and :func:`install` everywhere.
+Contract tests always run with numpy. The real engines' own code paths are in
+``test_engines_real.py`` (they run where vLLM or SGLang is installed and skip with the reason
+otherwise); stand-in registries test :func:`register` and :func:`install` everywhere.
 """
 
 from __future__ import annotations
@@ -163,18 +163,17 @@ def test_the_entry_point_is_declared():
     assert any(ep.value == "moe_planner.vllm:vllm_plugin" for ep in group)
 
 
-def test_real_vllm_registry_lookup_and_call():
-    pytest.importorskip("vllm", reason="vLLM is not installed (crates/moe-planner-py/README.md gives the command that runs this)")
-    torch = pytest.importorskip("torch")
-    from vllm.distributed.eplb.policy import EPLB_POLICIES
-
-    vllm_adapter.register()
-    policy = EPLB_POLICIES["moe_planner"]
-    weight = torch.tensor(README_WEIGHT, dtype=torch.int64)
-    old = torch.arange(16).remainder(12).repeat(2, 1)
-    out = policy.rebalance_experts(weight, 16, 4, 1, 8, old)
-    p2l = out[0] if isinstance(out, tuple) else out
-    assert p2l.device == torch.device("cpu") and tuple(p2l.shape) == (2, 16)
+def test_vllm_policy_plans_afresh_from_an_elastic_resize_map():
+    """vLLM's map during an elastic-EP resize: -1 in new ranks' slots, or the old width."""
+    current = MoePlannerEplbPolicy.rebalance_experts(W, 16, 4, 1, 8)
+    grown = np.pad(current, ((0, 0), (0, 8)), constant_values=-1)
+    new = MoePlannerEplbPolicy.rebalance_experts(W, 24, 4, 1, 12, grown)
+    assert new.shape == (2, 24) and MoePlannerEplbPolicy.last_diagnostics.moves is None
+    assert np.array_equal(new, MoePlannerEplbPolicy.rebalance_experts(W, 24, 4, 1, 12))
+    assert MoePlannerEplbPolicy.rebalance_experts(W, 12, 4, 1, 6, current).shape == (2, 12)
+    # A map of the right width with a bad id is still an error naming the argument.
+    with pytest.raises(ValueError, match="old_global_expert_indices"):
+        MoePlannerEplbPolicy.rebalance_experts(W, 16, 4, 1, 8, np.where(current == 3, 99, current))
 
 
 # --- SGLang's contract -------------------------------------------------------------------------
@@ -235,24 +234,20 @@ def test_sglang_install_uses_the_current_map_and_uninstall_restores(stand_in_sgl
     assert algos.rebalance_experts is original
 
 
-def test_real_sglang_dispatcher():
-    pytest.importorskip("sglang", reason="SGLang is not installed (crates/moe-planner-py/README.md gives the command that runs this)")
-    torch = pytest.importorskip("torch")
-    from sglang.srt.eplb import eplb_algorithms
-
-    sglang_adapter.install(use_current=False)
-    try:
-        out = eplb_algorithms.rebalance_experts(
-            tokens_per_expert=torch.tensor([README_WEIGHT]),
-            num_physical_experts=16,
-            num_local_physical_experts=2,
-            num_groups=4,
-            num_nodes=2,
-            algorithm=eplb_algorithms.compute_algorithm("auto", 4, 2),
-        )
-        assert [tuple(t.shape) for t in out] == [(2, 16), (2, 12, 5), (2, 12)]
-    finally:
-        sglang_adapter.uninstall()
+def test_sglang_elasticity_aware_goes_to_sglang_and_is_refused_directly(stand_in_sglang):
+    algos, original, current = stand_in_sglang
+    sglang_adapter.install()
+    call = dict(num_physical_experts=16, num_local_physical_experts=2, num_groups=4, num_nodes=1)
+    for name in ["elasticity_aware", "elasticity_aware_hierarchical"]:
+        algorithm = types.SimpleNamespace(name=name)
+        assert algos.rebalance_experts(tokens_per_expert=W[None], algorithm=algorithm, **call) == "sglang's own"
+        with pytest.raises(ValueError, match="^algorithm: elasticity_aware"):
+            sglang_adapter.rebalance_experts(W[None], 16, 2, 4, 1, name)
+    # A current map with an empty slot (-1) is no placement to start from.
+    first = algos.rebalance_experts(tokens_per_expert=W[None], algorithm="deepseek", **call)[0]
+    current.physical_to_logical_map = np.where(first == 0, -1, first)
+    algos.rebalance_experts(tokens_per_expert=W[None], algorithm="deepseek", **call)
+    assert sglang_adapter.last_diagnostics.moves is None
 
 
 # --- torch in, torch out -----------------------------------------------------------------------

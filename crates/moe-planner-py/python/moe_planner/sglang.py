@@ -24,8 +24,21 @@ registry, so there are two ways in:
 
 ``algorithm`` chooses the rule as SGLang's enum does: a name containing ``hierarchical``
 (``deepseek_hierarchical``, ``deepseek_vec_hierarchical``) keeps each expert group inside one
-node; any other (``deepseek``, ``deepseek_vec``, ``elasticity_aware``, ``None``) places over the
-whole cluster.
+node; any other (``deepseek``, ``deepseek_vec``, ``None``) places over the whole cluster.
+SGLang's ``elasticity_aware`` algorithms place only on the ranks that are alive
+(``ElasticEPStateManager``'s ``active_ranks``, which are not among the arguments): after
+:func:`install` those calls, and calls with arguments this adapter does not model, go to SGLang's
+own function; called directly, :func:`rebalance_experts` refuses them. SGLang's ``deepseek_vec``
+algorithms score each step of the buffer (``make_redundant_experts_chunkwise`` adds up every step's
+busiest replica); this adapter plans every algorithm on the buffer's sum, as SGLang's
+``deepseek`` does.
+
+Checked against SGLang 0.5.23 (``docs/reproduction.md``, issue 22): the dispatcher is looked up
+as ``eplb_algorithms.rebalance_experts`` at every call (``ExpertLocationMetadata.init_by_eplb``),
+so :func:`install` takes effect for the start-up plan from ``logical_count`` and for every
+rebalance; ``--init-expert-location FILE.json`` passes every key of the file to
+``init_by_mapping``, so the file holds ``physical_to_logical_map`` and nothing else (what
+``place --out`` writes).
 """
 
 from __future__ import annotations
@@ -88,7 +101,8 @@ def rebalance_experts(
     Raises:
         ValueError, TypeError: naming the argument, as :func:`moe_planner.eplb.rebalance_experts`;
             ``ValueError`` when ``num_local_physical_experts`` does not divide
-            ``num_physical_experts``.
+            ``num_physical_experts``, and naming ``algorithm`` for SGLang's
+            ``elasticity_aware`` algorithms (they need the live ranks).
     """
     global last_diagnostics
     torch_in = is_torch(tokens_per_expert)
@@ -103,7 +117,13 @@ def rebalance_experts(
         raise ValueError(
             f"num_local_physical_experts ({local}) must divide num_physical_experts ({physical})"
         )
-    hierarchical = "hierarchical" in _algorithm_name(algorithm)
+    name = _algorithm_name(algorithm)
+    if name.startswith("elasticity_aware"):
+        raise ValueError(
+            f"algorithm: {name} places on SGLang's active ranks, which this adapter does not see; "
+            "use SGLang's own function (install() hands these calls to it)"
+        )
+    hierarchical = "hierarchical" in name
     groups = 1 if num_groups is None else max(count(num_groups, "num_groups"), 1)
     nodes = count(num_nodes, "num_nodes") if hierarchical else 1
     r = rebalance_with_diagnostics(
@@ -129,7 +149,9 @@ def _current_map(shape: Tuple[int, int]) -> Any:
         metadata = get_global_expert_location_metadata()
         current = getattr(metadata, "physical_to_logical_map", None)
         if current is not None and tuple(current.shape) == tuple(shape):
-            return current.detach().cpu() if is_torch(current) else current
+            current = current.detach().cpu() if is_torch(current) else current
+            # A slot without an expert (-1) is no placement to move from: plan afresh.
+            return None if bool((np.asarray(current) < 0).any()) else current
     except Exception:
         pass
     return None
@@ -162,9 +184,9 @@ def install(use_current: bool = True, **settings: Any) -> None:
         algorithm: Any = None,
         **extra: Any,
     ) -> Tuple[Any, Any, Any]:
-        if extra and _original is not None:
-            # Arguments this adapter does not model (e.g. elastic EP's broken ranks): SGLang's
-            # own algorithm decides, rather than a plan that ignores them.
+        if (extra or _algorithm_name(algorithm).startswith("elasticity_aware")) and _original is not None:
+            # Arguments or state this adapter does not model (elastic EP's active or broken
+            # ranks): SGLang's own algorithm decides, rather than a plan that ignores them.
             return _original(
                 tokens_per_expert=tokens_per_expert,
                 num_physical_experts=num_physical_experts,
