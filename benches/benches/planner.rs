@@ -26,8 +26,8 @@ fn model(n: usize, layers: u64, exponent: f64, seed: u64) -> InferenceModelSpec 
                     .to_rows()
             })
             .collect(),
-        gate_s: 2e-4,
-        aggregation_s: 1e-4,
+        gate_s: (2e-4).into(),
+        aggregation_s: (1e-4).into(),
         ffn_flop_per_byte: 32768.0,
     }
 }

@@ -44,8 +44,8 @@ fn spec() -> Result<InferenceSpec, Box<dyn std::error::Error>> {
         ],
         models: vec![ReplicatedModelSpec {
             name: "deepseek-like".into(),
-            gate_s: 20e-6,
-            aggregation_s: 20e-6,
+            gate_s: (20e-6).into(),
+            aggregation_s: (20e-6).into(),
             routed_tokens,
             bytes_per_token: 7168.0,
             flop_per_token: 2.0 * 3.0 * 7168.0 * 2048.0,

@@ -59,8 +59,8 @@ fn model(name: &str, layers: &[TrafficMatrix]) -> InferenceModelSpec {
     InferenceModelSpec {
         name: name.into(),
         layers: layers.iter().map(TrafficMatrix::to_rows).collect(),
-        gate_s: 2e-4,
-        aggregation_s: 1e-4,
+        gate_s: (2e-4).into(),
+        aggregation_s: (1e-4).into(),
         ffn_flop_per_byte: FFN_FLOP_PER_BYTE,
     }
 }

@@ -34,8 +34,8 @@ fn model(
     Ok(InferenceModelSpec {
         name: name.into(),
         layers,
-        gate_s: 2e-4,
-        aggregation_s: 1e-4,
+        gate_s: (2e-4).into(),
+        aggregation_s: (1e-4).into(),
         ffn_flop_per_byte: FFN_FLOP_PER_BYTE,
     })
 }

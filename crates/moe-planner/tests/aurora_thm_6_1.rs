@@ -32,8 +32,8 @@ fn model(exponent: f64, seed: u64, ffn_flop_per_byte: f64) -> InferenceModelSpec
                 .unwrap()
                 .to_rows(),
         ],
-        gate_s: 1e-4,
-        aggregation_s: 1e-4,
+        gate_s: (1e-4).into(),
+        aggregation_s: (1e-4).into(),
         ffn_flop_per_byte,
     }
 }

@@ -29,8 +29,8 @@ fn model(exponent: f64, seed: u64) -> InferenceModelSpec {
                     .to_rows()
             })
             .collect(),
-        gate_s: 1e-4,
-        aggregation_s: 1e-4,
+        gate_s: (1e-4).into(),
+        aggregation_s: (1e-4).into(),
         ffn_flop_per_byte: 1e3,
     }
 }

@@ -35,8 +35,8 @@ fn huge_gate_and_aggregation_times_are_typed_errors_in_both_modes() {
             models: vec![InferenceModelSpec {
                 name: "a".into(),
                 layers: vec![vec![vec![0.0, 1e6], vec![2e6, 0.0]]; 2],
-                gate_s,
-                aggregation_s,
+                gate_s: gate_s.into(),
+                aggregation_s: aggregation_s.into(),
                 ffn_flop_per_byte: 1.0,
             }],
             ..Default::default()
@@ -50,8 +50,8 @@ fn huge_gate_and_aggregation_times_are_typed_errors_in_both_modes() {
         else {
             panic!("the DeepSeek-like spec is replicated");
         };
-        replicated.models[0].gate_s = gate_s;
-        replicated.models[0].aggregation_s = aggregation_s;
+        replicated.models[0].gate_s = gate_s.into();
+        replicated.models[0].aggregation_s = aggregation_s.into();
         let plan = plan_inference(&replicated.into());
         assert!(is_non_finite(plan), "{gate_s} {aggregation_s}");
     }
@@ -64,8 +64,8 @@ fn one_huge_layer_still_plans_with_a_finite_speedup() {
         models: vec![InferenceModelSpec {
             name: "a".into(),
             layers: vec![vec![vec![0.0, 1e6], vec![2e6, 0.0]]],
-            gate_s: 1e300,
-            aggregation_s: 0.0,
+            gate_s: (1e300).into(),
+            aggregation_s: (0.0).into(),
             ffn_flop_per_byte: 1.0,
         }],
         ..Default::default()
@@ -86,8 +86,8 @@ fn expert_tokens_on_8192_gpus_are_refused_before_allocating() {
             expert_tokens: vec![vec![1e3; 256]; 58],
             bytes_per_token: 7168.0,
             flop_per_token: 1e8,
-            gate_s: 1e-5,
-            aggregation_s: 1e-5,
+            gate_s: (1e-5).into(),
+            aggregation_s: (1e-5).into(),
             ..Default::default()
         }],
         slots_per_gpu: Some(1),

@@ -38,8 +38,8 @@
 //!         vec![2e6, 0.0, 1e6],
 //!         vec![3e6, 1e6, 0.0],
 //!     ]],
-//!     gate_s: 1e-4,
-//!     aggregation_s: 1e-4,
+//!     gate_s: (1e-4).into(),
+//!     aggregation_s: (1e-4).into(),
 //!     ffn_flop_per_byte: 1e3,
 //! };
 //! let spec = OnePerGpuSpec {
@@ -67,7 +67,8 @@ mod spec;
 pub use plan::{AllToAllSummary, BaselineSummary, InferencePlan, LayerPlan, Scenario};
 pub use replicated::MAX_REPLICATED_BYTES;
 pub use spec::{
-    GpuInput, InferenceModelSpec, InferenceSpec, OnePerGpuSpec, ReplicatedModelSpec, ReplicatedSpec,
+    GpuInput, InferenceModelSpec, InferenceSpec, OnePerGpuSpec, PerGpuSeconds, ReplicatedModelSpec,
+    ReplicatedSpec,
 };
 
 use crate::PlanError;
@@ -128,8 +129,8 @@ mod tests {
         InferenceModelSpec {
             name: name.into(),
             layers,
-            gate_s: 1e-4,
-            aggregation_s: 1e-4,
+            gate_s: (1e-4).into(),
+            aggregation_s: (1e-4).into(),
             ffn_flop_per_byte: 1e3,
         }
     }
@@ -210,8 +211,8 @@ mod tests {
             models: vec![InferenceModelSpec {
                 name: "hand".into(),
                 layers: vec![mb([[0.0, 4.0, 1.0], [1.0, 0.0, 1.0], [1.0, 3.0, 0.0]])],
-                gate_s: 1e-3,
-                aggregation_s: 0.5e-3,
+                gate_s: (1e-3).into(),
+                aggregation_s: (0.5e-3).into(),
                 ffn_flop_per_byte: 1e3,
             }],
             seed: 0,
@@ -385,7 +386,7 @@ mod tests {
             })
         ));
         let mut negative = m();
-        negative.gate_s = -1.0;
+        negative.gate_s = (-1.0).into();
         assert!(matches!(
             plan_inference(&spec(uniform_gpus(3), vec![negative])),
             Err(PlanError::Cost(CostModelError::Negative { .. }))

@@ -26,8 +26,10 @@ struct ModelData {
     layers: Vec<TrafficMatrix>,
     /// Per-expert loads summed over layers (Aurora's historical statistics).
     total: ExpertLoads,
-    gate_s: f64,
-    aggregation_s: f64,
+    /// Per GPU of the cluster.
+    gate_s: Vec<f64>,
+    /// Per GPU of the cluster.
+    aggregation_s: Vec<f64>,
     flop_per_byte: f64,
 }
 
@@ -156,7 +158,7 @@ impl Workload {
                     .enumerate()
                     .map(|(m, model)| {
                         let dispatch = model.layers[layer].relabel(&experts_of(placement, m))?;
-                        model.on_gpus(dispatch, &flop_per_s)
+                        model.on_gpus(dispatch, &flop_per_s, 0)
                     })
                     .collect::<Result<Vec<_>, PlanError>>()?;
                 evaluator.layer(&on_gpus, order, Vec::new())
@@ -194,7 +196,7 @@ impl Workload {
                 .layers
                 .iter()
                 .map(|layer| {
-                    let on_gpus = model.on_gpus(layer.relabel(&pairs)?, &flop_per_s)?;
+                    let on_gpus = model.on_gpus(layer.relabel(&pairs)?, &flop_per_s, m * half)?;
                     evaluator.layer(&[on_gpus], Order::Planned, Vec::new())
                 })
                 .collect::<Result<Vec<_>, PlanError>>()?;
@@ -234,26 +236,29 @@ impl ModelData {
         Ok(Self {
             total: ExpertLoads::new(total.send_totals(), total.receive_totals())?,
             layers,
-            gate_s: check_non_negative("gate time (s)", spec.gate_s)?,
-            aggregation_s: check_non_negative("aggregation time (s)", spec.aggregation_s)?,
+            gate_s: spec.gate_s.on_gpus("gate time (s), one per GPU", n)?,
+            aggregation_s: spec
+                .aggregation_s
+                .on_gpus("aggregation time (s), one per GPU", n)?,
             flop_per_byte: check_non_negative("FFN FLOP per byte", spec.ffn_flop_per_byte)?,
         })
     }
 
-    /// This model's share of a layer whose GPU-indexed dispatch is `dispatch`, on GPUs of
-    /// `flop_per_s`: FFN time from the bytes each GPU receives, the model's gate and
-    /// aggregation on every GPU.
+    /// This model's share of a layer whose GPU-indexed dispatch is `dispatch`, on the GPUs
+    /// `first..first + flop_per_s.len()` of the cluster: FFN time from the bytes each GPU
+    /// receives, the model's gate and aggregation on each of those GPUs.
     fn on_gpus(
         &self,
         dispatch: TrafficMatrix,
         flop_per_s: &[f64],
+        first: usize,
     ) -> Result<ModelOnGpus, PlanError> {
-        let n = flop_per_s.len();
+        let gpus = first..first + flop_per_s.len();
         Ok(ModelOnGpus {
             ffn_s: ffn_times_s(&dispatch.receive_totals(), self.flop_per_byte, flop_per_s)?,
             dispatch,
-            gate_s: vec![self.gate_s; n],
-            aggregation_s: vec![self.aggregation_s; n],
+            gate_s: self.gate_s[gpus.clone()].to_vec(),
+            aggregation_s: self.aggregation_s[gpus].to_vec(),
         })
     }
 

@@ -41,8 +41,10 @@ struct Experts<'a> {
     loads: Vec<LayerLoads>,
     bytes_per_token: f64,
     flop_per_token: f64,
-    gate_s: f64,
-    aggregation_s: f64,
+    /// Per GPU.
+    gate_s: Vec<f64>,
+    /// Per GPU.
+    aggregation_s: Vec<f64>,
 }
 
 /// The baselines, in the order of the plan's `baselines`.
@@ -142,8 +144,10 @@ impl<'a> Experts<'a> {
             loads,
             bytes_per_token: check_non_negative("bytes per token", model.bytes_per_token)?,
             flop_per_token: check_non_negative("FLOP per token", model.flop_per_token)?,
-            gate_s: check_non_negative("gate time (s)", model.gate_s)?,
-            aggregation_s: check_non_negative("aggregation time (s)", model.aggregation_s)?,
+            gate_s: model.gate_s.on_gpus("gate time (s), one per GPU", g)?,
+            aggregation_s: model
+                .aggregation_s
+                .on_gpus("aggregation time (s), one per GPU", g)?,
         })
     }
 
@@ -250,8 +254,8 @@ impl<'a> Experts<'a> {
                 &self.cluster.flop_per_s(),
             )?,
             dispatch: dispatch.traffic(self.bytes_per_token)?,
-            gate_s: vec![self.gate_s; g],
-            aggregation_s: vec![self.aggregation_s; g],
+            gate_s: self.gate_s.clone(),
+            aggregation_s: self.aggregation_s.clone(),
         };
         Ok((on_gpus, experts_of_gpu))
     }

@@ -6,6 +6,60 @@ use serde_json::{Map, Value};
 
 use crate::fitting::CollectiveFitPlan;
 
+/// A time per MoE layer in seconds: the same on every GPU (a JSON number) or one per GPU, in
+/// GPU order (a JSON array; heterogeneous clusters, where a slower GPU takes longer to gate and
+/// aggregate).
+///
+/// # Examples
+///
+/// ```
+/// use moe_planner::inference::PerGpuSeconds;
+/// let same: PerGpuSeconds = serde_json::from_str("1e-4")?;
+/// let each: PerGpuSeconds = serde_json::from_str("[1e-4, 2e-4]")?;
+/// assert_eq!(same, PerGpuSeconds::from(1e-4));
+/// assert_eq!(each, PerGpuSeconds::PerGpu(vec![1e-4, 2e-4]));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PerGpuSeconds {
+    /// The same time on every GPU.
+    Same(f64),
+    /// One time per GPU, in GPU order (as many as `gpus`).
+    PerGpu(Vec<f64>),
+}
+
+impl Default for PerGpuSeconds {
+    fn default() -> Self {
+        Self::Same(0.0)
+    }
+}
+
+impl From<f64> for PerGpuSeconds {
+    fn from(seconds: f64) -> Self {
+        Self::Same(seconds)
+    }
+}
+
+impl PerGpuSeconds {
+    /// One finite non-negative time per GPU of `gpus`, or the error naming `what`.
+    pub(crate) fn on_gpus(
+        &self,
+        what: &'static str,
+        gpus: usize,
+    ) -> Result<Vec<f64>, crate::PlanError> {
+        match self {
+            Self::Same(s) => Ok(vec![comm_cost_model::check_non_negative(what, *s)?; gpus]),
+            Self::PerGpu(each) => {
+                super::check_len(what, gpus, each.len())?;
+                each.iter()
+                    .map(|&s| Ok(comm_cost_model::check_non_negative(what, s)?))
+                    .collect()
+            }
+        }
+    }
+}
+
 /// One GPU, in vendor units (converted to SI on entry).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -85,10 +139,10 @@ pub struct InferenceModelSpec {
     /// One dispatch (first all-to-all) traffic matrix per MoE layer, bytes: entry `[i][j]` is
     /// what expert `i`'s GPU sends to expert `j`'s GPU. The combine is its transpose (§2.2).
     pub layers: Vec<Vec<Vec<f64>>>,
-    /// Gate time per layer on every GPU, seconds.
-    pub gate_s: f64,
-    /// Aggregation time per layer on every GPU, seconds.
-    pub aggregation_s: f64,
+    /// Gate time per layer, seconds: one number for every GPU, or one per GPU.
+    pub gate_s: PerGpuSeconds,
+    /// Aggregation time per layer, seconds: one number for every GPU, or one per GPU.
+    pub aggregation_s: PerGpuSeconds,
     /// FFN work per byte of tokens an expert receives, FLOP/byte.
     #[serde(default)]
     pub ffn_flop_per_byte: f64,
@@ -143,10 +197,10 @@ pub struct ReplicatedModelSpec {
     pub bytes_per_token: f64,
     /// FLOP of one token through one expert.
     pub flop_per_token: f64,
-    /// Gate time per layer on every GPU, seconds.
-    pub gate_s: f64,
-    /// Aggregation time per layer on every GPU, seconds.
-    pub aggregation_s: f64,
+    /// Gate time per layer, seconds: one number for every GPU, or one per GPU.
+    pub gate_s: PerGpuSeconds,
+    /// Aggregation time per layer, seconds: one number for every GPU, or one per GPU.
+    pub aggregation_s: PerGpuSeconds,
 }
 
 impl InferenceSpec {
