@@ -52,12 +52,14 @@ struct ReadmeDoctests;
 
 mod baselines;
 mod bound;
+mod bound_flow;
 mod construct;
 mod context;
 mod dispatch;
 mod error;
 mod flow;
 mod groups;
+mod lagrange;
 mod options;
 mod planner;
 mod routed;

@@ -8,8 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::baselines::topology_greedy;
 use crate::bound::{TrafficBound, lower_bound};
+use crate::bound_flow::{FLOW_BOUND_ITERATIONS, flow_bound};
 use crate::construct::construct;
 use crate::context::{Context, replica_gpus};
+use crate::lagrange::{Candidate, bound_plans};
 use crate::dispatch::{DispatchReport, check_map, evaluate};
 use crate::error::{TrafficError, check_value};
 use crate::groups::{group_bound, group_start};
@@ -270,12 +272,34 @@ pub fn traffic_lower_bound(
 ) -> Result<TrafficBound, TrafficError> {
     check_value("max_gpu_load_limit", 0, max_gpu_load_limit)?;
     let ctx = Context::new(routed, cluster)?;
-    Ok(lower_bound(&ctx, max_gpu_load_limit, rounds, None))
+    let mut bound = lower_bound(&ctx, max_gpu_load_limit, rounds, None);
+    if let Some(f) = flow_bound(
+        &ctx,
+        max_gpu_load_limit,
+        ctx.routed.total(),
+        FLOW_BOUND_ITERATIONS,
+        None,
+    ) {
+        bound.cross_node_tokens = bound.cross_node_tokens.max(f.value);
+    }
+    Ok(bound)
 }
 
 /// A replica of at most this share of the balance limit packs well onto GPUs with other ones:
 /// the node-level construction counts `load / (share · limit)` slots for an expert's replicas.
 const PACKABLE_REPLICA: f64 = 0.25;
+
+/// A plan within this share above the bound ends the search for better ones.
+const GOOD_ENOUGH_GAP: f64 = 0.02;
+
+/// Plans of the bound's hosting up to this share over the limit are repaired by the local search.
+const REPAIRABLE_EXCESS: f64 = 0.03;
+
+/// How many of those are repaired, fewest cross-node tokens first.
+const REPAIRS: usize = 2;
+
+/// Step budget of one repair.
+const REPAIR_STEPS: u64 = 20_000;
 
 /// Node load margins the construction tries, in order.
 const CONSTRUCTION_MARGINS: [f64; 2] = [0.001, 0.004];
@@ -336,29 +360,78 @@ fn plan_at(
     let mut start = warm.map_or_else(|| base.map.clone(), <[usize]>::to_vec);
     let mut group_pins = None;
     let mut constructed = false;
+    // The certified bound first (the hosting problem's Lagrangian dual, and the older
+    // relaxation): it says when a plan is good enough, and the plans from its hosting come next.
+    let base_cross = evaluate(ctx, &replica_gpus(&base.map, ctx.cluster, ctx.experts()))
+        .cross_node_tokens;
+    let flow = flow_bound(ctx, limit, base_cross, FLOW_BOUND_ITERATIONS, deadline);
+    let mut bound = lower_bound(ctx, limit, options.bound_rounds, deadline);
+    if let Some(f) = &flow {
+        bound.cross_node_tokens = bound.cross_node_tokens.max(f.value);
+    }
     if let Some(groups) = options.groups {
         let (map, pins) = group_start(ctx, groups, limit, &start, &options.placement)?;
         start = map;
         group_pins = Some(pins);
     } else {
-        // The node-level construction, with a growing margin until a plan meets the limit.
-        for margin in CONSTRUCTION_MARGINS {
-            let Some(map) = construct(
-                ctx,
-                limit,
-                margin,
-                base.largest_replica.max(limit * PACKABLE_REPLICA),
-                &options.placement,
+        let tol = limit * 1e-9;
+        let good_enough = bound.cross_node_tokens * (1.0 + GOOD_ENOUGH_GAP);
+        let plans = bound_plans(
+            ctx,
+            limit,
+            base_cross,
+            good_enough,
+            &options.placement,
+            deadline,
+        )?;
+        let best_met = plans
+            .iter()
+            .filter(|c| c.report.max_gpu_load <= limit + tol)
+            .map(|c| c.report.cross_node_tokens)
+            .fold(f64::INFINITY, f64::min);
+        // Repair the plans that send fewer tokens across nodes than the best one within the
+        // limit but overshoot it slightly, fewest tokens first.
+        let mut near: Vec<&Candidate> = plans
+            .iter()
+            .filter(|c| {
+                c.report.max_gpu_load > limit + tol
+                    && c.report.max_gpu_load <= limit * (1.0 + REPAIRABLE_EXCESS)
+                    && c.report.cross_node_tokens < best_met
+            })
+            .collect();
+        near.sort_by(|a, b| a.report.cross_node_tokens.total_cmp(&b.report.cross_node_tokens));
+        for c in near.into_iter().take(REPAIRS) {
+            let mut state = State::new(ctx, c.map.clone(), limit);
+            state.run(Budget {
+                steps: budget.steps.min(REPAIR_STEPS),
                 deadline,
-            )?
-            else {
-                continue;
-            };
-            let d = evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts()));
-            candidates.push(map.clone());
-            if d.max_gpu_load <= limit {
-                constructed = true;
-                break;
+            });
+            candidates.push(state.map);
+        }
+        constructed = best_met.is_finite();
+        candidates.extend(plans.into_iter().map(|c| c.map));
+        // The node-level construction from each expert's heaviest sender, with a growing
+        // margin until a plan meets the limit, when the bound's plans found none.
+        if !constructed {
+            for margin in CONSTRUCTION_MARGINS {
+                let Some(map) = construct(
+                    ctx,
+                    limit,
+                    margin,
+                    base.largest_replica.max(limit * PACKABLE_REPLICA),
+                    &options.placement,
+                    deadline,
+                    None,
+                )?
+                else {
+                    continue;
+                };
+                let d = evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts()));
+                candidates.push(map.clone());
+                if d.max_gpu_load <= limit {
+                    constructed = true;
+                    break;
+                }
             }
         }
     }
@@ -432,7 +505,6 @@ fn plan_at(
     let compute_only = evaluate(ctx, &base_reps);
     // One wall-clock budget for the whole layer: the bound takes what the search left (at
     // least one round).
-    let mut bound = lower_bound(ctx, limit, options.bound_rounds, deadline);
     if let Some(groups) = options.groups {
         if let Some(b) = group_bound(ctx, groups, limit) {
             bound.cross_node_tokens = bound.cross_node_tokens.max(b);
@@ -512,6 +584,7 @@ mod diag {
                     m,
                     base.largest_replica.max(limit * PACKABLE_REPLICA),
                     &o.placement,
+                    None,
                     None,
                 )
                 .unwrap();
