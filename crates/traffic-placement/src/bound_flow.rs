@@ -39,11 +39,6 @@ pub(crate) struct FlowBound {
     /// Hosting nodes of each expert in the subproblems' solution at the best multipliers
     /// (ascending).
     pub(crate) hosts: Vec<Vec<usize>>,
-    /// Iterations run.
-    pub(crate) iterations: usize,
-    /// Whether the ascent stopped by itself (step size exhausted, target reached or a zero
-    /// subgradient), not by its iteration or time budget.
-    pub(crate) converged: bool,
 }
 
 /// The hosting problem's data, per expert and per hosting set.
@@ -63,6 +58,25 @@ struct Model {
     slots: Vec<f64>,
 }
 
+/// How the model is tightened to build plans: each node's load limit times `cap[n]` (all 1
+/// when empty), slot counts times `slots`, and the largest replica `replica` times the limit (so
+/// that hot experts reserve the slots their splitting over GPUs needs). All 1 for the bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Scale<'s> {
+    pub(crate) cap: &'s [f64],
+    pub(crate) slots: f64,
+    pub(crate) replica: f64,
+}
+
+impl Scale<'_> {
+    /// The model itself: what the bound uses.
+    pub(crate) const EXACT: Self = Self {
+        cap: &[],
+        slots: 1.0,
+        replica: 1.0,
+    };
+}
+
 /// Per-expert choice at given multipliers.
 #[derive(Clone, Copy)]
 struct Choice {
@@ -73,9 +87,13 @@ struct Choice {
 }
 
 impl Model {
-    /// The model at `limit`, with node load limits scaled by `cap_scale` and slot counts by
-    /// `slot_scale` (both 1 for the bound; below 1 to leave room when building plans).
-    fn new(ctx: &Context<'_>, limit: f64, cap_scale: f64, slot_scale: f64) -> Self {
+    /// The model at `limit`, scaled by `scale` ([`Scale::EXACT`] for the bound).
+    fn new(ctx: &Context<'_>, limit: f64, scale: Scale<'_>) -> Self {
+        let Scale {
+            cap: cap_scale,
+            slots: slot_scale,
+            replica: replica_scale,
+        } = scale;
         let k = ctx.nodes();
         let e_count = ctx.experts();
         let slots_of = ctx.cluster.slots_of_gpu();
@@ -86,7 +104,7 @@ impl Model {
             .collect();
         let vmax = vmax_node.iter().copied().fold(0.0, f64::max);
         let replicas = |tokens: f64, v: f64| {
-            let per = limit * v;
+            let per = replica_scale * limit * v;
             if per > 0.0 && per.is_finite() {
                 (tokens / per).ceil().max(1.0)
             } else {
@@ -123,7 +141,12 @@ impl Model {
             cap: ctx
                 .gpus_of_node
                 .iter()
-                .map(|gs| cap_scale * limit * gs.iter().map(|&g| ctx.speed[g]).sum::<f64>())
+                .enumerate()
+                .map(|(n, gs)| {
+                    cap_scale.get(n).copied().unwrap_or(1.0)
+                        * limit
+                        * gs.iter().map(|&g| ctx.speed[g]).sum::<f64>()
+                })
                 .collect(),
             slots: ctx
                 .gpus_of_node
@@ -166,12 +189,10 @@ impl Model {
             for mask in 1..masks {
                 let low = mask.trailing_zeros() as usize;
                 let rest = mask & (mask - 1);
-                linear[mask] =
-                    linear[rest] + lam[low] * self.d[low][e] + mu[low] * self.q[low][e];
+                linear[mask] = linear[rest] + lam[low] * self.d[low][e] + mu[low] * self.q[low][e];
                 let remote = (w - self.d_set[e][mask]).max(0.0);
                 let extra = (r - self.q_set[e][mask]).max(0.0);
-                let cost =
-                    remote * (1.0 + lmin[mask].0) + linear[mask] + mmin[mask].0 * extra;
+                let cost = remote * (1.0 + lmin[mask].0) + linear[mask] + mmin[mask].0 * extra;
                 if cost < best.cost {
                     best = Choice {
                         mask,
@@ -221,7 +242,7 @@ pub(crate) fn flow_bound(
     iterations: usize,
     deadline: Option<Instant>,
 ) -> Option<FlowBound> {
-    ascend(ctx, limit, (1.0, 1.0), target, iterations, deadline)
+    ascend(ctx, limit, Scale::EXACT, target, iterations, deadline)
 }
 
 /// The ascent on the model with node limits and slots scaled by `scale` (load, slots): with
@@ -230,7 +251,7 @@ pub(crate) fn flow_bound(
 pub(crate) fn ascend(
     ctx: &Context<'_>,
     limit: f64,
-    scale: (f64, f64),
+    scale: Scale<'_>,
     target: f64,
     iterations: usize,
     deadline: Option<Instant>,
@@ -239,7 +260,7 @@ pub(crate) fn ascend(
     if k == 0 || k > MAX_FLOW_BOUND_NODES || ctx.experts() == 0 {
         return None;
     }
-    let model = Model::new(ctx, limit, scale.0, scale.1);
+    let model = Model::new(ctx, limit, scale);
     // Multipliers of the normalized constraints: a (load) and b (slots), in tokens.
     let mut a = vec![0.0; k];
     let mut b = vec![0.0; k];
@@ -307,8 +328,6 @@ pub(crate) fn ascend(
     Some(FlowBound {
         value: best_value.max(0.0),
         hosts,
-        iterations: used,
-        converged,
     })
 }
 
@@ -332,7 +351,7 @@ mod diag {
             let old = crate::bound::lower_bound(&ctx, limit, 30, None);
             for target in [total, 0.5 * total, 0.3 * total] {
                 let f = flow_bound(&ctx, limit, target, 2000, None).unwrap();
-                let m = Model::new(&ctx, limit, 1.0, 1.0);
+                let m = Model::new(&ctx, limit, Scale::EXACT);
                 let mut load = vec![0.0; k];
                 let mut used = vec![0.0; k];
                 let mut cross = 0.0;
@@ -354,11 +373,17 @@ mod diag {
                     old.cross_node_tokens / total,
                     old.unlimited_cross_node_tokens / total,
                     f.value / total,
-                    f.iterations,
-                    f.converged,
+                    0,
+                    true,
                     cross / total,
-                    load.iter().zip(&m.cap).map(|(l, c)| (l / c * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
-                    used.iter().zip(&m.slots).map(|(l, c)| (l / c * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
+                    load.iter()
+                        .zip(&m.cap)
+                        .map(|(l, c)| (l / c * 1000.0).round() / 1000.0)
+                        .collect::<Vec<_>>(),
+                    used.iter()
+                        .zip(&m.slots)
+                        .map(|(l, c)| (l / c * 1000.0).round() / 1000.0)
+                        .collect::<Vec<_>>(),
                     p.max_gpu_load / (total / g as f64),
                     m.r.iter().sum::<f64>(),
                 );
@@ -369,9 +394,13 @@ mod diag {
     #[test]
     #[ignore = "diagnostics"]
     fn flow_plan_diagnostics() {
-        use crate::dispatch::evaluate;
-        use crate::context::replica_gpus;
-        for (g, k, s, loc) in [(16, 2, 18, 0.5), (32, 4, 9, 0.5), (32, 4, 9, 0.8), (32, 4, 10, 0.5)] {
+        use crate::lagrange::bound_plans;
+        for (g, k, s, loc) in [
+            (16, 2, 18, 0.5),
+            (32, 4, 9, 0.5),
+            (32, 4, 9, 0.8),
+            (32, 4, 10, 0.5),
+        ] {
             let t = &locality_trace(&LocalityTrace::deepseek_like(1, g, k, loc), 1).unwrap()[0];
             let c = PlacementCluster::uniform(g, s, k).unwrap();
             let ctx = Context::new(t, &c).unwrap();
@@ -380,20 +409,28 @@ mod diag {
             let limit = p.max_gpu_load * 1.01;
             let total = t.total();
             let f = flow_bound(&ctx, limit, 0.3 * total, 2000, None).unwrap();
-            println!("G={g} K={k} S={s} loc={loc}: bound {:.4}", f.value / total);
-            for cs in [1.0, 0.995, 0.99] {
-                for ss in [1.0, 0.97, 0.94, 0.9, 0.85] {
-                    let h = ascend(&ctx, limit, (cs, ss), 0.3 * total, 2000, None).unwrap();
-                    let loads = node_loads(&ctx, &h.hosts, limit);
-                    let map = crate::construct::pack(&ctx, &h.hosts, &loads, &expert_placement::PlacementOptions::default()).unwrap();
-                    match map {
-                        None => println!("  cap {cs} slots {ss}: no packing"),
-                        Some(map) => {
-                            let d = evaluate(&ctx, &replica_gpus(&map, &c, ctx.experts()));
-                            println!("  cap {cs} slots {ss}: hosts value {:.4} cross {:.4} busiest/limit {:.4}", h.value / total, d.cross_node_tokens / total, d.max_gpu_load / limit);
-                        }
-                    }
-                }
+            let start = std::time::Instant::now();
+            let plans = bound_plans(
+                &ctx,
+                limit,
+                0.3 * total,
+                0.0,
+                &expert_placement::PlacementOptions::default(),
+                None,
+            )
+            .unwrap();
+            println!(
+                "G={g} K={k} S={s} loc={loc}: bound {:.4}, {} plans in {:?}",
+                f.value / total,
+                plans.len(),
+                start.elapsed()
+            );
+            for c in plans {
+                println!(
+                    "  cross {:.4} busiest/limit {:.4}",
+                    c.report.cross_node_tokens / total,
+                    c.report.max_gpu_load / limit
+                );
             }
         }
     }
@@ -429,10 +466,18 @@ pub(crate) fn node_loads(ctx: &Context<'_>, hosts: &[Vec<usize>], limit: f64) ->
         }
         // Fill the hosts' room in order of room, the rest to the roomiest.
         let mut h = hosts[e].clone();
-        h.sort_by(|&a, &b| (cap[b] - node_load[b]).total_cmp(&(cap[a] - node_load[a])).then(a.cmp(&b)));
+        h.sort_by(|&a, &b| {
+            (cap[b] - node_load[b])
+                .total_cmp(&(cap[a] - node_load[a]))
+                .then(a.cmp(&b))
+        });
         let mut left = r;
         for (i, &n) in h.iter().enumerate() {
-            let take = if i + 1 == h.len() { left } else { left.min((cap[n] - node_load[n]).max(0.0)) };
+            let take = if i + 1 == h.len() {
+                left
+            } else {
+                left.min((cap[n] - node_load[n]).max(0.0))
+            };
             loads[n][e] += take;
             node_load[n] += take;
             left -= take;
@@ -442,4 +487,82 @@ pub(crate) fn node_loads(ctx: &Context<'_>, hosts: &[Vec<usize>], limit: f64) ->
         }
     }
     loads
+}
+
+#[cfg(test)]
+mod diag2 {
+    use super::*;
+    use crate::context::replica_gpus;
+    use crate::dispatch::evaluate;
+    use crate::workload::{LocalityTrace, locality_trace};
+    use expert_placement::{
+        LayerLoads, PlacementAlgorithm, PlacementCluster, PlacementOptions, place, place_with,
+    };
+
+    #[test]
+    #[ignore = "diagnostics"]
+    fn packing_diagnostics() {
+        for (g, k, s, loc) in [(32, 4, 9, 0.5), (32, 4, 10, 0.5)] {
+            let t = &locality_trace(&LocalityTrace::deepseek_like(1, g, k, loc), 1).unwrap()[0];
+            let c = PlacementCluster::uniform(g, s, k).unwrap();
+            let ctx = Context::new(t, &c).unwrap();
+            let w = LayerLoads::new(ctx.loads.clone()).unwrap();
+            let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
+            let limit = p.max_gpu_load * 1.01;
+            let total = t.total();
+            for (ss, rs) in [(1.0, 1.0), (0.96, 1.0)] {
+                let scale = Scale {
+                    cap: &[],
+                    slots: ss,
+                    replica: rs,
+                };
+                let h = ascend(&ctx, limit, scale, 0.3 * total, 150, None).unwrap();
+                let loads = node_loads(&ctx, &h.hosts, limit);
+                let map = crate::construct::pack(
+                    &ctx,
+                    &h.hosts,
+                    &loads,
+                    &PlacementOptions::default(),
+                    0.003,
+                )
+                .unwrap()
+                .unwrap();
+                let d = evaluate(&ctx, &replica_gpus(&map, &c, ctx.experts()));
+                println!(
+                    "G={g} S={s} slots {ss}: cross {:.4}",
+                    d.cross_node_tokens / total
+                );
+                for n in 0..k {
+                    let gpus = &ctx.gpus_of_node[n];
+                    let experts: Vec<usize> = (0..ctx.experts())
+                        .filter(|&e| h.hosts[e].contains(&n))
+                        .collect();
+                    let sub = PlacementCluster::uniform(gpus.len(), s, 1).unwrap();
+                    let l =
+                        LayerLoads::new(experts.iter().map(|&e| loads[n][e]).collect()).unwrap();
+                    let q = place_with(
+                        &l,
+                        &sub,
+                        PlacementAlgorithm::Optimal,
+                        &PlacementOptions {
+                            search_steps: Some(0),
+                            time_budget_s: 0.003,
+                        },
+                    )
+                    .unwrap();
+                    let node_load: f64 = loads[n].iter().sum();
+                    let exact_max = gpus.iter().map(|&g| d.gpu_loads[g]).fold(0.0, f64::max);
+                    let exact_sum: f64 = gpus.iter().map(|&g| d.gpu_loads[g]).sum();
+                    println!(
+                        "  node {n}: experts {} load/cap {:.4} exact sum/cap {:.4} packer max/limit {:.4} exact max/limit {:.4}",
+                        experts.len(),
+                        node_load / (limit * gpus.len() as f64),
+                        exact_sum / (limit * gpus.len() as f64),
+                        q.max_gpu_load / limit,
+                        exact_max / limit
+                    );
+                }
+            }
+        }
+    }
 }

@@ -422,19 +422,30 @@ pub(crate) fn construct(
     }
     // 4. Each node's experts on its GPUs.
     let loads: Vec<Vec<f64>> = (0..k)
-        .map(|n| (0..e_count).map(|e| if st.hosts[e].contains(&n) { st.expert_load(e, n) } else { 0.0 }).collect())
+        .map(|n| {
+            (0..e_count)
+                .map(|e| {
+                    if st.hosts[e].contains(&n) {
+                        st.expert_load(e, n)
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        })
         .collect();
-    pack(ctx, &st.hosts, &loads, placement)
+    pack(ctx, &st.hosts, &loads, placement, NODE_PACKING_TIME_S)
 }
 
 /// Packs each node's hosted experts onto its GPUs with `expert-placement`'s optimal planner
-/// (no exact search, a few milliseconds a node), each expert with its load `loads[n][e]` in that
+/// (no exact search, at most `time_s` seconds a node), each expert with its load `loads[n][e]` in that
 /// node; `None` when a node's packing fails (too few slots).
 pub(crate) fn pack(
     ctx: &Context<'_>,
     hosts: &[Vec<usize>],
     node_loads: &[Vec<f64>],
     placement: &PlacementOptions,
+    time_s: f64,
 ) -> Result<Option<Vec<usize>>, TrafficError> {
     let e_count = ctx.experts();
     let slots_of = ctx.cluster.slots_of_gpu();
@@ -455,7 +466,7 @@ pub(crate) fn pack(
         // bound) get a few milliseconds.
         let quick = PlacementOptions {
             search_steps: Some(0),
-            time_budget_s: placement.time_budget_s.min(NODE_PACKING_TIME_S),
+            time_budget_s: placement.time_budget_s.min(time_s),
         };
         let Ok(p) = place_with(&loads, &sub, PlacementAlgorithm::Optimal, &quick) else {
             return Ok(None);

@@ -11,10 +11,10 @@ use crate::bound::{TrafficBound, lower_bound};
 use crate::bound_flow::{FLOW_BOUND_ITERATIONS, flow_bound};
 use crate::construct::construct;
 use crate::context::{Context, replica_gpus};
-use crate::lagrange::{Candidate, bound_plans};
 use crate::dispatch::{DispatchReport, check_map, evaluate};
 use crate::error::{TrafficError, check_value};
 use crate::groups::{group_bound, group_start};
+use crate::lagrange::{Candidate, bound_plans};
 use crate::options::TrafficOptions;
 use crate::routed::RoutedTokens;
 use crate::search::{Budget, End, State};
@@ -362,8 +362,8 @@ fn plan_at(
     let mut constructed = false;
     // The certified bound first (the hosting problem's Lagrangian dual, and the older
     // relaxation): it says when a plan is good enough, and the plans from its hosting come next.
-    let base_cross = evaluate(ctx, &replica_gpus(&base.map, ctx.cluster, ctx.experts()))
-        .cross_node_tokens;
+    let base_cross =
+        evaluate(ctx, &replica_gpus(&base.map, ctx.cluster, ctx.experts())).cross_node_tokens;
     let flow = flow_bound(ctx, limit, base_cross, FLOW_BOUND_ITERATIONS, deadline);
     let mut bound = lower_bound(ctx, limit, options.bound_rounds, deadline);
     if let Some(f) = &flow {
@@ -399,7 +399,11 @@ fn plan_at(
                     && c.report.cross_node_tokens < best_met
             })
             .collect();
-        near.sort_by(|a, b| a.report.cross_node_tokens.total_cmp(&b.report.cross_node_tokens));
+        near.sort_by(|a, b| {
+            a.report
+                .cross_node_tokens
+                .total_cmp(&b.report.cross_node_tokens)
+        });
         for c in near.into_iter().take(REPAIRS) {
             let mut state = State::new(ctx, c.map.clone(), limit);
             state.run(Budget {
