@@ -289,13 +289,10 @@ pub(crate) fn ascend(
     let mut best_masks: Vec<usize> = Vec::new();
     let mut theta = 1.0;
     let mut stale = 0;
-    let mut used = 0;
-    let mut converged = false;
     for it in 0..iterations.max(1) {
         if it > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        used = it + 1;
         let value = model.evaluate(&to_lam(&a), &to_mu(&b), &mut choices);
         if best_masks.is_empty() || value > best_value + 1e-12 * (1.0 + best_value.abs()) {
             best_value = value;
@@ -312,7 +309,6 @@ pub(crate) fn ascend(
         let norm2: f64 = ga.iter().chain(&gb).map(|x| x * x).sum();
         let gap = target - value;
         if norm2 <= 1e-18 || gap <= 1e-9 * (1.0 + target.abs()) || theta < 1e-4 {
-            converged = true;
             break;
         }
         let step = theta * gap / norm2;

@@ -38,10 +38,10 @@ const FEEDBACK_ROUNDS: usize = 4;
 const EXTRA_POINTS: usize = 2;
 
 /// Subgradient iterations of each tightened hosting.
-const PLAN_ITERATIONS: usize = 150;
+const PLAN_ITERATIONS: usize = 100;
 
 /// Time budget of one node's packing, seconds.
-const PACKING_TIME_S: f64 = 0.003;
+const PACKING_TIME_S: f64 = 0.001;
 
 /// A scored candidate plan.
 pub(crate) struct Candidate {

@@ -289,6 +289,9 @@ pub fn traffic_lower_bound(
 /// the node-level construction counts `load / (share · limit)` slots for an expert's replicas.
 const PACKABLE_REPLICA: f64 = 0.25;
 
+/// The tightened ascents aim this share above the bound.
+const PLAN_TARGET_GAP: f64 = 0.1;
+
 /// A plan within this share above the bound ends the search for better ones.
 const GOOD_ENOUGH_GAP: f64 = 0.02;
 
@@ -376,14 +379,28 @@ fn plan_at(
     } else {
         let tol = limit * 1e-9;
         let good_enough = bound.cross_node_tokens * (1.0 + GOOD_ENOUGH_GAP);
-        let plans = bound_plans(
+        // The Polyak target of the tightened ascents: a little above the bound, where their
+        // optima lie (a far target makes long first steps).
+        let mut plans = bound_plans(
             ctx,
             limit,
-            base_cross,
+            bound.cross_node_tokens * (1.0 + PLAN_TARGET_GAP) + 1e-9 * ctx.routed.total(),
             good_enough,
             &options.placement,
             deadline,
         )?;
+        // Far from the bound (little locality) the close target misleads the ascents: aim at
+        // the compute-only plan's traffic instead when no plan met the limit.
+        if !plans.iter().any(|c| c.report.max_gpu_load <= limit + tol) {
+            plans.extend(bound_plans(
+                ctx,
+                limit,
+                base_cross,
+                good_enough,
+                &options.placement,
+                deadline,
+            )?);
+        }
         let best_met = plans
             .iter()
             .filter(|c| c.report.max_gpu_load <= limit + tol)
