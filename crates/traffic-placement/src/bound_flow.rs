@@ -178,7 +178,7 @@ impl Model {
         }
         let mut linear = vec![0.0; masks];
         let mut total = 0.0;
-        for e in 0..self.e_count {
+        for (e, slot) in choices.iter_mut().enumerate().take(self.e_count) {
             let (w, r) = (self.w[e], self.r[e]);
             let mut best = Choice {
                 mask: 1,
@@ -203,7 +203,7 @@ impl Model {
                 }
             }
             total += best.cost;
-            choices[e] = best;
+            *slot = best;
         }
         for n in 0..self.k {
             total -= lam[n] * self.cap[n] + mu[n] * self.slots[n];
@@ -364,13 +364,11 @@ mod diag {
                     used[h[0]] += extra;
                 }
                 println!(
-                    "G={g} K={k} S={s} loc={loc} target {:.3}: old {:.4} (slots only {:.4}) flow {:.4} its {} conv {} | hosts cross {:.4} load/cap {:?} used/slots {:?} C/(T/G) {:.4} sum R {}",
+                    "G={g} K={k} S={s} loc={loc} target {:.3}: old {:.4} (slots only {:.4}) flow {:.4} | hosts cross {:.4} load/cap {:?} used/slots {:?} C/(T/G) {:.4} sum R {}",
                     target / total,
                     old.cross_node_tokens / total,
                     old.unlimited_cross_node_tokens / total,
                     f.value / total,
-                    0,
-                    true,
                     cross / total,
                     load.iter()
                         .zip(&m.cap)
@@ -427,137 +425,6 @@ mod diag {
                     c.report.cross_node_tokens / total,
                     c.report.max_gpu_load / limit
                 );
-            }
-        }
-    }
-}
-
-/// Each hosted expert's load in each of its nodes: the tokens of the node's own sources, plus a
-/// share of its remote tokens; the remote tokens of the experts go, largest first, to the host
-/// node with the most room left under `limit · V_n`.
-pub(crate) fn node_loads(ctx: &Context<'_>, hosts: &[Vec<usize>], limit: f64) -> Vec<Vec<f64>> {
-    let k = ctx.nodes();
-    let e_count = ctx.experts();
-    let mut loads = vec![vec![0.0; e_count]; k];
-    let mut node_load = vec![0.0; k];
-    let cap: Vec<f64> = ctx
-        .gpus_of_node
-        .iter()
-        .map(|gs| limit * gs.iter().map(|&g| ctx.speed[g]).sum::<f64>())
-        .collect();
-    let mut remote: Vec<(f64, usize)> = Vec::with_capacity(e_count);
-    for (e, h) in hosts.iter().enumerate() {
-        let mut local = 0.0;
-        for &n in h {
-            loads[n][e] = ctx.by_node[n][e];
-            node_load[n] += ctx.by_node[n][e];
-            local += ctx.by_node[n][e];
-        }
-        remote.push(((ctx.loads[e] - local).max(0.0), e));
-    }
-    remote.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    for (r, e) in remote {
-        if r <= 0.0 {
-            continue;
-        }
-        // Fill the hosts' room in order of room, the rest to the roomiest.
-        let mut h = hosts[e].clone();
-        h.sort_by(|&a, &b| {
-            (cap[b] - node_load[b])
-                .total_cmp(&(cap[a] - node_load[a]))
-                .then(a.cmp(&b))
-        });
-        let mut left = r;
-        for (i, &n) in h.iter().enumerate() {
-            let take = if i + 1 == h.len() {
-                left
-            } else {
-                left.min((cap[n] - node_load[n]).max(0.0))
-            };
-            loads[n][e] += take;
-            node_load[n] += take;
-            left -= take;
-            if left <= 0.0 {
-                break;
-            }
-        }
-    }
-    loads
-}
-
-#[cfg(test)]
-mod diag2 {
-    use super::*;
-    use crate::context::replica_gpus;
-    use crate::dispatch::evaluate;
-    use crate::workload::{LocalityTrace, locality_trace};
-    use expert_placement::{
-        LayerLoads, PlacementAlgorithm, PlacementCluster, PlacementOptions, place, place_with,
-    };
-
-    #[test]
-    #[ignore = "diagnostics"]
-    fn packing_diagnostics() {
-        for (g, k, s, loc) in [(32, 4, 9, 0.5), (32, 4, 10, 0.5)] {
-            let t = &locality_trace(&LocalityTrace::deepseek_like(1, g, k, loc), 1).unwrap()[0];
-            let c = PlacementCluster::uniform(g, s, k).unwrap();
-            let ctx = Context::new(t, &c).unwrap();
-            let w = LayerLoads::new(ctx.loads.clone()).unwrap();
-            let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
-            let limit = p.max_gpu_load * 1.01;
-            let total = t.total();
-            for (ss, rs) in [(1.0, 1.0), (0.96, 1.0)] {
-                let scale = Scale {
-                    cap: &[],
-                    slots: ss,
-                    replica: rs,
-                };
-                let h = ascend(&ctx, limit, scale, 0.3 * total, 150, None).unwrap();
-                let loads = node_loads(&ctx, &h.hosts, limit);
-                let map = crate::construct::pack(
-                    &ctx,
-                    &h.hosts,
-                    &loads,
-                    &PlacementOptions::default(),
-                    0.003,
-                )
-                .unwrap()
-                .unwrap();
-                let d = evaluate(&ctx, &replica_gpus(&map, &c, ctx.experts()));
-                println!(
-                    "G={g} S={s} slots {ss}: cross {:.4}",
-                    d.cross_node_tokens / total
-                );
-                for n in 0..k {
-                    let gpus = &ctx.gpus_of_node[n];
-                    let experts: Vec<usize> = (0..ctx.experts())
-                        .filter(|&e| h.hosts[e].contains(&n))
-                        .collect();
-                    let sub = PlacementCluster::uniform(gpus.len(), s, 1).unwrap();
-                    let l =
-                        LayerLoads::new(experts.iter().map(|&e| loads[n][e]).collect()).unwrap();
-                    let q = place_with(
-                        &l,
-                        &sub,
-                        PlacementAlgorithm::Optimal,
-                        &PlacementOptions {
-                            search_steps: Some(0),
-                            time_budget_s: 0.003,
-                        },
-                    )
-                    .unwrap();
-                    let node_load: f64 = loads[n].iter().sum();
-                    let exact_max = gpus.iter().map(|&g| d.gpu_loads[g]).fold(0.0, f64::max);
-                    let exact_sum: f64 = gpus.iter().map(|&g| d.gpu_loads[g]).sum();
-                    println!(
-                        "  node {n}: experts {} load/cap {:.4} exact sum/cap {:.4} packer max/limit {:.4} exact max/limit {:.4}",
-                        experts.len(),
-                        node_load / (limit * gpus.len() as f64),
-                        exact_sum / (limit * gpus.len() as f64),
-                        q.max_gpu_load / limit,
-                        exact_max / limit
-                    );
-                }
             }
         }
     }

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use expert_placement::PlacementOptions;
 
-use crate::bound_flow::{Scale, ascend, node_loads};
+use crate::bound_flow::{Scale, ascend};
 use crate::construct::pack;
 use crate::context::{Context, replica_gpus};
 use crate::dispatch::{DispatchReport, evaluate};
@@ -226,4 +226,57 @@ enum Repair {
     Drop(usize),
     /// Single-hosted experts `.0` (of the node) and `.1` (of another) trade nodes.
     Swap(usize, usize),
+}
+
+/// Each hosted expert's load in each of its nodes: the tokens of the node's own sources, plus a
+/// share of its remote tokens; the remote tokens of the experts go, largest first, to the host
+/// node with the most room left under `limit · V_n`.
+pub(crate) fn node_loads(ctx: &Context<'_>, hosts: &[Vec<usize>], limit: f64) -> Vec<Vec<f64>> {
+    let k = ctx.nodes();
+    let e_count = ctx.experts();
+    let mut loads = vec![vec![0.0; e_count]; k];
+    let mut node_load = vec![0.0; k];
+    let cap: Vec<f64> = ctx
+        .gpus_of_node
+        .iter()
+        .map(|gs| limit * gs.iter().map(|&g| ctx.speed[g]).sum::<f64>())
+        .collect();
+    let mut remote: Vec<(f64, usize)> = Vec::with_capacity(e_count);
+    for (e, h) in hosts.iter().enumerate() {
+        let mut local = 0.0;
+        for &n in h {
+            loads[n][e] = ctx.by_node[n][e];
+            node_load[n] += ctx.by_node[n][e];
+            local += ctx.by_node[n][e];
+        }
+        remote.push(((ctx.loads[e] - local).max(0.0), e));
+    }
+    remote.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (r, e) in remote {
+        if r <= 0.0 {
+            continue;
+        }
+        // Fill the hosts' room in order of room, the rest to the roomiest.
+        let mut h = hosts[e].clone();
+        h.sort_by(|&a, &b| {
+            (cap[b] - node_load[b])
+                .total_cmp(&(cap[a] - node_load[a]))
+                .then(a.cmp(&b))
+        });
+        let mut left = r;
+        for (i, &n) in h.iter().enumerate() {
+            let take = if i + 1 == h.len() {
+                left
+            } else {
+                left.min((cap[n] - node_load[n]).max(0.0))
+            };
+            loads[n][e] += take;
+            node_load[n] += take;
+            left -= take;
+            if left <= 0.0 {
+                break;
+            }
+        }
+    }
+    loads
 }
