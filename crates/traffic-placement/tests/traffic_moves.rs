@@ -22,7 +22,7 @@ fn move_budget_on_a_deepseek_like_layer() {
     .physical_to_logical;
     let total = t.total();
     let mut previous_met: Option<f64> = None;
-    for budget in [0, 8, 16, 32, 64, 128, 288] {
+    for budget in [0, 16, 64, 128, 288] {
         let p = place_traffic_aware_with_moves(
             t,
             &cluster,

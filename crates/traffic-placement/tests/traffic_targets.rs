@@ -73,6 +73,14 @@ fn deepseek_targets() {
 }
 
 #[test]
+#[ignore = "beyond today's deployments: cargo test --release -p traffic-placement --test traffic_targets -- --ignored wide --nocapture"]
+fn wide_shapes() {
+    for (gpus, nodes, slots) in [(64, 8, 9), (64, 8, 10)] {
+        row(gpus, nodes, slots, 0.5, 2, 1);
+    }
+}
+
+#[test]
 #[ignore = "a large instance stays within its budgets: cargo test --release -p traffic-placement --test traffic_targets -- --ignored large --nocapture"]
 fn large_instance_is_bounded() {
     let spec = LocalityTrace {
