@@ -126,22 +126,28 @@ fn cross_node_tokens(spec: &ReplicatedSpec, plan: &moe_planner::inference::Infer
 #[test]
 fn traffic_aware_placement_in_infer() {
     use moe_planner::traffic_placement::{LocalityTrace, locality_trace};
-    // The embedded spec's 32 GPUs in 4 nodes, with router traces whose sources prefer the
-    // experts of their node (the embedded traces have no locality: there the traffic-aware plan
-    // is the compute-only one).
+    // The embedded spec's GPUs and model, cut to 8 GPUs in 2 nodes with 64 experts and router
+    // traces whose sources prefer the experts of their node (the embedded traces have no
+    // locality: there the traffic-aware plan is the compute-only one). Small, so that a debug
+    // build plans it well within the planner's 1 s budget per layer.
     let mut spec = deepseek();
-    let g = spec.gpus.len();
-    let nodes = g / spec.gpus_per_node.unwrap();
-    spec.models[0].routed_tokens =
-        locality_trace(&LocalityTrace::deepseek_like(2, g, nodes, 0.5), 1)
-            .unwrap()
-            .iter()
-            .map(|t| {
-                (0..g)
-                    .map(|src| (0..t.experts()).map(|e| t.get(src, e)).collect())
-                    .collect()
-            })
-            .collect();
+    let g = 8;
+    spec.gpus.truncate(g);
+    spec.gpus_per_node = Some(4);
+    spec.slots_per_gpu = Some(9);
+    let trace = LocalityTrace {
+        experts: 64,
+        ..LocalityTrace::deepseek_like(2, g, 2, 0.5)
+    };
+    spec.models[0].routed_tokens = locality_trace(&trace, 1)
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (0..g)
+                .map(|src| (0..t.experts()).map(|e| t.get(src, e)).collect())
+                .collect()
+        })
+        .collect();
     let compute_only = plan_inference(&spec.clone().into()).unwrap();
     let mut traffic = spec.clone();
     traffic.traffic_tolerance = Some(0.01);
@@ -155,9 +161,7 @@ fn traffic_aware_placement_in_infer() {
         1e3 * plan.inference_time_s,
         1e3 * compute_only.inference_time_s
     );
-    // Fewer tokens cross nodes (by how much depends on the build: the planner's 1 s budget per
-    // layer cuts its search short in a debug build).
-    assert!(ours < base, "{ours} vs {base}");
+    assert!(ours < 0.8 * base, "{ours} vs {base}");
     // Needs per-source tokens and nodes.
     let mut no_nodes = traffic.clone();
     no_nodes.gpus_per_node = None;
