@@ -77,17 +77,21 @@ impl TrafficPlacement {
 ///
 /// The compute-only plan is `expert-placement`'s optimal one (node-aware with
 /// [`TrafficOptions::groups`]), scored as that crate scores it (even split), `C`; the limit is
-/// `(1 + eps) C`. Starting from it, a local search brings replicas into the nodes whose sources
-/// send their expert the most tokens (replacing a spare replica there, or swapping with a
-/// replica elsewhere), heaviest (expert, node) pair first, and accepts a move when it lowers, in
-/// this order, the excess over the limit, the cross-node tokens, the busiest GPU. Its loads are
-/// those of the static even dispatch, an upper bound on the best split's, so a plan it accepts
-/// is within the limit under [`crate::dispatch`]. With groups, a search over group-to-node
-/// assignments comes first (exhaustive for up to `2^16` assignments). The result is the better
-/// of the search's plan and the compute-only plan, so it never sends more tokens across nodes
-/// than the compute-only plan when that plan meets the limit. The bound is
+/// `(1 + eps) C`. The certified bound comes first ([`traffic_lower_bound`]): its hosting
+/// problem's Lagrangian solution (which nodes host each expert) is turned into plans on a small
+/// grid of tightened models (fewer slots, smaller replicas, so that hot experts can be split
+/// over GPUs), each repaired at the node level (moves, swaps and dropped hosts by fewest
+/// cross-node tokens per token of excess), packed per node by `expert-placement` and scored under
+/// the exact dispatch ([`crate::dispatch`]); it stops within 2% of the bound. Plans slightly over
+/// the limit get a replica-level local search; when no plan meets the limit, the older node-level
+/// construction runs. With groups, a search over group-to-node assignments (exhaustive for up to
+/// `2^16` assignments) and the replica-level search do the work. The result is the best of all
+/// candidates, the compute-only plan and the topology-aware heuristic (within the limit first,
+/// then fewest cross-node tokens), so it never sends more tokens across nodes than the
+/// compute-only plan when that plan meets the limit. Node packing and searches have wall-clock
+/// budgets, so the last digits of a plan can differ between runs and machines. The bound is
 /// [`traffic_lower_bound`] at the limit (with groups, an exhaustive group-level bound when it is
-/// small enough and tighter).
+/// small enough and tighter). Docs: `docs/algorithms.md#traffic-placement`.
 ///
 /// # Errors
 ///
@@ -99,10 +103,11 @@ impl TrafficPlacement {
 ///
 /// # Complexity
 ///
-/// The compute-only plan's, plus at most [`TrafficOptions::search_steps`] moves of
-/// `O(G + c_max)` each (and `O(slots of a node · c_max)` to list each target's moves), plus
-/// the bound's `O(rounds · K · 80 · E · K)`; within [`TrafficOptions::time_budget_s`] for the
-/// search.
+/// The compute-only plan's, plus the bound's (see [`traffic_lower_bound`]), plus at most 8 grid
+/// plans of `O(100 · E · 2^K)` (ascent), a node-level repair of `O(E^2 · K)` per move and one
+/// exact dispatch each, plus at most [`TrafficOptions::search_steps`] local-search moves of
+/// `O(G + c_max)` each; all within one [`TrafficOptions::time_budget_s`] per layer (the bound
+/// always runs at least one round).
 ///
 /// # Examples
 ///
@@ -234,13 +239,15 @@ pub fn tradeoff_curve(
 /// A certified lower bound on the cross-node tokens of every placement of `routed` on
 /// `cluster` whose busiest GPU (locality dispatch, best split) is at most `max_gpu_load_limit`.
 ///
-/// The Lagrangian dual of an LP relaxation over "expert `e` has a replica in node `n`": every
-/// expert is somewhere, a node's forced load (tokens its own sources send to the experts it
-/// hosts, which the locality dispatch keeps in the node) is within the limit times its speed,
-/// and hosting `e` takes at least `max(1, ceil(D[n][e] / (limit · v_max)))` of the node's slots
-/// (those tokens need that many replicas on distinct GPUs). Any multipliers give a valid bound;
-/// `rounds` rounds of coordinate descent with convex line searches choose them. Valid with and
-/// without redundant experts; a groups-in-nodes plan obeys it too (it is a placement).
+/// The larger of two Lagrangian duals. The hosting problem's: every expert picks a nonempty set
+/// of hosting nodes, the tokens of a node in the set stay there and the rest load the node that
+/// serves them, each node's load is within the limit times its speed and its slots hold the
+/// replicas each hosted expert needs (`max(1, ceil(D[n][e] / (limit · v_max)))` in a node, `ceil(W_e
+/// / (limit · v_max))` in all); its per-expert subproblems are solved by enumerating the hosting
+/// sets (up to 8 nodes) and the multipliers by subgradient ascent. And a first LP relaxation's
+/// over "expert `e` has a replica in node `n`" (forced load and slots only; coordinate descent,
+/// `rounds` rounds). Any multipliers give a valid bound. Valid with and without redundant
+/// experts; a groups-in-nodes plan obeys it too (it is a placement).
 ///
 /// # Errors
 ///
@@ -249,7 +256,8 @@ pub fn tradeoff_curve(
 ///
 /// # Complexity
 ///
-/// `O(G · E + rounds · K · 80 · E · K)` for `K` nodes.
+/// `O(G · E + rounds · K · 80 · E · K + 400 · E · 2^K)` for `K` nodes (the last term only up to
+/// 8 nodes).
 ///
 /// # Examples
 ///
