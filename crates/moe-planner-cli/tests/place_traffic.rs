@@ -192,3 +192,70 @@ fn errors_name_the_flag() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn move_budget_from_the_current_placement() {
+    let file = small();
+    // Every expert in the other node: all 80 own-node tokens of each node cross.
+    let current = scratch(
+        "current.json",
+        r#"{"physical_to_logical_map": [[4, 5, 6, 7, 0, 1, 2, 3]]}"#,
+    );
+    let base = [
+        "place",
+        "--routed-tokens",
+        file.as_str(),
+        "--gpus",
+        "4",
+        "--slots-per-gpu",
+        "2",
+        "--nodes",
+        "2",
+        "--current",
+        current.as_str(),
+    ];
+    let mut args = vec!["--json"];
+    args.extend(base);
+    args.extend(["--max-moves", "2"]);
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let layer = &plan["layers"][0];
+    assert!(layer["moves"].as_u64().unwrap() <= 2);
+    assert!(layer["current"]["cross_node_tokens"].as_f64().is_some());
+    // Without a budget: the traffic-aware plan, aligned to the current one.
+    let out = run(&base);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("slot changes"));
+    // --max-moves needs --current (usage error); a current map of another shape names --current.
+    let out = run(&[
+        "place",
+        "--routed-tokens",
+        &file,
+        "--gpus",
+        "4",
+        "--slots-per-gpu",
+        "2",
+        "--max-moves",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let short = scratch("short.json", r#"{"physical_to_logical_map": [[0, 1, 2]]}"#);
+    let out = run(&[
+        "place",
+        "--routed-tokens",
+        &file,
+        "--gpus",
+        "4",
+        "--slots-per-gpu",
+        "2",
+        "--current",
+        &short,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--current"));
+}

@@ -35,8 +35,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use traffic_placement::{
     DEFAULT_TRAFFIC_SEARCH_STEPS, DEFAULT_TRAFFIC_TIME_BUDGET_S, DEFAULT_TRAFFIC_TOLERANCE,
-    DispatchReport, RoutedTokens, TrafficOptions, dispatch, place_traffic_aware, topology_greedy,
-    tradeoff_curve,
+    DispatchReport, RoutedTokens, TrafficOptions, dispatch, place_traffic_aware,
+    place_traffic_aware_with_moves, topology_greedy, tradeoff_curve,
 };
 
 use crate::PlanError;
@@ -82,6 +82,14 @@ pub struct TrafficSpec {
     /// Seconds of one layer's search (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_budget_s: Option<f64>,
+    /// The placement serving now, one `physical_to_logical_map` row per layer: each plan keeps
+    /// the experts a GPU already holds in their slots and reports its slot changes (`moves`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<Vec<Vec<i64>>>,
+    /// With `current`: at most this many slots of a layer change expert (weight copies);
+    /// absent: as many as the traffic-aware plan needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_moves: Option<usize>,
 }
 
 fn one() -> usize {
@@ -109,6 +117,8 @@ impl TrafficSpec {
             curve_layer: 0,
             search_steps: None,
             time_budget_s: None,
+            current: None,
+            max_moves: None,
         }
     }
 
@@ -184,6 +194,12 @@ pub struct TrafficLayer {
     pub traffic_lower_bound: f64,
     /// How the search ended.
     pub termination: String,
+    /// With `current`: slots whose expert differs from the current placement's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moves: Option<usize>,
+    /// With `current`: the current placement under the same dispatch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current: Option<TrafficFigures>,
 }
 
 /// Sums over layers.
@@ -255,7 +271,9 @@ pub struct TrafficPlan {
 /// [`PlanError::Traffic`] for bad routed tokens (empty, ragged, negative or non-finite), a bad
 /// tolerance or a too small cluster; [`PlanError::Placement`] for a bad cluster shape;
 /// [`PlanError::InvalidField`] for `groups_in_nodes` without `groups`, a non-positive
-/// `bytes_per_token`, or a `curve_layer` past the last layer.
+/// `bytes_per_token`, a `curve_layer` past the last layer, `max_moves` without `current`, or a
+/// `current` that is not one slot map per layer (wrong counts, ids out of range, an expert
+/// without a slot).
 ///
 /// # Examples
 ///
@@ -273,6 +291,25 @@ pub fn plan_traffic(spec: &TrafficSpec) -> Result<TrafficPlan, PlanError> {
     if let Some(b) = spec.bytes_per_token {
         comm_cost_model::check_positive("bytes_per_token", b)?;
     }
+    if spec.current.is_none() && spec.max_moves.is_some() {
+        return Err(PlanError::InvalidField {
+            field: "max_moves",
+            reason: "needs `current`".into(),
+        });
+    }
+    let current = spec
+        .current
+        .as_deref()
+        .map(|c| {
+            crate::placement::formats::current_placement(
+                c,
+                layers.len(),
+                gpus.saturating_mul(spec.slots_per_gpu),
+                experts,
+                "current",
+            )
+        })
+        .transpose()?;
     if !spec.curve_tolerances.is_empty() && spec.curve_layer >= layers.len() {
         return Err(PlanError::InvalidField {
             field: "curve_layer",
@@ -293,7 +330,11 @@ pub fn plan_traffic(spec: &TrafficSpec) -> Result<TrafficPlan, PlanError> {
     let options = spec.options();
     let planned: Vec<TrafficLayer> = layers
         .par_iter()
-        .map(|t| plan_layer(t, &cluster, spec, &options))
+        .enumerate()
+        .map(|(i, t)| {
+            let row = current.as_ref().and_then(|c| c.get(i));
+            plan_layer(t, &cluster, spec, &options, row.map(Vec::as_slice))
+        })
         .collect::<Result<_, _>>()?;
     let curve = if spec.curve_tolerances.is_empty() {
         Vec::new()
@@ -330,9 +371,24 @@ fn plan_layer(
     cluster: &PlacementCluster,
     spec: &TrafficSpec,
     options: &TrafficOptions,
+    current: Option<&[usize]>,
 ) -> Result<TrafficLayer, PlanError> {
     let bytes = spec.bytes_per_token;
-    let p = place_traffic_aware(t, cluster, options)?;
+    let (p, moved) = match current {
+        None => (place_traffic_aware(t, cluster, options)?, None),
+        Some(current) => {
+            let budget = spec.max_moves.unwrap_or(current.len());
+            let m = place_traffic_aware_with_moves(t, cluster, current, budget, options)?;
+            let moved = (
+                m.physical_to_logical,
+                m.dispatch,
+                m.moves,
+                m.current,
+                m.balance_met,
+            );
+            (m.target, Some(moved))
+        }
+    };
     let loads = LayerLoads::new(t.expert_loads())?;
     let score = |map: &[usize]| -> Result<TrafficFigures, PlanError> {
         Ok(TrafficFigures::of(&dispatch(t, cluster, map)?, bytes))
@@ -352,8 +408,19 @@ fn plan_layer(
         None => None,
     };
     let topology = topology_greedy(&loads, cluster, spec.groups).ok();
+    // Under a move budget the layer's plan is the budgeted one; the bound still holds for it.
+    let (map, report, balance_met, moves, current) = match moved {
+        None => (p.physical_to_logical, p.dispatch, p.balance_met, None, None),
+        Some((map, report, moves, current, met)) => (
+            map,
+            report,
+            met,
+            Some(moves),
+            Some(TrafficFigures::of(&current, bytes)),
+        ),
+    };
     Ok(TrafficLayer {
-        traffic_aware: TrafficFigures::of(&p.dispatch, bytes),
+        traffic_aware: TrafficFigures::of(&report, bytes),
         compute_only: TrafficFigures::of(&p.compute_only, bytes),
         eplb_hierarchical: hierarchical
             .map(|h| score(&h.physical_to_logical))
@@ -361,11 +428,13 @@ fn plan_layer(
         eplb_global: score(&global.physical_to_logical)?,
         topology_aware: topology.map(|m| score(&m)).transpose()?,
         max_gpu_load_limit: p.max_gpu_load_limit,
-        balance_met: p.balance_met,
+        balance_met,
         compute_lower_bound: p.compute_lower_bound,
         traffic_lower_bound: p.bound.cross_node_tokens,
         termination: p.termination.name().to_owned(),
-        physical_to_logical_map: p.physical_to_logical,
+        physical_to_logical_map: map,
+        moves,
+        current,
     })
 }
 

@@ -186,6 +186,7 @@ pub(crate) fn construct(
     tau: f64,
     placement: &PlacementOptions,
     deadline: Option<Instant>,
+    start: Option<&[Vec<usize>]>,
 ) -> Result<Option<Vec<usize>>, TrafficError> {
     let late = || deadline.is_some_and(|d| Instant::now() >= d);
     let (k, e_count) = (ctx.nodes(), ctx.experts());
@@ -215,10 +216,15 @@ pub(crate) fn construct(
         hosted: vec![0; k],
         tau,
     };
-    // 1. Every expert at the node that sends it the most tokens, heaviest expert first.
+    // 1. Every expert at the given start's nodes (the bound's subproblem solution), or at the
+    // node that sends it the most tokens, heaviest expert first.
     let mut order: Vec<usize> = (0..e_count).collect();
     order.sort_by(|&a, &b| ctx.loads[b].total_cmp(&ctx.loads[a]).then(a.cmp(&b)));
     for &e in &order {
+        if let Some(hosts) = start.and_then(|s| s.get(e)).filter(|h| !h.is_empty()) {
+            st.set(e, hosts.clone());
+            continue;
+        }
         let home = (0..k)
             .max_by(|&a, &b| {
                 ctx.by_node[a][e]
@@ -415,21 +421,52 @@ pub(crate) fn construct(
         return Ok(None);
     }
     // 4. Each node's experts on its GPUs.
+    let loads: Vec<Vec<f64>> = (0..k)
+        .map(|n| {
+            (0..e_count)
+                .map(|e| {
+                    if st.hosts[e].contains(&n) {
+                        st.expert_load(e, n)
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    pack(ctx, &st.hosts, &loads, placement, NODE_PACKING_TIME_S)
+}
+
+/// Packs each node's hosted experts onto its GPUs with `expert-placement`'s optimal planner
+/// (no exact search, at most `time_s` seconds a node), each expert with its load `loads[n][e]` in that
+/// node; `None` when a node's packing fails (too few slots).
+pub(crate) fn pack(
+    ctx: &Context<'_>,
+    hosts: &[Vec<usize>],
+    node_loads: &[Vec<f64>],
+    placement: &PlacementOptions,
+    time_s: f64,
+) -> Result<Option<Vec<usize>>, TrafficError> {
+    let e_count = ctx.experts();
+    let slots_of = ctx.cluster.slots_of_gpu();
     let mut map = vec![0usize; ctx.cluster.total_slots()];
     for (n, gpus) in ctx.gpus_of_node.iter().enumerate() {
-        let experts: Vec<usize> = (0..e_count).filter(|&e| st.hosts[e].contains(&n)).collect();
+        let experts: Vec<usize> = (0..e_count).filter(|&e| hosts[e].contains(&n)).collect();
+        if experts.is_empty() {
+            return Ok(None);
+        }
         let sub = PlacementCluster::new(
             gpus.iter().map(|&g| slots_of[g]).collect(),
             gpus.iter().map(|&g| ctx.speed[g]).collect(),
             vec![0; gpus.len()],
         )?;
-        let loads = LayerLoads::new(experts.iter().map(|&e| st.expert_load(e, n)).collect())?;
+        let loads = LayerLoads::new(experts.iter().map(|&e| node_loads[n][e]).collect())?;
         // The node's packing is a heuristic step inside a heuristic: no exact search, and the
         // packer's restarts (which run until half its time budget when they cannot reach its
         // bound) get a few milliseconds.
         let quick = PlacementOptions {
             search_steps: Some(0),
-            time_budget_s: placement.time_budget_s.min(NODE_PACKING_TIME_S),
+            time_budget_s: placement.time_budget_s.min(time_s),
             cancel: placement.cancel.clone(),
         };
         let Ok(p) = place_with(&loads, &sub, PlacementAlgorithm::Optimal, &quick) else {

@@ -14,6 +14,7 @@
 //! | problem | ours | baseline |
 //! |---|---|---|
 //! | fewest cross-node tokens within a balance limit | [`place_traffic_aware`], [`tradeoff_curve`], options [`TrafficOptions`] (groups-in-nodes optional) | `expert_placement`'s compute-only plan, EPLB hierarchical and global, [`topology_greedy`] (SGLang PR 19772 / 19811) |
+//! | the same from a current placement with at most a number of slot changes | [`place_traffic_aware_with_moves`] ([`MoveBudgetPlacement`]) | the current placement |
 //! | certified bound | [`traffic_lower_bound`] ([`TrafficBound`]) | — |
 //! | scoring a placement | [`dispatch`] ([`DispatchReport`]), [`cross_node_sends`] (DeepEP's per-node dedup) | — |
 //! | router traces with locality | [`locality_trace`] ([`LocalityTrace`]) | no-locality control (`locality = 0`) |
@@ -52,12 +53,15 @@ struct ReadmeDoctests;
 
 mod baselines;
 mod bound;
+mod bound_flow;
 mod construct;
 mod context;
 mod dispatch;
 mod error;
 mod flow;
 mod groups;
+mod lagrange;
+mod moves;
 mod options;
 mod planner;
 mod routed;
@@ -68,6 +72,7 @@ pub use baselines::topology_greedy;
 pub use bound::{DEFAULT_BOUND_ROUNDS, TrafficBound};
 pub use dispatch::{DispatchReport, cross_node_sends, dispatch};
 pub use error::TrafficError;
+pub use moves::{MoveBudgetPlacement, place_traffic_aware_with_moves};
 pub use options::{
     DEFAULT_TRAFFIC_SEARCH_STEPS, DEFAULT_TRAFFIC_TIME_BUDGET_S, DEFAULT_TRAFFIC_TOLERANCE,
     TrafficOptions,

@@ -8,11 +8,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::baselines::topology_greedy;
 use crate::bound::{TrafficBound, lower_bound};
+use crate::bound_flow::{FLOW_BOUND_ITERATIONS, flow_bound};
 use crate::construct::construct;
 use crate::context::{Context, replica_gpus};
 use crate::dispatch::{DispatchReport, check_map, evaluate};
 use crate::error::{TrafficError, check_value};
 use crate::groups::{group_bound, group_start};
+use crate::lagrange::{Candidate, bound_plans};
 use crate::options::TrafficOptions;
 use crate::routed::RoutedTokens;
 use crate::search::{Budget, End, State};
@@ -75,17 +77,21 @@ impl TrafficPlacement {
 ///
 /// The compute-only plan is `expert-placement`'s optimal one (node-aware with
 /// [`TrafficOptions::groups`]), scored as that crate scores it (even split), `C`; the limit is
-/// `(1 + eps) C`. Starting from it, a local search brings replicas into the nodes whose sources
-/// send their expert the most tokens (replacing a spare replica there, or swapping with a
-/// replica elsewhere), heaviest (expert, node) pair first, and accepts a move when it lowers, in
-/// this order, the excess over the limit, the cross-node tokens, the busiest GPU. Its loads are
-/// those of the static even dispatch, an upper bound on the best split's, so a plan it accepts
-/// is within the limit under [`crate::dispatch`]. With groups, a search over group-to-node
-/// assignments comes first (exhaustive for up to `2^16` assignments). The result is the better
-/// of the search's plan and the compute-only plan, so it never sends more tokens across nodes
-/// than the compute-only plan when that plan meets the limit. The bound is
+/// `(1 + eps) C`. The certified bound comes first ([`traffic_lower_bound`]): its hosting
+/// problem's Lagrangian solution (which nodes host each expert) is turned into plans on a small
+/// grid of tightened models (fewer slots, smaller replicas, so that hot experts can be split
+/// over GPUs), each repaired at the node level (moves, swaps and dropped hosts by fewest
+/// cross-node tokens per token of excess), packed per node by `expert-placement` and scored under
+/// the exact dispatch ([`crate::dispatch`]); it stops within 2% of the bound. Plans slightly over
+/// the limit get a replica-level local search; when no plan meets the limit, the older node-level
+/// construction runs. With groups, a search over group-to-node assignments (exhaustive for up to
+/// `2^16` assignments) and the replica-level search do the work. The result is the best of all
+/// candidates, the compute-only plan and the topology-aware heuristic (within the limit first,
+/// then fewest cross-node tokens), so it never sends more tokens across nodes than the
+/// compute-only plan when that plan meets the limit. Node packing and searches have wall-clock
+/// budgets, so the last digits of a plan can differ between runs and machines. The bound is
 /// [`traffic_lower_bound`] at the limit (with groups, an exhaustive group-level bound when it is
-/// small enough and tighter).
+/// small enough and tighter). Docs: `docs/algorithms.md#traffic-placement`.
 ///
 /// # Errors
 ///
@@ -97,10 +103,11 @@ impl TrafficPlacement {
 ///
 /// # Complexity
 ///
-/// The compute-only plan's, plus at most [`TrafficOptions::search_steps`] moves of
-/// `O(G + c_max)` each (and `O(slots of a node · c_max)` to list each target's moves), plus
-/// the bound's `O(rounds · K · 80 · E · K)`; within [`TrafficOptions::time_budget_s`] for the
-/// search.
+/// The compute-only plan's, plus the bound's (see [`traffic_lower_bound`]), plus at most 8 grid
+/// plans of `O(100 · E · 2^K)` (ascent), a node-level repair of `O(E^2 · K)` per move and one
+/// exact dispatch each, plus at most [`TrafficOptions::search_steps`] local-search moves of
+/// `O(G + c_max)` each; all within one [`TrafficOptions::time_budget_s`] per layer (the bound
+/// always runs at least one round).
 ///
 /// # Examples
 ///
@@ -232,13 +239,15 @@ pub fn tradeoff_curve(
 /// A certified lower bound on the cross-node tokens of every placement of `routed` on
 /// `cluster` whose busiest GPU (locality dispatch, best split) is at most `max_gpu_load_limit`.
 ///
-/// The Lagrangian dual of an LP relaxation over "expert `e` has a replica in node `n`": every
-/// expert is somewhere, a node's forced load (tokens its own sources send to the experts it
-/// hosts, which the locality dispatch keeps in the node) is within the limit times its speed,
-/// and hosting `e` takes at least `max(1, ceil(D[n][e] / (limit · v_max)))` of the node's slots
-/// (those tokens need that many replicas on distinct GPUs). Any multipliers give a valid bound;
-/// `rounds` rounds of coordinate descent with convex line searches choose them. Valid with and
-/// without redundant experts; a groups-in-nodes plan obeys it too (it is a placement).
+/// The larger of two Lagrangian duals. The hosting problem's: every expert picks a nonempty set
+/// of hosting nodes, the tokens of a node in the set stay there and the rest load the node that
+/// serves them, each node's load is within the limit times its speed and its slots hold the
+/// replicas each hosted expert needs (`max(1, ceil(D[n][e] / (limit · v_max)))` in a node, `ceil(W_e
+/// / (limit · v_max))` in all); its per-expert subproblems are solved by enumerating the hosting
+/// sets (up to 8 nodes) and the multipliers by subgradient ascent. And a first LP relaxation's
+/// over "expert `e` has a replica in node `n`" (forced load and slots only; coordinate descent,
+/// `rounds` rounds). Any multipliers give a valid bound. Valid with and without redundant
+/// experts; a groups-in-nodes plan obeys it too (it is a placement).
 ///
 /// # Errors
 ///
@@ -247,7 +256,8 @@ pub fn tradeoff_curve(
 ///
 /// # Complexity
 ///
-/// `O(G · E + rounds · K · 80 · E · K)` for `K` nodes.
+/// `O(G · E + rounds · K · 80 · E · K + 400 · E · 2^K)` for `K` nodes (the last term only up to
+/// 8 nodes).
 ///
 /// # Examples
 ///
@@ -270,12 +280,37 @@ pub fn traffic_lower_bound(
 ) -> Result<TrafficBound, TrafficError> {
     check_value("max_gpu_load_limit", 0, max_gpu_load_limit)?;
     let ctx = Context::new(routed, cluster)?;
-    Ok(lower_bound(&ctx, max_gpu_load_limit, rounds, None))
+    let mut bound = lower_bound(&ctx, max_gpu_load_limit, rounds, None);
+    if let Some(f) = flow_bound(
+        &ctx,
+        max_gpu_load_limit,
+        ctx.routed.total(),
+        FLOW_BOUND_ITERATIONS,
+        None,
+    ) {
+        bound.cross_node_tokens = bound.cross_node_tokens.max(f.value);
+    }
+    Ok(bound)
 }
 
 /// A replica of at most this share of the balance limit packs well onto GPUs with other ones:
 /// the node-level construction counts `load / (share · limit)` slots for an expert's replicas.
 const PACKABLE_REPLICA: f64 = 0.25;
+
+/// The tightened ascents aim this share above the bound.
+const PLAN_TARGET_GAP: f64 = 0.1;
+
+/// A plan within this share above the bound ends the search for better ones.
+const GOOD_ENOUGH_GAP: f64 = 0.02;
+
+/// Plans of the bound's hosting up to this share over the limit are repaired by the local search.
+const REPAIRABLE_EXCESS: f64 = 0.03;
+
+/// How many of those are repaired, fewest cross-node tokens first.
+const REPAIRS: usize = 2;
+
+/// Step budget of one repair.
+const REPAIR_STEPS: u64 = 20_000;
 
 /// Node load margins the construction tries, in order.
 const CONSTRUCTION_MARGINS: [f64; 2] = [0.001, 0.004];
@@ -336,29 +371,96 @@ fn plan_at(
     let mut start = warm.map_or_else(|| base.map.clone(), <[usize]>::to_vec);
     let mut group_pins = None;
     let mut constructed = false;
+    // The certified bound first (the hosting problem's Lagrangian dual, and the older
+    // relaxation): it says when a plan is good enough, and the plans from its hosting come next.
+    let base_cross =
+        evaluate(ctx, &replica_gpus(&base.map, ctx.cluster, ctx.experts())).cross_node_tokens;
+    let flow = flow_bound(ctx, limit, base_cross, FLOW_BOUND_ITERATIONS, deadline);
+    let mut bound = lower_bound(ctx, limit, options.bound_rounds, deadline);
+    if let Some(f) = &flow {
+        bound.cross_node_tokens = bound.cross_node_tokens.max(f.value);
+    }
     if let Some(groups) = options.groups {
         let (map, pins) = group_start(ctx, groups, limit, &start, &options.placement)?;
         start = map;
         group_pins = Some(pins);
     } else {
-        // The node-level construction, with a growing margin until a plan meets the limit.
-        for margin in CONSTRUCTION_MARGINS {
-            let Some(map) = construct(
+        let tol = limit * 1e-9;
+        let good_enough = bound.cross_node_tokens * (1.0 + GOOD_ENOUGH_GAP);
+        // The Polyak target of the tightened ascents: a little above the bound, where their
+        // optima lie (a far target makes long first steps).
+        let mut plans = bound_plans(
+            ctx,
+            limit,
+            bound.cross_node_tokens * (1.0 + PLAN_TARGET_GAP) + 1e-9 * ctx.routed.total(),
+            good_enough,
+            &options.placement,
+            deadline,
+        )?;
+        // Far from the bound (little locality) the close target misleads the ascents: aim at
+        // the compute-only plan's traffic instead when no plan met the limit.
+        if !plans.iter().any(|c| c.report.max_gpu_load <= limit + tol) {
+            plans.extend(bound_plans(
                 ctx,
                 limit,
-                margin,
-                base.largest_replica.max(limit * PACKABLE_REPLICA),
+                base_cross,
+                good_enough,
                 &options.placement,
                 deadline,
-            )?
-            else {
-                continue;
-            };
-            let d = evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts()));
-            candidates.push(map.clone());
-            if d.max_gpu_load <= limit {
-                constructed = true;
-                break;
+            )?);
+        }
+        let best_met = plans
+            .iter()
+            .filter(|c| c.report.max_gpu_load <= limit + tol)
+            .map(|c| c.report.cross_node_tokens)
+            .fold(f64::INFINITY, f64::min);
+        // Repair the plans that send fewer tokens across nodes than the best one within the
+        // limit but overshoot it slightly, fewest tokens first.
+        let mut near: Vec<&Candidate> = plans
+            .iter()
+            .filter(|c| {
+                c.report.max_gpu_load > limit + tol
+                    && c.report.max_gpu_load <= limit * (1.0 + REPAIRABLE_EXCESS)
+                    && c.report.cross_node_tokens < best_met
+            })
+            .collect();
+        near.sort_by(|a, b| {
+            a.report
+                .cross_node_tokens
+                .total_cmp(&b.report.cross_node_tokens)
+        });
+        for c in near.into_iter().take(REPAIRS) {
+            let mut state = State::new(ctx, c.map.clone(), limit);
+            state.run(Budget {
+                steps: budget.steps.min(REPAIR_STEPS),
+                deadline,
+            });
+            candidates.push(state.map);
+        }
+        constructed = best_met.is_finite();
+        candidates.extend(plans.into_iter().map(|c| c.map));
+        // The node-level construction from each expert's heaviest sender, with a growing
+        // margin until a plan meets the limit, when the bound's plans found none.
+        if !constructed {
+            for margin in CONSTRUCTION_MARGINS {
+                let Some(map) = construct(
+                    ctx,
+                    limit,
+                    margin,
+                    base.largest_replica.max(limit * PACKABLE_REPLICA),
+                    &options.placement,
+                    deadline,
+                    None,
+                )?
+                else {
+                    continue;
+                };
+                let d = evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts()));
+                candidates.push(map.clone());
+                if d.max_gpu_load <= limit {
+                    constructed = true;
+                    break;
+                }
             }
         }
     }
@@ -432,7 +534,6 @@ fn plan_at(
     let compute_only = evaluate(ctx, &base_reps);
     // One wall-clock budget for the whole layer: the bound takes what the search left (at
     // least one round).
-    let mut bound = lower_bound(ctx, limit, options.bound_rounds, deadline);
     if let Some(groups) = options.groups {
         if let Some(b) = group_bound(ctx, groups, limit) {
             bound.cross_node_tokens = bound.cross_node_tokens.max(b);
@@ -512,6 +613,7 @@ mod diag {
                     m,
                     base.largest_replica.max(limit * PACKABLE_REPLICA),
                     &o.placement,
+                    None,
                     None,
                 )
                 .unwrap();

@@ -49,6 +49,11 @@ pub(crate) struct State<'c, 'a> {
     limit: f64,
     pub(crate) steps: u64,
     last_pass_improved: bool,
+    /// Optional move budget: the placement moves are counted from, and the most slots that may
+    /// differ from it.
+    origin: Option<(Vec<usize>, usize)>,
+    /// Slots that differ from the origin.
+    changed: usize,
 }
 
 /// A candidate move: slot `slot` takes expert `incoming`; with `swap_from`, that slot takes the
@@ -85,6 +90,8 @@ impl<'c, 'a> State<'c, 'a> {
             limit,
             steps: 0,
             last_pass_improved: false,
+            origin: None,
+            changed: 0,
         };
         for s in 0..st.map.len() {
             let (e, gpu) = (st.map[s], st.gpu_of_slot[s]);
@@ -102,6 +109,32 @@ impl<'c, 'a> State<'c, 'a> {
         }
         st.traffic = st.cross.iter().sum();
         st
+    }
+
+    /// Limits the search to maps that differ from `origin` (same length as the map) in at most
+    /// `max_changes` slots; a map already beyond that only moves back towards it.
+    pub(crate) fn cap_changes(&mut self, origin: Vec<usize>, max_changes: usize) {
+        self.changed = self.map.iter().zip(&origin).filter(|(a, b)| a != b).count();
+        self.origin = Some((origin, max_changes));
+    }
+
+    /// Slots differing from the origin after `mv`.
+    fn changed_after(&self, mv: &Move) -> usize {
+        let Some((origin, _)) = &self.origin else {
+            return 0;
+        };
+        let mut n = self.changed;
+        let mut update = |slot: usize, new: usize| {
+            let was = usize::from(self.map[slot] != origin[slot]);
+            let now = usize::from(new != origin[slot]);
+            n = n + now - was;
+        };
+        let out = self.map[mv.slot];
+        update(mv.slot, mv.incoming);
+        if let Some(from) = mv.swap_from {
+            update(from, out);
+        }
+        n
     }
 
     /// Pins each expert's replicas to its group's node (groups-in-nodes).
@@ -229,6 +262,12 @@ impl<'c, 'a> State<'c, 'a> {
     /// (excess over the limit, cross-node tokens, busiest GPU).
     fn try_move(&mut self, mv: &Move) -> bool {
         self.steps += 1;
+        let differing = self.changed_after(mv);
+        if let Some((_, max)) = &self.origin {
+            if differing > *max && differing >= self.changed {
+                return false;
+            }
+        }
         let before = self.busiest();
         let lists = self.lists_after(mv);
         let changed: Vec<(usize, &[usize])> =
@@ -250,6 +289,7 @@ impl<'c, 'a> State<'c, 'a> {
         };
         if better {
             self.apply(mv, lists);
+            self.changed = differing;
         }
         better
     }

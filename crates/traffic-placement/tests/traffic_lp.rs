@@ -1,6 +1,9 @@
-//! The traffic bound against the LP it is the Lagrangian dual of, solved by `good_lp` (microlp)
-//! on small seeded instances: the coordinate descent must never report a bound above the LP's
-//! (that would not be certified), and should come close to it.
+//! The traffic bound against the LP of its first relaxation (forced in-node load and slots),
+//! solved by `good_lp` (microlp) on small seeded instances. The reported bound is the larger of
+//! that relaxation's Lagrangian dual (coordinate descent, never above this LP) and the hosting
+//! problem's Lagrangian dual (remote tokens load their node; `bound_flow.rs`), which may exceed
+//! this LP: it must come close to the LP at least. That no bound exceeds the true optimum is
+//! `traffic_oracle.rs`'s exhaustive check.
 
 use expert_placement::PlacementCluster;
 use good_lp::{Expression, ProblemVariables, Solution, SolverModel, constraint, microlp, variable};
@@ -54,6 +57,7 @@ fn lp_bound(t: &RoutedTokens, gpus_per_node: usize, nodes: usize, slots: usize, 
 fn lagrangian_bound_matches_the_lp() {
     let mut rng = comm_cost_model::seeded_rng(230, 0);
     let mut worst = 0.0f64;
+    let mut above = 0;
     for case in 0..12 {
         let (nodes, gpn, slots, experts) =
             [(2, 2, 3, 9), (3, 2, 2, 10), (2, 3, 2, 8), (4, 1, 3, 10)][case % 4];
@@ -76,16 +80,15 @@ fn lagrangian_bound_matches_the_lp() {
             .unwrap()
             .cross_node_tokens;
         let lp = lp_bound(&t, gpn, nodes, slots, limit);
-        assert!(
-            ours <= lp + 1e-6 * (1.0 + lp),
-            "case {case}: {ours} above the LP's {lp}"
-        );
+        if ours > lp + 1e-6 * (1.0 + lp) {
+            above += 1;
+        }
         if lp > 0.0 {
             worst = worst.max(1.0 - ours / lp);
         }
     }
     println!(
-        "the descent's bound is within {:.2}% of the LP's",
+        "the bound is at worst {:.2}% below the first relaxation's LP, above it on {above} of 12",
         100.0 * worst
     );
     assert!(worst < 0.05, "the descent stalls far from the LP: {worst}");

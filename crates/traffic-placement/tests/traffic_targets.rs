@@ -73,6 +73,37 @@ fn deepseek_targets() {
 }
 
 #[test]
+#[ignore = "58 layers in sequence: cargo test --release -p traffic-placement --test traffic_targets -- --ignored fifty_eight --nocapture"]
+fn fifty_eight_layers() {
+    for (gpus, nodes, slots) in [(16, 2, 18), (32, 4, 10)] {
+        let cluster = PlacementCluster::uniform(gpus, slots, nodes).unwrap();
+        let trace = locality_trace(&LocalityTrace::deepseek_like(58, gpus, nodes, 0.5), 1).unwrap();
+        let start = Instant::now();
+        let mut met = 0;
+        for t in &trace {
+            met += usize::from(
+                place_traffic_aware(t, &cluster, &TrafficOptions::default())
+                    .unwrap()
+                    .balance_met,
+            );
+        }
+        println!(
+            "G={gpus} K={nodes} R={}: 58 layers in {:.2} s in sequence, {met} within the limit",
+            gpus * slots,
+            start.elapsed().as_secs_f64()
+        );
+    }
+}
+
+#[test]
+#[ignore = "beyond today's deployments: cargo test --release -p traffic-placement --test traffic_targets -- --ignored wide --nocapture"]
+fn wide_shapes() {
+    for (gpus, nodes, slots) in [(64, 8, 9), (64, 8, 10)] {
+        row(gpus, nodes, slots, 0.5, 2, 1);
+    }
+}
+
+#[test]
 #[ignore = "a large instance stays within its budgets: cargo test --release -p traffic-placement --test traffic_targets -- --ignored large --nocapture"]
 fn large_instance_is_bounded() {
     let spec = LocalityTrace {

@@ -5,11 +5,12 @@
 use std::path::PathBuf;
 
 use moe_planner::PlanError;
+use moe_planner::placement::formats::CurrentPlacementFile;
 use moe_planner::traffic::{TrafficPlan, TrafficSpec, plan_traffic};
 use serde::Deserialize;
 
 use crate::error::CliError;
-use crate::input::{parse_json, read_text};
+use crate::input::{parse_json, read_json, read_text};
 use crate::output::{Context, print_json, report};
 
 /// Default tolerances of the trade-off curve `--svg` draws.
@@ -20,7 +21,7 @@ const CURVE_TOLERANCES: [f64; 8] = [0.0, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0
 pub(crate) struct TrafficArgs {
     /// Per-source routed tokens, JSON `{"routed_tokens": [[[...]]]}` or a bare
     /// `[layers][source GPU][expert]` array: plan to cut cross-node tokens (replaces --loads).
-    #[arg(long, conflicts_with_all = ["loads", "current", "windows"])]
+    #[arg(long, conflicts_with_all = ["loads", "windows"])]
     pub routed_tokens: Option<PathBuf>,
     /// Allowed relative excess of the busiest GPU over the best compute-only plan.
     #[arg(long, default_value_t = 0.01, requires = "routed_tokens")]
@@ -34,6 +35,10 @@ pub(crate) struct TrafficArgs {
     /// Layer whose trade-off curve --svg draws.
     #[arg(long, default_value_t = 0, requires = "routed_tokens")]
     pub curve_layer: usize,
+    /// With --routed-tokens and --current: at most this many slots of a layer change expert
+    /// (weight copies) [default: as many as the traffic-aware plan needs].
+    #[arg(long, requires_all = ["routed_tokens", "current"])]
+    pub max_moves: Option<usize>,
 }
 
 /// The routed-tokens file: an object with `routed_tokens`, or the bare array.
@@ -69,6 +74,11 @@ pub(crate) fn run(args: &super::place::Args, ctx: &Context) -> Result<(), CliErr
     spec.bytes_per_token = args.traffic.bytes_per_token;
     spec.search_steps = args.search_steps;
     spec.time_budget_s = args.time_budget_s;
+    if let Some(current) = &args.current {
+        let file: CurrentPlacementFile = read_json(current)?;
+        spec.current = Some(file.physical_to_logical_map);
+    }
+    spec.max_moves = args.traffic.max_moves;
     if args.svg.is_some() {
         spec.curve_tolerances = CURVE_TOLERANCES.to_vec();
         spec.curve_layer = args.traffic.curve_layer;
@@ -99,6 +109,8 @@ fn user_error(err: PlanError) -> CliError {
                 "groups_in_nodes" => "--groups-in-nodes",
                 "bytes_per_token" => "--bytes-per-token",
                 "curve_layer" => "--curve-layer",
+                "current" => "--current",
+                "max_moves" => "--max-moves",
                 other => other,
             };
             CliError::input(format!("{flag}: {reason}"))
@@ -176,6 +188,23 @@ fn print_report(plan: &TrafficPlan) -> Result<(), CliError> {
         plan.layers.len(),
         t.worst_load_over_limit
     )?;
+    if let Some(moves) = plan.layers.iter().map(|l| l.moves).sum::<Option<usize>>() {
+        let current: f64 = plan
+            .layers
+            .iter()
+            .filter_map(|l| l.current.as_ref().map(|c| c.cross_node_tokens))
+            .sum();
+        let ours: f64 = plan
+            .layers
+            .iter()
+            .map(|l| l.traffic_aware.cross_node_tokens)
+            .sum();
+        report!(
+            "from the current placement: {moves} slot changes over all layers; cross-node tokens {:.0} -> {:.0}",
+            current,
+            ours
+        )?;
+    }
     if let Some(bytes) = plan
         .layers
         .iter()

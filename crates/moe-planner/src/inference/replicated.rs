@@ -15,6 +15,7 @@ use expert_placement::{
     random_slot_placement,
 };
 use rayon::prelude::*;
+use traffic_placement::{RoutedTokens, TrafficOptions, place_traffic_aware};
 
 use super::cluster::Cluster;
 use super::evaluate::{
@@ -45,6 +46,8 @@ struct Experts<'a> {
     gate_s: Vec<f64>,
     /// Per GPU.
     aggregation_s: Vec<f64>,
+    /// Traffic-aware placement's tolerance, when asked for.
+    traffic_tolerance: Option<f64>,
 }
 
 /// The baselines, in the order of the plan's `baselines`.
@@ -136,6 +139,21 @@ impl<'a> Experts<'a> {
         let loads = (0..layers)
             .map(|l| LayerLoads::new(expert_loads(model, l, experts)))
             .collect::<Result<Vec<_>, _>>()?;
+        if let Some(tolerance) = spec.traffic_tolerance {
+            check_non_negative("traffic_tolerance", tolerance)?;
+            if model.routed_tokens.is_empty() {
+                return Err(PlanError::InvalidField {
+                    field: "traffic_tolerance",
+                    reason: "needs the model's `routed_tokens` (per-source counts)".into(),
+                });
+            }
+            if spec.gpus_per_node.is_none() {
+                return Err(PlanError::InvalidField {
+                    field: "traffic_tolerance",
+                    reason: "needs `gpus_per_node` (with one node no token crosses nodes)".into(),
+                });
+            }
+        }
         Ok(Self {
             model,
             cluster,
@@ -148,6 +166,7 @@ impl<'a> Experts<'a> {
             aggregation_s: model
                 .aggregation_s
                 .on_gpus("aggregation time (s), one per GPU", g)?,
+            traffic_tolerance: spec.traffic_tolerance,
         })
     }
 
@@ -186,9 +205,18 @@ impl<'a> Experts<'a> {
         seed: u64,
     ) -> Result<(Timed, [f64; 4]), PlanError> {
         let loads = &self.loads[l];
-        let ours = match fixed {
-            Some(map) => Placement::evaluate(loads, &self.placement, map.clone())?,
-            None => place(loads, &self.placement, PlacementAlgorithm::Optimal)?,
+        let ours = match (fixed, self.traffic_tolerance) {
+            (Some(map), _) => Placement::evaluate(loads, &self.placement, map.clone())?,
+            (None, Some(tolerance)) => {
+                let routed = RoutedTokens::new(self.model.routed_tokens[l].clone())?;
+                let options = TrafficOptions {
+                    tolerance,
+                    ..TrafficOptions::default()
+                };
+                let p = place_traffic_aware(&routed, &self.placement, &options)?;
+                Placement::evaluate(loads, &self.placement, p.physical_to_logical)?
+            }
+            (None, None) => place(loads, &self.placement, PlacementAlgorithm::Optimal)?,
         };
         let eplb = place(
             loads,

@@ -176,6 +176,13 @@ pub struct ReplicatedSpec {
     /// in the plan's `layers[l].experts_of_gpu`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layer_placements: Vec<Vec<Vec<usize>>>,
+    /// Place each layer traffic-aware (`traffic_placement::place_traffic_aware`: the fewest
+    /// routed tokens across nodes with the busiest GPU within `(1 + traffic_tolerance)` times
+    /// the compute-only plan's) instead of compute-only; needs `routed_tokens` (the sources
+    /// matter) and `gpus_per_node`. The plan's dispatch and combine times then follow from the
+    /// traffic-aware placement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic_tolerance: Option<f64>,
 }
 
 /// The model of a [`ReplicatedSpec`], given per logical expert: exactly one of

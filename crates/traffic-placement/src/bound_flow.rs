@@ -1,0 +1,431 @@
+//! A tighter certified bound on cross-node tokens: the Lagrangian dual of the node-level hosting
+//! problem itself, where a node's load counts the remote tokens it serves, not only its own.
+//!
+//! The relaxation of [`crate::bound`] charges a node only the tokens its own sources send to the
+//! experts it hosts, so on balanced layers its load constraints never bind and it is the slot
+//! bound alone. Here every expert chooses a nonempty set `S` of hosting nodes (integral, by
+//! enumeration: at most [`MAX_FLOW_BOUND_NODES`] nodes): the tokens of a node in `S` stay there
+//! (the locality dispatch), the rest cross to some node of `S`, and the expert needs `q[n][e] =
+//! max(1, ceil(D[n][e] / (limit · v_max(n))))` replicas in each node `n` of `S` and at least
+//! `R_e = ceil(W_e / (limit · v_max))` in all (each replica's GPU serves at most `limit · v`).
+//! Dualizing the node load limits `limit · V_n` (multipliers `lambda`) and the node slot counts
+//! (multipliers `mu`) leaves one independent problem per expert:
+//!
+//! `min over S of (W - D_S)(1 + min_{n in S} lambda_n) + sum_{n in S} (lambda_n D[n][e] +
+//! mu_n q[n][e]) + min_{n in S} mu_n · max(0, R_e - Q_S)`
+//!
+//! (remote tokens to the cheapest hosting node, extra replicas to the cheapest too: every
+//! placement's own choice costs at least that). The sum over experts minus `sum lambda cap + mu
+//! slots` is below the cross-node tokens of every placement within the limit, for any `lambda,
+//! mu >= 0`; projected subgradient ascent with Polyak steps towards the plan's traffic chooses
+//! them. It is the Lagrangian dual of the integer problem, so at least the LP relaxation of this
+//! hosting model, which is at least the relaxation of [`crate::bound`] with the remote load added.
+
+use std::time::Instant;
+
+use crate::context::Context;
+
+/// Nodes up to which the bound enumerates every hosting set (`2^K - 1` per expert).
+pub(crate) const MAX_FLOW_BOUND_NODES: usize = 8;
+
+/// Subgradient iterations of one bound.
+pub(crate) const FLOW_BOUND_ITERATIONS: usize = 400;
+
+/// The bound and, at its best multipliers, each expert's cheapest hosting nodes (a starting
+/// point for the node-level construction).
+pub(crate) struct FlowBound {
+    /// Lower bound on the cross-node tokens.
+    pub(crate) value: f64,
+    /// Hosting nodes of each expert in the subproblems' solution at the best multipliers
+    /// (ascending).
+    pub(crate) hosts: Vec<Vec<usize>>,
+}
+
+/// The hosting problem's data, per expert and per hosting set.
+struct Model {
+    k: usize,
+    e_count: usize,
+    /// `[E][mask]`: tokens the nodes of the set send the expert.
+    d_set: Vec<Vec<f64>>,
+    /// `[E][mask]`: replicas the set's own tokens force.
+    q_set: Vec<Vec<f64>>,
+    /// `[K][E]`.
+    d: Vec<Vec<f64>>,
+    q: Vec<Vec<f64>>,
+    w: Vec<f64>,
+    r: Vec<f64>,
+    cap: Vec<f64>,
+    slots: Vec<f64>,
+}
+
+/// How the model is tightened to build plans: each node's load limit times `cap[n]` (all 1
+/// when empty), slot counts times `slots`, and the largest replica `replica` times the limit (so
+/// that hot experts reserve the slots their splitting over GPUs needs). All 1 for the bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Scale<'s> {
+    pub(crate) cap: &'s [f64],
+    pub(crate) slots: f64,
+    pub(crate) replica: f64,
+}
+
+impl Scale<'_> {
+    /// The model itself: what the bound uses.
+    pub(crate) const EXACT: Self = Self {
+        cap: &[],
+        slots: 1.0,
+        replica: 1.0,
+    };
+}
+
+/// Per-expert choice at given multipliers.
+#[derive(Clone, Copy)]
+struct Choice {
+    mask: usize,
+    cost: f64,
+    lam_arg: usize,
+    mu_arg: usize,
+}
+
+impl Model {
+    /// The model at `limit`, scaled by `scale` ([`Scale::EXACT`] for the bound).
+    fn new(ctx: &Context<'_>, limit: f64, scale: Scale<'_>) -> Self {
+        let Scale {
+            cap: cap_scale,
+            slots: slot_scale,
+            replica: replica_scale,
+        } = scale;
+        let k = ctx.nodes();
+        let e_count = ctx.experts();
+        let slots_of = ctx.cluster.slots_of_gpu();
+        let vmax_node: Vec<f64> = ctx
+            .gpus_of_node
+            .iter()
+            .map(|gs| gs.iter().map(|&g| ctx.speed[g]).fold(0.0, f64::max))
+            .collect();
+        let vmax = vmax_node.iter().copied().fold(0.0, f64::max);
+        let replicas = |tokens: f64, v: f64| {
+            let per = replica_scale * limit * v;
+            if per > 0.0 && per.is_finite() {
+                (tokens / per).ceil().max(1.0)
+            } else {
+                1.0
+            }
+        };
+        let q: Vec<Vec<f64>> = (0..k)
+            .map(|n| {
+                (0..e_count)
+                    .map(|e| replicas(ctx.by_node[n][e], vmax_node[n]))
+                    .collect()
+            })
+            .collect();
+        let masks = 1usize << k;
+        let mut d_set = vec![vec![0.0; masks]; e_count];
+        let mut q_set = vec![vec![0.0; masks]; e_count];
+        for e in 0..e_count {
+            for mask in 1..masks {
+                let low = mask.trailing_zeros() as usize;
+                let rest = mask & (mask - 1);
+                d_set[e][mask] = d_set[e][rest] + ctx.by_node[low][e];
+                q_set[e][mask] = q_set[e][rest] + q[low][e];
+            }
+        }
+        Self {
+            k,
+            e_count,
+            d_set,
+            q_set,
+            d: ctx.by_node.clone(),
+            q,
+            w: ctx.loads.clone(),
+            r: ctx.loads.iter().map(|&w| replicas(w, vmax)).collect(),
+            cap: ctx
+                .gpus_of_node
+                .iter()
+                .enumerate()
+                .map(|(n, gs)| {
+                    cap_scale.get(n).copied().unwrap_or(1.0)
+                        * limit
+                        * gs.iter().map(|&g| ctx.speed[g]).sum::<f64>()
+                })
+                .collect(),
+            slots: ctx
+                .gpus_of_node
+                .iter()
+                .map(|gs| slot_scale * gs.iter().map(|&g| slots_of[g] as f64).sum::<f64>())
+                .collect(),
+        }
+    }
+
+    /// The dual function at `(lam, mu)` and each expert's choice.
+    fn evaluate(&self, lam: &[f64], mu: &[f64], choices: &mut [Choice]) -> f64 {
+        let masks = 1usize << self.k;
+        // Per set: the cheapest node's multiplier and index, for lambda and for mu.
+        let mut lmin = vec![(f64::INFINITY, 0usize); masks];
+        let mut mmin = vec![(f64::INFINITY, 0usize); masks];
+        for mask in 1..masks {
+            let low = mask.trailing_zeros() as usize;
+            let rest = mask & (mask - 1);
+            lmin[mask] = if lam[low] < lmin[rest].0 {
+                (lam[low], low)
+            } else {
+                lmin[rest]
+            };
+            mmin[mask] = if mu[low] < mmin[rest].0 {
+                (mu[low], low)
+            } else {
+                mmin[rest]
+            };
+        }
+        let mut linear = vec![0.0; masks];
+        let mut total = 0.0;
+        for (e, slot) in choices.iter_mut().enumerate().take(self.e_count) {
+            let (w, r) = (self.w[e], self.r[e]);
+            let mut best = Choice {
+                mask: 1,
+                cost: f64::INFINITY,
+                lam_arg: 0,
+                mu_arg: 0,
+            };
+            for mask in 1..masks {
+                let low = mask.trailing_zeros() as usize;
+                let rest = mask & (mask - 1);
+                linear[mask] = linear[rest] + lam[low] * self.d[low][e] + mu[low] * self.q[low][e];
+                let remote = (w - self.d_set[e][mask]).max(0.0);
+                let extra = (r - self.q_set[e][mask]).max(0.0);
+                let cost = remote * (1.0 + lmin[mask].0) + linear[mask] + mmin[mask].0 * extra;
+                if cost < best.cost {
+                    best = Choice {
+                        mask,
+                        cost,
+                        lam_arg: lmin[mask].1,
+                        mu_arg: mmin[mask].1,
+                    };
+                }
+            }
+            total += best.cost;
+            *slot = best;
+        }
+        for n in 0..self.k {
+            total -= lam[n] * self.cap[n] + mu[n] * self.slots[n];
+        }
+        total
+    }
+
+    /// The subgradient of the normalized constraints (`load / cap - 1`, `used / slots - 1`) at
+    /// the choices.
+    fn subgradient(&self, choices: &[Choice]) -> (Vec<f64>, Vec<f64>) {
+        let mut load = vec![0.0; self.k];
+        let mut used = vec![0.0; self.k];
+        for (e, c) in choices.iter().enumerate() {
+            for n in (0..self.k).filter(|&n| c.mask >> n & 1 == 1) {
+                load[n] += self.d[n][e];
+                used[n] += self.q[n][e];
+            }
+            load[c.lam_arg] += (self.w[e] - self.d_set[e][c.mask]).max(0.0);
+            used[c.mu_arg] += (self.r[e] - self.q_set[e][c.mask]).max(0.0);
+        }
+        let norm = |x: f64, c: f64| if c > 0.0 { x / c - 1.0 } else { 0.0 };
+        (
+            (0..self.k).map(|n| norm(load[n], self.cap[n])).collect(),
+            (0..self.k).map(|n| norm(used[n], self.slots[n])).collect(),
+        )
+    }
+}
+
+/// The bound at `limit`, by projected subgradient ascent with Polyak steps towards `target`
+/// (an upper bound on the optimum, e.g. a plan's cross-node tokens; the total tokens when none
+/// is known); `None` above [`MAX_FLOW_BOUND_NODES`] nodes.
+pub(crate) fn flow_bound(
+    ctx: &Context<'_>,
+    limit: f64,
+    target: f64,
+    iterations: usize,
+    deadline: Option<Instant>,
+) -> Option<FlowBound> {
+    ascend(ctx, limit, Scale::EXACT, target, iterations, deadline)
+}
+
+/// The ascent on the model with node limits and slots scaled by `scale` (load, slots): with
+/// both 1, [`flow_bound`]; below 1, a hosting that leaves room for packing replicas onto GPUs
+/// (its value then bounds nothing).
+pub(crate) fn ascend(
+    ctx: &Context<'_>,
+    limit: f64,
+    scale: Scale<'_>,
+    target: f64,
+    iterations: usize,
+    deadline: Option<Instant>,
+) -> Option<FlowBound> {
+    let k = ctx.nodes();
+    if k == 0 || k > MAX_FLOW_BOUND_NODES || ctx.experts() == 0 {
+        return None;
+    }
+    let model = Model::new(ctx, limit, scale);
+    // Multipliers of the normalized constraints: a (load) and b (slots), in tokens.
+    let mut a = vec![0.0; k];
+    let mut b = vec![0.0; k];
+    let to_lam = |a: &[f64]| -> Vec<f64> {
+        a.iter()
+            .zip(&model.cap)
+            .map(|(&x, &c)| if c > 0.0 { x / c } else { 0.0 })
+            .collect()
+    };
+    let to_mu = |b: &[f64]| -> Vec<f64> {
+        b.iter()
+            .zip(&model.slots)
+            .map(|(&x, &s)| if s > 0.0 { x / s } else { 0.0 })
+            .collect()
+    };
+    let mut choices = vec![
+        Choice {
+            mask: 1,
+            cost: 0.0,
+            lam_arg: 0,
+            mu_arg: 0,
+        };
+        ctx.experts()
+    ];
+    let mut best_value = f64::NEG_INFINITY;
+    let mut best_masks: Vec<usize> = Vec::new();
+    let mut theta = 1.0;
+    let mut stale = 0;
+    for it in 0..iterations.max(1) {
+        if it > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        let value = model.evaluate(&to_lam(&a), &to_mu(&b), &mut choices);
+        if best_masks.is_empty() || value > best_value + 1e-12 * (1.0 + best_value.abs()) {
+            best_value = value;
+            best_masks = choices.iter().map(|c| c.mask).collect();
+            stale = 0;
+        } else {
+            stale += 1;
+            if stale >= 10 {
+                theta /= 2.0;
+                stale = 0;
+            }
+        }
+        let (ga, gb) = model.subgradient(&choices);
+        let norm2: f64 = ga.iter().chain(&gb).map(|x| x * x).sum();
+        let gap = target - value;
+        if norm2 <= 1e-18 || gap <= 1e-9 * (1.0 + target.abs()) || theta < 1e-4 {
+            break;
+        }
+        let step = theta * gap / norm2;
+        for n in 0..k {
+            a[n] = (a[n] + step * ga[n]).max(0.0);
+            b[n] = (b[n] + step * gb[n]).max(0.0);
+        }
+    }
+    let hosts = best_masks
+        .iter()
+        .map(|&mask| (0..k).filter(|&n| mask >> n & 1 == 1).collect())
+        .collect();
+    Some(FlowBound {
+        value: best_value.max(0.0),
+        hosts,
+    })
+}
+
+#[cfg(test)]
+mod diag {
+    use super::*;
+    use crate::workload::{LocalityTrace, locality_trace};
+    use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, place};
+
+    #[test]
+    #[ignore = "diagnostics"]
+    fn flow_bound_diagnostics() {
+        for (g, k, s, loc) in [(16, 2, 18, 0.5), (32, 4, 9, 0.5), (32, 4, 9, 0.8)] {
+            let t = &locality_trace(&LocalityTrace::deepseek_like(1, g, k, loc), 1).unwrap()[0];
+            let c = PlacementCluster::uniform(g, s, k).unwrap();
+            let ctx = Context::new(t, &c).unwrap();
+            let w = LayerLoads::new(ctx.loads.clone()).unwrap();
+            let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
+            let limit = p.max_gpu_load * 1.01;
+            let total = t.total();
+            let old = crate::bound::lower_bound(&ctx, limit, 30, None);
+            for target in [total, 0.5 * total, 0.3 * total] {
+                let f = flow_bound(&ctx, limit, target, 2000, None).unwrap();
+                let m = Model::new(&ctx, limit, Scale::EXACT);
+                let mut load = vec![0.0; k];
+                let mut used = vec![0.0; k];
+                let mut cross = 0.0;
+                for (e, h) in f.hosts.iter().enumerate() {
+                    let mut local = 0.0;
+                    for &n in h {
+                        load[n] += m.d[n][e];
+                        used[n] += m.q[n][e];
+                        local += m.d[n][e];
+                    }
+                    cross += m.w[e] - local;
+                    load[h[0]] += m.w[e] - local;
+                    let extra = (m.r[e] - h.iter().map(|&n| m.q[n][e]).sum::<f64>()).max(0.0);
+                    used[h[0]] += extra;
+                }
+                println!(
+                    "G={g} K={k} S={s} loc={loc} target {:.3}: old {:.4} (slots only {:.4}) flow {:.4} | hosts cross {:.4} load/cap {:?} used/slots {:?} C/(T/G) {:.4} sum R {}",
+                    target / total,
+                    old.cross_node_tokens / total,
+                    old.unlimited_cross_node_tokens / total,
+                    f.value / total,
+                    cross / total,
+                    load.iter()
+                        .zip(&m.cap)
+                        .map(|(l, c)| (l / c * 1000.0).round() / 1000.0)
+                        .collect::<Vec<_>>(),
+                    used.iter()
+                        .zip(&m.slots)
+                        .map(|(l, c)| (l / c * 1000.0).round() / 1000.0)
+                        .collect::<Vec<_>>(),
+                    p.max_gpu_load / (total / g as f64),
+                    m.r.iter().sum::<f64>(),
+                );
+            }
+        }
+    }
+
+    #[test]
+    #[ignore = "diagnostics"]
+    fn flow_plan_diagnostics() {
+        use crate::lagrange::bound_plans;
+        for (g, k, s, loc) in [
+            (16, 2, 18, 0.5),
+            (32, 4, 9, 0.5),
+            (32, 4, 9, 0.8),
+            (32, 4, 10, 0.5),
+        ] {
+            let t = &locality_trace(&LocalityTrace::deepseek_like(1, g, k, loc), 1).unwrap()[0];
+            let c = PlacementCluster::uniform(g, s, k).unwrap();
+            let ctx = Context::new(t, &c).unwrap();
+            let w = LayerLoads::new(ctx.loads.clone()).unwrap();
+            let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
+            let limit = p.max_gpu_load * 1.01;
+            let total = t.total();
+            let f = flow_bound(&ctx, limit, 0.3 * total, 2000, None).unwrap();
+            let start = std::time::Instant::now();
+            let plans = bound_plans(
+                &ctx,
+                limit,
+                0.3 * total,
+                0.0,
+                &expert_placement::PlacementOptions::default(),
+                None,
+            )
+            .unwrap();
+            println!(
+                "G={g} K={k} S={s} loc={loc}: bound {:.4}, {} plans in {:?}",
+                f.value / total,
+                plans.len(),
+                start.elapsed()
+            );
+            for c in plans {
+                println!(
+                    "  cross {:.4} busiest/limit {:.4}",
+                    c.report.cross_node_tokens / total,
+                    c.report.max_gpu_load / limit
+                );
+            }
+        }
+    }
+}
