@@ -1,6 +1,7 @@
 //! Which (row, column) pairs a matching may use.
 
 use crate::error::BipartiteError;
+use comm_cost_model::InputError;
 
 /// The pairs of an `n × n` problem that are not forbidden, as a dense mask.
 #[derive(Debug, Clone)]
@@ -20,11 +21,11 @@ impl Allowed {
         for &(i, j) in forbidden {
             for index in [i, j] {
                 if index >= n {
-                    return Err(BipartiteError::IndexOutOfRange {
-                        what: "forbidden pair",
+                    return Err(BipartiteError::Input(InputError::index_out_of_range(
+                        "forbidden pair",
                         index,
-                        size: n,
-                    });
+                        n,
+                    )));
                 }
             }
             mask[i * n + j] = true;
