@@ -1,11 +1,13 @@
 //! Timetables (who sends what to whom, when) and the public validator.
 
+use comm_cost_model::InputError;
 use comm_cost_model::Shown;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::error::{check_gpus, check_size};
+use crate::error::check_gpus;
 use crate::{Bandwidth, ScheduleError, TrafficMatrix};
+use comm_cost_model::check_same_len;
 
 /// Relative tolerance of the validator on times, rates and byte sums.
 pub const VALIDATION_TOLERANCE: f64 = 1e-9;
@@ -124,7 +126,7 @@ impl Timetable {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::TooLarge`] if `n` exceeds [`crate::MAX_GPUS`] (the fields are public,
+    /// [`ScheduleError::Input`] (`TooLarge`) if `n` exceeds [`crate::MAX_GPUS`] (the fields are public,
     /// so `n` is checked before `n` entries are allocated).
     ///
     /// # Complexity
@@ -158,7 +160,7 @@ impl Timetable {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::TooLarge`] if `n` exceeds [`crate::MAX_GPUS`].
+    /// [`ScheduleError::Input`] (`TooLarge`) if `n` exceeds [`crate::MAX_GPUS`].
     ///
     /// # Complexity
     ///
@@ -195,9 +197,9 @@ impl Timetable {
         if self.transfers.iter().all(|t| t.end_s.is_finite()) {
             Ok(self)
         } else {
-            Err(ScheduleError::Overflow {
+            Err(ScheduleError::Input(InputError::Overflow {
                 what: "a transfer's end time in seconds",
-            })
+            }))
         }
     }
 
@@ -318,7 +320,8 @@ fn check_common(
 ) -> Result<(), TimetableViolation> {
     let n = matrix.n();
     bandwidth.check(n)?;
-    check_size("GPUs of the timetable vs the matrix", n, timetable.n)?;
+    check_same_len("GPUs of the timetable vs the matrix", timetable.n, n)
+        .map_err(ScheduleError::from)?;
     let time_tol = time_tolerance(timetable);
     let mut delivered = vec![0.0; n * n];
     for (index, t) in timetable.transfers.iter().enumerate() {
