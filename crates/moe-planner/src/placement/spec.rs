@@ -1,5 +1,6 @@
 //! What to place: loads, cluster, policy, current placement; and what can be wrong with it.
 
+use comm_cost_model::InputError;
 use expert_placement::{
     EplbPolicy, MAX_PLAN_ENTRIES, PlacementAlgorithm, PlacementCluster, PlacementError,
     PlacementOptions, RobustObjective,
@@ -191,11 +192,11 @@ impl PlacementSpec {
         })?;
         let entries = self.loads.len().saturating_mul(slots);
         if entries > MAX_PLAN_ENTRIES {
-            return Err(PlanError::TooLarge {
-                what: "plan entries (layers x GPUs x slots per GPU)",
-                limit: MAX_PLAN_ENTRIES,
-                value: entries,
-            });
+            return Err(PlanError::Input(InputError::too_large(
+                "plan entries (layers x GPUs x slots per GPU)",
+                MAX_PLAN_ENTRIES,
+                entries,
+            )));
         }
         if slots < experts {
             return Err(invalid(
