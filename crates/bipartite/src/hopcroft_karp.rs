@@ -1,10 +1,9 @@
 //! Maximum-cardinality bipartite matching by Hopcroft–Karp.
 
-use comm_cost_model::InputError;
 use serde::{Deserialize, Serialize};
 
 use crate::MAX_VERTICES;
-use comm_cost_model::check_at_most;
+use comm_cost_model::{check_at_most, check_index};
 
 use crate::error::BipartiteError;
 
@@ -82,13 +81,7 @@ impl BipartiteGraph {
         let mut graph = Self::with_capacity(n_right, adjacency.len(), 0);
         for neighbors in adjacency {
             for &v in neighbors {
-                if v >= n_right {
-                    return Err(BipartiteError::Input(InputError::index_out_of_range(
-                        "bipartite neighbour",
-                        v,
-                        n_right,
-                    )));
-                }
+                check_index("bipartite neighbour", v, n_right)?;
             }
             graph.push_row(neighbors.iter().copied());
         }

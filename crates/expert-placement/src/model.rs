@@ -25,7 +25,7 @@ pub const MAX_PLAN_ENTRIES: usize = 1 << 28;
 /// Most entries of padded `logical_to_physical` maps, `layers · E · width` where `width` is the
 /// most replicas of one expert: `2^26`, 512 MiB as `i64`. The one limit for every padded map
 /// of the workspace ([`crate::rebalance_experts`]' table, the facade's plans, the Python
-/// drop-in): a map that would need more is refused with [`crate::PlacementError::TooLarge`]
+/// drop-in): a map that would need more is refused with [`crate::PlacementError::Input`] (`TooLarge`)
 /// before it is allocated (16,384 experts with one hot expert on 32,768 GPUs would need
 /// `2^28`).
 pub const MAX_PADDED_MAP_ENTRIES: usize = 1 << 26;

@@ -133,10 +133,15 @@ fn every_plan_says_how_its_search_ended() {
             PlacementAlgorithm::Optimal,
             &bad
         ),
-        Err(PlacementError::Input(InputError::InvalidEntry {
-            what: "time_budget_s",
-            ..
-        }))
+        Err(PlacementError::Input(
+            InputError::NonFinite {
+                what: "time_budget_s",
+                ..
+            } | InputError::Negative {
+                what: "time_budget_s",
+                ..
+            }
+        ))
     ));
 }
 

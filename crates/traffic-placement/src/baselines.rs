@@ -20,7 +20,7 @@ use crate::error::TrafficError;
 ///
 /// # Errors
 ///
-/// [`TrafficError::Placement`] with `PlacementError::NotDivisible` when `groups` does not divide
+/// [`TrafficError::Placement`] with `PlacementError::Input` (`NotDivisible`) when `groups` does not divide
 /// the expert count or the node count does not divide `groups`, `PlacementError::NotUniform`
 /// unless every node has the same number of GPUs with the same slot count (nodes numbered
 /// `0..K` in GPU order, as `PlacementCluster::uniform` makes them),

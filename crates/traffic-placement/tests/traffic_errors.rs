@@ -60,10 +60,15 @@ fn planner_inputs() {
         };
         assert!(matches!(
             place_traffic_aware(&t, &c, &o),
-            Err(TrafficError::Input(InputError::InvalidEntry {
-                what: "tolerance",
-                ..
-            }))
+            Err(TrafficError::Input(
+                InputError::NonFinite {
+                    what: "tolerance",
+                    ..
+                } | InputError::Negative {
+                    what: "tolerance",
+                    ..
+                }
+            ))
         ));
     }
     assert!(matches!(
