@@ -88,7 +88,7 @@ impl ExpertDispatch {
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Empty`] for no GPU; [`ScheduleError::Input`] (`SizeMismatch`) when `experts_of_gpu`
+/// [`ScheduleError::Input`] (`Empty`) for no GPU; [`ScheduleError::Input`] (`SizeMismatch`) when `experts_of_gpu`
 /// or `node_of_gpu` does not have one entry per GPU or a row of `routed` one entry per expert;
 /// [`ScheduleError::Input`] (`IndexOutOfRange`) for an expert id `>=` the expert count;
 /// [`ScheduleError::NoReplica`] for an expert no GPU holds; [`ScheduleError::InvalidTraffic`]
@@ -120,7 +120,7 @@ pub fn dispatch_tokens(
 ) -> Result<ExpertDispatch, ScheduleError> {
     let g = routed.len();
     if g == 0 {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     crate::error::check_gpus("GPUs of a dispatch", g)?;
     check_same_len("placement rows (one per GPU)", experts_of_gpu.len(), g)?;
@@ -229,7 +229,7 @@ fn least_loaded(candidates: &[usize], load: &[f64]) -> usize {
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Empty`] for no GPU; [`ScheduleError::InvalidTraffic`] (source 0) for a
+/// [`ScheduleError::Input`] (`Empty`) for no GPU; [`ScheduleError::InvalidTraffic`] (source 0) for a
 /// negative or non-finite count.
 /// [`ScheduleError::Input`] (`TooLarge`) above [`crate::MAX_GPUS`] GPUs.
 ///
@@ -246,7 +246,7 @@ fn least_loaded(candidates: &[usize], load: &[f64]) -> usize {
 /// ```
 pub fn uniform_sources(expert_tokens: &[f64], gpus: usize) -> Result<Vec<Vec<f64>>, ScheduleError> {
     if gpus == 0 {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     crate::error::check_gpus("GPUs of a router trace", gpus)?;
     // One row of experts per GPU: bound the whole table like an `n x n` matrix.
@@ -302,7 +302,7 @@ mod tests {
         let ok = vec![vec![1.0, 1.0]];
         assert!(matches!(
             dispatch_tokens(&[], &[], &[]),
-            Err(ScheduleError::Empty)
+            Err(ScheduleError::Input(InputError::Empty { .. }))
         ));
         assert!(matches!(
             dispatch_tokens(&ok, &[vec![0]], &[0]),
@@ -328,7 +328,7 @@ mod tests {
         ));
         assert!(matches!(
             uniform_sources(&[1.0], 0),
-            Err(ScheduleError::Empty)
+            Err(ScheduleError::Input(InputError::Empty { .. }))
         ));
     }
 }

@@ -13,9 +13,6 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum ScheduleError {
-    /// The traffic matrix (or the list of senders) is empty.
-    #[error("the traffic matrix is empty")]
-    Empty,
     /// A row of the traffic matrix does not have `n` entries.
     #[error("row {row} of the traffic matrix has {len} entries, expected {n}")]
     NotSquare {
@@ -77,15 +74,23 @@ pub enum ScheduleError {
         /// The expert.
         expert: usize,
     },
-    /// Bad input in the workspace's vocabulary (comm-cost-model's [`InputError`]): a scalar
-    /// parameter (alpha, release time, flow size, Zipf exponent, ...) that is NaN, infinite or
-    /// negative, two sizes that must agree (`SizeMismatch`: a per-GPU bandwidth vector and the
-    /// matrix, a plan and a matrix, a placement and a matrix, two matrices), a size above the
-    /// exact integer arithmetic of a scheduler (`TooLarge`), a sum of byte counts or a time that
-    /// overflows 64 bits (`Overflow`), an index (an expert of a placement) out of range
-    /// (`IndexOutOfRange`).
+    /// Bad input in the workspace's vocabulary (comm-cost-model's [`InputError`]): an empty
+    /// traffic matrix or list of senders (`Empty`), a scalar parameter (alpha, release time,
+    /// flow size, Zipf exponent, ...) that is NaN, infinite or negative, two sizes that must
+    /// agree (`SizeMismatch`: a per-GPU bandwidth vector and the matrix, a plan and a matrix, a
+    /// placement and a matrix, two matrices), a size above the exact integer arithmetic of a
+    /// scheduler (`TooLarge`), a sum of byte counts or a time that overflows 64 bits
+    /// (`Overflow`), an index (an expert of a placement) out of range (`IndexOutOfRange`).
     #[error(transparent)]
     Input(#[from] InputError),
+}
+
+impl ScheduleError {
+    /// An empty traffic matrix (no GPU, no sender): the input error every scheduler returns
+    /// for it, "the traffic matrix is empty".
+    pub(crate) const EMPTY: Self = Self::Input(InputError::Empty {
+        what: "the traffic matrix",
+    });
 }
 
 /// Checks a traffic entry with [`check_non_negative`], naming its position.

@@ -198,7 +198,7 @@ pub fn latency_aware(
 ) -> Result<ParetoPoint, ScheduleError> {
     let front = latency_pareto(matrix, bandwidth, alpha_s)?;
     // The front is sorted by pieces with makespan decreasing: the last point is the fastest.
-    front.into_iter().last().ok_or(ScheduleError::Empty)
+    front.into_iter().last().ok_or(ScheduleError::EMPTY)
 }
 
 fn pareto_front(mut points: Vec<ParetoPoint>) -> Vec<ParetoPoint> {

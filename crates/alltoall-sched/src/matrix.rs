@@ -49,7 +49,7 @@ impl TrafficMatrix {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::Empty`] for no rows, [`ScheduleError::NotSquare`] if a row is not `n` long.
+    /// [`ScheduleError::Input`] (`Empty`) for no rows, [`ScheduleError::NotSquare`] if a row is not `n` long.
     pub fn from_rows_u64(rows: &[Vec<u64>]) -> Result<Self, ScheduleError> {
         let n = check_shape(rows.iter().map(Vec::len), rows.len())?;
         let mut flat: Vec<u64> = rows.iter().flatten().copied().collect();
@@ -64,7 +64,7 @@ impl TrafficMatrix {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::Empty`], [`ScheduleError::NotSquare`],
+    /// [`ScheduleError::Input`] (`Empty`), [`ScheduleError::NotSquare`],
     /// [`ScheduleError::InvalidTraffic`] naming the first NaN, infinite or negative entry (the
     /// diagonal is checked too, then ignored), and [`ScheduleError::Input`] (`Overflow`) if a row or
     /// column sum exceeds the `f64` range.
@@ -88,7 +88,7 @@ impl TrafficMatrix {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::Empty`] or [`ScheduleError::NotSquare`].
+    /// [`ScheduleError::Input`] (`Empty`) or [`ScheduleError::NotSquare`].
     pub fn from_array_u64(array: &Array2<u64>) -> Result<Self, ScheduleError> {
         let (rows, cols) = array.dim();
         let n = check_shape(std::iter::repeat_n(cols, rows), rows)?;
@@ -243,7 +243,7 @@ impl TrafficMatrix {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::Empty`] for no GPUs, [`ScheduleError::Input`] (`IndexOutOfRange`) for an expert index
+    /// [`ScheduleError::Input`] (`Empty`) for no GPUs, [`ScheduleError::Input`] (`IndexOutOfRange`) for an expert index
     /// `>= n`, [`ScheduleError::NotAPartition`] for an expert placed on no GPU or on several,
     /// [`ScheduleError::Input`] (`Overflow`) if a GPU pair's bytes overflow.
     /// [`ScheduleError::Input`] (`TooLarge`) above [`crate::MAX_GPUS`] GPUs.
@@ -269,7 +269,7 @@ impl TrafficMatrix {
     pub fn relabel<E: AsRef<[usize]>>(&self, experts_of_gpu: &[E]) -> Result<Self, ScheduleError> {
         let gpus = experts_of_gpu.len();
         if gpus == 0 {
-            return Err(ScheduleError::Empty);
+            return Err(ScheduleError::EMPTY);
         }
         crate::error::check_gpus("GPUs of a relabeled matrix", gpus)?;
         let gpu_of = self.gpu_of_expert(experts_of_gpu)?;
@@ -409,7 +409,7 @@ impl From<TrafficMatrix> for Vec<Vec<f64>> {
 /// Checks that there are `n > 0` rows of length `n` each; returns `n`.
 fn check_shape(lens: impl Iterator<Item = usize>, n: usize) -> Result<usize, ScheduleError> {
     if n == 0 {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     for (row, len) in lens.enumerate() {
         if len != n {
@@ -448,7 +448,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_shapes_and_values() {
-        assert_eq!(TrafficMatrix::from_rows(&[]), Err(ScheduleError::Empty));
+        assert_eq!(TrafficMatrix::from_rows(&[]), Err(ScheduleError::EMPTY));
         assert!(matches!(
             TrafficMatrix::from_rows(&[vec![0.0, 1.0], vec![1.0]]),
             Err(ScheduleError::NotSquare {
@@ -549,7 +549,7 @@ mod tests {
     fn relabel_rejects_bad_placements() {
         let d = TrafficMatrix::from_rows_u64(&[vec![0, 1], vec![1, 0]]).unwrap();
         let none: [[usize; 1]; 0] = [];
-        assert_eq!(d.relabel(&none), Err(ScheduleError::Empty));
+        assert_eq!(d.relabel(&none), Err(ScheduleError::EMPTY));
         assert!(matches!(
             d.relabel(&[[0], [2]]),
             Err(ScheduleError::Input(InputError::IndexOutOfRange {

@@ -98,7 +98,7 @@ pub fn timetable_flows(
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Empty`] for no senders, [`ScheduleError::UnknownGpu`] for a destination
+/// [`ScheduleError::Input`] (`Empty`) for no senders, [`ScheduleError::UnknownGpu`] for a destination
 /// out of range, [`ScheduleError::Input`] for a negative or non-finite size or release
 /// time, the bandwidth errors of [`Bandwidth::check`], and [`ScheduleError::Input`] (`Overflow`) if a
 /// flow would end beyond the `f64` range (many bytes over a tiny bandwidth).
@@ -125,7 +125,7 @@ pub fn timetable_flows(
 pub fn simulate(orders: &[Vec<Flow>], bandwidth: &Bandwidth) -> Result<Timetable, ScheduleError> {
     let n = orders.len();
     if n == 0 {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     bandwidth.check(n)?;
     check_flows(orders)?;
@@ -442,6 +442,6 @@ mod tests {
             simulate(&[vec![Flow::new(0, f64::NAN)]], &b),
             Err(ScheduleError::Input(InputError::NonFinite { .. }))
         ));
-        assert_eq!(simulate(&[], &b), Err(ScheduleError::Empty));
+        assert_eq!(simulate(&[], &b), Err(ScheduleError::EMPTY));
     }
 }

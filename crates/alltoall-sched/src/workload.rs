@@ -22,7 +22,7 @@ use crate::{ScheduleError, TrafficMatrix};
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Empty`] for `n = 0`, [`ScheduleError::Input`] for a negative or
+/// [`ScheduleError::Input`] (`Empty`) for `n = 0`, [`ScheduleError::Input`] for a negative or
 /// non-finite exponent, [`ScheduleError::Input`] (`Overflow`) if an entry exceeds `u64`.
 /// [`ScheduleError::Input`] (`TooLarge`) above [`crate::MAX_GPUS`] GPUs.
 ///
@@ -110,7 +110,7 @@ pub fn zipf_batch(
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Empty`] for no GPU; [`ScheduleError::InvalidTraffic`] (source 0) for a
+/// [`ScheduleError::Input`] (`Empty`) for no GPU; [`ScheduleError::InvalidTraffic`] (source 0) for a
 /// negative or non-finite token count; [`ScheduleError::Input`] for a negative or non-finite
 /// noise; [`ScheduleError::Input`] (`TooLarge`) above [`crate::MAX_GPUS`] GPUs;
 /// [`ScheduleError::Input`] (`Overflow`) if a noisy count exceeds the `f64` range.
@@ -169,7 +169,7 @@ pub fn router_trace(
 /// # Errors
 ///
 /// [`ScheduleError::Input`] for a noise that is negative, non-finite or above 1 (reported as
-/// `1 - noise` negative); [`ScheduleError::Empty`] for a positive noise and no other matrix;
+/// `1 - noise` negative); [`ScheduleError::Input`] (`Empty`) for a positive noise and no other matrix;
 /// [`ScheduleError::Input`] (`SizeMismatch`) for matrices of different sizes.
 ///
 /// # Complexity
@@ -203,7 +203,7 @@ pub fn blend_traffic(
         return Ok(base.clone());
     }
     if others.is_empty() {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     let weight = noise / others.len() as f64;
     let rows: Vec<Vec<f64>> = (0..n)
@@ -226,7 +226,7 @@ const NOISE_STREAM: u64 = 1;
 
 fn check_zipf(n: usize, exponent: f64) -> Result<(), ScheduleError> {
     if n == 0 {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     crate::error::check_gpus("GPUs of a Zipf matrix", n)?;
     check_non_negative("Zipf exponent", exponent)?;
@@ -285,7 +285,7 @@ fn zipf_rows(
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Empty`] for `n = 0`.
+/// [`ScheduleError::Input`] (`Empty`) for `n = 0`.
 /// [`ScheduleError::Input`] (`TooLarge`) above [`crate::MAX_GPUS`] GPUs.
 ///
 /// # Complexity
@@ -306,7 +306,7 @@ pub fn uniform_traffic(
     seed: u64,
 ) -> Result<TrafficMatrix, ScheduleError> {
     if n == 0 {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     crate::error::check_gpus("GPUs of a uniform matrix", n)?;
     let mut rng = seeded_rng(seed, 0);
@@ -341,7 +341,7 @@ mod tests {
 
     #[test]
     fn bad_parameters_are_errors() {
-        assert_eq!(zipf_traffic(0, 1.0, 1, 1, 0), Err(ScheduleError::Empty));
+        assert_eq!(zipf_traffic(0, 1.0, 1, 1, 0), Err(ScheduleError::EMPTY));
         assert!(matches!(
             zipf_traffic(4, -1.0, 1, 1, 0),
             Err(ScheduleError::Input(InputError::Negative { .. }))
@@ -354,7 +354,7 @@ mod tests {
             zipf_traffic(4, 0.0, u64::MAX, 4, 0),
             Err(ScheduleError::Input(InputError::Overflow { .. }))
         ));
-        assert_eq!(uniform_traffic(0, 1, 0), Err(ScheduleError::Empty));
+        assert_eq!(uniform_traffic(0, 1, 0), Err(ScheduleError::EMPTY));
     }
 
     #[test]
@@ -386,7 +386,7 @@ mod tests {
             blend_traffic(&d, std::slice::from_ref(&d), f64::NAN),
             Err(ScheduleError::Input(InputError::NonFinite { .. }))
         ));
-        assert_eq!(blend_traffic(&d, &[], 0.5), Err(ScheduleError::Empty));
+        assert_eq!(blend_traffic(&d, &[], 0.5), Err(ScheduleError::EMPTY));
         assert!(matches!(
             blend_traffic(&d, &[small], 0.5),
             Err(ScheduleError::Input(InputError::SizeMismatch {

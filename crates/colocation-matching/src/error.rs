@@ -11,18 +11,6 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum MatchingError {
-    /// A matrix row does not have as many entries as the matrix has rows.
-    #[error("{what} must be square: row {row} has {len} entries, expected {expected}")]
-    NotSquare {
-        /// Which matrix.
-        what: &'static str,
-        /// The offending row.
-        row: usize,
-        /// Its length.
-        len: usize,
-        /// The number of rows.
-        expected: usize,
-    },
     /// No perfect matching exists among the allowed pairs.
     #[error("no perfect matching exists among the allowed pairs ({matched} of {n} rows matched)")]
     NoPerfectMatching {
