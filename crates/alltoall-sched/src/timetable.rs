@@ -54,9 +54,10 @@ pub enum PortSide {
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum TimetableViolation {
-    /// The matrix or bandwidth model itself is invalid, or sizes differ.
+    /// The matrix or bandwidth model itself is invalid, or sizes differ (named `Schedule`, not
+    /// `Input`: in the workspace `Input` always holds comm-cost-model's `InputError`).
     #[error(transparent)]
-    Input(#[from] ScheduleError),
+    Schedule(#[from] ScheduleError),
     /// A transfer has an out-of-range or equal `src`/`dst`, a non-finite or negative field, or
     /// ends before it starts.
     #[error("transfer {index} is malformed: {reason}")]
@@ -237,7 +238,7 @@ impl Timetable {
 ///
 /// # Errors
 ///
-/// The first [`TimetableViolation`] found; [`TimetableViolation::Input`] if the matrix and
+/// The first [`TimetableViolation`] found; [`TimetableViolation::Schedule`] if the matrix and
 /// bandwidth do not match the timetable's `n`.
 ///
 /// # Complexity
