@@ -6,14 +6,14 @@
 //!
 //! Run: `cargo run --release -p moe-planner-examples --example parm_schedules`
 
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use comm_cost_model::parm::{ParmTimes, Testbed, check_claims, table3_layers};
 
 fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len().max(1) as f64
 }
 
-fn speedup_table(testbed: &Testbed, p: usize) -> Result<(), CostModelError> {
+fn speedup_table(testbed: &Testbed, p: usize) -> Result<(), InputError> {
     println!("  N_MP N_ESP  S1 speedup  S2 speedup  Parm speedup  S1 wins  S2 wins");
     for n_mp in [1, 2, 4] {
         for n_esp in [1, 2, 4] {
@@ -49,7 +49,7 @@ fn speedup_table(testbed: &Testbed, p: usize) -> Result<(), CostModelError> {
     Ok(())
 }
 
-fn main() -> Result<(), CostModelError> {
+fn main() -> Result<(), InputError> {
     let runs = [
         (Testbed::parm_testbed_a(), vec![8]),
         (Testbed::parm_testbed_b(), vec![8, 16, 32]),

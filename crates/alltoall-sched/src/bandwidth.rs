@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ScheduleError;
-use crate::error::{check_bandwidth, check_size};
+use crate::error::check_bandwidth;
+use comm_cost_model::check_same_len;
 
 /// Port bandwidths of the GPUs, in bytes per second.
 ///
@@ -59,12 +60,12 @@ impl Bandwidth {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::SizeMismatch`] or [`ScheduleError::InvalidBandwidth`].
+    /// [`ScheduleError::Input`] (`SizeMismatch`) or [`ScheduleError::InvalidBandwidth`].
     pub fn check(&self, n: usize) -> Result<(), ScheduleError> {
         match self {
             Self::Uniform(b) => check_bandwidth(0, *b).map(|_| ()),
             Self::PerGpu(v) => {
-                check_size("bandwidths (one per GPU)", n, v.len())?;
+                check_same_len("bandwidths (one per GPU)", v.len(), n)?;
                 v.iter()
                     .enumerate()
                     .try_for_each(|(gpu, &b)| check_bandwidth(gpu, b).map(|_| ()))
@@ -115,21 +116,20 @@ impl Bandwidth {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use comm_cost_model::CostModelError;
-
+    use comm_cost_model::InputError;
     #[test]
     fn rejects_bad_values_and_lengths() {
         assert!(matches!(
             Bandwidth::uniform(0.0),
             Err(ScheduleError::InvalidBandwidth {
                 gpu: 0,
-                source: CostModelError::NotPositive { .. }
+                source: InputError::NotPositive { .. }
             })
         ));
         assert!(matches!(
             Bandwidth::uniform(f64::NAN),
             Err(ScheduleError::InvalidBandwidth {
-                source: CostModelError::NonFinite { .. },
+                source: InputError::NonFinite { .. },
                 ..
             })
         ));
@@ -140,11 +140,11 @@ mod tests {
         let b = Bandwidth::per_gpu(vec![1.0, 2.0]).unwrap();
         assert!(matches!(
             b.check(3),
-            Err(ScheduleError::SizeMismatch {
+            Err(ScheduleError::Input(InputError::SizeMismatch {
                 expected: 3,
                 actual: 2,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
             Bandwidth::PerGpu(vec![1.0, f64::INFINITY]).check(2),

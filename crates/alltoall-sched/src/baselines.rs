@@ -111,7 +111,7 @@ pub fn shift_order(matrix: &TrafficMatrix) -> Vec<Vec<Flow>> {
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Cost`] (`CountTooSmall`) for `gpus_per_node = 0` and (`NotDivisible`) when it
+/// [`ScheduleError::Input`] (`CountTooSmall`) for `gpus_per_node = 0` and (`NotDivisible`) when it
 /// does not divide the GPU count.
 ///
 /// # Complexity
@@ -213,7 +213,7 @@ fn row_flows(matrix: &TrafficMatrix, i: usize) -> Vec<Flow> {
 ///
 /// # Errors
 ///
-/// The bandwidth errors of [`Bandwidth::check`]; [`ScheduleError::Overflow`] if the simulation
+/// The bandwidth errors of [`Bandwidth::check`]; [`ScheduleError::Input`] (`Overflow`) if the simulation
 /// ends beyond the `f64` range (see [`simulate`]).
 ///
 /// # Complexity
@@ -321,14 +321,14 @@ mod tests {
         }
         assert!(matches!(
             nccl_order(&d, 5),
-            Err(ScheduleError::Cost(
-                comm_cost_model::CostModelError::NotDivisible { .. }
+            Err(ScheduleError::Input(
+                comm_cost_model::InputError::NotDivisible { .. }
             ))
         ));
         assert!(matches!(
             nccl_order(&d, 0),
-            Err(ScheduleError::Cost(
-                comm_cost_model::CostModelError::CountTooSmall { .. }
+            Err(ScheduleError::Input(
+                comm_cost_model::InputError::CountTooSmall { .. }
             ))
         ));
     }

@@ -1,5 +1,6 @@
 //! Lower bounds on the all-to-all completion time (Aurora Thm 4.2 and 5.2).
 
+use comm_cost_model::InputError;
 use serde::{Deserialize, Serialize};
 
 use crate::{Bandwidth, ScheduleError, TrafficMatrix};
@@ -33,8 +34,8 @@ pub struct LowerBounds {
 ///
 /// # Errors
 ///
-/// [`ScheduleError::SizeMismatch`] / [`ScheduleError::InvalidBandwidth`] for a bad bandwidth
-/// model, [`ScheduleError::Overflow`] if an integer line sum exceeds `u64` or a port's busy
+/// [`ScheduleError::Input`] (`SizeMismatch`) / [`ScheduleError::InvalidBandwidth`] for a bad bandwidth
+/// model, [`ScheduleError::Input`] (`Overflow`) if an integer line sum exceeds `u64` or a port's busy
 /// time exceeds the `f64` range.
 ///
 /// # Complexity
@@ -62,9 +63,9 @@ pub fn lower_bound_s(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<f6
     if bound_s.is_finite() {
         Ok(bound_s)
     } else {
-        Err(ScheduleError::Overflow {
+        Err(ScheduleError::Input(InputError::Overflow {
             what: "a port's busy time in seconds",
-        })
+        }))
     }
 }
 
@@ -152,9 +153,9 @@ pub(crate) fn line_sums_u64(
     entries: &[u64],
     n: usize,
 ) -> Result<(Vec<u64>, Vec<u64>), ScheduleError> {
-    let overflow = ScheduleError::Overflow {
+    let overflow = ScheduleError::Input(InputError::Overflow {
         what: "a row or column sum",
-    };
+    });
     let mut rows = vec![0u64; n];
     let mut cols = vec![0u64; n];
     // Row by row: no division per entry.
@@ -203,7 +204,7 @@ mod tests {
         let d = TrafficMatrix::from_rows(&[vec![0.0, 1e300], vec![0.5, 0.0]]).unwrap();
         assert!(matches!(
             lower_bound_s(&d, &Bandwidth::uniform(1e-10).unwrap()),
-            Err(ScheduleError::Overflow { .. })
+            Err(ScheduleError::Input(InputError::Overflow { .. }))
         ));
     }
 
@@ -213,7 +214,7 @@ mod tests {
             .unwrap();
         assert!(matches!(
             lower_bound_s(&d, &Bandwidth::uniform(1.0).unwrap()),
-            Err(ScheduleError::Overflow { .. })
+            Err(ScheduleError::Input(InputError::Overflow { .. }))
         ));
     }
 }

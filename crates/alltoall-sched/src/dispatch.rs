@@ -5,11 +5,12 @@
 //! GPU-to-GPU matrix that follows once every source has chosen, for each expert, which replica
 //! serves its tokens; the combine is its transpose (Aurora §2.2).
 
+use comm_cost_model::InputError;
 use comm_cost_model::check_non_negative;
 use serde::{Deserialize, Serialize};
 
-use crate::error::check_size;
 use crate::{MAX_GPUS, ScheduleError, TrafficMatrix};
+use comm_cost_model::check_same_len;
 
 /// Where a layer's routed tokens go: GPU to GPU, and which expert replica computes them.
 ///
@@ -51,7 +52,7 @@ impl ExpertDispatch {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::Cost`] for a negative or non-finite `bytes_per_token`;
+    /// [`ScheduleError::Input`] for a negative or non-finite `bytes_per_token`;
     /// [`ScheduleError::InvalidTraffic`] if a product overflows to infinity, and the errors of
     /// [`TrafficMatrix::from_rows`] (a ragged or negative table, a line sum beyond `f64`).
     pub fn traffic(&self, bytes_per_token: f64) -> Result<TrafficMatrix, ScheduleError> {
@@ -87,12 +88,12 @@ impl ExpertDispatch {
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Empty`] for no GPU; [`ScheduleError::SizeMismatch`] when `experts_of_gpu`
+/// [`ScheduleError::Input`] (`Empty`) for no GPU; [`ScheduleError::Input`] (`SizeMismatch`) when `experts_of_gpu`
 /// or `node_of_gpu` does not have one entry per GPU or a row of `routed` one entry per expert;
-/// [`ScheduleError::OutOfRange`] for an expert id `>=` the expert count;
+/// [`ScheduleError::Input`] (`IndexOutOfRange`) for an expert id `>=` the expert count;
 /// [`ScheduleError::NoReplica`] for an expert no GPU holds; [`ScheduleError::InvalidTraffic`]
-/// for a negative or non-finite token count; [`ScheduleError::TooLarge`] above
-/// [`crate::MAX_GPUS`] GPUs; [`ScheduleError::Overflow`] if the tokens a GPU sends to another
+/// for a negative or non-finite token count; [`ScheduleError::Input`] (`TooLarge`) above
+/// [`crate::MAX_GPUS`] GPUs; [`ScheduleError::Input`] (`Overflow`) if the tokens a GPU sends to another
 /// or computes exceed the `f64` range.
 ///
 /// # Complexity
@@ -119,15 +120,15 @@ pub fn dispatch_tokens(
 ) -> Result<ExpertDispatch, ScheduleError> {
     let g = routed.len();
     if g == 0 {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     crate::error::check_gpus("GPUs of a dispatch", g)?;
-    check_size("placement rows (one per GPU)", g, experts_of_gpu.len())?;
-    check_size("node_of_gpu (one per GPU)", g, node_of_gpu.len())?;
+    check_same_len("placement rows (one per GPU)", experts_of_gpu.len(), g)?;
+    check_same_len("node_of_gpu (one per GPU)", node_of_gpu.len(), g)?;
     let e = routed[0].len();
     let replicas = replicas_of(experts_of_gpu, e)?;
     for (src, row) in routed.iter().enumerate() {
-        check_size("routed tokens per source (one per expert)", e, row.len())?;
+        check_same_len("routed tokens per source (one per expert)", row.len(), e)?;
         for (expert, &t) in row.iter().enumerate() {
             crate::error::check_traffic(src, expert, t)?;
         }
@@ -173,9 +174,9 @@ pub fn dispatch_tokens(
         .chain(sent)
         .all(|x| x.is_finite())
     {
-        return Err(ScheduleError::Overflow {
+        return Err(ScheduleError::Input(InputError::Overflow {
             what: "tokens a GPU sends or computes",
-        });
+        }));
     }
     Ok(out)
 }
@@ -193,11 +194,14 @@ fn replicas_of(experts_of_gpu: &[Vec<usize>], e: usize) -> Result<Vec<Vec<usize>
     let mut replicas = vec![Vec::new(); e];
     for (gpu, experts) in experts_of_gpu.iter().enumerate() {
         for &x in experts {
-            let list = replicas.get_mut(x).ok_or(ScheduleError::OutOfRange {
-                what: "expert of a placement",
-                index: x,
-                limit: e,
-            })?;
+            let list =
+                replicas
+                    .get_mut(x)
+                    .ok_or(ScheduleError::Input(InputError::index_out_of_range(
+                        "expert of a placement",
+                        x,
+                        e,
+                    )))?;
             if list.last() != Some(&gpu) {
                 list.push(gpu);
             }
@@ -225,9 +229,9 @@ fn least_loaded(candidates: &[usize], load: &[f64]) -> usize {
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Empty`] for no GPU; [`ScheduleError::InvalidTraffic`] (source 0) for a
+/// [`ScheduleError::Input`] (`Empty`) for no GPU; [`ScheduleError::InvalidTraffic`] (source 0) for a
 /// negative or non-finite count.
-/// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
+/// [`ScheduleError::Input`] (`TooLarge`) above [`crate::MAX_GPUS`] GPUs.
 ///
 /// # Complexity
 ///
@@ -242,17 +246,17 @@ fn least_loaded(candidates: &[usize], load: &[f64]) -> usize {
 /// ```
 pub fn uniform_sources(expert_tokens: &[f64], gpus: usize) -> Result<Vec<Vec<f64>>, ScheduleError> {
     if gpus == 0 {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     crate::error::check_gpus("GPUs of a router trace", gpus)?;
     // One row of experts per GPU: bound the whole table like an `n x n` matrix.
     let entries = gpus.saturating_mul(expert_tokens.len());
     if entries > MAX_GPUS * MAX_GPUS {
-        return Err(ScheduleError::TooLarge {
-            what: "GPUs * experts of a router trace",
-            limit: (MAX_GPUS * MAX_GPUS) as u64,
-            value: entries as u64,
-        });
+        return Err(ScheduleError::Input(InputError::too_large(
+            "GPUs * experts of a router trace",
+            MAX_GPUS * MAX_GPUS,
+            entries,
+        )));
     }
     for (e, &t) in expert_tokens.iter().enumerate() {
         crate::error::check_traffic(0, e, t)?;
@@ -298,7 +302,7 @@ mod tests {
         let ok = vec![vec![1.0, 1.0]];
         assert!(matches!(
             dispatch_tokens(&[], &[], &[]),
-            Err(ScheduleError::Empty)
+            Err(ScheduleError::Input(InputError::Empty { .. }))
         ));
         assert!(matches!(
             dispatch_tokens(&ok, &[vec![0]], &[0]),
@@ -306,11 +310,17 @@ mod tests {
         ));
         assert!(matches!(
             dispatch_tokens(&ok, &[vec![0, 2]], &[0]),
-            Err(ScheduleError::OutOfRange { index: 2, .. })
+            Err(ScheduleError::Input(InputError::IndexOutOfRange {
+                index: 2,
+                ..
+            }))
         ));
         assert!(matches!(
             dispatch_tokens(&ok, &[vec![0, 1]], &[]),
-            Err(ScheduleError::SizeMismatch { actual: 0, .. })
+            Err(ScheduleError::Input(InputError::SizeMismatch {
+                actual: 0,
+                ..
+            }))
         ));
         assert!(matches!(
             dispatch_tokens(&[vec![1.0, f64::NAN]], &[vec![0, 1]], &[0]),
@@ -318,7 +328,7 @@ mod tests {
         ));
         assert!(matches!(
             uniform_sources(&[1.0], 0),
-            Err(ScheduleError::Empty)
+            Err(ScheduleError::Input(InputError::Empty { .. }))
         ));
     }
 }

@@ -1,12 +1,10 @@
 //! The one error type of the crate.
 //!
-//! Shapes shared with the rest of the workspace (`SizeMismatch { what, expected, actual }`,
-//! `TooLarge { what, limit, value }`) mean what `comm_cost_model::CostModelError`'s do; scalar
-//! value checks use comm-cost-model's helpers and arrive wrapped ([`ScheduleError::Cost`], or
-//! with the offending entry's position in [`ScheduleError::InvalidTraffic`] and
-//! [`ScheduleError::InvalidBandwidth`]).
+//! Generic input checks (sizes, limits, overflow, scalar values) are comm-cost-model's helpers
+//! and arrive as [`ScheduleError::Input`], or with the offending entry's position in
+//! [`ScheduleError::InvalidTraffic`] and [`ScheduleError::InvalidBandwidth`].
 
-use comm_cost_model::{CostModelError, check_non_negative, check_positive};
+use comm_cost_model::{InputError, check_at_most, check_non_negative, check_positive};
 use thiserror::Error;
 
 /// Everything that can be wrong with the input of a scheduling function.
@@ -15,9 +13,6 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum ScheduleError {
-    /// The traffic matrix (or the list of senders) is empty.
-    #[error("the traffic matrix is empty")]
-    Empty,
     /// A row of the traffic matrix does not have `n` entries.
     #[error("row {row} of the traffic matrix has {len} entries, expected {n}")]
     NotSquare {
@@ -36,7 +31,7 @@ pub enum ScheduleError {
         /// Receiving GPU.
         dst: usize,
         /// The failed check (`NonFinite` or `Negative`, with the value).
-        source: CostModelError,
+        source: InputError,
     },
     /// A bandwidth is zero, negative, NaN or infinite.
     #[error("bandwidth of GPU {gpu}: {source}")]
@@ -44,34 +39,7 @@ pub enum ScheduleError {
         /// The GPU (0 for a uniform bandwidth).
         gpu: usize,
         /// The failed check (`NonFinite` or `NotPositive`, with the value).
-        source: CostModelError,
-    },
-    /// Two inputs that must have the same size do not (a per-GPU bandwidth vector and the
-    /// matrix, a plan and a matrix, a placement and a matrix, two matrices).
-    #[error("{what}: expected {expected}, got {actual}")]
-    SizeMismatch {
-        /// What was compared.
-        what: &'static str,
-        /// The size required.
-        expected: usize,
-        /// The size received.
-        actual: usize,
-    },
-    /// A quantity is larger than the exact integer arithmetic of a scheduler supports.
-    #[error("{what} = {value} exceeds the limit {limit}")]
-    TooLarge {
-        /// What is too large.
-        what: &'static str,
-        /// The largest value supported.
-        limit: u64,
-        /// The value received.
-        value: u64,
-    },
-    /// A sum of byte counts or a time does not fit in 64 bits (or in an `f64`).
-    #[error("traffic too large: {what} overflows 64-bit arithmetic")]
-    Overflow {
-        /// What overflowed.
-        what: &'static str,
+        source: InputError,
     },
     /// A positive time is below the smallest normal `f64` (about 2.2e-308), so it cannot be
     /// scaled to ticks; traffic is too small for its bandwidth.
@@ -90,16 +58,6 @@ pub enum ScheduleError {
         /// Number of GPUs.
         n: usize,
     },
-    /// An index (an expert of a placement, ...) is outside its range.
-    #[error("{what} {index} is out of range (there are {limit})")]
-    OutOfRange {
-        /// What was indexed.
-        what: &'static str,
-        /// The index received.
-        index: usize,
-        /// The number of valid indices.
-        limit: usize,
-    },
     /// A placement does not put every expert on exactly one GPU.
     #[error(
         "expert {expert} is placed on {gpus} GPUs; a placement puts each expert on exactly one"
@@ -116,10 +74,23 @@ pub enum ScheduleError {
         /// The expert.
         expert: usize,
     },
-    /// A scalar parameter (alpha, release time, flow size, Zipf exponent, ...) failed one of
-    /// comm-cost-model's value checks.
+    /// Bad input in the workspace's vocabulary (comm-cost-model's [`InputError`]): an empty
+    /// traffic matrix or list of senders (`Empty`), a scalar parameter (alpha, release time,
+    /// flow size, Zipf exponent, ...) that is NaN, infinite or negative, two sizes that must
+    /// agree (`SizeMismatch`: a per-GPU bandwidth vector and the matrix, a plan and a matrix, a
+    /// placement and a matrix, two matrices), a size above the exact integer arithmetic of a
+    /// scheduler (`TooLarge`), a sum of byte counts or a time that overflows 64 bits
+    /// (`Overflow`), an index (an expert of a placement) out of range (`IndexOutOfRange`).
     #[error(transparent)]
-    Cost(#[from] CostModelError),
+    Input(#[from] InputError),
+}
+
+impl ScheduleError {
+    /// An empty traffic matrix (no GPU, no sender): the input error every scheduler returns
+    /// for it, "the traffic matrix is empty".
+    pub(crate) const EMPTY: Self = Self::Input(InputError::Empty {
+        what: "the traffic matrix",
+    });
 }
 
 /// Checks a traffic entry with [`check_non_negative`], naming its position.
@@ -143,35 +114,11 @@ pub const MAX_GPUS: usize = 1 << 13;
 
 /// Checks a GPU count (the side of a matrix about to be allocated) against [`MAX_GPUS`].
 pub(crate) fn check_gpus(what: &'static str, n: usize) -> Result<(), ScheduleError> {
-    if n > MAX_GPUS {
-        return Err(ScheduleError::TooLarge {
-            what,
-            limit: MAX_GPUS as u64,
-            value: n as u64,
-        });
-    }
-    Ok(())
+    Ok(check_at_most(what, MAX_GPUS, n)?)
 }
 
 /// Checks a port bandwidth with [`check_positive`], naming its GPU.
 pub(crate) fn check_bandwidth(gpu: usize, value: f64) -> Result<f64, ScheduleError> {
     check_positive("bandwidth (bytes/s)", value)
         .map_err(|source| ScheduleError::InvalidBandwidth { gpu, source })
-}
-
-/// Checks that a size `actual` equals the `expected` one.
-pub(crate) fn check_size(
-    what: &'static str,
-    expected: usize,
-    actual: usize,
-) -> Result<(), ScheduleError> {
-    if expected == actual {
-        Ok(())
-    } else {
-        Err(ScheduleError::SizeMismatch {
-            what,
-            expected,
-            actual,
-        })
-    }
 }

@@ -1,5 +1,6 @@
 //! Latency-aware schedules: trading pieces (each paying a start-up cost) against makespan.
 
+use comm_cost_model::InputError;
 use serde::{Deserialize, Serialize};
 
 use comm_cost_model::check_non_negative;
@@ -32,10 +33,10 @@ pub struct ParetoPoint {
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Cost`] for a negative or non-finite `alpha_s` or transfer size;
-/// [`ScheduleError::TooLarge`] for a timetable of more than [`crate::MAX_GPUS`] GPUs;
+/// [`ScheduleError::Input`] for a negative or non-finite `alpha_s` or transfer size;
+/// [`ScheduleError::Input`] (`TooLarge`) for a timetable of more than [`crate::MAX_GPUS`] GPUs;
 /// [`ScheduleError::UnknownGpu`] for a transfer naming a GPU `>= n`;
-/// [`ScheduleError::Overflow`] if a re-timed transfer would end beyond the `f64` range;
+/// [`ScheduleError::Input`] (`Overflow`) if a re-timed transfer would end beyond the `f64` range;
 /// bandwidth errors.
 ///
 /// # Complexity
@@ -84,9 +85,9 @@ pub fn with_latency(
         t.end_s = t.start_s + alpha_s + t.bytes / bandwidth.rate_at(t.src, t.dst);
         // Starts are earlier ends, so a finite end keeps every time finite.
         if !t.end_s.is_finite() {
-            return Err(ScheduleError::Overflow {
+            return Err(ScheduleError::Input(InputError::Overflow {
                 what: "a transfer's end time with latency (s)",
-            });
+            }));
         }
         free[t.src] = t.end_s;
         free[n + t.dst] = t.end_s;
@@ -197,7 +198,7 @@ pub fn latency_aware(
 ) -> Result<ParetoPoint, ScheduleError> {
     let front = latency_pareto(matrix, bandwidth, alpha_s)?;
     // The front is sorted by pieces with makespan decreasing: the last point is the fastest.
-    front.into_iter().last().ok_or(ScheduleError::Empty)
+    front.into_iter().last().ok_or(ScheduleError::EMPTY)
 }
 
 fn pareto_front(mut points: Vec<ParetoPoint>) -> Vec<ParetoPoint> {

@@ -1,10 +1,12 @@
 //! The traffic matrix: bytes (or tokens) each GPU sends to each other GPU in one all-to-all.
 
+use comm_cost_model::InputError;
 use ndarray::Array2;
 use serde::{Deserialize, Serialize};
 
 use crate::ScheduleError;
-use crate::error::{check_size, check_traffic};
+use crate::error::check_traffic;
+use comm_cost_model::check_same_len;
 
 /// Largest integer an `f64` holds exactly; integral inputs above it stay on the real path.
 const EXACT_F64_INT: f64 = 9_007_199_254_740_992.0;
@@ -47,7 +49,7 @@ impl TrafficMatrix {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::Empty`] for no rows, [`ScheduleError::NotSquare`] if a row is not `n` long.
+    /// [`ScheduleError::Input`] (`Empty`) for no rows, [`ScheduleError::NotSquare`] if a row is not `n` long.
     pub fn from_rows_u64(rows: &[Vec<u64>]) -> Result<Self, ScheduleError> {
         let n = check_shape(rows.iter().map(Vec::len), rows.len())?;
         let mut flat: Vec<u64> = rows.iter().flatten().copied().collect();
@@ -62,9 +64,9 @@ impl TrafficMatrix {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::Empty`], [`ScheduleError::NotSquare`],
+    /// [`ScheduleError::Input`] (`Empty`), [`ScheduleError::NotSquare`],
     /// [`ScheduleError::InvalidTraffic`] naming the first NaN, infinite or negative entry (the
-    /// diagonal is checked too, then ignored), and [`ScheduleError::Overflow`] if a row or
+    /// diagonal is checked too, then ignored), and [`ScheduleError::Input`] (`Overflow`) if a row or
     /// column sum exceeds the `f64` range.
     pub fn from_rows(rows: &[Vec<f64>]) -> Result<Self, ScheduleError> {
         let n = check_shape(rows.iter().map(Vec::len), rows.len())?;
@@ -86,7 +88,7 @@ impl TrafficMatrix {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::Empty`] or [`ScheduleError::NotSquare`].
+    /// [`ScheduleError::Input`] (`Empty`) or [`ScheduleError::NotSquare`].
     pub fn from_array_u64(array: &Array2<u64>) -> Result<Self, ScheduleError> {
         let (rows, cols) = array.dim();
         let n = check_shape(std::iter::repeat_n(cols, rows), rows)?;
@@ -241,10 +243,10 @@ impl TrafficMatrix {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::Empty`] for no GPUs, [`ScheduleError::OutOfRange`] for an expert index
+    /// [`ScheduleError::Input`] (`Empty`) for no GPUs, [`ScheduleError::Input`] (`IndexOutOfRange`) for an expert index
     /// `>= n`, [`ScheduleError::NotAPartition`] for an expert placed on no GPU or on several,
-    /// [`ScheduleError::Overflow`] if a GPU pair's bytes overflow.
-    /// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
+    /// [`ScheduleError::Input`] (`Overflow`) if a GPU pair's bytes overflow.
+    /// [`ScheduleError::Input`] (`TooLarge`) above [`crate::MAX_GPUS`] GPUs.
     ///
     /// # Complexity
     ///
@@ -267,15 +269,15 @@ impl TrafficMatrix {
     pub fn relabel<E: AsRef<[usize]>>(&self, experts_of_gpu: &[E]) -> Result<Self, ScheduleError> {
         let gpus = experts_of_gpu.len();
         if gpus == 0 {
-            return Err(ScheduleError::Empty);
+            return Err(ScheduleError::EMPTY);
         }
         crate::error::check_gpus("GPUs of a relabeled matrix", gpus)?;
         let gpu_of = self.gpu_of_expert(experts_of_gpu)?;
         let n = self.n;
         let cell = |k: usize| gpu_of[k / n] * gpus + gpu_of[k % n];
-        let overflow = ScheduleError::Overflow {
+        let overflow = ScheduleError::Input(InputError::Overflow {
             what: "the bytes between two GPUs",
-        };
+        });
         match &self.entries {
             Entries::Integer(v) => {
                 let mut out = vec![0u64; gpus * gpus];
@@ -308,11 +310,9 @@ impl TrafficMatrix {
         let mut placed = vec![0usize; self.n];
         for (g, experts) in experts_of_gpu.iter().enumerate() {
             for &e in experts.as_ref() {
-                let count = placed.get_mut(e).ok_or(ScheduleError::OutOfRange {
-                    what: "expert",
-                    index: e,
-                    limit: self.n,
-                })?;
+                let count = placed.get_mut(e).ok_or(ScheduleError::Input(
+                    InputError::index_out_of_range("expert", e, self.n),
+                ))?;
                 *count += 1;
                 gpu_of[e] = g;
             }
@@ -331,7 +331,7 @@ impl TrafficMatrix {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::SizeMismatch`] for different GPU counts, [`ScheduleError::Overflow`]
+    /// [`ScheduleError::Input`] (`SizeMismatch`) for different GPU counts, [`ScheduleError::Input`] (`Overflow`)
     /// if an entry overflows.
     ///
     /// # Complexity
@@ -348,11 +348,11 @@ impl TrafficMatrix {
     /// # Ok::<(), alltoall_sched::ScheduleError>(())
     /// ```
     pub fn checked_add(&self, other: &Self) -> Result<Self, ScheduleError> {
-        check_size("GPUs of the second matrix", self.n, other.n)?;
+        check_same_len("GPUs of the second matrix", other.n, self.n)?;
         let n = self.n;
-        let overflow = ScheduleError::Overflow {
+        let overflow = ScheduleError::Input(InputError::Overflow {
             what: "the sum of two traffic matrices",
-        };
+        });
         if let (Entries::Integer(a), Entries::Integer(b)) = (&self.entries, &other.entries) {
             let sum = a
                 .iter()
@@ -409,7 +409,7 @@ impl From<TrafficMatrix> for Vec<Vec<f64>> {
 /// Checks that there are `n > 0` rows of length `n` each; returns `n`.
 fn check_shape(lens: impl Iterator<Item = usize>, n: usize) -> Result<usize, ScheduleError> {
     if n == 0 {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     for (row, len) in lens.enumerate() {
         if len != n {
@@ -429,9 +429,9 @@ fn check_line_sums(flat: &[f64], n: usize) -> Result<(), ScheduleError> {
     if (0..n).all(|g| row(g).is_finite() && col(g).is_finite()) {
         Ok(())
     } else {
-        Err(ScheduleError::Overflow {
+        Err(ScheduleError::Input(InputError::Overflow {
             what: "a row or column sum of bytes (f64)",
-        })
+        }))
     }
 }
 
@@ -444,11 +444,11 @@ fn zero_diagonal<T: Default>(flat: &mut [T], n: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use comm_cost_model::CostModelError;
+    use comm_cost_model::InputError;
 
     #[test]
     fn rejects_bad_shapes_and_values() {
-        assert_eq!(TrafficMatrix::from_rows(&[]), Err(ScheduleError::Empty));
+        assert_eq!(TrafficMatrix::from_rows(&[]), Err(ScheduleError::EMPTY));
         assert!(matches!(
             TrafficMatrix::from_rows(&[vec![0.0, 1.0], vec![1.0]]),
             Err(ScheduleError::NotSquare {
@@ -462,7 +462,7 @@ mod tests {
             Err(ScheduleError::InvalidTraffic {
                 src: 0,
                 dst: 1,
-                source: CostModelError::NonFinite { .. }
+                source: InputError::NonFinite { .. }
             })
         ));
         assert!(matches!(
@@ -470,13 +470,13 @@ mod tests {
             Err(ScheduleError::InvalidTraffic {
                 src: 1,
                 dst: 0,
-                source: CostModelError::Negative { .. }
+                source: InputError::Negative { .. }
             })
         ));
         assert!(matches!(
             TrafficMatrix::from_rows(&[vec![0.0, f64::INFINITY], vec![1.0, 0.0]]),
             Err(ScheduleError::InvalidTraffic {
-                source: CostModelError::NonFinite { .. },
+                source: InputError::NonFinite { .. },
                 ..
             })
         ));
@@ -549,14 +549,14 @@ mod tests {
     fn relabel_rejects_bad_placements() {
         let d = TrafficMatrix::from_rows_u64(&[vec![0, 1], vec![1, 0]]).unwrap();
         let none: [[usize; 1]; 0] = [];
-        assert_eq!(d.relabel(&none), Err(ScheduleError::Empty));
+        assert_eq!(d.relabel(&none), Err(ScheduleError::EMPTY));
         assert!(matches!(
             d.relabel(&[[0], [2]]),
-            Err(ScheduleError::OutOfRange {
+            Err(ScheduleError::Input(InputError::IndexOutOfRange {
                 index: 2,
-                limit: 2,
+                size: 2,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
             d.relabel(&[[0], [0]]),
@@ -570,7 +570,7 @@ mod tests {
             TrafficMatrix::from_rows_u64(&[vec![0, u64::MAX, 1], vec![0; 3], vec![0; 3]]).unwrap();
         assert!(matches!(
             big.relabel(&[vec![0], vec![1, 2]]),
-            Err(ScheduleError::Overflow { .. })
+            Err(ScheduleError::Input(InputError::Overflow { .. }))
         ));
     }
 
@@ -585,21 +585,21 @@ mod tests {
         let three = TrafficMatrix::from_rows_u64(&[vec![0; 3], vec![0; 3], vec![0; 3]]).unwrap();
         assert!(matches!(
             a.checked_add(&three),
-            Err(ScheduleError::SizeMismatch {
+            Err(ScheduleError::Input(InputError::SizeMismatch {
                 expected: 2,
                 actual: 3,
                 ..
-            })
+            }))
         ));
         let max = TrafficMatrix::from_rows_u64(&[vec![0, u64::MAX], vec![0, 0]]).unwrap();
         assert!(matches!(
             max.checked_add(&a),
-            Err(ScheduleError::Overflow { .. })
+            Err(ScheduleError::Input(InputError::Overflow { .. }))
         ));
         let huge = TrafficMatrix::from_rows(&[vec![0.0, f64::MAX], vec![0.5, 0.0]]).unwrap();
         assert!(matches!(
             huge.checked_add(&huge),
-            Err(ScheduleError::Overflow { .. })
+            Err(ScheduleError::Input(InputError::Overflow { .. }))
         ));
     }
 

@@ -30,8 +30,8 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 ///
 /// # Errors
 ///
-/// [`ScheduleError::SizeMismatch`] / [`ScheduleError::InvalidBandwidth`] for a bad bandwidth
-/// model; [`ScheduleError::Overflow`] if integer line sums exceed `u64` or a time exceeds the
+/// [`ScheduleError::Input`] (`SizeMismatch`) / [`ScheduleError::InvalidBandwidth`] for a bad bandwidth
+/// model; [`ScheduleError::Input`] (`Overflow`) if integer line sums exceed `u64` or a time exceeds the
 /// `f64` range (for example integer bytes over a bandwidth of 5e-324 B/s);
 /// [`ScheduleError::Underflow`] if the bound of a non-integer or per-GPU model is below the
 /// smallest normal `f64` for non-zero traffic.

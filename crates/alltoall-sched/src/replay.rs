@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::check_size;
 use crate::{Bandwidth, Flow, ScheduleError, Timetable, TrafficMatrix, lower_bound_s, simulate};
+use comm_cost_model::check_same_len;
 
 /// What a plan's order costs on traffic it was not made for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,8 +29,8 @@ pub struct Replay {
 ///
 /// # Errors
 ///
-/// [`ScheduleError::SizeMismatch`] if `plan.n != actual.n()`, the errors of [`simulate`] and
-/// [`crate::lower_bound_s`], and [`ScheduleError::Cost`] (`NonFinite`) if the slowdown exceeds
+/// [`ScheduleError::Input`] (`SizeMismatch`) if `plan.n != actual.n()`, the errors of [`simulate`] and
+/// [`crate::lower_bound_s`], and [`ScheduleError::Input`] (`NonFinite`) if the slowdown exceeds
 /// the `f64` range.
 ///
 /// # Complexity
@@ -56,7 +56,7 @@ pub fn replay(
     bandwidth: &Bandwidth,
 ) -> Result<Replay, ScheduleError> {
     let n = actual.n();
-    check_size("GPUs of the plan vs the matrix", n, plan.n)?;
+    check_same_len("GPUs of the plan vs the matrix", plan.n, n)?;
     let mut planned = vec![0.0; n * n];
     for t in plan.transfers.iter().filter(|t| t.src < n && t.dst < n) {
         planned[t.src * n + t.dst] += t.bytes;

@@ -7,6 +7,7 @@
 //! capped by its sender's bandwidth). This is the model behind Aurora Fig. 4: two senders
 //! hitting one receiver each get half its bandwidth.
 
+use comm_cost_model::InputError;
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
@@ -51,7 +52,7 @@ impl Flow {
 ///
 /// # Errors
 ///
-/// [`ScheduleError::TooLarge`] if the timetable's `n` exceeds [`crate::MAX_GPUS`].
+/// [`ScheduleError::Input`] (`TooLarge`) if the timetable's `n` exceeds [`crate::MAX_GPUS`].
 ///
 /// # Complexity
 ///
@@ -97,9 +98,9 @@ pub fn timetable_flows(
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Empty`] for no senders, [`ScheduleError::UnknownGpu`] for a destination
-/// out of range, [`ScheduleError::Cost`] for a negative or non-finite size or release
-/// time, the bandwidth errors of [`Bandwidth::check`], and [`ScheduleError::Overflow`] if a
+/// [`ScheduleError::Input`] (`Empty`) for no senders, [`ScheduleError::UnknownGpu`] for a destination
+/// out of range, [`ScheduleError::Input`] for a negative or non-finite size or release
+/// time, the bandwidth errors of [`Bandwidth::check`], and [`ScheduleError::Input`] (`Overflow`) if a
 /// flow would end beyond the `f64` range (many bytes over a tiny bandwidth).
 ///
 /// # Complexity
@@ -124,7 +125,7 @@ pub fn timetable_flows(
 pub fn simulate(orders: &[Vec<Flow>], bandwidth: &Bandwidth) -> Result<Timetable, ScheduleError> {
     let n = orders.len();
     if n == 0 {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     bandwidth.check(n)?;
     check_flows(orders)?;
@@ -134,9 +135,9 @@ pub fn simulate(orders: &[Vec<Flow>], bandwidth: &Bandwidth) -> Result<Timetable
     // Found by fuzzing: 600 bytes over 2.2e-308 B/s end at infinity. Flows start when others
     // end, so checking every end covers the starts.
     if transfers.iter().any(|t| !t.end_s.is_finite()) {
-        return Err(ScheduleError::Overflow {
+        return Err(ScheduleError::Input(InputError::Overflow {
             what: "a simulated transfer's end time (s)",
-        });
+        }));
     }
     Ok(Timetable { n, transfers })
 }
@@ -378,7 +379,7 @@ impl<'a> Simulation<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use comm_cost_model::CostModelError;
+    use comm_cost_model::InputError;
 
     #[test]
     fn aurora_fig4_three_units_reordered_to_two() {
@@ -439,8 +440,8 @@ mod tests {
         ));
         assert!(matches!(
             simulate(&[vec![Flow::new(0, f64::NAN)]], &b),
-            Err(ScheduleError::Cost(CostModelError::NonFinite { .. }))
+            Err(ScheduleError::Input(InputError::NonFinite { .. }))
         ));
-        assert_eq!(simulate(&[], &b), Err(ScheduleError::Empty));
+        assert_eq!(simulate(&[], &b), Err(ScheduleError::EMPTY));
     }
 }

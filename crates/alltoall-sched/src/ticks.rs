@@ -10,6 +10,7 @@
 
 use crate::bounds::max_line_sum_u64;
 use crate::{Bandwidth, ScheduleError, TrafficMatrix, lower_bound_s};
+use comm_cost_model::InputError;
 
 /// Ticks of the largest line of a scaled (non-exact) model.
 const SCALED_LINE_TICKS: f64 = (1u64 << 48) as f64;
@@ -60,9 +61,9 @@ impl Ticks {
             // (found by fuzzing: `optimal` returned infinite times).
             let bound_s = line_ticks as f64 / b;
             if !bound_s.is_finite() {
-                return Err(ScheduleError::Overflow {
+                return Err(ScheduleError::Input(InputError::Overflow {
                     what: "a port's busy time in seconds",
-                });
+                }));
             }
             return Ok(Self {
                 n,
@@ -141,11 +142,11 @@ impl Ticks {
     pub(crate) fn check_greedy_fits(&self) -> Result<(), ScheduleError> {
         let limit = u64::MAX / 2;
         if self.line_ticks > limit {
-            return Err(ScheduleError::TooLarge {
+            return Err(ScheduleError::Input(InputError::TooLarge {
                 what: "the largest line sum in ticks (twice it must fit in 64 bits)",
                 limit,
                 value: self.line_ticks,
-            });
+            }));
         }
         Ok(())
     }

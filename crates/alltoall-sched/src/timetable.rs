@@ -1,11 +1,13 @@
 //! Timetables (who sends what to whom, when) and the public validator.
 
+use comm_cost_model::InputError;
 use comm_cost_model::Shown;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::error::{check_gpus, check_size};
+use crate::error::check_gpus;
 use crate::{Bandwidth, ScheduleError, TrafficMatrix};
+use comm_cost_model::check_same_len;
 
 /// Relative tolerance of the validator on times, rates and byte sums.
 pub const VALIDATION_TOLERANCE: f64 = 1e-9;
@@ -52,9 +54,10 @@ pub enum PortSide {
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum TimetableViolation {
-    /// The matrix or bandwidth model itself is invalid, or sizes differ.
+    /// The matrix or bandwidth model itself is invalid, or sizes differ (named `Schedule`, not
+    /// `Input`: in the workspace `Input` always holds comm-cost-model's `InputError`).
     #[error(transparent)]
-    Input(#[from] ScheduleError),
+    Schedule(#[from] ScheduleError),
     /// A transfer has an out-of-range or equal `src`/`dst`, a non-finite or negative field, or
     /// ends before it starts.
     #[error("transfer {index} is malformed: {reason}")]
@@ -124,7 +127,7 @@ impl Timetable {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::TooLarge`] if `n` exceeds [`crate::MAX_GPUS`] (the fields are public,
+    /// [`ScheduleError::Input`] (`TooLarge`) if `n` exceeds [`crate::MAX_GPUS`] (the fields are public,
     /// so `n` is checked before `n` entries are allocated).
     ///
     /// # Complexity
@@ -158,7 +161,7 @@ impl Timetable {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::TooLarge`] if `n` exceeds [`crate::MAX_GPUS`].
+    /// [`ScheduleError::Input`] (`TooLarge`) if `n` exceeds [`crate::MAX_GPUS`].
     ///
     /// # Complexity
     ///
@@ -195,9 +198,9 @@ impl Timetable {
         if self.transfers.iter().all(|t| t.end_s.is_finite()) {
             Ok(self)
         } else {
-            Err(ScheduleError::Overflow {
+            Err(ScheduleError::Input(InputError::Overflow {
                 what: "a transfer's end time in seconds",
-            })
+            }))
         }
     }
 
@@ -235,7 +238,7 @@ impl Timetable {
 ///
 /// # Errors
 ///
-/// The first [`TimetableViolation`] found; [`TimetableViolation::Input`] if the matrix and
+/// The first [`TimetableViolation`] found; [`TimetableViolation::Schedule`] if the matrix and
 /// bandwidth do not match the timetable's `n`.
 ///
 /// # Complexity
@@ -318,7 +321,8 @@ fn check_common(
 ) -> Result<(), TimetableViolation> {
     let n = matrix.n();
     bandwidth.check(n)?;
-    check_size("GPUs of the timetable vs the matrix", n, timetable.n)?;
+    check_same_len("GPUs of the timetable vs the matrix", timetable.n, n)
+        .map_err(ScheduleError::from)?;
     let time_tol = time_tolerance(timetable);
     let mut delivered = vec![0.0; n * n];
     for (index, t) in timetable.transfers.iter().enumerate() {

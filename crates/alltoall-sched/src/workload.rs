@@ -5,11 +5,12 @@
 //! and per-pair noise, so the hot receivers set the bound. [`uniform_traffic`] draws every entry
 //! uniformly, the balanced case where every port is close to the bound.
 
+use comm_cost_model::InputError;
 use comm_cost_model::{SeededRng, seeded_rng};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 
-use comm_cost_model::check_non_negative;
+use comm_cost_model::{check_non_negative, check_same_len};
 
 use crate::{ScheduleError, TrafficMatrix};
 
@@ -21,9 +22,9 @@ use crate::{ScheduleError, TrafficMatrix};
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Empty`] for `n = 0`, [`ScheduleError::Cost`] for a negative or
-/// non-finite exponent, [`ScheduleError::Overflow`] if an entry exceeds `u64`.
-/// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
+/// [`ScheduleError::Input`] (`Empty`) for `n = 0`, [`ScheduleError::Input`] for a negative or
+/// non-finite exponent, [`ScheduleError::Input`] (`Overflow`) if an entry exceeds `u64`.
+/// [`ScheduleError::Input`] (`TooLarge`) above [`crate::MAX_GPUS`] GPUs.
 ///
 /// # Complexity
 ///
@@ -109,10 +110,10 @@ pub fn zipf_batch(
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Empty`] for no GPU; [`ScheduleError::InvalidTraffic`] (source 0) for a
-/// negative or non-finite token count; [`ScheduleError::Cost`] for a negative or non-finite
-/// noise; [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs;
-/// [`ScheduleError::Overflow`] if a noisy count exceeds the `f64` range.
+/// [`ScheduleError::Input`] (`Empty`) for no GPU; [`ScheduleError::InvalidTraffic`] (source 0) for a
+/// negative or non-finite token count; [`ScheduleError::Input`] for a negative or non-finite
+/// noise; [`ScheduleError::Input`] (`TooLarge`) above [`crate::MAX_GPUS`] GPUs;
+/// [`ScheduleError::Input`] (`Overflow`) if a noisy count exceeds the `f64` range.
 ///
 /// # Complexity
 ///
@@ -148,9 +149,9 @@ pub fn router_trace(
         .collect();
     // A count near `f64::MAX` times noise above 1 is infinite (found by fuzzing).
     if trace.iter().flatten().any(|t| !t.is_finite()) {
-        return Err(ScheduleError::Overflow {
+        return Err(ScheduleError::Input(InputError::Overflow {
             what: "tokens of a router trace",
-        });
+        }));
     }
     Ok(trace)
 }
@@ -167,9 +168,9 @@ pub fn router_trace(
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Cost`] for a noise that is negative, non-finite or above 1 (reported as
-/// `1 - noise` negative); [`ScheduleError::Empty`] for a positive noise and no other matrix;
-/// [`ScheduleError::SizeMismatch`] for matrices of different sizes.
+/// [`ScheduleError::Input`] for a noise that is negative, non-finite or above 1 (reported as
+/// `1 - noise` negative); [`ScheduleError::Input`] (`Empty`) for a positive noise and no other matrix;
+/// [`ScheduleError::Input`] (`SizeMismatch`) for matrices of different sizes.
 ///
 /// # Complexity
 ///
@@ -196,13 +197,13 @@ pub fn blend_traffic(
     check_non_negative("1 - noise fraction", 1.0 - noise)?;
     let n = base.n();
     for other in others {
-        crate::error::check_size("GPUs of a noise matrix", n, other.n())?;
+        check_same_len("GPUs of a noise matrix", other.n(), n)?;
     }
     if noise == 0.0 {
         return Ok(base.clone());
     }
     if others.is_empty() {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     let weight = noise / others.len() as f64;
     let rows: Vec<Vec<f64>> = (0..n)
@@ -225,7 +226,7 @@ const NOISE_STREAM: u64 = 1;
 
 fn check_zipf(n: usize, exponent: f64) -> Result<(), ScheduleError> {
     if n == 0 {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     crate::error::check_gpus("GPUs of a Zipf matrix", n)?;
     check_non_negative("Zipf exponent", exponent)?;
@@ -247,9 +248,9 @@ fn token_count(tokens: f64) -> Result<u64, ScheduleError> {
     let rounded = tokens.round();
     // 2^64 as an `f64` (exact): the first value that does not fit.
     if rounded >= 18_446_744_073_709_551_616.0 {
-        return Err(ScheduleError::Overflow {
+        return Err(ScheduleError::Input(InputError::Overflow {
             what: "tokens of a Zipf pair",
-        });
+        }));
     }
     // Non-negative (weights and noise are) and below 2^64: the conversion is exact.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
@@ -271,9 +272,9 @@ fn zipf_rows(
                 let tokens = token_count(tokens_per_gpu as f64 * weights[j] * noise)?;
                 *cell = tokens
                     .checked_mul(bytes_per_token)
-                    .ok_or(ScheduleError::Overflow {
+                    .ok_or(ScheduleError::Input(InputError::Overflow {
                         what: "tokens * bytes per token",
-                    })?;
+                    }))?;
             }
         }
     }
@@ -284,8 +285,8 @@ fn zipf_rows(
 ///
 /// # Errors
 ///
-/// [`ScheduleError::Empty`] for `n = 0`.
-/// [`ScheduleError::TooLarge`] above [`crate::MAX_GPUS`] GPUs.
+/// [`ScheduleError::Input`] (`Empty`) for `n = 0`.
+/// [`ScheduleError::Input`] (`TooLarge`) above [`crate::MAX_GPUS`] GPUs.
 ///
 /// # Complexity
 ///
@@ -305,7 +306,7 @@ pub fn uniform_traffic(
     seed: u64,
 ) -> Result<TrafficMatrix, ScheduleError> {
     if n == 0 {
-        return Err(ScheduleError::Empty);
+        return Err(ScheduleError::EMPTY);
     }
     crate::error::check_gpus("GPUs of a uniform matrix", n)?;
     let mut rng = seeded_rng(seed, 0);
@@ -328,7 +329,7 @@ pub fn uniform_traffic(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use comm_cost_model::CostModelError;
+    use comm_cost_model::InputError;
 
     #[test]
     fn batch_with_the_layer_seed_is_the_layer() {
@@ -340,20 +341,20 @@ mod tests {
 
     #[test]
     fn bad_parameters_are_errors() {
-        assert_eq!(zipf_traffic(0, 1.0, 1, 1, 0), Err(ScheduleError::Empty));
+        assert_eq!(zipf_traffic(0, 1.0, 1, 1, 0), Err(ScheduleError::EMPTY));
         assert!(matches!(
             zipf_traffic(4, -1.0, 1, 1, 0),
-            Err(ScheduleError::Cost(CostModelError::Negative { .. }))
+            Err(ScheduleError::Input(InputError::Negative { .. }))
         ));
         assert!(matches!(
             zipf_batch(4, f64::NAN, 1, 1, 0, 1),
-            Err(ScheduleError::Cost(CostModelError::NonFinite { .. }))
+            Err(ScheduleError::Input(InputError::NonFinite { .. }))
         ));
         assert!(matches!(
             zipf_traffic(4, 0.0, u64::MAX, 4, 0),
-            Err(ScheduleError::Overflow { .. })
+            Err(ScheduleError::Input(InputError::Overflow { .. }))
         ));
-        assert_eq!(uniform_traffic(0, 1, 0), Err(ScheduleError::Empty));
+        assert_eq!(uniform_traffic(0, 1, 0), Err(ScheduleError::EMPTY));
     }
 
     #[test]
@@ -379,20 +380,20 @@ mod tests {
         let small = zipf_traffic(2, 1.0, 100, 1, 0).unwrap();
         assert!(matches!(
             blend_traffic(&d, std::slice::from_ref(&d), 1.5),
-            Err(ScheduleError::Cost(CostModelError::Negative { .. }))
+            Err(ScheduleError::Input(InputError::Negative { .. }))
         ));
         assert!(matches!(
             blend_traffic(&d, std::slice::from_ref(&d), f64::NAN),
-            Err(ScheduleError::Cost(CostModelError::NonFinite { .. }))
+            Err(ScheduleError::Input(InputError::NonFinite { .. }))
         ));
-        assert_eq!(blend_traffic(&d, &[], 0.5), Err(ScheduleError::Empty));
+        assert_eq!(blend_traffic(&d, &[], 0.5), Err(ScheduleError::EMPTY));
         assert!(matches!(
             blend_traffic(&d, &[small], 0.5),
-            Err(ScheduleError::SizeMismatch {
+            Err(ScheduleError::Input(InputError::SizeMismatch {
                 expected: 3,
                 actual: 2,
                 ..
-            })
+            }))
         ));
     }
 }

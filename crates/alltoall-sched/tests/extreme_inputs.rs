@@ -4,6 +4,7 @@
 use alltoall_sched::{
     Algorithm, Bandwidth, ScheduleError, TrafficMatrix, lower_bound_s, optimal, schedule,
 };
+use comm_cost_model::InputError;
 
 /// A line summing to exactly `2^64 - 1` ticks: the pair finishing on the last tick used to be
 /// dropped (the finish-time tree used `u64::MAX` as "no finish time").
@@ -65,21 +66,22 @@ fn huge_bandwidths_give_valid_timetables_or_underflow() {
 fn huge_gpu_counts_are_too_large_before_allocating() {
     use alltoall_sched::workload::{uniform_traffic, zipf_batch, zipf_traffic};
     use alltoall_sched::{MAX_GPUS, dispatch_tokens, uniform_sources};
-    let too_large =
-        |r: Result<TrafficMatrix, ScheduleError>| matches!(r, Err(ScheduleError::TooLarge { .. }));
+    let too_large = |r: Result<TrafficMatrix, ScheduleError>| {
+        matches!(r, Err(ScheduleError::Input(InputError::TooLarge { .. })))
+    };
     for n in [usize::MAX, 1 << 20, MAX_GPUS + 1] {
         assert!(too_large(zipf_traffic(n, 1.0, 10, 1, 0)));
         assert!(too_large(zipf_batch(n, 1.0, 10, 1, 0, 1)));
         assert!(too_large(uniform_traffic(n, 10, 0)));
         assert!(matches!(
             uniform_sources(&[1.0], n),
-            Err(ScheduleError::TooLarge { .. })
+            Err(ScheduleError::Input(InputError::TooLarge { .. }))
         ));
     }
     // 2^15 GPUs is fine alone, but not times 2^16 experts.
     assert!(matches!(
         uniform_sources(&vec![1.0; 1 << 16], MAX_GPUS),
-        Err(ScheduleError::TooLarge { .. })
+        Err(ScheduleError::Input(InputError::TooLarge { .. }))
     ));
     let d = TrafficMatrix::from_rows_u64(&[vec![0, 1], vec![1, 0]]).unwrap();
     let many: Vec<Vec<usize>> = vec![Vec::new(); MAX_GPUS + 1];
@@ -88,7 +90,7 @@ fn huge_gpu_counts_are_too_large_before_allocating() {
     let nodes = vec![0; MAX_GPUS + 1];
     assert!(matches!(
         dispatch_tokens(&routed, &many, &nodes),
-        Err(ScheduleError::TooLarge { .. })
+        Err(ScheduleError::Input(InputError::TooLarge { .. }))
     ));
 }
 
@@ -99,7 +101,7 @@ fn zipf_token_counts_above_u64_are_an_overflow() {
     let outcomes: Vec<bool> = (0..16)
         .map(|seed| match zipf_traffic(2, 60.0, u64::MAX, 1, seed) {
             Ok(_) => false,
-            Err(ScheduleError::Overflow { .. }) => true,
+            Err(ScheduleError::Input(InputError::Overflow { .. })) => true,
             Err(e) => panic!("unexpected {e}"),
         })
         .collect();
@@ -110,11 +112,11 @@ fn zipf_token_counts_above_u64_are_an_overflow() {
 // Found by `tests/fuzz_entry_points.rs` (issue 13, requirement 5).
 
 fn is_overflow<T>(r: Result<T, ScheduleError>) -> bool {
-    matches!(r, Err(ScheduleError::Overflow { .. }))
+    matches!(r, Err(ScheduleError::Input(InputError::Overflow { .. })))
 }
 
 fn is_too_large<T>(r: Result<T, ScheduleError>) -> bool {
-    matches!(r, Err(ScheduleError::TooLarge { .. }))
+    matches!(r, Err(ScheduleError::Input(InputError::TooLarge { .. })))
 }
 
 /// Integer bytes over a uniform bandwidth of 5e-324 B/s: the exact tick path divided by it
@@ -144,14 +146,14 @@ fn a_line_sum_beyond_f64_is_an_overflow() {
     ];
     assert!(matches!(
         TrafficMatrix::from_rows(&rows),
-        Err(ScheduleError::Overflow { .. })
+        Err(ScheduleError::Input(InputError::Overflow { .. }))
     ));
     let a =
         TrafficMatrix::from_rows(&[vec![0.0, f64::MAX, 0.0], vec![0.0; 3], vec![0.0; 3]]).unwrap();
     let b = TrafficMatrix::from_rows(&[vec![0.0, 0.0, 1e308], vec![0.0; 3], vec![0.0; 3]]).unwrap();
     assert!(matches!(
         a.checked_add(&b),
-        Err(ScheduleError::Overflow { .. })
+        Err(ScheduleError::Input(InputError::Overflow { .. }))
     ));
 }
 
@@ -189,7 +191,7 @@ fn a_simulation_ending_beyond_f64_is_an_overflow() {
     let b = Bandwidth::per_gpu(vec![f64::MIN_POSITIVE, 473_715.39]).unwrap();
     assert!(matches!(
         simulate(&orders, &b),
-        Err(ScheduleError::Overflow { .. })
+        Err(ScheduleError::Input(InputError::Overflow { .. }))
     ));
 }
 
@@ -221,7 +223,7 @@ fn with_latency_checks_its_times() {
     let plan = optimal(&d, &b).unwrap();
     assert!(matches!(
         with_latency(&plan, &b, f64::MAX),
-        Err(ScheduleError::Overflow { .. })
+        Err(ScheduleError::Input(InputError::Overflow { .. }))
     ));
     let nan = Timetable {
         n: 2,
@@ -235,7 +237,7 @@ fn with_latency_checks_its_times() {
     };
     assert!(matches!(
         with_latency(&nan, &b, 0.0),
-        Err(ScheduleError::Cost(_))
+        Err(ScheduleError::Input(_))
     ));
 }
 
@@ -250,7 +252,7 @@ fn a_router_trace_beyond_f64_is_an_overflow() {
                     assert!(trace.iter().flatten().all(|t| t.is_finite()));
                     false
                 }
-                Err(ScheduleError::Overflow { .. }) => true,
+                Err(ScheduleError::Input(InputError::Overflow { .. })) => true,
                 Err(e) => panic!("unexpected {e}"),
             },
         )
@@ -264,11 +266,14 @@ fn generators_at_the_old_limit_are_too_large() {
     use alltoall_sched::workload::{uniform_traffic, zipf_traffic};
     assert!(matches!(
         zipf_traffic(1 << 15, 1.0, 10, 1, 0),
-        Err(ScheduleError::TooLarge { limit: 8192, .. })
+        Err(ScheduleError::Input(InputError::TooLarge {
+            limit: 8192,
+            ..
+        }))
     ));
     assert!(matches!(
         uniform_traffic(1 << 14, 10, 0),
-        Err(ScheduleError::TooLarge { .. })
+        Err(ScheduleError::Input(InputError::TooLarge { .. }))
     ));
 }
 

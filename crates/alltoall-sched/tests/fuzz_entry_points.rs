@@ -27,6 +27,7 @@ use alltoall_sched::{
     optimal, replay, schedule, simulate, timetable_flows, uniform_sources, validate,
     validate_simulated, with_latency,
 };
+use comm_cost_model::InputError;
 use moe_fuzz::{
     SIZE_EXTREMES, check_finite, check_finite_json, count, f64_value, fuzz_tallied, u64_value,
     vec_of,
@@ -290,7 +291,9 @@ fn bound_for(d: &TrafficMatrix, b: &Bandwidth, timing: Timing) -> Result<f64, St
         })
     };
     match bound(d) {
-        Err(ScheduleError::Overflow { .. }) if timing != Timing::Ticks && d.is_integer() => {
+        Err(ScheduleError::Input(InputError::Overflow { .. }))
+            if timing != Timing::Ticks && d.is_integer() =>
+        {
             let real = TrafficMatrix::from_rows(&d.to_rows()).map_err(|e| e.to_string())?;
             bound(&real).map_err(|e| format!("no bound in f64 either: {e}"))
         }

@@ -1,6 +1,6 @@
 //! Aurora's worked examples and the edge cases of the issue.
 
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 
 use alltoall_sched::baselines::sjf;
 use alltoall_sched::{
@@ -60,17 +60,17 @@ fn bad_inputs_are_typed_errors() {
     let d = fig4();
     assert!(matches!(
         optimal(&d, &Bandwidth::PerGpu(vec![1.0, 1.0])),
-        Err(ScheduleError::SizeMismatch {
+        Err(ScheduleError::Input(InputError::SizeMismatch {
             expected: 3,
             actual: 2,
             ..
-        })
+        }))
     ));
     assert!(matches!(
         optimal(&d, &Bandwidth::Uniform(0.0)),
         Err(ScheduleError::InvalidBandwidth {
             gpu: 0,
-            source: CostModelError::NotPositive { .. }
+            source: InputError::NotPositive { .. }
         })
     ));
     assert!(matches!(
@@ -88,7 +88,7 @@ fn bad_inputs_are_typed_errors() {
         .unwrap();
     assert!(matches!(
         optimal(&over, &Bandwidth::Uniform(1.0)),
-        Err(ScheduleError::Overflow { .. })
+        Err(ScheduleError::Input(InputError::Overflow { .. }))
     ));
 }
 

@@ -1,6 +1,7 @@
 //! Which (row, column) pairs a matching may use.
 
 use crate::error::BipartiteError;
+use comm_cost_model::check_index;
 
 /// The pairs of an `n × n` problem that are not forbidden, as a dense mask.
 #[derive(Debug, Clone)]
@@ -19,13 +20,7 @@ impl Allowed {
         let mut mask = vec![false; n * n];
         for &(i, j) in forbidden {
             for index in [i, j] {
-                if index >= n {
-                    return Err(BipartiteError::IndexOutOfRange {
-                        what: "forbidden pair",
-                        index,
-                        size: n,
-                    });
-                }
+                check_index("forbidden pair", index, n)?;
             }
             mask[i * n + j] = true;
         }

@@ -61,9 +61,9 @@ pub struct BottleneckOptions {
 ///
 /// # Errors
 ///
-/// [`BipartiteError::IndexOutOfRange`] for a forbidden pair outside the matrix;
+/// [`BipartiteError::Input`] (`IndexOutOfRange`) for a forbidden pair outside the matrix;
 /// [`BipartiteError::NoPerfectMatching`] when the allowed pairs admit no perfect matching;
-/// [`BipartiteError::Cost`] (`NonFinite`) when the matching's total weight overflows (weights
+/// [`BipartiteError::Input`] (`NonFinite`) when the matching's total weight overflows (weights
 /// near `f64::MAX`).
 ///
 /// # Complexity

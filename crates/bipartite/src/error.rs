@@ -1,22 +1,12 @@
 //! The one error type of the crate.
 
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use thiserror::Error;
 
 /// Everything that can go wrong in `bipartite`.
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum BipartiteError {
-    /// An index (a neighbour, a matched vertex) is outside its range.
-    #[error("{what}: index {index} is out of range for size {size}")]
-    IndexOutOfRange {
-        /// Which index.
-        what: &'static str,
-        /// The index.
-        index: usize,
-        /// The size of the range.
-        size: usize,
-    },
     /// The allowed pairs admit no perfect matching.
     #[error("no perfect matching exists among the allowed pairs ({matched} of {n} rows matched)")]
     NoPerfectMatching {
@@ -25,30 +15,9 @@ pub enum BipartiteError {
         /// Rows in all.
         n: usize,
     },
-    /// A size above the crate's limit ([`crate::MAX_VERTICES`]).
-    #[error("{what} = {value} exceeds the limit {limit}")]
-    TooLarge {
-        /// What is too large.
-        what: &'static str,
-        /// The limit.
-        limit: usize,
-        /// The value.
-        value: usize,
-    },
-    /// A weight or total is not a finite number (from `comm-cost-model`'s checks).
+    /// Bad input in the workspace's vocabulary: an index out of range (`IndexOutOfRange`), a
+    /// size above [`crate::MAX_VERTICES`] (`TooLarge`), a weight or total that is not a finite
+    /// number (`NonFinite`).
     #[error(transparent)]
-    Cost(#[from] CostModelError),
-}
-
-/// `value <= limit`, or [`BipartiteError::TooLarge`].
-pub(crate) fn check_at_most(
-    what: &'static str,
-    limit: usize,
-    value: usize,
-) -> Result<(), BipartiteError> {
-    if value <= limit {
-        Ok(())
-    } else {
-        Err(BipartiteError::TooLarge { what, limit, value })
-    }
+    Input(#[from] InputError),
 }

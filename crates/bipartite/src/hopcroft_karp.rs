@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::MAX_VERTICES;
-use crate::error::{BipartiteError, check_at_most};
+use comm_cost_model::{check_at_most, check_index};
+
+use crate::error::BipartiteError;
 
 /// Marks an unmatched vertex in the internal matching arrays.
 /// The partner of an unmatched vertex in a [`PartialMatching`].
@@ -52,8 +54,8 @@ impl BipartiteGraph {
     ///
     /// # Errors
     ///
-    /// [`BipartiteError::IndexOutOfRange`] when a neighbour is `>= n_right`,
-    /// [`BipartiteError::TooLarge`] for more than [`MAX_VERTICES`] vertices on either
+    /// [`BipartiteError::Input`] (`IndexOutOfRange`) when a neighbour is `>= n_right`,
+    /// [`BipartiteError::Input`] (`TooLarge`) for more than [`MAX_VERTICES`] vertices on either
     /// side ([`hopcroft_karp`] allocates per vertex: `n_right = usize::MAX` used to abort it).
     ///
     /// # Complexity
@@ -79,13 +81,7 @@ impl BipartiteGraph {
         let mut graph = Self::with_capacity(n_right, adjacency.len(), 0);
         for neighbors in adjacency {
             for &v in neighbors {
-                if v >= n_right {
-                    return Err(BipartiteError::IndexOutOfRange {
-                        what: "bipartite neighbour",
-                        index: v,
-                        size: n_right,
-                    });
-                }
+                check_index("bipartite neighbour", v, n_right)?;
             }
             graph.push_row(neighbors.iter().copied());
         }

@@ -13,9 +13,9 @@ use crate::matrix::SquareMatrix;
 ///
 /// # Errors
 ///
-/// [`BipartiteError::IndexOutOfRange`] for a forbidden pair outside the matrix,
+/// [`BipartiteError::Input`] (`IndexOutOfRange`) for a forbidden pair outside the matrix,
 /// [`BipartiteError::NoPerfectMatching`] when the allowed pairs admit no perfect matching,
-/// [`BipartiteError::Cost`] (`NonFinite`) when the least total weight overflows (weights near
+/// [`BipartiteError::Input`] (`NonFinite`) when the least total weight overflows (weights near
 /// `f64::MAX`).
 ///
 /// # Complexity

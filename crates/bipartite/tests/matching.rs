@@ -6,6 +6,7 @@ use bipartite::{
     BipartiteError, BipartiteGraph, BottleneckOptions, SquareMatrix, ThresholdSearch, TieBreak,
     bottleneck_matching, hopcroft_karp, min_cost_perfect_matching,
 };
+use comm_cost_model::InputError;
 use common::{brute_bottleneck, brute_min_total, is_permutation, permutations};
 use proptest::prelude::*;
 
@@ -142,26 +143,28 @@ fn forbidding_everything_in_a_row_is_an_error() {
     };
     assert!(matches!(
         bottleneck_matching(&w, &out_of_range),
-        Err(BipartiteError::IndexOutOfRange { .. })
+        Err(BipartiteError::Input(InputError::IndexOutOfRange { .. }))
     ));
 }
 
 #[test]
 fn bad_matrices_are_typed_errors() {
     // The matrix is comm-cost-model's: its checks (and their unit tests) live there.
-    use comm_cost_model::CostModelError;
     assert!(matches!(
         SquareMatrix::from_rows(&[vec![1.0, 2.0], vec![3.0]]),
-        Err(CostModelError::SizeMismatch { .. })
+        Err(InputError::SizeMismatch { .. })
     ));
     assert!(matches!(
         SquareMatrix::from_rows(&[vec![1.0, f64::NAN], vec![3.0, 4.0]]),
-        Err(CostModelError::BadEntry { row: 0, col: 1, .. })
+        Err(InputError::BadEntry { row: 0, col: 1, .. })
     ));
     assert!(serde_json_like_roundtrip());
     assert!(matches!(
         BipartiteGraph::from_adjacency(2, &[vec![2]]),
-        Err(BipartiteError::IndexOutOfRange { index: 2, .. })
+        Err(BipartiteError::Input(InputError::IndexOutOfRange {
+            index: 2,
+            ..
+        }))
     ));
 }
 

@@ -1,12 +1,14 @@
 //! The baselines Aurora §8.1 compares against: Lina, random colocation, random GPU assignment,
 //! and the two combined into a placement.
 
+use comm_cost_model::InputError;
 use comm_cost_model::seeded_rng;
 use rand::seq::SliceRandom;
 
-use crate::error::{MatchingError, check_at_most, check_weights};
+use crate::error::MatchingError;
 use crate::gpu_assignment::{descending, experts_of_gpu};
 use bipartite::MAX_VERTICES;
+use comm_cost_model::{check_at_most, check_entries};
 
 /// Lina's expert packing (Aurora §8.1, footnote 5): within one model, the most popular expert
 /// shares a GPU with the least popular, the second most with the second least, and so on.
@@ -16,7 +18,7 @@ use bipartite::MAX_VERTICES;
 ///
 /// # Errors
 ///
-/// [`MatchingError::Empty`], [`MatchingError::InvalidValue`] for NaN, infinite or negative loads.
+/// [`MatchingError::Input`] (`Empty`, `InvalidEntry`) for NaN, infinite or negative loads.
 ///
 /// # Complexity
 ///
@@ -33,9 +35,9 @@ use bipartite::MAX_VERTICES;
 /// ```
 pub fn lina_pairs(expert_load: &[f64]) -> Result<Vec<Vec<usize>>, MatchingError> {
     if expert_load.is_empty() {
-        return Err(MatchingError::Empty { what: "experts" });
+        return Err(MatchingError::Input(InputError::Empty { what: "experts" }));
     }
-    check_weights("expert_load", expert_load)?;
+    check_entries("expert_load", expert_load)?;
     let order = descending(expert_load);
     let n = order.len();
     let mut gpus: Vec<Vec<usize>> = (0..n / 2)
@@ -53,7 +55,7 @@ pub fn lina_pairs(expert_load: &[f64]) -> Result<Vec<Vec<usize>>, MatchingError>
 ///
 /// # Errors
 ///
-/// [`MatchingError::TooLarge`] above [`MAX_VERTICES`] experts (checked before
+/// [`MatchingError::Input`] (`TooLarge`) above [`MAX_VERTICES`] experts (checked before
 /// allocating: `usize::MAX` used to abort the process).
 ///
 /// # Complexity
@@ -82,7 +84,7 @@ pub fn random_colocation(n: usize, seed: u64) -> Result<Vec<usize>, MatchingErro
 ///
 /// # Errors
 ///
-/// [`MatchingError::TooLarge`] above [`MAX_VERTICES`] experts, before allocating.
+/// [`MatchingError::Input`] (`TooLarge`) above [`MAX_VERTICES`] experts, before allocating.
 ///
 /// # Complexity
 ///
@@ -111,7 +113,7 @@ pub fn random_gpu_assignment(n: usize, seed: u64) -> Result<Vec<usize>, Matching
 ///
 /// # Errors
 ///
-/// [`MatchingError::TooLarge`] above [`MAX_VERTICES`] experts, before allocating.
+/// [`MatchingError::Input`] (`TooLarge`) above [`MAX_VERTICES`] experts, before allocating.
 ///
 /// # Complexity
 ///

@@ -1,12 +1,14 @@
 //! Assigning exclusive experts to heterogeneous GPUs (Aurora §5.1).
 
+use comm_cost_model::InputError;
 use comm_cost_model::check_finite_result;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{MatchingError, check_positives, check_same_len, check_weight, check_weights};
+use crate::error::MatchingError;
 use crate::loads::ExpertLoads;
 use bipartite::SquareMatrix;
 use bipartite::{BottleneckOptions, bottleneck_assignment, chosen_max};
+use comm_cost_model::{check_entries, check_entry, check_positive_entries, check_same_len};
 
 /// One GPU of a heterogeneous cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -35,8 +37,8 @@ impl ExpertDemand {
     ///
     /// # Errors
     ///
-    /// [`MatchingError::InvalidValue`] for a NaN, infinite or negative `flop_per_byte`,
-    /// [`MatchingError::Cost`] (`NonFinite`) when an expert's FLOP overflow.
+    /// [`MatchingError::Input`] (`InvalidEntry`) for a NaN, infinite or negative `flop_per_byte`,
+    /// [`MatchingError::Input`] (`NonFinite`) when an expert's FLOP overflow.
     ///
     /// # Complexity
     ///
@@ -52,7 +54,7 @@ impl ExpertDemand {
     /// # Ok::<(), colocation_matching::MatchingError>(())
     /// ```
     pub fn from_loads(loads: &ExpertLoads, flop_per_byte: f64) -> Result<Vec<Self>, MatchingError> {
-        check_weight("FLOP per byte", 0, flop_per_byte)?;
+        check_entry("FLOP per byte", 0, flop_per_byte)?;
         loads
             .send_bytes
             .iter()
@@ -69,7 +71,7 @@ impl ExpertDemand {
 
     pub(crate) fn check(&self, what: &'static str, index: usize) -> Result<(), MatchingError> {
         for value in [self.send_bytes, self.recv_bytes, self.flop] {
-            check_weight(what, index, value)?;
+            check_entry(what, index, value)?;
         }
         Ok(())
     }
@@ -77,12 +79,15 @@ impl ExpertDemand {
 
 pub(crate) fn check_gpus(gpus: &[GpuSpec]) -> Result<(), MatchingError> {
     if gpus.is_empty() {
-        return Err(MatchingError::Empty { what: "GPUs" });
+        return Err(MatchingError::Input(InputError::Empty { what: "GPUs" }));
     }
     let flops: Vec<f64> = gpus.iter().map(|g| g.flop_per_s).collect();
     let bandwidths: Vec<f64> = gpus.iter().map(|g| g.bandwidth_bytes_per_s).collect();
-    check_positives("GPU flop_per_s", &flops)?;
-    check_positives("GPU bandwidth_bytes_per_s", &bandwidths)
+    check_positive_entries("GPU flop_per_s", &flops)?;
+    Ok(check_positive_entries(
+        "GPU bandwidth_bytes_per_s",
+        &bandwidths,
+    )?)
 }
 
 /// Time of one layer on `gpu` for traffic `send`/`recv` bytes and `flop` of expert work:
@@ -100,9 +105,9 @@ pub(crate) fn layer_time_s(gpu: &GpuSpec, send: f64, recv: f64, flop: f64) -> f6
 ///
 /// # Errors
 ///
-/// [`MatchingError::SizeMismatch`] unless there are as many GPUs as experts,
-/// [`MatchingError::InvalidValue`] / [`MatchingError::NotPositive`] for bad numbers,
-/// [`MatchingError::Cost`] (`NonFinite`) when a time overflows (huge bytes or FLOP on a
+/// [`MatchingError::Input`] (`SizeMismatch`) unless there are as many GPUs as experts,
+/// [`MatchingError::Input`] (`InvalidEntry` or `NotPositiveEntry`) for bad numbers,
+/// [`MatchingError::Input`] (`NonFinite`) when a time overflows (huge bytes or FLOP on a
 /// subnormal bandwidth or FLOP/s), `TooLarge` above [`comm_cost_model::MAX_MATRIX_SIDE`]
 /// experts.
 ///
@@ -197,7 +202,7 @@ pub(crate) fn experts_of_gpu(gpu_of_expert: &[usize], gpus: usize) -> Vec<Vec<us
 ///
 /// # Errors
 ///
-/// [`MatchingError::Empty`], [`MatchingError::SizeMismatch`], [`MatchingError::InvalidValue`].
+/// [`MatchingError::Input`] (`Empty`, `SizeMismatch`, `InvalidEntry`).
 ///
 /// # Complexity
 ///
@@ -218,15 +223,15 @@ pub fn assign_by_popularity(
     gpu_performance: &[f64],
 ) -> Result<Vec<usize>, MatchingError> {
     if expert_tokens.is_empty() {
-        return Err(MatchingError::Empty { what: "experts" });
+        return Err(MatchingError::Input(InputError::Empty { what: "experts" }));
     }
     check_same_len(
         "experts vs GPUs",
         expert_tokens.len(),
         gpu_performance.len(),
     )?;
-    check_weights("expert_tokens", expert_tokens)?;
-    check_weights("gpu_performance", gpu_performance)?;
+    check_entries("expert_tokens", expert_tokens)?;
+    check_entries("gpu_performance", gpu_performance)?;
     let experts = descending(expert_tokens);
     let gpus = descending(gpu_performance);
     let mut gpu_of = vec![0; expert_tokens.len()];

@@ -1,12 +1,14 @@
 //! Per-expert send and receive loads of one all-to-all, derived from a traffic matrix.
 
+use comm_cost_model::InputError;
 use serde::{Deserialize, Serialize};
 
 use comm_cost_model::check_finite_result;
 
-use crate::error::{MatchingError, check_at_most, check_same_len, check_weights};
+use crate::error::MatchingError;
 use bipartite::MAX_VERTICES;
 use bipartite::SquareMatrix;
+use comm_cost_model::{check_at_most, check_entries, check_same_len};
 
 /// How many bytes each expert's GPU sends and receives in one all-to-all (Aurora Eq. 6's
 /// `a_i` and `a_{n+i}`).
@@ -52,17 +54,17 @@ impl ExpertLoads {
     ///
     /// # Errors
     ///
-    /// [`MatchingError::Empty`], [`MatchingError::SizeMismatch`] for different lengths,
-    /// [`MatchingError::InvalidValue`] for NaN, infinite or negative bytes.
+    /// [`MatchingError::Input`] (`Empty`, `SizeMismatch`) for different lengths,
+    /// [`MatchingError::Input`] (`InvalidEntry`) for NaN, infinite or negative bytes.
     pub fn new(send_bytes: Vec<f64>, recv_bytes: Vec<f64>) -> Result<Self, MatchingError> {
         if send_bytes.is_empty() {
-            return Err(MatchingError::Empty {
+            return Err(MatchingError::Input(InputError::Empty {
                 what: "expert loads",
-            });
+            }));
         }
         check_same_len("send vs receive loads", send_bytes.len(), recv_bytes.len())?;
-        check_weights("send_bytes", &send_bytes)?;
-        check_weights("recv_bytes", &recv_bytes)?;
+        check_entries("send_bytes", &send_bytes)?;
+        check_entries("recv_bytes", &recv_bytes)?;
         Ok(Self {
             send_bytes,
             recv_bytes,
@@ -84,7 +86,7 @@ impl ExpertLoads {
     ///
     /// # Errors
     ///
-    /// [`MatchingError::Cost`] (`NonFinite`) when a row or column sum overflows (entries near
+    /// [`MatchingError::Input`] (`NonFinite`) when a row or column sum overflows (entries near
     /// `f64::MAX`): loads must be finite.
     ///
     /// # Complexity
@@ -135,7 +137,7 @@ impl ExpertLoads {
     ///
     /// # Errors
     ///
-    /// [`MatchingError::SizeMismatch`] if `n < len()`, [`MatchingError::TooLarge`] above
+    /// [`MatchingError::Input`] (`SizeMismatch`) if `n < len()`, [`MatchingError::Input`] (`TooLarge`) above
     /// [`MAX_VERTICES`] experts (checked before allocating).
     ///
     /// # Complexity
@@ -154,11 +156,11 @@ impl ExpertLoads {
     pub fn padded(&self, n: usize) -> Result<Self, MatchingError> {
         check_at_most("padded experts", MAX_VERTICES, n)?;
         if n < self.len() {
-            return Err(MatchingError::SizeMismatch {
-                what: "padding below the number of experts",
-                expected: self.len(),
-                actual: n,
-            });
+            return Err(MatchingError::Input(InputError::size_mismatch(
+                "padding below the number of experts",
+                self.len(),
+                n,
+            )));
         }
         let mut padded = self.clone();
         padded.send_bytes.resize(n, 0.0);
@@ -174,10 +176,10 @@ impl ExpertLoads {
 ///
 /// # Errors
 ///
-/// [`MatchingError::SizeMismatch`] when `gpu_of_expert` does not have one entry per expert,
-/// [`MatchingError::IndexOutOfRange`] for a GPU `>= n_gpus`, [`MatchingError::Empty`] for no GPU,
-/// [`MatchingError::TooLarge`] above [`MAX_VERTICES`] GPUs (checked before allocating),
-/// [`MatchingError::Cost`] (`NonFinite`) when a GPU's bytes overflow.
+/// [`MatchingError::Input`] (`SizeMismatch`) when `gpu_of_expert` does not have one entry per expert,
+/// [`MatchingError::Input`] (`IndexOutOfRange`) for a GPU `>= n_gpus`, [`MatchingError::Input`] (`Empty`) for no GPU,
+/// [`MatchingError::Input`] (`TooLarge`) above [`MAX_VERTICES`] GPUs (checked before allocating),
+/// [`MatchingError::Input`] (`NonFinite`) when a GPU's bytes overflow.
 ///
 /// # Complexity
 ///
@@ -201,16 +203,16 @@ pub fn placement_loads(
     n_gpus: usize,
 ) -> Result<ExpertLoads, MatchingError> {
     if n_gpus == 0 {
-        return Err(MatchingError::Empty { what: "GPUs" });
+        return Err(MatchingError::Input(InputError::Empty { what: "GPUs" }));
     }
     check_at_most("GPUs", MAX_VERTICES, n_gpus)?;
     check_same_len("placement vs experts", gpu_of_expert.len(), traffic.n())?;
     if let Some(&index) = gpu_of_expert.iter().find(|&&g| g >= n_gpus) {
-        return Err(MatchingError::IndexOutOfRange {
-            what: "GPU of expert",
+        return Err(MatchingError::Input(InputError::index_out_of_range(
+            "GPU of expert",
             index,
-            size: n_gpus,
-        });
+            n_gpus,
+        )));
     }
     let mut send_bytes = vec![0.0; n_gpus];
     let mut recv_bytes = vec![0.0; n_gpus];

@@ -1,14 +1,16 @@
 //! Colocating two models' experts on homogeneous GPUs (Aurora §6.2).
 
+use comm_cost_model::InputError;
 use serde::{Deserialize, Serialize};
 
 use crate::dominance::Dominance;
 use bipartite::{BottleneckOptions, TieBreak, bottleneck_assignment};
 use comm_cost_model::{MAX_MATRIX_SIDE, check_non_negative};
 
-use crate::error::{MatchingError, check_at_most, check_same_len};
+use crate::error::MatchingError;
 use crate::loads::ExpertLoads;
 use bipartite::SquareMatrix;
+use comm_cost_model::{check_at_most, check_same_len};
 
 /// Experts of models A and B paired on GPUs, with each GPU's aggregated traffic.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,8 +31,8 @@ impl ExpertPairing {
     ///
     /// # Errors
     ///
-    /// [`MatchingError::SizeMismatch`] when the sizes differ, [`MatchingError::IndexOutOfRange`]
-    /// when `b_of_a` is not a permutation, [`MatchingError::Cost`] when a GPU's bytes overflow to
+    /// [`MatchingError::Input`] (`SizeMismatch`) when the sizes differ, [`MatchingError::Input`] (`IndexOutOfRange`)
+    /// when `b_of_a` is not a permutation, [`MatchingError::Input`] when a GPU's bytes overflow to
     /// infinity.
     ///
     /// # Examples
@@ -91,11 +93,11 @@ pub(crate) fn check_permutation(perm: &[usize]) -> Result<(), MatchingError> {
     let mut seen = vec![false; perm.len()];
     for &j in perm {
         if j >= perm.len() || seen[j] {
-            return Err(MatchingError::IndexOutOfRange {
-                what: "permutation entry (out of range or repeated)",
-                index: j,
-                size: perm.len(),
-            });
+            return Err(MatchingError::Input(InputError::index_out_of_range(
+                "permutation entry (out of range or repeated)",
+                j,
+                perm.len(),
+            )));
         }
         seen[j] = true;
     }
@@ -109,8 +111,8 @@ pub(crate) fn check_permutation(perm: &[usize]) -> Result<(), MatchingError> {
 ///
 /// # Errors
 ///
-/// [`MatchingError::Empty`], [`MatchingError::SizeMismatch`] for different lengths,
-/// [`MatchingError::InvalidValue`] for NaN, infinite or negative loads.
+/// [`MatchingError::Input`] (`Empty`, `SizeMismatch`) for different lengths,
+/// [`MatchingError::Input`] (`InvalidEntry`) for NaN, infinite or negative loads.
 ///
 /// # Complexity
 ///
@@ -175,9 +177,9 @@ pub struct PairingOptions {
 ///
 /// # Errors
 ///
-/// [`MatchingError::SizeMismatch`] for different expert counts, [`MatchingError::Cost`] for a NaN,
+/// [`MatchingError::Input`] (`SizeMismatch`) for different expert counts, [`MatchingError::Input`] for a NaN,
 /// infinite or negative gate or a GPU's bytes that overflow (loads near `f64::MAX`),
-/// [`MatchingError::TooLarge`] above [`comm_cost_model::MAX_MATRIX_SIDE`] experts (the candidate
+/// [`MatchingError::Input`] (`TooLarge`) above [`comm_cost_model::MAX_MATRIX_SIDE`] experts (the candidate
 /// weights take up to `n^2` words, like the matrix they stand for).
 ///
 /// # Complexity

@@ -2,7 +2,7 @@
 //! never a panic inside the MILP solver or an infinite makespan.
 
 use colocation_matching::{MatchingError, Worker, lysi_assign_milp};
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 
 /// `flop_per_s = 1e-320` made every time infinite and microlp panicked.
 #[test]
@@ -13,11 +13,11 @@ fn a_subnormal_worker_is_a_typed_error() {
     }];
     assert!(matches!(
         lysi_assign_milp(&[1.0], &slow),
-        Err(MatchingError::Cost(CostModelError::NonFinite { .. }))
+        Err(MatchingError::Input(InputError::NonFinite { .. }))
     ));
     assert!(matches!(
         colocation_matching::lysi_assign(&[1.0], &slow),
-        Err(MatchingError::Cost(CostModelError::NonFinite { .. }))
+        Err(MatchingError::Input(InputError::NonFinite { .. }))
     ));
 }
 
@@ -99,10 +99,10 @@ macro_rules! shape {
     ($($t:ident),*) => {$(
         impl Shape for $t {
             fn is_non_finite(&self) -> bool {
-                matches!(self, $t::Cost(CostModelError::NonFinite { .. }))
+                matches!(self, $t::Input(InputError::NonFinite { .. }))
             }
             fn is_too_large(&self) -> bool {
-                matches!(self, $t::TooLarge { .. })
+                matches!(self, $t::Input(InputError::TooLarge { .. }))
             }
         }
     )*};
@@ -139,7 +139,7 @@ fn a_uniform_cluster_without_slots_is_refused_before_allocating() {
     for gpus in [usize::MAX, 1 << 40] {
         assert!(matches!(
             PlacementCluster::uniform(gpus, 0, 1),
-            Err(PlacementError::NotPositive { .. })
+            Err(PlacementError::Input(InputError::NotPositiveEntry { .. }))
         ));
     }
     assert!(too_large(PlacementCluster::uniform(usize::MAX, 1, 1)));
@@ -264,11 +264,11 @@ fn the_colocating_lower_bound_checks_costs_and_size() {
     ))));
     assert!(matches!(
         colocate_lower_bound_s(&UserCost(2, f64::NAN)),
-        Err(MatchingError::InvalidValue { .. })
+        Err(MatchingError::Input(InputError::InvalidEntry { .. }))
     ));
     assert!(matches!(
         colocate_lower_bound_s(&UserCost(0, 1.0)),
-        Err(MatchingError::Empty { .. })
+        Err(MatchingError::Input(InputError::Empty { .. }))
     ));
     assert_eq!(colocate_lower_bound_s(&UserCost(2, 3.0)), Ok(3.0));
 }

@@ -33,7 +33,7 @@ use colocation_matching::{
     lysi_assign_refined, lysi_assign_with, min_cost_perfect_matching, pair_bottleneck, pair_sorted,
     placement_loads, random_colocation, random_gpu_assignment, random_placement,
 };
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use expert_placement::PlacementError;
 use expert_placement::{
     EplbPolicy, EplbTables, ExpertTransfer, LayerLoads, Placement, PlacementAlgorithm,
@@ -455,7 +455,7 @@ fn check_placement(
         Ok(again) => ensure(again.gpu_loads == p.gpu_loads, || {
             "re-evaluated loads differ".into()
         })?,
-        Err(PlacementError::Cost(CostModelError::NonFinite { what, .. }))
+        Err(PlacementError::Input(InputError::NonFinite { what, .. }))
             if what.starts_with("gap") || what.starts_with("imbalance") => {}
         Err(e) => return Err(format!("re-evaluating the plan: {e}")),
     }
@@ -1278,7 +1278,9 @@ fn solve_hetero(
         };
         if let Err(e) = &r {
             ensure(
-                !valid || matches!(e, MatchingError::TooLarge { .. }) || gave_up(e),
+                !valid
+                    || matches!(e, MatchingError::Input(InputError::TooLarge { .. }))
+                    || gave_up(e),
                 || format!("solver {k} refused valid costs: {e}"),
             )?;
         }
@@ -1397,7 +1399,7 @@ fn lysi_assignments() {
                     milp.is_ok()
                         || matches!(
                             milp,
-                            Err(MatchingError::TooLarge { .. }
+                            Err(MatchingError::Input(InputError::TooLarge { .. })
                                 | MatchingError::Solver {
                                     failure: SolverFailure::Internal,
                                     ..

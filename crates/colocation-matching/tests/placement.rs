@@ -10,7 +10,7 @@ use colocation_matching::{
     lysi_assign_milp, pair_bottleneck, pair_sorted, placement_loads, random_colocation,
     random_gpu_assignment,
 };
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use common::{is_permutation, permutations};
 use proptest::prelude::*;
 
@@ -260,7 +260,7 @@ fn lysi_errors() {
     }];
     assert!(matches!(
         lysi_assign(&[1.0], &w),
-        Err(MatchingError::NotPositive { .. })
+        Err(MatchingError::Input(InputError::NotPositiveEntry { .. }))
     ));
     let w = [Worker {
         flop_per_s: 1.0,
@@ -275,11 +275,11 @@ fn lysi_errors() {
     ));
     assert!(matches!(
         lysi_assign(&[f64::NAN], &w),
-        Err(MatchingError::InvalidValue { .. })
+        Err(MatchingError::Input(InputError::InvalidEntry { .. }))
     ));
     assert!(matches!(
         lysi_assign(&[], &w),
-        Err(MatchingError::Empty { .. })
+        Err(MatchingError::Input(InputError::Empty { .. }))
     ));
 }
 
@@ -323,22 +323,22 @@ fn pairing_errors() {
     let b = ExpertLoads::symmetric(vec![1.0]).unwrap();
     assert!(matches!(
         pair_bottleneck(&a, &b, &PairingOptions::default()),
-        Err(MatchingError::SizeMismatch { .. })
+        Err(MatchingError::Input(InputError::SizeMismatch { .. }))
     ));
     // Padding B with an empty slot makes the sizes agree.
     let p = pair_bottleneck(&a, &b.padded(2).unwrap(), &PairingOptions::default()).unwrap();
     assert_eq!(p.bottleneck_bytes, 2.0); // 2 + empty, 1 + 1
     assert!(matches!(
         pair_sorted(&[1.0], &[f64::NAN]),
-        Err(MatchingError::InvalidValue { .. })
+        Err(MatchingError::Input(InputError::InvalidEntry { .. }))
     ));
     assert!(matches!(
         ExpertLoads::new(vec![1.0], vec![]),
-        Err(MatchingError::SizeMismatch { .. })
+        Err(MatchingError::Input(InputError::SizeMismatch { .. }))
     ));
     assert!(matches!(
         ExpertPairing::evaluate(&a, &a, &[0, 0]),
-        Err(MatchingError::IndexOutOfRange { .. })
+        Err(MatchingError::Input(InputError::IndexOutOfRange { .. }))
     ));
     let bad_gate = PairingOptions {
         gate_b_bytes: -1.0,
@@ -346,7 +346,7 @@ fn pairing_errors() {
     };
     assert!(matches!(
         pair_bottleneck(&a, &a, &bad_gate),
-        Err(MatchingError::Cost(CostModelError::Negative {
+        Err(MatchingError::Input(InputError::Negative {
             what: "gate_b_bytes",
             ..
         }))
@@ -358,23 +358,23 @@ fn hetero_errors() {
     let e = vec![demand(1.0, 1.0, 1.0)];
     assert!(matches!(
         ColocationCostModel::new(e.clone(), e.clone(), vec![gpu(0.0, 1.0)]),
-        Err(MatchingError::NotPositive { .. })
+        Err(MatchingError::Input(InputError::NotPositiveEntry { .. }))
     ));
     assert!(matches!(
         ColocationCostModel::new(e.clone(), vec![], vec![gpu(1.0, 1.0)]),
-        Err(MatchingError::SizeMismatch { .. })
+        Err(MatchingError::Input(InputError::SizeMismatch { .. }))
     ));
     let big = CostTensor::from_fn(10, |_, _, _| 1.0).unwrap();
     assert!(matches!(
         colocate_exact(&big),
-        Err(MatchingError::TooLarge { .. })
+        Err(MatchingError::Input(InputError::TooLarge { .. }))
     ));
     assert!(matches!(
         colocate_milp(&big),
-        Err(MatchingError::TooLarge { .. })
+        Err(MatchingError::Input(InputError::TooLarge { .. }))
     ));
     assert!(matches!(
         CostTensor::from_fn(2, |_, _, _| f64::NAN),
-        Err(MatchingError::InvalidValue { .. })
+        Err(MatchingError::Input(InputError::InvalidEntry { .. }))
     ));
 }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::collectives::TwoTierGrid;
 use crate::scale::pow2_scale;
 use crate::units::{Bytes, Seconds};
-use crate::{CostModelError, check_finite_result, check_non_negative};
+use crate::{InputError, check_finite_result, check_non_negative};
 
 /// The largest grid (`x * y` GPUs) the exact enumeration accepts (2^20 partitions).
 pub const MAX_EXACT_GPUS: usize = 20;
@@ -68,9 +68,9 @@ fn side_bandwidth(mask: u32, grid: &TwoTierGrid, fabric: Fabric) -> f64 {
 ///
 /// # Errors
 ///
-/// [`CostModelError::TooLarge`] when `x * y > MAX_EXACT_GPUS`; [`CostModelError::CountTooSmall`]
+/// [`InputError::TooLarge`] when `x * y > MAX_EXACT_GPUS`; [`InputError::CountTooSmall`]
 /// for a grid of one GPU (there is no partition); the grid's own validation errors;
-/// [`CostModelError::NonFinite`] when the bound does not fit in `f64` (bandwidths near the
+/// [`InputError::NonFinite`] when the bound does not fit in `f64` (bandwidths near the
 /// smallest subnormal, or the two bandwidths more than `f64`'s range apart).
 ///
 /// # Complexity
@@ -87,12 +87,12 @@ fn side_bandwidth(mask: u32, grid: &TwoTierGrid, fabric: Fabric) -> f64 {
 /// let grid = TwoTierGrid::new(4, 2, 100e9, 10e9)?;
 /// let b = optimal_all_gather_bound(&grid, Fabric::RailOnly)?;
 /// assert!((b.seconds_per_shard_byte - 1e-10).abs() < 1e-22);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn optimal_all_gather_bound(
     grid: &TwoTierGrid,
     fabric: Fabric,
-) -> Result<AllGatherBound, CostModelError> {
+) -> Result<AllGatherBound, InputError> {
     let grid = TwoTierGrid::new(
         grid.x,
         grid.y,
@@ -101,14 +101,14 @@ pub fn optimal_all_gather_bound(
     )?;
     let n = grid.x * grid.y;
     if n > MAX_EXACT_GPUS {
-        return Err(CostModelError::TooLarge {
+        return Err(InputError::TooLarge {
             what: "GPUs in the grid (x * y)",
             limit: MAX_EXACT_GPUS as u64,
             value: n as u64,
         });
     }
     if n < 2 {
-        return Err(CostModelError::CountTooSmall {
+        return Err(InputError::CountTooSmall {
             what: "GPUs in the grid (x * y)",
             min: 2,
             value: n as u64,
@@ -163,13 +163,13 @@ pub fn optimal_all_gather_bound(
 /// // 1/8 * 8 GB / 10 GB/s + 3/4 * 8 GB / 100 GB/s = 0.16 s.
 /// assert!((bound - 0.1).abs() < 1e-12);
 /// assert!(bound <= hierarchical_all_gather_time_s(8e9, &grid)?);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn optimal_all_gather_time_s(
     total_bytes: Bytes,
     grid: &TwoTierGrid,
     fabric: Fabric,
-) -> Result<Seconds, CostModelError> {
+) -> Result<Seconds, InputError> {
     let d = check_non_negative("AllGather size D (bytes)", total_bytes)?;
     let bound = optimal_all_gather_bound(grid, fabric)?;
     check_finite_result(
@@ -209,12 +209,12 @@ mod tests {
         let big = TwoTierGrid::new(8, 4, 1.0, 1.0).unwrap();
         assert!(matches!(
             optimal_all_gather_bound(&big, Fabric::RailOnly),
-            Err(CostModelError::TooLarge { .. })
+            Err(InputError::TooLarge { .. })
         ));
         let one = TwoTierGrid::new(1, 1, 1.0, 1.0).unwrap();
         assert!(matches!(
             optimal_all_gather_bound(&one, Fabric::RailOnly),
-            Err(CostModelError::CountTooSmall { .. })
+            Err(InputError::CountTooSmall { .. })
         ));
     }
 
@@ -231,12 +231,12 @@ mod tests {
         for fabric in [Fabric::RailOnly, Fabric::RailOptimized] {
             assert!(matches!(
                 optimal_all_gather_bound(&wraps, fabric),
-                Err(CostModelError::Overflow { .. })
+                Err(InputError::Overflow { .. })
             ));
         }
         assert!(matches!(
             TwoTierGrid::new(usize::MAX, 2, 1.0, 1.0),
-            Err(CostModelError::Overflow { .. })
+            Err(InputError::Overflow { .. })
         ));
     }
 

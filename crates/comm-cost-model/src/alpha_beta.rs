@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::units::{Bytes, BytesPerSecond, Seconds};
-use crate::{CostModelError, check_non_negative, check_positive};
+use crate::{InputError, check_non_negative, check_positive};
 
 /// The alpha-beta (Hockney) cost of one message: `t(x) = alpha + beta * x`.
 ///
@@ -19,7 +19,7 @@ use crate::{CostModelError, check_non_negative, check_positive};
 /// assert!((nvlink.time_s(1e6) - (9e-6 + 0.014e-3)).abs() < 1e-15);
 /// let ib = AlphaBeta::from_latency_bandwidth(0.0, units::gb_per_s(25.0))?;
 /// assert_eq!(ib.bandwidth_bytes_per_s(), 25e9);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "AlphaBetaFields")]
@@ -39,7 +39,7 @@ struct AlphaBetaFields {
 }
 
 impl TryFrom<AlphaBetaFields> for AlphaBeta {
-    type Error = CostModelError;
+    type Error = InputError;
 
     fn try_from(f: AlphaBetaFields) -> Result<Self, Self::Error> {
         Self::new(f.alpha_s, f.beta_s_per_byte)
@@ -51,9 +51,9 @@ impl AlphaBeta {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::NonFinite`] or [`CostModelError::Negative`] if either is NaN, infinite or
+    /// [`InputError::NonFinite`] or [`InputError::Negative`] if either is NaN, infinite or
     /// negative.
-    pub fn new(alpha_s: Seconds, beta_s_per_byte: f64) -> Result<Self, CostModelError> {
+    pub fn new(alpha_s: Seconds, beta_s_per_byte: f64) -> Result<Self, InputError> {
         Ok(Self {
             alpha_s: check_non_negative("alpha (s)", alpha_s)?,
             beta_s_per_byte: check_non_negative("beta (s/byte)", beta_s_per_byte)?,
@@ -64,18 +64,18 @@ impl AlphaBeta {
     ///
     /// # Errors
     ///
-    /// As [`AlphaBeta::new`] for the latency; [`CostModelError::NotPositive`] (or `NonFinite`) if
+    /// As [`AlphaBeta::new`] for the latency; [`InputError::NotPositive`] (or `NonFinite`) if
     /// the bandwidth is not a positive finite number.
     pub fn from_latency_bandwidth(
         alpha_s: Seconds,
         bandwidth_bytes_per_s: BytesPerSecond,
-    ) -> Result<Self, CostModelError> {
+    ) -> Result<Self, InputError> {
         let bw = check_positive("bandwidth (bytes/s)", bandwidth_bytes_per_s)?;
         Self::new(alpha_s, 1.0 / bw)
     }
 
     /// The cost checked again: the fields are public, so a struct literal may be invalid.
-    pub(crate) fn validated(&self) -> Result<Self, CostModelError> {
+    pub(crate) fn validated(&self) -> Result<Self, InputError> {
         Self::new(self.alpha_s, self.beta_s_per_byte)
     }
 
@@ -84,7 +84,7 @@ impl AlphaBeta {
     /// A zero-byte message still pays `alpha`; callers that skip empty messages should not call
     /// this for them. A plain `f64` primitive of every cost formula: it overflows to infinity
     /// for sizes or costs near `f64::MAX` (and is NaN for a NaN size), so the crate's functions
-    /// check what they compute from it and return [`CostModelError::NonFinite`] instead.
+    /// check what they compute from it and return [`InputError::NonFinite`] instead.
     #[must_use]
     pub fn time_s(&self, bytes: Bytes) -> Seconds {
         self.alpha_s + self.beta_s_per_byte * bytes

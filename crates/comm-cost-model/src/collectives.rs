@@ -16,15 +16,15 @@
 
 use crate::units::{Bytes, BytesPerSecond, Seconds};
 use crate::validate::check_count;
-use crate::{AlphaBeta, CostModelError, check_finite_result, check_non_negative, check_positive};
+use crate::{AlphaBeta, InputError, check_finite_result, check_non_negative, check_positive};
 
 /// Ring AllGather of `total_bytes` over `n` participants: `(n - 1) * (alpha + beta * total / n)`.
 ///
 /// # Errors
 ///
-/// [`CostModelError`] if `total_bytes` is negative or not finite, `n == 0`, or the link was
+/// [`InputError`] if `total_bytes` is negative or not finite, `n == 0`, or the link was
 /// built with a bad `alpha` or `beta` (its fields are public);
-/// [`CostModelError::NonFinite`] if the time overflows `f64` (extreme sizes or costs).
+/// [`InputError::NonFinite`] if the time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -38,13 +38,13 @@ use crate::{AlphaBeta, CostModelError, check_finite_result, check_non_negative, 
 /// // 4 GPUs, 4 MB gathered: 3 steps of (10 us + 1 MB * 1 ns/B) = 3 * 1.01 ms.
 /// let t = ring_all_gather_time_s(4e6, 4, &link)?;
 /// assert!((t - 3.0 * 1.01e-3).abs() < 1e-12);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn ring_all_gather_time_s(
     total_bytes: Bytes,
     n: usize,
     link: &AlphaBeta,
-) -> Result<Seconds, CostModelError> {
+) -> Result<Seconds, InputError> {
     let total = check_non_negative("AllGather size (bytes)", total_bytes)?;
     let n = check_count("AllGather participants", n, 1)?;
     let link = link.validated()?;
@@ -76,13 +76,13 @@ pub fn ring_all_gather_time_s(
 /// use comm_cost_model::{collectives::*, AlphaBeta};
 /// let link = AlphaBeta::new(1e-5, 1e-9)?;
 /// assert_eq!(ring_reduce_scatter_time_s(4e6, 4, &link)?, ring_all_gather_time_s(4e6, 4, &link)?);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn ring_reduce_scatter_time_s(
     total_bytes: Bytes,
     n: usize,
     link: &AlphaBeta,
-) -> Result<Seconds, CostModelError> {
+) -> Result<Seconds, InputError> {
     ring_all_gather_time_s(total_bytes, n, link)
 }
 
@@ -104,13 +104,13 @@ pub fn ring_reduce_scatter_time_s(
 /// let link = AlphaBeta::new(0.0, 1e-9)?;
 /// // 2 * 7/8 * 8 MB * 1 ns/B = 14 ms.
 /// assert!((ring_all_reduce_time_s(8e6, 8, &link)? - 14e-3).abs() < 1e-12);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn ring_all_reduce_time_s(
     total_bytes: Bytes,
     n: usize,
     link: &AlphaBeta,
-) -> Result<Seconds, CostModelError> {
+) -> Result<Seconds, InputError> {
     check_finite_result(
         "ring AllReduce time (s)",
         2.0 * ring_all_gather_time_s(total_bytes, n, link)?,
@@ -122,9 +122,9 @@ pub fn ring_all_reduce_time_s(
 ///
 /// # Errors
 ///
-/// [`CostModelError`] if `shard_bytes` is negative or not finite, `n == 0`, or the link was
+/// [`InputError`] if `shard_bytes` is negative or not finite, `n == 0`, or the link was
 /// built with a bad `alpha` or `beta` (its fields are public);
-/// [`CostModelError::NonFinite`] if the time overflows `f64` (extreme sizes or costs).
+/// [`InputError::NonFinite`] if the time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -137,13 +137,13 @@ pub fn ring_all_reduce_time_s(
 /// let link = AlphaBeta::new(1e-5, 1e-9)?;
 /// let t = pairwise_all_to_all_time_s(1e6, 8, &link)?;
 /// assert!((t - 7.0 * 1.01e-3).abs() < 1e-12);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn pairwise_all_to_all_time_s(
     shard_bytes: Bytes,
     n: usize,
     link: &AlphaBeta,
-) -> Result<Seconds, CostModelError> {
+) -> Result<Seconds, InputError> {
     let shard = check_non_negative("AlltoAll shard (bytes)", shard_bytes)?;
     let n = check_count("AlltoAll participants", n, 1)?;
     let link = link.validated()?;
@@ -176,13 +176,13 @@ pub fn pairwise_all_to_all_time_s(
 /// use comm_cost_model::{collectives::flat_all_to_all_time_s, AlphaBeta};
 /// let link = AlphaBeta::new(1e-5, 1e-9)?;
 /// assert!((flat_all_to_all_time_s(1e6, 8, &link)? - (1e-5 + 7e-3)).abs() < 1e-12);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn flat_all_to_all_time_s(
     shard_bytes: Bytes,
     n: usize,
     link: &AlphaBeta,
-) -> Result<Seconds, CostModelError> {
+) -> Result<Seconds, InputError> {
     let shard = check_non_negative("AlltoAll shard (bytes)", shard_bytes)?;
     let n = check_count("AlltoAll participants", n, 1)?;
     let link = link.validated()?;
@@ -219,7 +219,7 @@ impl TwoTierGrid {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] if `x` or `y` is zero; [`CostModelError::Overflow`]
+    /// [`InputError::CountTooSmall`] if `x` or `y` is zero; [`InputError::Overflow`]
     /// if `x * y` does not fit in `usize`; `NotPositive`/`NonFinite` if a bandwidth is not a
     /// positive finite number.
     pub fn new(
@@ -227,11 +227,11 @@ impl TwoTierGrid {
         y: usize,
         hb_bytes_per_s: BytesPerSecond,
         network_bytes_per_s: BytesPerSecond,
-    ) -> Result<Self, CostModelError> {
+    ) -> Result<Self, InputError> {
         let x = check_count("GPUs per HB domain (x)", x, 1)?;
         let y = check_count("HB domains (y)", y, 1)?;
         // Every user multiplies the two; a wrapped product made the exact bound loop for ages.
-        x.checked_mul(y).ok_or(CostModelError::Overflow {
+        x.checked_mul(y).ok_or(InputError::Overflow {
             what: "GPUs in the grid (x * y)",
         })?;
         Ok(Self {
@@ -245,7 +245,7 @@ impl TwoTierGrid {
         })
     }
 
-    fn validated(&self) -> Result<Self, CostModelError> {
+    fn validated(&self) -> Result<Self, InputError> {
         Self::new(
             self.x,
             self.y,
@@ -265,7 +265,7 @@ struct TwoTierGridFields {
 }
 
 impl TryFrom<TwoTierGridFields> for TwoTierGrid {
-    type Error = CostModelError;
+    type Error = InputError;
 
     fn try_from(f: TwoTierGridFields) -> Result<Self, Self::Error> {
         Self::new(f.x, f.y, f.hb_bytes_per_s, f.network_bytes_per_s)
@@ -284,8 +284,8 @@ impl TryFrom<TwoTierGridFields> for TwoTierGrid {
 ///
 /// # Errors
 ///
-/// [`CostModelError`] if `total_bytes` is negative or not finite, or the grid is invalid;
-/// [`CostModelError::NonFinite`] if the time is not finite (extreme sizes or bandwidths).
+/// [`InputError`] if `total_bytes` is negative or not finite, or the grid is invalid;
+/// [`InputError::NonFinite`] if the time is not finite (extreme sizes or bandwidths).
 ///
 /// # Complexity
 ///
@@ -300,12 +300,12 @@ impl TryFrom<TwoTierGridFields> for TwoTierGrid {
 /// let grid = TwoTierGrid::new(8, 4, 300e9, 25e9)?;
 /// let t = hierarchical_all_gather_time_s(1e9, &grid)?;
 /// assert!((t - (3.0 / 32.0 / 25.0 + 7.0 / 8.0 / 300.0)).abs() < 1e-12);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn hierarchical_all_gather_time_s(
     total_bytes: Bytes,
     grid: &TwoTierGrid,
-) -> Result<Seconds, CostModelError> {
+) -> Result<Seconds, InputError> {
     let d = check_non_negative("AllGather size D (bytes)", total_bytes)?;
     let g = grid.validated()?;
     let (x, y) = (g.x as f64, g.y as f64);
@@ -334,12 +334,12 @@ pub fn hierarchical_all_gather_time_s(
 ///     hierarchical_reduce_scatter_time_s(1e6, &grid)?,
 ///     hierarchical_all_gather_time_s(1e6, &grid)?
 /// );
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn hierarchical_reduce_scatter_time_s(
     total_bytes: Bytes,
     grid: &TwoTierGrid,
-) -> Result<Seconds, CostModelError> {
+) -> Result<Seconds, InputError> {
     hierarchical_all_gather_time_s(total_bytes, grid)
 }
 
@@ -361,12 +361,12 @@ pub fn hierarchical_reduce_scatter_time_s(
 /// let grid = TwoTierGrid::new(4, 2, 100e9, 10e9)?;
 /// let ag = hierarchical_all_gather_time_s(1e6, &grid)?;
 /// assert_eq!(hierarchical_all_reduce_time_s(1e6, &grid)?, 2.0 * ag);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn hierarchical_all_reduce_time_s(
     total_bytes: Bytes,
     grid: &TwoTierGrid,
-) -> Result<Seconds, CostModelError> {
+) -> Result<Seconds, InputError> {
     check_finite_result(
         "hierarchical AllReduce time (s)",
         2.0 * hierarchical_all_gather_time_s(total_bytes, grid)?,
@@ -394,12 +394,12 @@ pub fn hierarchical_all_reduce_time_s(
 /// let grid = TwoTierGrid::new(8, 4, 300e9, 50e9)?;
 /// // max(7 MB / 300 GB/s, 24 MB / 50 GB/s) = 0.48 ms.
 /// assert!((full_bisection_all_to_all_time_s(1e6, &grid)? - 24e6 / 50e9).abs() < 1e-15);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn full_bisection_all_to_all_time_s(
     shard_bytes: Bytes,
     grid: &TwoTierGrid,
-) -> Result<Seconds, CostModelError> {
+) -> Result<Seconds, InputError> {
     let d = check_non_negative("AlltoAll shard D (bytes)", shard_bytes)?;
     let g = grid.validated()?;
     let (x, y) = (g.x as f64, g.y as f64);
@@ -429,12 +429,12 @@ pub fn full_bisection_all_to_all_time_s(
 /// let grid = TwoTierGrid::new(8, 4, 300e9, 50e9)?;
 /// let t = rail_only_all_to_all_time_s(1e6, &grid)?;
 /// assert!((t - (28e6 / 300e9 + 24e6 / 50e9)).abs() < 1e-15);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn rail_only_all_to_all_time_s(
     shard_bytes: Bytes,
     grid: &TwoTierGrid,
-) -> Result<Seconds, CostModelError> {
+) -> Result<Seconds, InputError> {
     let d = check_non_negative("AlltoAll shard D (bytes)", shard_bytes)?;
     let g = grid.validated()?;
     let (x, y) = (g.x as f64, g.y as f64);
@@ -467,12 +467,12 @@ pub fn rail_only_all_to_all_time_s(
 /// let grid = TwoTierGrid::new(8, 8, 450e9, 50e9)?;
 /// let s = rail_only_all_to_all_slowdown(1e6, &grid)?;
 /// assert!((s - 50.0 / 450.0).abs() < 1e-12);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn rail_only_all_to_all_slowdown(
     shard_bytes: Bytes,
     grid: &TwoTierGrid,
-) -> Result<f64, CostModelError> {
+) -> Result<f64, InputError> {
     let full = full_bisection_all_to_all_time_s(shard_bytes, grid)?;
     let rail = rail_only_all_to_all_time_s(shard_bytes, grid)?;
     if full == 0.0 {

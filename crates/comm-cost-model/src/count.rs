@@ -1,7 +1,7 @@
 //! Integer helpers on counts (GPUs, parallel degrees): greatest common divisor and checked
 //! products.
 
-use crate::CostModelError;
+use crate::InputError;
 
 /// Greatest common divisor (`gcd(0, b) = b`).
 ///
@@ -23,11 +23,11 @@ pub fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
-/// The product of `factors`, or [`CostModelError::Overflow`] naming `what` if it exceeds `u64`.
+/// The product of `factors`, or [`InputError::Overflow`] naming `what` if it exceeds `u64`.
 ///
 /// # Errors
 ///
-/// [`CostModelError::Overflow`] when the product does not fit in `u64`.
+/// [`InputError::Overflow`] when the product does not fit in `u64`.
 ///
 /// # Complexity
 ///
@@ -41,7 +41,7 @@ pub fn gcd(mut a: u64, mut b: u64) -> u64 {
 /// assert!(checked_product("t p d", &[u64::MAX, 2]).is_err());
 /// assert_eq!(checked_product("t p d", &[u64::MAX, 2, 0]), Ok(0));
 /// ```
-pub fn checked_product(what: &'static str, factors: &[u64]) -> Result<u64, CostModelError> {
+pub fn checked_product(what: &'static str, factors: &[u64]) -> Result<u64, InputError> {
     // A zero factor makes the product 0 however large the others (a partial product that
     // overflowed before the zero used to be reported as an overflow).
     if factors.contains(&0) {
@@ -50,5 +50,5 @@ pub fn checked_product(what: &'static str, factors: &[u64]) -> Result<u64, CostM
     factors
         .iter()
         .try_fold(1u64, |acc, &f| acc.checked_mul(f))
-        .ok_or(CostModelError::Overflow { what })
+        .ok_or(InputError::Overflow { what })
 }

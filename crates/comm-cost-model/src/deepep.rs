@@ -19,7 +19,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::units::{Bytes, Seconds};
-use crate::{AlphaBeta, CostModelError, check_divides, check_finite_result, check_positive};
+use crate::{AlphaBeta, InputError, check_divides, check_finite_result, check_positive};
 
 /// Bytes per element DeepEP dispatch moves: FP8 plus one FP32 scale per 128 values.
 pub const DISPATCH_BYTES_PER_ELEMENT: f64 = 1.0 + 4.0 / 128.0;
@@ -81,9 +81,9 @@ impl DeepEpCall {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] for a zero count or `experts < top_k`;
-    /// [`CostModelError::TooLarge`] for `top_k` above [`MAX_TOP_K`];
-    /// [`CostModelError::NotDivisible`] when the ranks do not divide the experts;
+    /// [`InputError::CountTooSmall`] for a zero count or `experts < top_k`;
+    /// [`InputError::TooLarge`] for `top_k` above [`MAX_TOP_K`];
+    /// [`InputError::NotDivisible`] when the ranks do not divide the experts;
     /// `NonFinite`/`NotPositive` for a bad element size.
     ///
     /// # Examples
@@ -95,7 +95,7 @@ impl DeepEpCall {
     /// assert!(call.validate().is_ok());
     /// assert!(DeepEpCall { experts: 260, ..call }.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         for (what, v) in [
             ("ranks", self.ranks),
             ("tokens", self.tokens),
@@ -103,7 +103,7 @@ impl DeepEpCall {
             ("top_k", self.top_k),
         ] {
             if v == 0 {
-                return Err(CostModelError::CountTooSmall {
+                return Err(InputError::CountTooSmall {
                     what,
                     min: 1,
                     value: 0,
@@ -111,14 +111,14 @@ impl DeepEpCall {
             }
         }
         if self.top_k > MAX_TOP_K {
-            return Err(CostModelError::TooLarge {
+            return Err(InputError::TooLarge {
                 what: "top_k (experts per token)",
                 limit: MAX_TOP_K,
                 value: self.top_k,
             });
         }
         if self.experts < self.top_k {
-            return Err(CostModelError::CountTooSmall {
+            return Err(InputError::CountTooSmall {
                 what: "experts (at least top_k)",
                 min: self.top_k,
                 value: self.experts,
@@ -154,9 +154,9 @@ impl DeepEpCall {
 /// // Top-8 of 256 experts on 8 ranks reaches about 5.3 distinct ranks.
 /// let normal = copies_per_token(&call, DeepEpMode::Normal)?;
 /// assert!((normal - 5.3).abs() < 0.05);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn copies_per_token(call: &DeepEpCall, mode: DeepEpMode) -> Result<f64, CostModelError> {
+pub fn copies_per_token(call: &DeepEpCall, mode: DeepEpMode) -> Result<f64, InputError> {
     call.validate()?;
     Ok(match mode {
         DeepEpMode::LowLatency => call.top_k as f64,
@@ -189,7 +189,7 @@ fn hit_probability(call: &DeepEpCall) -> f64 {
 ///
 /// # Errors
 ///
-/// As [`copies_per_token`]; [`CostModelError::NonFinite`] when the bytes overflow `f64`.
+/// As [`copies_per_token`]; [`InputError::NonFinite`] when the bytes overflow `f64`.
 ///
 /// # Complexity
 ///
@@ -202,9 +202,9 @@ fn hit_probability(call: &DeepEpCall) -> f64 {
 /// let call = DeepEpCall { ranks: 8, tokens: 128, hidden: 7168, top_k: 8, experts: 256,
 ///     bytes_per_element: 2.0 };
 /// assert_eq!(sent_bytes(&call, DeepEpMode::LowLatency)?, 128.0 * 8.0 * 7168.0 * 2.0);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn sent_bytes(call: &DeepEpCall, mode: DeepEpMode) -> Result<Bytes, CostModelError> {
+pub fn sent_bytes(call: &DeepEpCall, mode: DeepEpMode) -> Result<Bytes, InputError> {
     let copies = copies_per_token(call, mode)?;
     check_finite_result(
         "DeepEP bytes sent",
@@ -217,7 +217,7 @@ pub fn sent_bytes(call: &DeepEpCall, mode: DeepEpMode) -> Result<Bytes, CostMode
 /// # Errors
 ///
 /// As [`sent_bytes`]; `NonFinite`/`Negative` for a link built with a bad `alpha` or `beta`
-/// (its fields are public); [`CostModelError::NonFinite`] when the time overflows `f64`.
+/// (its fields are public); [`InputError::NonFinite`] when the time overflows `f64`.
 ///
 /// # Complexity
 ///
@@ -233,13 +233,13 @@ pub fn sent_bytes(call: &DeepEpCall, mode: DeepEpMode) -> Result<Bytes, CostMode
 /// let link = AlphaBeta::new(25e-6, 1.0 / 300e9)?;
 /// let t = call_time_s(&call, DeepEpMode::LowLatency, &link)?;
 /// assert!((t - (25e-6 + 8.0 * 7168.0 * 2.0 / 300e9)).abs() < 1e-15);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn call_time_s(
     call: &DeepEpCall,
     mode: DeepEpMode,
     link: &AlphaBeta,
-) -> Result<Seconds, CostModelError> {
+) -> Result<Seconds, InputError> {
     let link = link.validated()?;
     check_finite_result("DeepEP call time (s)", link.time_s(sent_bytes(call, mode)?))
 }
@@ -284,7 +284,7 @@ mod tests {
         };
         assert!(matches!(
             copies_per_token(&zero, DeepEpMode::Normal),
-            Err(CostModelError::CountTooSmall { what: "tokens", .. })
+            Err(InputError::CountTooSmall { what: "tokens", .. })
         ));
         let uneven = DeepEpCall {
             experts: 12,
@@ -292,7 +292,7 @@ mod tests {
         };
         assert!(matches!(
             copies_per_token(&uneven, DeepEpMode::Normal),
-            Err(CostModelError::NotDivisible { .. })
+            Err(InputError::NotDivisible { .. })
         ));
         let few = DeepEpCall {
             experts: 1,
@@ -301,7 +301,7 @@ mod tests {
         };
         assert!(matches!(
             copies_per_token(&few, DeepEpMode::Normal),
-            Err(CostModelError::CountTooSmall { .. })
+            Err(InputError::CountTooSmall { .. })
         ));
         let nan = DeepEpCall {
             bytes_per_element: f64::NAN,
@@ -309,7 +309,7 @@ mod tests {
         };
         assert!(matches!(
             sent_bytes(&nan, DeepEpMode::LowLatency),
-            Err(CostModelError::NonFinite { .. })
+            Err(InputError::NonFinite { .. })
         ));
     }
 }

@@ -2,12 +2,30 @@ use thiserror::Error;
 
 use crate::Shown;
 
-/// Everything that can be wrong with the input of a cost-model function.
+/// The workspace's one vocabulary for bad input: what every crate's error says about a value,
+/// a size or a shape the user gave.
 ///
-/// Variants name the offending quantity (`what`) so a caller can report one clear line.
+/// Every function of this crate returns it, and every other crate's error enum embeds it the
+/// same way, as an `Input(#[from] InputError)` variant with a transparent message, keeping
+/// variants of its own only for what is not a generic input check (an infeasible instance, an
+/// exhausted budget, a constraint of its domain). Variants name the offending quantity
+/// (`what`: the user's field or flag, with its unit) and show the value given, so a caller can
+/// report one clear line. Counts and sizes are `u64` whatever the caller's integer type; the
+/// check helpers ([`crate::check_same_len`], [`crate::check_at_most`], [`crate::check_entry`],
+/// ...) and the constructors ([`InputError::size_mismatch`], [`InputError::too_large`],
+/// [`InputError::index_out_of_range`]) take `usize`.
+///
+/// # Examples
+///
+/// ```
+/// use comm_cost_model::{check_same_len, InputError};
+/// let err = check_same_len("bandwidth_gbps", 1, 2).unwrap_err();
+/// assert_eq!(err, InputError::SizeMismatch { what: "bandwidth_gbps", expected: 2, actual: 1 });
+/// assert_eq!(err.to_string(), "bandwidth_gbps: expected 2, got 1");
+/// ```
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
-pub enum CostModelError {
+pub enum InputError {
     /// A quantity was NaN or infinite.
     #[error("{what} must be finite, got {}", Shown(*.value))]
     NonFinite {
@@ -112,10 +130,126 @@ pub enum CostModelError {
         /// The value that should divide it.
         divisor: u64,
     },
-    /// An integer computation on counts would overflow 64 bits.
-    #[error("{what} overflows a 64-bit count")]
+    /// An integer computation on counts (or a sum of byte counts) would overflow 64 bits.
+    #[error("{what} overflows 64-bit arithmetic")]
     Overflow {
         /// What overflowed.
         what: &'static str,
     },
+    /// An input that must hold at least one element is empty.
+    #[error("{what} is empty")]
+    Empty {
+        /// What was empty.
+        what: &'static str,
+    },
+    /// Entry `index` of a list (loads, FLOP/s, weights) is NaN, infinite or negative.
+    #[error("{what}[{index}] = {} is not a finite non-negative number", Shown(*.value))]
+    InvalidEntry {
+        /// Which list.
+        what: &'static str,
+        /// Position of the entry in the list (row-major for a matrix given flat).
+        index: usize,
+        /// The value received.
+        value: f64,
+    },
+    /// Entry `index` of a list that must be strictly positive (FLOP/s, bandwidths) is zero.
+    #[error("{what}[{index}] = {} must be positive", Shown(*.value))]
+    NotPositiveEntry {
+        /// Which list.
+        what: &'static str,
+        /// Position of the entry in the list.
+        index: usize,
+        /// The value received.
+        value: f64,
+    },
+    /// An index the user gave (an expert id, a GPU, a neighbour) is outside its range.
+    #[error("{what}: index {index} is out of range for size {size}")]
+    IndexOutOfRange {
+        /// Which index.
+        what: &'static str,
+        /// The index received.
+        index: u64,
+        /// The size of the range (valid indices are below it).
+        size: u64,
+    },
+}
+
+impl InputError {
+    /// [`InputError::SizeMismatch`] from `usize` sizes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::InputError;
+    /// let e = InputError::size_mismatch("loads", 8, 7);
+    /// assert_eq!(e.to_string(), "loads: expected 8, got 7");
+    /// ```
+    #[must_use]
+    pub fn size_mismatch(what: &'static str, expected: usize, actual: usize) -> Self {
+        Self::SizeMismatch {
+            what,
+            expected: count(expected),
+            actual: count(actual),
+        }
+    }
+
+    /// [`InputError::TooLarge`] from `usize` sizes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::InputError;
+    /// let e = InputError::too_large("GPUs", 8192, 10_000);
+    /// assert_eq!(e.to_string(), "GPUs = 10000 exceeds the limit 8192");
+    /// ```
+    #[must_use]
+    pub fn too_large(what: &'static str, limit: usize, value: usize) -> Self {
+        Self::TooLarge {
+            what,
+            limit: count(limit),
+            value: count(value),
+        }
+    }
+
+    /// [`InputError::IndexOutOfRange`] from `usize` indices.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::InputError;
+    /// let e = InputError::index_out_of_range("expert id", 9, 8);
+    /// assert_eq!(e.to_string(), "expert id: index 9 is out of range for size 8");
+    /// ```
+    #[must_use]
+    pub fn index_out_of_range(what: &'static str, index: usize, size: usize) -> Self {
+        Self::IndexOutOfRange {
+            what,
+            index: count(index),
+            size: count(size),
+        }
+    }
+
+    /// [`InputError::NotDivisible`] from `usize` counts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use comm_cost_model::InputError;
+    /// let e = InputError::not_divisible("num_replicas must be a multiple of num_gpus", 10, 4);
+    /// assert_eq!(e.to_string(), "num_replicas must be a multiple of num_gpus: 4 does not divide 10");
+    /// ```
+    #[must_use]
+    pub fn not_divisible(what: &'static str, value: usize, divisor: usize) -> Self {
+        Self::NotDivisible {
+            what,
+            value: count(value),
+            divisor: count(divisor),
+        }
+    }
+}
+
+/// A `usize` as the `u64` the variants hold (lossless on every supported target; saturating
+/// on a hypothetical wider `usize`).
+pub(crate) fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::scale::pow2_scale;
 use crate::units::{Bytes, Seconds};
-use crate::{AlphaBeta, CostModelError, check_finite_result, check_non_negative};
+use crate::{AlphaBeta, InputError, check_finite_result, check_non_negative};
 
 /// One measurement: a collective moved `bytes` in `seconds`.
 ///
@@ -35,7 +35,7 @@ impl Sample {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::NonFinite`] or [`CostModelError::Negative`] naming the field.
+    /// [`InputError::NonFinite`] or [`InputError::Negative`] naming the field.
     ///
     /// # Examples
     ///
@@ -44,7 +44,7 @@ impl Sample {
     /// assert!(Sample { bytes: 1e6, seconds: 1e-4 }.validate().is_ok());
     /// assert!(Sample { bytes: -1.0, seconds: 1e-4 }.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         check_non_negative("sample size (bytes)", self.bytes)?;
         check_non_negative("sample time (s)", self.seconds)?;
         Ok(())
@@ -92,7 +92,7 @@ impl AlphaBetaFit {
     /// # Errors
     ///
     /// Never for a fit returned by this module (its parameters are finite and non-negative).
-    pub fn alpha_beta(&self) -> Result<AlphaBeta, CostModelError> {
+    pub fn alpha_beta(&self) -> Result<AlphaBeta, InputError> {
         AlphaBeta::new(self.alpha_s, self.beta_s_per_byte)
     }
 
@@ -101,7 +101,7 @@ impl AlphaBetaFit {
     ///
     /// # Errors
     ///
-    /// `NonFinite`/`Negative` for a bad parameter or residual; [`CostModelError::Degenerate`]
+    /// `NonFinite`/`Negative` for a bad parameter or residual; [`InputError::Degenerate`]
     /// for `R² > 1` or a clamped fit with a non-zero `alpha`.
     ///
     /// # Examples
@@ -113,17 +113,17 @@ impl AlphaBetaFit {
     /// assert!(fit.validate().is_ok());
     /// fit.r_squared = f64::NAN;
     /// assert!(fit.validate().is_err());
-    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// # Ok::<(), comm_cost_model::InputError>(())
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         self.alpha_beta()?;
         if self.alpha_clamped && self.alpha_s != 0.0 {
-            return Err(CostModelError::Degenerate {
+            return Err(InputError::Degenerate {
                 what: "a clamped fit has alpha = 0",
             });
         }
         if check_finite_result("R²", self.r_squared)? > 1.0 {
-            return Err(CostModelError::Degenerate {
+            return Err(InputError::Degenerate {
                 what: "R² cannot exceed 1",
             });
         }
@@ -142,7 +142,7 @@ impl AlphaBetaFit {
     /// let s = |bytes, seconds| Sample { bytes, seconds };
     /// let fit = least_squares(&[s(0.0, 1.0), s(1.0, 3.0), s(2.0, 5.0)])?;
     /// assert!(fit.max_abs_residual_s() < 1e-12); // t = 1 + 2 x exactly
-    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// # Ok::<(), comm_cost_model::InputError>(())
     /// ```
     #[must_use]
     pub fn max_abs_residual_s(&self) -> Seconds {
@@ -167,9 +167,9 @@ struct Moments {
     t_scale: f64,
 }
 
-fn validate(samples: &[Sample]) -> Result<(), CostModelError> {
+fn validate(samples: &[Sample]) -> Result<(), InputError> {
     if samples.len() < 2 {
-        return Err(CostModelError::CountTooSmall {
+        return Err(InputError::CountTooSmall {
             what: "samples",
             min: 2,
             value: samples.len() as u64,
@@ -178,7 +178,7 @@ fn validate(samples: &[Sample]) -> Result<(), CostModelError> {
     samples.iter().try_for_each(Sample::validate)
 }
 
-fn moments(samples: &[Sample]) -> Result<Moments, CostModelError> {
+fn moments(samples: &[Sample]) -> Result<Moments, InputError> {
     validate(samples)?;
     let n = samples.len() as f64;
     let largest = |f: fn(&Sample) -> f64| samples.iter().map(f).fold(0.0, f64::max);
@@ -199,7 +199,7 @@ fn moments(samples: &[Sample]) -> Result<Moments, CostModelError> {
     }
     // All sizes equal (up to rounding): the slope is undetermined.
     if sxx <= f64::EPSILON * mean_x * mean_x * n || sxx == 0.0 {
-        return Err(CostModelError::Degenerate {
+        return Err(InputError::Degenerate {
             what: "fewer than two distinct message sizes",
         });
     }
@@ -223,11 +223,11 @@ fn finish(
     scaled_alpha: f64,
     scaled_beta: f64,
     alpha_clamped: bool,
-) -> Result<AlphaBetaFit, CostModelError> {
+) -> Result<AlphaBetaFit, InputError> {
     let alpha_s = check_finite_result("fitted alpha (s)", scaled_alpha / m.t_scale)?;
     let beta = check_finite_result("fitted beta (s/byte)", scaled_beta * m.x_scale / m.t_scale)?;
     if beta < 0.0 {
-        return Err(CostModelError::NegativeFit {
+        return Err(InputError::NegativeFit {
             what: "beta (s/byte)",
             value: beta,
         });
@@ -257,11 +257,11 @@ fn finish(
 ///
 /// # Errors
 ///
-/// [`CostModelError::CountTooSmall`] for fewer than two samples; `NonFinite`/`Negative` for a
-/// bad sample; [`CostModelError::Degenerate`] when all sizes are equal;
-/// [`CostModelError::NegativeFit`] when the fitted `alpha` or `beta` is negative (use
+/// [`InputError::CountTooSmall`] for fewer than two samples; `NonFinite`/`Negative` for a
+/// bad sample; [`InputError::Degenerate`] when all sizes are equal;
+/// [`InputError::NegativeFit`] when the fitted `alpha` or `beta` is negative (use
 /// [`least_squares_clamped`] to accept a zero start-up time instead);
-/// [`CostModelError::NonFinite`] when a fitted parameter, a residual or R² does not fit in
+/// [`InputError::NonFinite`] when a fitted parameter, a residual or R² does not fit in
 /// `f64` (data spanning more than its range, such as a 1e300 s step over a 1e-300 byte step).
 ///
 /// # Complexity
@@ -281,14 +281,14 @@ fn finish(
 /// assert!((fit.alpha_s - 1e-3).abs() < 1e-12);
 /// assert!((fit.beta_s_per_byte - 1e-9).abs() < 1e-18);
 /// assert!((fit.r_squared - 1.0).abs() < 1e-12);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn least_squares(samples: &[Sample]) -> Result<AlphaBetaFit, CostModelError> {
+pub fn least_squares(samples: &[Sample]) -> Result<AlphaBetaFit, InputError> {
     let m = moments(samples)?;
     let beta = m.sxt / m.sxx;
     let alpha = m.mean_t - beta * m.mean_x;
     if alpha < 0.0 {
-        return Err(CostModelError::NegativeFit {
+        return Err(InputError::NegativeFit {
             what: "alpha (s)",
             value: alpha / m.t_scale,
         });
@@ -323,9 +323,9 @@ pub fn least_squares(samples: &[Sample]) -> Result<AlphaBetaFit, CostModelError>
 /// let fit = least_squares_clamped(&samples)?;
 /// assert!(fit.alpha_clamped && fit.alpha_s == 0.0);
 /// assert!((fit.beta_s_per_byte - 0.9).abs() < 1e-12);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn least_squares_clamped(samples: &[Sample]) -> Result<AlphaBetaFit, CostModelError> {
+pub fn least_squares_clamped(samples: &[Sample]) -> Result<AlphaBetaFit, InputError> {
     let m = moments(samples)?;
     let beta = m.sxt / m.sxx;
     let alpha = m.mean_t - beta * m.mean_x;
@@ -343,10 +343,10 @@ pub fn least_squares_clamped(samples: &[Sample]) -> Result<AlphaBetaFit, CostMod
 ///
 /// # Errors
 ///
-/// `NonFinite`/`Negative` for a bad sample; [`CostModelError::Degenerate`] if the sizes are
-/// equal; [`CostModelError::NegativeFit`] if `alpha` or `beta` comes out negative (the larger
+/// `NonFinite`/`Negative` for a bad sample; [`InputError::Degenerate`] if the sizes are
+/// equal; [`InputError::NegativeFit`] if `alpha` or `beta` comes out negative (the larger
 /// message was faster, or the small one is below the line's start-up time);
-/// [`CostModelError::NonFinite`] when the slope does not fit in `f64`.
+/// [`InputError::NonFinite`] when the slope does not fit in `f64`.
 ///
 /// # Complexity
 ///
@@ -362,13 +362,13 @@ pub fn least_squares_clamped(samples: &[Sample]) -> Result<AlphaBetaFit, CostMod
 /// )?;
 /// assert!((ab.alpha_s - 10e-6).abs() < 1e-12);
 /// assert!((ab.bandwidth_bytes_per_s() - 25e9).abs() / 25e9 < 1e-6);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn two_point(small: Sample, large: Sample) -> Result<AlphaBeta, CostModelError> {
+pub fn two_point(small: Sample, large: Sample) -> Result<AlphaBeta, InputError> {
     validate(&[small, large])?;
     let dx = large.bytes - small.bytes;
     if dx == 0.0 {
-        return Err(CostModelError::Degenerate {
+        return Err(InputError::Degenerate {
             what: "two-point fit needs two distinct sizes",
         });
     }
@@ -376,13 +376,13 @@ pub fn two_point(small: Sample, large: Sample) -> Result<AlphaBeta, CostModelErr
     let beta = check_finite_result("fitted beta (s/byte)", (large.seconds - small.seconds) / dx)?;
     let alpha = small.seconds - beta * small.bytes;
     if beta < 0.0 {
-        return Err(CostModelError::NegativeFit {
+        return Err(InputError::NegativeFit {
             what: "beta (s/byte)",
             value: beta,
         });
     }
     if alpha < 0.0 {
-        return Err(CostModelError::NegativeFit {
+        return Err(InputError::NegativeFit {
             what: "alpha (s)",
             value: alpha,
         });
@@ -435,25 +435,25 @@ mod tests {
     fn degenerate_inputs_are_errors() {
         assert!(matches!(
             least_squares(&[s(1.0, 1.0)]),
-            Err(CostModelError::CountTooSmall { .. })
+            Err(InputError::CountTooSmall { .. })
         ));
         assert!(matches!(
             least_squares(&[s(1.0, 1.0), s(1.0, 2.0)]),
-            Err(CostModelError::Degenerate { .. })
+            Err(InputError::Degenerate { .. })
         ));
         assert!(least_squares(&[s(1.0, f64::NAN), s(2.0, 1.0)]).is_err());
         assert!(least_squares(&[s(-1.0, 1.0), s(2.0, 1.0)]).is_err());
         // Time falls with size: negative beta.
         assert!(matches!(
             least_squares(&[s(1.0, 2.0), s(2.0, 1.0)]),
-            Err(CostModelError::NegativeFit {
+            Err(InputError::NegativeFit {
                 what: "beta (s/byte)",
                 ..
             })
         ));
         assert!(matches!(
             least_squares(&[s(1.0, 0.5), s(2.0, 2.0)]),
-            Err(CostModelError::NegativeFit {
+            Err(InputError::NegativeFit {
                 what: "alpha (s)",
                 ..
             })

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::piecewise::{PiecewiseOptions, check_r_squared, goodness};
 use crate::segments::{Prefix, best_runs, check_range, check_ranges, segment_at};
 use crate::units::{Bytes, Seconds};
-use crate::{AlphaBeta, CostModelError, check_finite_result, check_non_negative, check_positive};
+use crate::{AlphaBeta, InputError, check_finite_result, check_non_negative, check_positive};
 
 /// A collective, named as nccl-tests and NCCL name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -44,7 +44,7 @@ impl Collective {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] for fewer than 2 GPUs.
+    /// [`InputError::CountTooSmall`] for fewer than 2 GPUs.
     ///
     /// # Examples
     ///
@@ -52,11 +52,11 @@ impl Collective {
     /// use comm_cost_model::gpu_scaling::Collective;
     /// assert_eq!(Collective::AllReduce.bus_factor(8)?, 1.75);
     /// assert_eq!(Collective::AllGather.bus_factor(2)?, 0.5);
-    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// # Ok::<(), comm_cost_model::InputError>(())
     /// ```
-    pub fn bus_factor(self, gpus: u64) -> Result<f64, CostModelError> {
+    pub fn bus_factor(self, gpus: u64) -> Result<f64, InputError> {
         if gpus < 2 {
-            return Err(CostModelError::CountTooSmall {
+            return Err(InputError::CountTooSmall {
                 what: "GPUs of a collective",
                 min: 2,
                 value: gpus,
@@ -111,7 +111,7 @@ impl GpuSample {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] for fewer than 2 GPUs; `NonFinite`/`Negative` for a
+    /// [`InputError::CountTooSmall`] for fewer than 2 GPUs; `NonFinite`/`Negative` for a
     /// bad size or time.
     ///
     /// # Examples
@@ -121,7 +121,7 @@ impl GpuSample {
     /// assert!(GpuSample { gpus: 8, bytes: 1e6, seconds: 1e-4 }.validate().is_ok());
     /// assert!(GpuSample { gpus: 1, bytes: 1e6, seconds: 1e-4 }.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         Collective::AllGather.bus_factor(self.gpus)?;
         check_non_negative("sample size (bytes)", self.bytes)?;
         check_non_negative("sample time (s)", self.seconds)?;
@@ -169,7 +169,7 @@ impl ScalingSegment {
     ///
     /// # Errors
     ///
-    /// `NonFinite`/`Negative` for a bad number; [`CostModelError::Degenerate`] for bus bytes
+    /// `NonFinite`/`Negative` for a bad number; [`InputError::Degenerate`] for bus bytes
     /// out of order.
     ///
     /// # Examples
@@ -181,7 +181,7 @@ impl ScalingSegment {
     /// assert!(s.validate().is_ok());
     /// assert!(ScalingSegment { alpha_per_peer_s: -1.0, ..s }.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         check_range(self.range())?;
         AlphaBeta::new(self.alpha_s, self.beta_s_per_bus_byte)?;
         check_non_negative("alpha per peer (s)", self.alpha_per_peer_s)?;
@@ -214,8 +214,8 @@ impl ScalingFit {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] for fewer than 2 GPUs or a fit without segments;
-    /// `NonFinite`/`Negative` for a bad size; [`CostModelError::NonFinite`] when the bus bytes
+    /// [`InputError::CountTooSmall`] for fewer than 2 GPUs or a fit without segments;
+    /// `NonFinite`/`Negative` for a bad size; [`InputError::NonFinite`] when the bus bytes
     /// or the time overflow `f64`.
     ///
     /// # Complexity
@@ -232,9 +232,9 @@ impl ScalingFit {
     /// // 8 GPUs: bus bytes 2 * 7/8 * 1e6 = 1.75e6, at 1e-10 s each.
     /// assert!((fit.time_s(8, 1e6)? - (1e-5 + 1.75e-4)).abs() < 1e-15);
     /// assert!(fit.time_s(8, f64::MAX).is_err());
-    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// # Ok::<(), comm_cost_model::InputError>(())
     /// ```
-    pub fn time_s(&self, gpus: u64, bytes: Bytes) -> Result<Seconds, CostModelError> {
+    pub fn time_s(&self, gpus: u64, bytes: Bytes) -> Result<Seconds, InputError> {
         let bus = bus_bytes(self.collective, gpus, bytes)?;
         let s = segment_at(&self.segments, bus, ScalingSegment::range)?;
         check_finite_result(
@@ -249,9 +249,9 @@ impl ScalingFit {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] without segments; the first invalid segment's error;
-    /// [`CostModelError::Degenerate`] for segments out of order or `R² > 1`;
-    /// [`CostModelError::NonFinite`] for a non-finite R².
+    /// [`InputError::CountTooSmall`] without segments; the first invalid segment's error;
+    /// [`InputError::Degenerate`] for segments out of order or `R² > 1`;
+    /// [`InputError::NonFinite`] for a non-finite R².
     ///
     /// # Complexity
     ///
@@ -264,7 +264,7 @@ impl ScalingFit {
     /// let empty = ScalingFit { collective: Collective::AllGather, segments: vec![], r_squared: 1.0 };
     /// assert!(empty.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         self.segments
             .iter()
             .try_for_each(ScalingSegment::validate)?;
@@ -274,7 +274,7 @@ impl ScalingFit {
 }
 
 /// The bytes crossing one GPU's link: `bytes` times the collective's bus factor on `gpus`.
-fn bus_bytes(collective: Collective, gpus: u64, bytes: Bytes) -> Result<Bytes, CostModelError> {
+fn bus_bytes(collective: Collective, gpus: u64, bytes: Bytes) -> Result<Bytes, InputError> {
     let factor = collective.bus_factor(gpus)?;
     // Up to twice the size (AllReduce): 1e308 bytes overflow.
     check_finite_result(
@@ -289,8 +289,8 @@ fn bus_bytes(collective: Collective, gpus: u64, bytes: Bytes) -> Result<Bytes, C
 ///
 /// # Errors
 ///
-/// As [`crate::piecewise::piecewise_fit`]; [`CostModelError::CountTooSmall`] for a sample on
-/// fewer than 2 GPUs; [`CostModelError::NonFinite`] when a sample's bus bytes overflow `f64`.
+/// As [`crate::piecewise::piecewise_fit`]; [`InputError::CountTooSmall`] for a sample on
+/// fewer than 2 GPUs; [`InputError::NonFinite`] when a sample's bus bytes overflow `f64`.
 ///
 /// # Complexity
 ///
@@ -316,13 +316,13 @@ fn bus_bytes(collective: Collective, gpus: u64, bytes: Bytes) -> Result<Bytes, C
 /// // Extrapolated to 8 GPUs, never measured.
 /// let t8 = fit.time_s(8, 1e6)?;
 /// assert!((t8 / truth(8, 1e6) - 1.0).abs() < 1e-6);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn fit_scaling(
     collective: Collective,
     samples: &[GpuSample],
     options: PiecewiseOptions,
-) -> Result<ScalingFit, CostModelError> {
+) -> Result<ScalingFit, InputError> {
     options.validate()?;
     let mut keyed = Vec::with_capacity(samples.len());
     for s in samples {
@@ -334,7 +334,7 @@ pub fn fit_scaling(
     match (keyed.first(), keyed.last()) {
         (Some(a), Some(b)) if a.0 < b.0 => {}
         _ => {
-            return Err(CostModelError::Degenerate {
+            return Err(InputError::Degenerate {
                 what: "fewer than two distinct message sizes",
             });
         }
@@ -368,7 +368,7 @@ pub fn fit_scaling(
     let predicted: Vec<(f64, f64)> = samples
         .iter()
         .map(|s| Ok((fit.time_s(s.gpus, s.bytes)?, s.seconds)))
-        .collect::<Result<_, CostModelError>>()?;
+        .collect::<Result<_, InputError>>()?;
     fit.r_squared = goodness(predicted.iter().copied()).0;
     // Extreme but finite data can still overflow a coefficient when it is scaled back.
     fit.validate()?;
@@ -412,7 +412,7 @@ mod tests {
         assert_eq!(Collective::from_name("broadcast"), None);
         assert!(matches!(
             Collective::AllGather.bus_factor(1),
-            Err(CostModelError::CountTooSmall { .. })
+            Err(InputError::CountTooSmall { .. })
         ));
         let one_gpu = [GpuSample {
             gpus: 1,
@@ -421,7 +421,7 @@ mod tests {
         }];
         assert!(matches!(
             fit_scaling(Collective::AllGather, &one_gpu, PiecewiseOptions::default()),
-            Err(CostModelError::CountTooSmall { .. })
+            Err(InputError::CountTooSmall { .. })
         ));
     }
 }

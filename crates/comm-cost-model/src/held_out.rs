@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CostModelError, check_finite_result, check_non_negative, check_positive};
+use crate::{InputError, check_finite_result, check_non_negative, check_positive};
 
 /// Median, mean and worst relative error `|predicted - measured| / measured` of a set of
 /// predictions.
@@ -26,9 +26,9 @@ pub struct ErrorSummary {
 ///
 /// # Errors
 ///
-/// [`CostModelError::CountTooSmall`] for no pairs; `NonFinite`/`Negative` for a bad prediction;
-/// [`CostModelError::NotPositive`] for a measured value that is not positive;
-/// [`CostModelError::NonFinite`] for a relative error beyond `f64` (a 1e308 prediction of a
+/// [`InputError::CountTooSmall`] for no pairs; `NonFinite`/`Negative` for a bad prediction;
+/// [`InputError::NotPositive`] for a measured value that is not positive;
+/// [`InputError::NonFinite`] for a relative error beyond `f64` (a 1e308 prediction of a
 /// 1e-300 measurement).
 ///
 /// # Complexity
@@ -41,11 +41,11 @@ pub struct ErrorSummary {
 /// use comm_cost_model::held_out::error_summary;
 /// let s = error_summary(&[(1.1, 1.0), (0.8, 1.0), (2.0, 2.0)])?;
 /// assert!((s.median - 0.1).abs() < 1e-12 && (s.worst - 0.2).abs() < 1e-12);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn error_summary(pairs: &[(f64, f64)]) -> Result<ErrorSummary, CostModelError> {
+pub fn error_summary(pairs: &[(f64, f64)]) -> Result<ErrorSummary, InputError> {
     if pairs.is_empty() {
-        return Err(CostModelError::CountTooSmall {
+        return Err(InputError::CountTooSmall {
             what: "predictions to score",
             min: 1,
             value: 0,
@@ -114,15 +114,15 @@ mod tests {
     fn bad_pairs_are_errors() {
         assert!(matches!(
             error_summary(&[]),
-            Err(CostModelError::CountTooSmall { .. })
+            Err(InputError::CountTooSmall { .. })
         ));
         assert!(matches!(
             error_summary(&[(1.0, 0.0)]),
-            Err(CostModelError::NotPositive { .. })
+            Err(InputError::NotPositive { .. })
         ));
         assert!(matches!(
             error_summary(&[(f64::NAN, 1.0)]),
-            Err(CostModelError::NonFinite { .. })
+            Err(InputError::NonFinite { .. })
         ));
         let s = error_summary(&[(3.0, 1.0)]).unwrap();
         assert_eq!((s.median, s.worst, s.count), (2.0, 2.0, 1));

@@ -19,6 +19,9 @@
 //! * [`Worker`] (a GPU's FLOP/s and expert slots) and [`SquareMatrix`] (validated, serialized as
 //!   rows): shared by the placement and grouping crates. [`gcd`] and [`checked_product`] for
 //!   parallel degrees.
+//! * [`InputError`] and its check helpers ([`check_positive`], [`check_same_len`],
+//!   [`check_at_most`], [`check_entries`], ...): the workspace's one vocabulary for bad input,
+//!   which every crate's error embeds as its `Input` variant.
 //! * [`seeded_rng`]: the portable seeded generator (ChaCha8) every randomized routine of the
 //!   workspace draws from, so published seeded numbers stay reproducible.
 //! * [`timeline`]: Aurora's exclusive (Eq. 1–3) and colocated (Table 2, Eq. 4) MoE-layer
@@ -38,7 +41,7 @@
 //! // Ring AllGather of 8 MB (the gathered size) over 8 GPUs on that link.
 //! let t = collectives::ring_all_gather_time_s(8e6, 8, &link)?;
 //! assert!((t - 7.0 * link.time_s(1e6)).abs() < 1e-12);
-//! # Ok::<(), comm_cost_model::CostModelError>(())
+//! # Ok::<(), comm_cost_model::InputError>(())
 //! ```
 
 // Issue 13: integer casts that may truncate, lose the sign or wrap are checked (`try_from`) or
@@ -83,12 +86,13 @@ mod worker;
 
 pub use alpha_beta::AlphaBeta;
 pub use count::{checked_product, gcd};
-pub use error::CostModelError;
+pub use error::InputError;
 pub use matrix::{MAX_MATRIX_SIDE, SquareMatrix};
 pub use rng::{SeededRng, seeded_rng};
 pub use shown::Shown;
 pub use validate::{
-    check_count, check_count_u64, check_divides, check_finite_result, check_non_negative,
-    check_positive,
+    check_at_most, check_count, check_count_u64, check_divides, check_entries, check_entry,
+    check_finite_result, check_index, check_non_negative, check_positive, check_positive_entries,
+    check_same_len,
 };
 pub use worker::Worker;

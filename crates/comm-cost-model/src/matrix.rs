@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::CostModelError;
+use crate::InputError;
 
 /// Largest side a [`SquareMatrix`] accepts: `n²` entries of 8 bytes are then at most 8 GiB.
 ///
@@ -29,7 +29,7 @@ pub const MAX_MATRIX_SIDE: usize = 1 << 15;
 /// assert_eq!(m.get(2, 0), None);
 /// assert_eq!(m.row(0), Some(&[1.0, 2.0][..]));
 /// assert!(SquareMatrix::from_rows(&[vec![1.0, f64::NAN], vec![0.0, 0.0]]).is_err());
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "Vec<Vec<f64>>", into = "Vec<Vec<f64>>")]
@@ -43,19 +43,19 @@ impl SquareMatrix {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] for no rows, [`CostModelError::SizeMismatch`] when a
-    /// row's length is not the number of rows, [`CostModelError::BadEntry`] for a NaN, infinite
-    /// or negative entry, [`CostModelError::TooLarge`] beyond [`MAX_MATRIX_SIDE`] rows.
+    /// [`InputError::CountTooSmall`] for no rows, [`InputError::SizeMismatch`] when a
+    /// row's length is not the number of rows, [`InputError::BadEntry`] for a NaN, infinite
+    /// or negative entry, [`InputError::TooLarge`] beyond [`MAX_MATRIX_SIDE`] rows.
     ///
     /// # Complexity
     ///
     /// `O(n^2)` time.
-    pub fn from_rows(rows: &[Vec<f64>]) -> Result<Self, CostModelError> {
+    pub fn from_rows(rows: &[Vec<f64>]) -> Result<Self, InputError> {
         let n = rows.len();
         let mut data = Vec::with_capacity(checked_square(n)?);
         for row in rows {
             if row.len() != n {
-                return Err(CostModelError::SizeMismatch {
+                return Err(InputError::SizeMismatch {
                     what: "matrix row length",
                     expected: n as u64,
                     actual: row.len() as u64,
@@ -75,10 +75,7 @@ impl SquareMatrix {
     /// # Complexity
     ///
     /// `O(n^2)` calls of `f`.
-    pub fn from_fn(
-        n: usize,
-        mut f: impl FnMut(usize, usize) -> f64,
-    ) -> Result<Self, CostModelError> {
+    pub fn from_fn(n: usize, mut f: impl FnMut(usize, usize) -> f64) -> Result<Self, InputError> {
         let mut data = Vec::with_capacity(checked_square(n)?);
         for i in 0..n {
             for j in 0..n {
@@ -92,15 +89,15 @@ impl SquareMatrix {
     ///
     /// # Errors
     ///
-    /// As [`SquareMatrix::from_rows`]; [`CostModelError::SizeMismatch`] when `data.len() != n²`.
+    /// As [`SquareMatrix::from_rows`]; [`InputError::SizeMismatch`] when `data.len() != n²`.
     ///
     /// # Complexity
     ///
     /// `O(n^2)` time.
-    pub fn from_flat(n: usize, data: Vec<f64>) -> Result<Self, CostModelError> {
+    pub fn from_flat(n: usize, data: Vec<f64>) -> Result<Self, InputError> {
         let len = checked_square(n)?;
         if data.len() != len {
-            return Err(CostModelError::SizeMismatch {
+            return Err(InputError::SizeMismatch {
                 what: "matrix entries (n²)",
                 expected: len as u64,
                 actual: data.len() as u64,
@@ -108,7 +105,7 @@ impl SquareMatrix {
         }
         for (index, &value) in data.iter().enumerate() {
             if !(value.is_finite() && value >= 0.0) {
-                return Err(CostModelError::BadEntry {
+                return Err(InputError::BadEntry {
                     what: "matrix",
                     row: index / n,
                     col: index % n,
@@ -164,16 +161,16 @@ impl SquareMatrix {
 }
 
 /// `n²`, or an error for `n = 0` or a side too large to store.
-fn checked_square(n: usize) -> Result<usize, CostModelError> {
+fn checked_square(n: usize) -> Result<usize, InputError> {
     if n == 0 {
-        return Err(CostModelError::CountTooSmall {
+        return Err(InputError::CountTooSmall {
             what: "matrix rows",
             min: 1,
             value: 0,
         });
     }
     if n > MAX_MATRIX_SIDE {
-        return Err(CostModelError::TooLarge {
+        return Err(InputError::TooLarge {
             what: "matrix side",
             limit: MAX_MATRIX_SIDE as u64,
             value: n as u64,
@@ -183,7 +180,7 @@ fn checked_square(n: usize) -> Result<usize, CostModelError> {
 }
 
 impl TryFrom<Vec<Vec<f64>>> for SquareMatrix {
-    type Error = CostModelError;
+    type Error = InputError;
 
     fn try_from(rows: Vec<Vec<f64>>) -> Result<Self, Self::Error> {
         Self::from_rows(&rows)
@@ -204,11 +201,11 @@ mod tests {
     fn bad_matrices_are_typed_errors() {
         assert!(matches!(
             SquareMatrix::from_rows(&[]),
-            Err(CostModelError::CountTooSmall { .. })
+            Err(InputError::CountTooSmall { .. })
         ));
         assert!(matches!(
             SquareMatrix::from_rows(&[vec![1.0, 2.0], vec![3.0]]),
-            Err(CostModelError::SizeMismatch {
+            Err(InputError::SizeMismatch {
                 expected: 2,
                 actual: 1,
                 ..
@@ -217,21 +214,21 @@ mod tests {
         for bad in [f64::NAN, f64::INFINITY, -1.0] {
             assert!(matches!(
                 SquareMatrix::from_rows(&[vec![1.0, bad], vec![3.0, 4.0]]),
-                Err(CostModelError::BadEntry { row: 0, col: 1, .. })
+                Err(InputError::BadEntry { row: 0, col: 1, .. })
             ));
         }
         assert!(matches!(
             SquareMatrix::from_flat(2, vec![1.0; 3]),
-            Err(CostModelError::SizeMismatch { .. })
+            Err(InputError::SizeMismatch { .. })
         ));
         assert!(matches!(
             SquareMatrix::from_fn(MAX_MATRIX_SIDE + 1, |_, _| 0.0),
-            Err(CostModelError::TooLarge { .. })
+            Err(InputError::TooLarge { .. })
         ));
         // Issue 13: 2^20 rows (8 TiB) used to pass the check and abort on allocation.
         assert!(matches!(
             SquareMatrix::from_fn(1 << 20, |_, _| 0.0),
-            Err(CostModelError::TooLarge { .. })
+            Err(InputError::TooLarge { .. })
         ));
     }
 

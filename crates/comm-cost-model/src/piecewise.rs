@@ -14,7 +14,7 @@ use crate::fit::Sample;
 use crate::scale::pow2_scale;
 use crate::segments::{Prefix, Run, best_runs, boundary, check_range, check_ranges, segment_at};
 use crate::units::{Bytes, Seconds};
-use crate::{AlphaBeta, CostModelError, check_finite_result, check_non_negative, check_positive};
+use crate::{AlphaBeta, InputError, check_finite_result, check_non_negative, check_positive};
 
 /// Which term of `alpha + beta x` dominates a segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,7 +55,7 @@ impl Segment {
     /// # Errors
     ///
     /// Never for a segment from [`piecewise_fit`] (its parameters are finite and non-negative).
-    pub fn alpha_beta(&self) -> Result<AlphaBeta, CostModelError> {
+    pub fn alpha_beta(&self) -> Result<AlphaBeta, InputError> {
         AlphaBeta::new(self.alpha_s, self.beta_s_per_byte)
     }
 
@@ -70,7 +70,7 @@ impl Segment {
     ///
     /// # Errors
     ///
-    /// `NonFinite`/`Negative` for a bad number; [`CostModelError::Degenerate`] for sizes out of
+    /// `NonFinite`/`Negative` for a bad number; [`InputError::Degenerate`] for sizes out of
     /// order or `R² > 1`.
     ///
     /// # Examples
@@ -84,7 +84,7 @@ impl Segment {
     /// s.max_bytes = 1.0;
     /// assert!(s.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         check_range(self.range())?;
         self.alpha_beta()?;
         check_non_negative("segment max relative error", self.max_relative_error)?;
@@ -106,9 +106,9 @@ deserialize_validated!(
 );
 
 /// Checks that an R² is finite and at most 1.
-pub(crate) fn check_r_squared(r_squared: f64) -> Result<(), CostModelError> {
+pub(crate) fn check_r_squared(r_squared: f64) -> Result<(), InputError> {
     if check_finite_result("R²", r_squared)? > 1.0 {
-        return Err(CostModelError::Degenerate {
+        return Err(InputError::Degenerate {
             what: "R² cannot exceed 1",
         });
     }
@@ -140,7 +140,7 @@ impl PiecewiseOptions {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] naming the option.
+    /// [`InputError::CountTooSmall`] naming the option.
     ///
     /// # Examples
     ///
@@ -149,16 +149,16 @@ impl PiecewiseOptions {
     /// assert!(PiecewiseOptions::default().validate().is_ok());
     /// assert!(PiecewiseOptions { max_segments: 0, min_points: 3 }.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         if self.max_segments < 1 {
-            return Err(CostModelError::CountTooSmall {
+            return Err(InputError::CountTooSmall {
                 what: "max_segments",
                 min: 1,
                 value: self.max_segments as u64,
             });
         }
         if self.min_points < 2 {
-            return Err(CostModelError::CountTooSmall {
+            return Err(InputError::CountTooSmall {
                 what: "min_points",
                 min: 2,
                 value: self.min_points as u64,
@@ -198,8 +198,8 @@ impl PiecewiseFit {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] without segments; the first invalid segment's error;
-    /// [`CostModelError::Degenerate`] for segments out of order.
+    /// [`InputError::CountTooSmall`] without segments; the first invalid segment's error;
+    /// [`InputError::Degenerate`] for segments out of order.
     ///
     /// # Complexity
     ///
@@ -211,7 +211,7 @@ impl PiecewiseFit {
     /// use comm_cost_model::piecewise::PiecewiseFit;
     /// assert!(PiecewiseFit { segments: vec![] }.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         self.segments.iter().try_for_each(Segment::validate)?;
         check_ranges(&self.segments, Segment::range)
     }
@@ -228,8 +228,8 @@ impl PiecewiseFit {
     ///
     /// # Errors
     ///
-    /// `NonFinite`/`Negative` for a bad size; [`CostModelError::CountTooSmall`] for a fit
-    /// without segments; [`CostModelError::NonFinite`] when the time overflows `f64` (a size
+    /// `NonFinite`/`Negative` for a bad size; [`InputError::CountTooSmall`] for a fit
+    /// without segments; [`InputError::NonFinite`] when the time overflows `f64` (a size
     /// far beyond the measured ones, or a segment built with extreme values).
     ///
     /// # Complexity
@@ -247,9 +247,9 @@ impl PiecewiseFit {
     ///     .collect();
     /// let fit = piecewise_fit(&samples, PiecewiseOptions::default())?;
     /// assert!((fit.time_s(1e6)? - (5e-6 + 1e6 / 100e9)).abs() < 1e-12);
-    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// # Ok::<(), comm_cost_model::InputError>(())
     /// ```
-    pub fn time_s(&self, bytes: Bytes) -> Result<Seconds, CostModelError> {
+    pub fn time_s(&self, bytes: Bytes) -> Result<Seconds, InputError> {
         let bytes = check_non_negative("size (bytes)", bytes)?;
         let s = segment_at(&self.segments, bytes, Segment::range)?;
         check_finite_result("piecewise time (s)", s.alpha_s + s.beta_s_per_byte * bytes)
@@ -270,11 +270,11 @@ impl PiecewiseFit {
 ///
 /// # Errors
 ///
-/// [`CostModelError::CountTooSmall`] for `min_points < 2`, `max_segments < 1` or fewer samples
-/// than `min_points`; `NonFinite`/`Negative` for a bad size, [`CostModelError::NotPositive`]
+/// [`InputError::CountTooSmall`] for `min_points < 2`, `max_segments < 1` or fewer samples
+/// than `min_points`; `NonFinite`/`Negative` for a bad size, [`InputError::NotPositive`]
 /// for a zero or negative time (relative errors need positive times);
-/// [`CostModelError::Degenerate`] for fewer than two distinct sizes;
-/// [`CostModelError::TooLarge`] above 1024 samples; [`CostModelError::NonFinite`] when a
+/// [`InputError::Degenerate`] for fewer than two distinct sizes;
+/// [`InputError::TooLarge`] above 1024 samples; [`InputError::NonFinite`] when a
 /// coefficient or a goodness figure does not fit in `f64` (times or sizes spanning more than
 /// its range).
 ///
@@ -300,12 +300,12 @@ impl PiecewiseFit {
 /// assert_eq!(fit.segments[0].regime, Regime::LatencyBound);
 /// assert_eq!(fit.segments[1].regime, Regime::BandwidthBound);
 /// assert!((1.0 / fit.segments[1].beta_s_per_byte / 200e9 - 1.0).abs() < 1e-6);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn piecewise_fit(
     samples: &[Sample],
     options: PiecewiseOptions,
-) -> Result<PiecewiseFit, CostModelError> {
+) -> Result<PiecewiseFit, InputError> {
     let sorted = sorted_samples(samples, options)?;
     let rows: Vec<[f64; 2]> = sorted.iter().map(|s| [1.0, s.bytes]).collect();
     let times: Vec<f64> = sorted.iter().map(|s| s.seconds).collect();
@@ -327,7 +327,7 @@ pub fn piecewise_fit(
 pub(crate) fn sorted_samples(
     samples: &[Sample],
     options: PiecewiseOptions,
-) -> Result<Vec<Sample>, CostModelError> {
+) -> Result<Vec<Sample>, InputError> {
     options.validate()?;
     for s in samples {
         check_non_negative("sample size (bytes)", s.bytes)?;
@@ -337,7 +337,7 @@ pub(crate) fn sorted_samples(
     sorted.sort_by(|a, b| a.bytes.total_cmp(&b.bytes));
     match (sorted.first(), sorted.last()) {
         (Some(a), Some(b)) if a.bytes < b.bytes => Ok(sorted),
-        _ => Err(CostModelError::Degenerate {
+        _ => Err(InputError::Degenerate {
             what: "fewer than two distinct message sizes",
         }),
     }
@@ -403,19 +403,19 @@ mod tests {
         let o = PiecewiseOptions::default();
         assert!(matches!(
             piecewise_fit(&[s(1.0, 1.0); 5], o),
-            Err(CostModelError::Degenerate { .. })
+            Err(InputError::Degenerate { .. })
         ));
         assert!(matches!(
             piecewise_fit(&[s(1.0, 0.0), s(2.0, 1.0), s(3.0, 1.0)], o),
-            Err(CostModelError::NotPositive { .. })
+            Err(InputError::NotPositive { .. })
         ));
         assert!(matches!(
             piecewise_fit(&[s(f64::NAN, 1.0), s(2.0, 1.0)], o),
-            Err(CostModelError::NonFinite { .. })
+            Err(InputError::NonFinite { .. })
         ));
         assert!(matches!(
             piecewise_fit(&[s(1.0, 1.0), s(2.0, 1.0)], o),
-            Err(CostModelError::CountTooSmall { .. })
+            Err(InputError::CountTooSmall { .. })
         ));
         let zero = PiecewiseOptions {
             max_segments: 0,
@@ -423,7 +423,7 @@ mod tests {
         };
         assert!(matches!(
             piecewise_fit(&[s(1.0, 1.0), s(2.0, 2.0), s(3.0, 3.0)], zero),
-            Err(CostModelError::CountTooSmall {
+            Err(InputError::CountTooSmall {
                 what: "max_segments",
                 ..
             })

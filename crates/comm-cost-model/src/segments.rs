@@ -12,7 +12,7 @@
 //! dynamic program over all O(n^2) runs stays fast for nccl-tests-sized inputs.
 
 use crate::scale::pow2_scale;
-use crate::{CostModelError, check_non_negative};
+use crate::{InputError, check_non_negative};
 
 /// The most samples one piecewise fit accepts (the dynamic program is O(n^2 k) time and
 /// O(n^2) memory).
@@ -179,23 +179,23 @@ fn solve_active<const D: usize>(
 ///
 /// # Errors
 ///
-/// [`CostModelError::CountTooSmall`] if `n < min_points`; [`CostModelError::TooLarge`] above
+/// [`InputError::CountTooSmall`] if `n < min_points`; [`InputError::TooLarge`] above
 /// [`MAX_SAMPLES`].
 pub(crate) fn best_runs<const D: usize>(
     prefix: &Prefix<D>,
     n: usize,
     max_segments: usize,
     min_points: usize,
-) -> Result<Vec<Run<D>>, CostModelError> {
+) -> Result<Vec<Run<D>>, InputError> {
     if n > MAX_SAMPLES {
-        return Err(CostModelError::TooLarge {
+        return Err(InputError::TooLarge {
             what: "samples of one piecewise fit",
             limit: MAX_SAMPLES as u64,
             value: n as u64,
         });
     }
     if n < min_points {
-        return Err(CostModelError::CountTooSmall {
+        return Err(InputError::CountTooSmall {
             what: "samples (at least min_points)",
             min: min_points as u64,
             value: n as u64,
@@ -247,11 +247,11 @@ pub(crate) fn best_runs<const D: usize>(
 }
 
 /// Checks one segment's `(smallest, largest)` key: finite, non-negative and in order.
-pub(crate) fn check_range((min, max): (f64, f64)) -> Result<(), CostModelError> {
+pub(crate) fn check_range((min, max): (f64, f64)) -> Result<(), InputError> {
     if check_non_negative("segment's smallest size (bytes)", min)?
         > check_non_negative("segment's largest size (bytes)", max)?
     {
-        return Err(CostModelError::Degenerate {
+        return Err(InputError::Degenerate {
             what: "a segment's smallest size exceeds its largest",
         });
     }
@@ -263,12 +263,12 @@ pub(crate) fn check_range((min, max): (f64, f64)) -> Result<(), CostModelError> 
 pub(crate) fn check_ranges<T>(
     segments: &[T],
     range: impl Fn(&T) -> (f64, f64),
-) -> Result<(), CostModelError> {
+) -> Result<(), InputError> {
     if segments.is_empty() {
         return Err(no_segments());
     }
     if segments.windows(2).any(|w| range(&w[0]).1 > range(&w[1]).0) {
-        return Err(CostModelError::Degenerate {
+        return Err(InputError::Degenerate {
             what: "segments must be in increasing order of their sizes",
         });
     }
@@ -281,7 +281,7 @@ pub(crate) fn segment_at<T>(
     segments: &[T],
     key: f64,
     range: impl Fn(&T) -> (f64, f64),
-) -> Result<&T, CostModelError> {
+) -> Result<&T, InputError> {
     let upper: Vec<f64> = segments
         .windows(2)
         .map(|w| boundary(range(&w[0]).1, range(&w[1]).0))
@@ -289,8 +289,8 @@ pub(crate) fn segment_at<T>(
     segments.get(run_index(&upper, key)).ok_or_else(no_segments)
 }
 
-fn no_segments() -> CostModelError {
-    CostModelError::CountTooSmall {
+fn no_segments() -> InputError {
+    InputError::CountTooSmall {
         what: "segments of a fit",
         min: 1,
         value: 0,
@@ -354,11 +354,11 @@ mod tests {
         let rows = [[1.0, 1.0]];
         assert!(matches!(
             best_runs(&Prefix::new(&rows, &[1.0]), 1, 2, 2),
-            Err(CostModelError::CountTooSmall { .. })
+            Err(InputError::CountTooSmall { .. })
         ));
         assert!(matches!(
             best_runs(&Prefix::new(&rows, &[1.0]), MAX_SAMPLES + 1, 2, 2),
-            Err(CostModelError::TooLarge { .. })
+            Err(InputError::TooLarge { .. })
         ));
     }
 }

@@ -19,7 +19,7 @@
 //! assert_eq!(units::to_gbps(units::gbps(100.0)), 100.0);
 //! ```
 
-use crate::{CostModelError, check_positive};
+use crate::{InputError, check_positive};
 
 /// A duration in seconds.
 pub type Seconds = f64;
@@ -74,8 +74,8 @@ pub fn millis(ms: f64) -> Seconds {
 ///
 /// # Errors
 ///
-/// [`CostModelError::NonFinite`] or [`CostModelError::NotPositive`] for a bad value;
-/// [`CostModelError::AboveMaximum`] above `f64::MAX / 1.25e8` Gbps (about 1.4e300).
+/// [`InputError::NonFinite`] or [`InputError::NotPositive`] for a bad value;
+/// [`InputError::AboveMaximum`] above `f64::MAX / 1.25e8` Gbps (about 1.4e300).
 ///
 /// # Complexity
 ///
@@ -89,10 +89,7 @@ pub fn millis(ms: f64) -> Seconds {
 /// let e = checked_gbps("bandwidth (Gbps)", -3.0).unwrap_err();
 /// assert_eq!(e.to_string(), "bandwidth (Gbps) must be positive, got -3");
 /// ```
-pub fn checked_gbps(
-    what: &'static str,
-    gigabits_per_s: f64,
-) -> Result<BytesPerSecond, CostModelError> {
+pub fn checked_gbps(what: &'static str, gigabits_per_s: f64) -> Result<BytesPerSecond, InputError> {
     checked_scale(what, gigabits_per_s, 1e9 / 8.0)
 }
 
@@ -116,7 +113,7 @@ pub fn checked_gbps(
 pub fn checked_gb_per_s(
     what: &'static str,
     gigabytes_per_s: f64,
-) -> Result<BytesPerSecond, CostModelError> {
+) -> Result<BytesPerSecond, InputError> {
     checked_scale(what, gigabytes_per_s, 1e9)
 }
 
@@ -140,12 +137,12 @@ pub fn checked_gb_per_s(
 pub fn checked_tflop_per_s(
     what: &'static str,
     teraflop_per_s: f64,
-) -> Result<FlopPerSecond, CostModelError> {
+) -> Result<FlopPerSecond, InputError> {
     checked_scale(what, teraflop_per_s, 1e12)
 }
 
 /// `value * factor` for a positive, finite `value` whose product stays finite.
-fn checked_scale(what: &'static str, value: f64, factor: f64) -> Result<f64, CostModelError> {
+fn checked_scale(what: &'static str, value: f64, factor: f64) -> Result<f64, InputError> {
     let value = check_positive(what, value)?;
     let scaled = value * factor;
     if scaled.is_finite() {
@@ -153,7 +150,7 @@ fn checked_scale(what: &'static str, value: f64, factor: f64) -> Result<f64, Cos
     } else {
         // Checked on the product: `value <= f64::MAX / factor` can still round up to infinity.
         let max = f64::MAX / factor;
-        Err(CostModelError::AboveMaximum { what, max, value })
+        Err(InputError::AboveMaximum { what, max, value })
     }
 }
 
@@ -166,17 +163,17 @@ mod tests {
         assert_eq!(checked_gbps("b (Gbps)", 8.0), Ok(1e9));
         assert!(matches!(
             checked_gbps("b (Gbps)", 0.0),
-            Err(CostModelError::NotPositive {
+            Err(InputError::NotPositive {
                 what: "b (Gbps)",
                 ..
             })
         ));
         assert!(matches!(
             checked_gbps("b (Gbps)", f64::NAN),
-            Err(CostModelError::NonFinite { .. })
+            Err(InputError::NonFinite { .. })
         ));
         let e = checked_gbps("b (Gbps)", 1e308).unwrap_err();
-        assert!(matches!(e, CostModelError::AboveMaximum { value, .. } if value == 1e308));
+        assert!(matches!(e, InputError::AboveMaximum { value, .. } if value == 1e308));
         assert!(
             e.to_string().starts_with("b (Gbps) must be at most 1.4"),
             "{e}"
@@ -187,7 +184,7 @@ mod tests {
         assert!(checked_tflop_per_s("t", 1e296).is_ok_and(f64::is_finite));
         assert!(matches!(
             checked_gb_per_s("g", f64::MAX),
-            Err(CostModelError::AboveMaximum { .. })
+            Err(InputError::AboveMaximum { .. })
         ));
     }
 

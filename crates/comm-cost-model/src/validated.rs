@@ -13,7 +13,7 @@ macro_rules! deserialize_validated {
         }
 
         impl TryFrom<$fields> for $ty {
-            type Error = $crate::CostModelError;
+            type Error = $crate::InputError;
 
             fn try_from(f: $fields) -> Result<Self, Self::Error> {
                 let value = Self { $($field: f.$field),+ };

@@ -20,14 +20,14 @@
 //! let score = every_other_size(&samples)?;
 //! assert_eq!(score.fitted, 8);
 //! assert!(score.held_out.worst < 1e-9);
-//! # Ok::<(), comm_cost_model::CostModelError>(())
+//! # Ok::<(), comm_cost_model::InputError>(())
 //! ```
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::CostModelError;
+use crate::InputError;
 use crate::deepep::{COMBINE_BYTES_PER_ELEMENT, DeepEpCall, DeepEpMode, sent_bytes};
 use crate::fit::Sample;
 use crate::gpu_scaling::{Collective, GpuSample, fit_scaling};
@@ -48,12 +48,12 @@ pub struct HeldOutScore {
 ///
 /// # Errors
 ///
-/// [`CostModelError`] when a GPU count has too few sizes to fit, or a time is not positive.
+/// [`InputError`] when a GPU count has too few sizes to fit, or a time is not positive.
 ///
 /// # Complexity
 ///
 /// `O(n^2 k)` for `n` samples per GPU count and `k = 3` segments.
-pub fn every_other_size(samples: &[GpuSample]) -> Result<HeldOutScore, CostModelError> {
+pub fn every_other_size(samples: &[GpuSample]) -> Result<HeldOutScore, InputError> {
     let mut per_gpus: BTreeMap<u64, Vec<Sample>> = BTreeMap::new();
     for s in sorted(samples) {
         per_gpus.entry(s.gpus).or_default().push(Sample {
@@ -81,7 +81,7 @@ pub fn every_other_size(samples: &[GpuSample]) -> Result<HeldOutScore, CostModel
 ///
 /// # Errors
 ///
-/// [`CostModelError`] for a single GPU count (nothing to extrapolate from) or too few
+/// [`InputError`] for a single GPU count (nothing to extrapolate from) or too few
 /// samples.
 ///
 /// # Complexity
@@ -90,7 +90,7 @@ pub fn every_other_size(samples: &[GpuSample]) -> Result<HeldOutScore, CostModel
 pub fn smaller_gpu_counts(
     collective: Collective,
     samples: &[GpuSample],
-) -> Result<HeldOutScore, CostModelError> {
+) -> Result<HeldOutScore, InputError> {
     let samples = sorted(samples);
     let largest = samples.iter().map(|s| s.gpus).max().unwrap_or(0);
     let fit_on: Vec<GpuSample> = samples
@@ -107,7 +107,7 @@ pub fn smaller_gpu_counts(
         .iter()
         .filter(|s| s.gpus == largest)
         .map(|s| Ok((fit.time_s(s.gpus, s.bytes)?, s.seconds)))
-        .collect::<Result<Vec<_>, CostModelError>>()?;
+        .collect::<Result<Vec<_>, InputError>>()?;
     Ok(HeldOutScore {
         fitted: fit_on.len(),
         held_out: error_summary(&pairs)?,
@@ -156,10 +156,7 @@ pub struct DeepEpValidationRow {
 }
 
 /// Bytes one rank sends and the measured time of one phase.
-fn phase_samples(
-    rows: &[&DeepEpMeasurement],
-    combine: bool,
-) -> Result<Vec<Sample>, CostModelError> {
+fn phase_samples(rows: &[&DeepEpMeasurement], combine: bool) -> Result<Vec<Sample>, InputError> {
     rows.iter()
         .map(|m| {
             let mut call = m.call;
@@ -183,7 +180,7 @@ fn phase_samples(
 ///
 /// # Errors
 ///
-/// [`CostModelError`] for an invalid configuration (experts not divisible by ranks, ...) or a
+/// [`InputError`] for an invalid configuration (experts not divisible by ranks, ...) or a
 /// split with too few samples.
 ///
 /// # Complexity
@@ -192,7 +189,7 @@ fn phase_samples(
 pub fn validate_deepep(
     measured: &[DeepEpMeasurement],
     alltoall: &PiecewiseFit,
-) -> Result<Vec<DeepEpValidationRow>, CostModelError> {
+) -> Result<Vec<DeepEpValidationRow>, InputError> {
     let mut out = Vec::new();
     for mode in [DeepEpMode::Normal, DeepEpMode::LowLatency] {
         let rows: Vec<&DeepEpMeasurement> = measured.iter().filter(|m| m.mode == mode).collect();
@@ -211,14 +208,14 @@ pub fn validate_deepep(
             let link: Vec<(f64, f64)> = all
                 .iter()
                 .map(|s| Ok((alltoall.time_s(s.bytes)?, s.seconds)))
-                .collect::<Result<_, CostModelError>>()?;
+                .collect::<Result<_, InputError>>()?;
             let fit_samples = phase_samples(&fit_rows, combine)?;
             let held_samples = phase_samples(&held_rows, combine)?;
             let fit = piecewise_fit(&fit_samples, PiecewiseOptions::default())?;
             let held: Vec<(f64, f64)> = held_samples
                 .iter()
                 .map(|s| Ok((fit.time_s(s.bytes)?, s.seconds)))
-                .collect::<Result<_, CostModelError>>()?;
+                .collect::<Result<_, InputError>>()?;
             let overhead_s = fit_samples
                 .iter()
                 .map(|s| s.seconds)

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::units::FlopPerSecond;
-use crate::{CostModelError, check_positive};
+use crate::{InputError, check_positive};
 
 /// One worker (GPU): the FLOP/s it sustains and how many experts its memory holds.
 ///
@@ -20,7 +20,7 @@ use crate::{CostModelError, check_positive};
 /// let a100 = Worker::new(312e12, 32)?;
 /// assert_eq!(a100.expert_slots, 32);
 /// assert!(Worker::new(0.0, 32).is_err());
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "WorkerFields")]
@@ -36,8 +36,8 @@ impl Worker {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::NonFinite`] or [`CostModelError::NotPositive`] for a bad `flop_per_s`.
-    pub fn new(flop_per_s: FlopPerSecond, expert_slots: usize) -> Result<Self, CostModelError> {
+    /// [`InputError::NonFinite`] or [`InputError::NotPositive`] for a bad `flop_per_s`.
+    pub fn new(flop_per_s: FlopPerSecond, expert_slots: usize) -> Result<Self, InputError> {
         let worker = Self {
             flop_per_s,
             expert_slots,
@@ -50,7 +50,7 @@ impl Worker {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::NonFinite`] or [`CostModelError::NotPositive`] for a bad `flop_per_s`.
+    /// [`InputError::NonFinite`] or [`InputError::NotPositive`] for a bad `flop_per_s`.
     ///
     /// # Examples
     ///
@@ -58,7 +58,7 @@ impl Worker {
     /// use comm_cost_model::Worker;
     /// assert!(Worker { flop_per_s: -1.0, expert_slots: 4 }.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         check_positive("worker FLOP/s", self.flop_per_s).map(|_| ())
     }
 }

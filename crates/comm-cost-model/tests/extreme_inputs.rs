@@ -1,5 +1,5 @@
 //! Regression tests for issue 13: finite but extreme inputs (1e308, 5e-324) give a finite
-//! result or `CostModelError::NonFinite`, never `Ok(inf)` or `Ok(NaN)`.
+//! result or `InputError::NonFinite`, never `Ok(inf)` or `Ok(NaN)`.
 
 use comm_cost_model::allgather_bound::{Fabric, optimal_all_gather_bound};
 use comm_cost_model::collectives::{
@@ -22,13 +22,13 @@ use comm_cost_model::piecewise::{PiecewiseFit, PiecewiseOptions, Segment, piecew
 use comm_cost_model::timeline::{
     ColocatedLayer, ExclusiveLayer, ModelLayerTimes, colocated_gpu_utilization, exclusive_time,
 };
-use comm_cost_model::{AlphaBeta, CostModelError, Worker, checked_product};
+use comm_cost_model::{AlphaBeta, InputError, Worker, checked_product};
 
 /// Finite and `Ok`, or the typed error: the property every function below must have.
-fn finite_or_non_finite_error(r: Result<f64, CostModelError>) -> bool {
+fn finite_or_non_finite_error(r: Result<f64, InputError>) -> bool {
     match r {
         Ok(v) => v.is_finite(),
-        Err(CostModelError::NonFinite { .. }) => true,
+        Err(InputError::NonFinite { .. }) => true,
         Err(_) => false,
     }
 }
@@ -82,12 +82,12 @@ fn an_overflowing_time_is_a_non_finite_error() {
     let link = AlphaBeta::new(0.0, 10.0).unwrap();
     assert!(matches!(
         ring_all_reduce_time_s(1e308, 4, &link),
-        Err(CostModelError::NonFinite { .. })
+        Err(InputError::NonFinite { .. })
     ));
     let grid = TwoTierGrid::new(8, 4, 5e-324, 5e-324).unwrap();
     assert!(matches!(
         rail_only_all_to_all_time_s(1.0, &grid),
-        Err(CostModelError::NonFinite { .. })
+        Err(InputError::NonFinite { .. })
     ));
 }
 
@@ -110,7 +110,7 @@ fn parm_and_saa_never_return_non_finite_ok() {
     let costs = ParmCollectiveCosts::uniform(AlphaBeta::new(0.0, 1e10).unwrap());
     assert!(matches!(
         parm_times(&layer, &costs),
-        Err(CostModelError::NonFinite { .. })
+        Err(InputError::NonFinite { .. })
     ));
     for bytes in EXTREMES {
         let spec = SaaSpec {
@@ -126,7 +126,7 @@ fn parm_and_saa_never_return_non_finite_ok() {
         assert!(finite_or_non_finite_error(saa_time_s(&spec)));
         match saa_phases(&spec) {
             Ok(phases) => assert!(phases.iter().all(|p| p.time_s.is_finite())),
-            Err(e) => assert!(matches!(e, CostModelError::NonFinite { .. })),
+            Err(e) => assert!(matches!(e, InputError::NonFinite { .. })),
         }
     }
 }
@@ -140,10 +140,10 @@ fn struct_literal_links_are_checked_again() {
         alpha_s: -1.0,
         beta_s_per_byte: 0.0,
     };
-    let negative = |r: Result<f64, CostModelError>| {
+    let negative = |r: Result<f64, InputError>| {
         matches!(
             r,
-            Err(CostModelError::Negative {
+            Err(InputError::Negative {
                 what: "alpha (s)",
                 ..
             })
@@ -173,7 +173,7 @@ fn struct_literal_parm_costs_are_checked_again() {
         beta_s_per_byte: 0.0,
     });
     let layer = small_layer();
-    let negative = |e: CostModelError| matches!(e, CostModelError::Negative { .. });
+    let negative = |e: InputError| matches!(e, InputError::Negative { .. });
     assert!(negative(baseline_times(&layer, &costs).unwrap_err()));
     assert!(negative(s1_times(&layer, &costs).unwrap_err()));
     assert!(negative(s2_times(&layer, &costs).unwrap_err()));
@@ -228,7 +228,7 @@ fn a_huge_top_k_is_too_large_not_a_hang() {
     };
     assert!(matches!(
         copies_per_token(&call, DeepEpMode::Normal),
-        Err(CostModelError::TooLarge {
+        Err(InputError::TooLarge {
             limit: MAX_TOP_K,
             ..
         })
@@ -277,7 +277,7 @@ fn piecewise_coefficients_beyond_f64_are_non_finite_errors() {
     for samples in [&steep[..], &wide[..]] {
         assert!(matches!(
             piecewise_fit(samples, PiecewiseOptions::default()),
-            Err(CostModelError::NonFinite { .. })
+            Err(InputError::NonFinite { .. })
         ));
     }
 }
@@ -295,12 +295,9 @@ fn piecewise_time_of_a_bad_size_is_an_error() {
     let fit = piecewise_fit(&samples, PiecewiseOptions::default()).unwrap();
     assert!(matches!(
         fit.time_s(f64::NAN),
-        Err(CostModelError::NonFinite { .. })
+        Err(InputError::NonFinite { .. })
     ));
-    assert!(matches!(
-        fit.time_s(-1.0),
-        Err(CostModelError::Negative { .. })
-    ));
+    assert!(matches!(fit.time_s(-1.0), Err(InputError::Negative { .. })));
     let steep = PiecewiseFit {
         segments: vec![Segment {
             beta_s_per_byte: 10.0,
@@ -309,7 +306,7 @@ fn piecewise_time_of_a_bad_size_is_an_error() {
     };
     assert!(matches!(
         steep.time_s(1e308),
-        Err(CostModelError::NonFinite { .. })
+        Err(InputError::NonFinite { .. })
     ));
 }
 
@@ -333,7 +330,7 @@ fn least_squares_of_extreme_magnitudes_is_right() {
     // A slope beyond `f64`: a typed error.
     assert!(matches!(
         two_point(s(0.0, 0.0), s(5e-324, 1e300)),
-        Err(CostModelError::NonFinite { .. })
+        Err(InputError::NonFinite { .. })
     ));
 }
 
@@ -343,7 +340,7 @@ fn least_squares_of_extreme_magnitudes_is_right() {
 fn held_out_errors_beyond_f64_are_typed_and_large_ones_finite() {
     assert!(matches!(
         error_summary(&[(1e308, 1e-10)]),
-        Err(CostModelError::NonFinite { .. })
+        Err(InputError::NonFinite { .. })
     ));
     let s = error_summary(&[(f64::MAX, 1.0), (f64::MAX, 1.0)]).unwrap();
     assert_eq!((s.median, s.mean, s.worst), (f64::MAX, f64::MAX, f64::MAX));
@@ -365,7 +362,7 @@ fn all_gather_bounds_of_extreme_bandwidths_are_finite() {
     let slow = TwoTierGrid::new(2, 2, 5e-324, 5e-324).unwrap();
     assert!(matches!(
         optimal_all_gather_bound(&slow, Fabric::RailOnly),
-        Err(CostModelError::NonFinite { .. })
+        Err(InputError::NonFinite { .. })
     ));
 }
 
@@ -388,10 +385,7 @@ fn overflowing_volumes_are_non_finite_errors() {
         f: 1e308,
         ..small_layer()
     };
-    assert!(matches!(
-        layer.volumes(),
-        Err(CostModelError::NonFinite { .. })
-    ));
+    assert!(matches!(layer.volumes(), Err(InputError::NonFinite { .. })));
 }
 
 /// `checked_product(&[u64::MAX, 2, 0])` reported an overflow of the partial product; the
@@ -401,7 +395,7 @@ fn a_zero_factor_makes_a_zero_product() {
     assert_eq!(checked_product("x", &[u64::MAX, 2, 0]), Ok(0));
     assert!(matches!(
         checked_product("x", &[u64::MAX, 2]),
-        Err(CostModelError::Overflow { .. })
+        Err(InputError::Overflow { .. })
     ));
 }
 

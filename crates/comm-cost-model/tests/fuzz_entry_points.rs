@@ -44,7 +44,7 @@ use comm_cost_model::timeline::{
     model_exclusive_time,
 };
 use comm_cost_model::{
-    AlphaBeta, CostModelError, MAX_MATRIX_SIDE, SquareMatrix, Worker, check_count, check_count_u64,
+    AlphaBeta, InputError, MAX_MATRIX_SIDE, SquareMatrix, Worker, check_count, check_count_u64,
     check_divides, check_finite_result, check_non_negative, check_positive, checked_product, gcd,
     seeded_rng, units,
 };
@@ -81,7 +81,7 @@ where
 }
 
 /// A time: `Ok` must be finite and non-negative.
-fn time(what: &str, r: Result<f64, CostModelError>) -> Outcome {
+fn time(what: &str, r: Result<f64, InputError>) -> Outcome {
     match r {
         Ok(t) => {
             check_finite(what, t)?;

@@ -6,7 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::eplb::{EplbPolicy, eplb};
-use crate::error::{PlacementError, check_at_most};
+use crate::error::PlacementError;
 use crate::exact::{PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS};
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::node_aware::solve_node_aware;
@@ -15,6 +15,7 @@ use crate::options::{
     DEFAULT_EXACT_SEARCH_STEPS, DEFAULT_SEARCH_STEPS, PlacementOptions, Termination,
 };
 use crate::plan::Placement;
+use comm_cost_model::check_at_most;
 
 /// The expert placement algorithms, by name.
 ///
@@ -72,15 +73,15 @@ impl fmt::Display for PlacementAlgorithm {
 ///
 /// # Errors
 ///
-/// [`PlacementError::Cost`] (`NonFinite`) when a GPU's load, the plan's gap or its imbalance
+/// [`PlacementError::Input`] (`NonFinite`) when a GPU's load, the plan's gap or its imbalance
 /// overflows (loads near `f64::MAX` or tiny speeds), [`PlacementError::InsufficientCapacity`] for fewer slots than experts,
 /// [`PlacementError::SlotsExceedExperts`] for a GPU with more slots than experts,
-/// [`PlacementError::TooLarge`] above [`crate::MAX_GPU_EXPERT_PAIRS`] GPU-expert pairs; the shape errors
-/// of [`eplb`] and, node-aware, [`PlacementError::NotDivisible`] when `groups` does not divide
-/// the expert count, [`PlacementError::Empty`] for zero groups and
+/// [`PlacementError::Input`] (`TooLarge`) above [`crate::MAX_GPU_EXPERT_PAIRS`] GPU-expert pairs; the shape errors
+/// of [`eplb`] and, node-aware, [`PlacementError::Input`] (`NotDivisible`) when `groups` does not divide
+/// the expert count, [`PlacementError::Input`] (`Empty`) for zero groups and
 /// [`PlacementError::InsufficientCapacity`] when groups cannot be spread over the nodes (more
 /// nodes than groups included: every node needs one);
-/// [`PlacementError::TooLarge`] for [`PlacementAlgorithm::Exact`] above [`PLACEMENT_EXACT_MAX_EXPERTS`]
+/// [`PlacementError::Input`] (`TooLarge`) for [`PlacementAlgorithm::Exact`] above [`PLACEMENT_EXACT_MAX_EXPERTS`]
 /// experts or [`PLACEMENT_EXACT_MAX_GPUS`] GPUs, and [`PlacementError::BudgetExhausted`] when it cannot prove optimality within
 /// its step budget ([`crate::DEFAULT_EXACT_SEARCH_STEPS`] or [`PlacementOptions::search_steps`]).
 ///
@@ -121,7 +122,7 @@ pub fn place(
 ///
 /// # Errors
 ///
-/// Those of [`place`], and [`PlacementError::InvalidValue`] for a time budget that is not a
+/// Those of [`place`], and [`PlacementError::Input`] (`InvalidEntry`) for a time budget that is not a
 /// finite non-negative number of seconds.
 ///
 /// # Complexity
@@ -227,7 +228,7 @@ fn plan_with(
 ///
 /// # Errors
 ///
-/// Those of [`place`], for the first failing layer; [`PlacementError::TooLarge`] when
+/// Those of [`place`], for the first failing layer; [`PlacementError::Input`] (`TooLarge`) when
 /// `layers · R` exceeds [`crate::MAX_PLAN_ENTRIES`] (checked first).
 ///
 /// # Complexity

@@ -35,7 +35,7 @@ use crate::replicate::replicate;
 ///
 /// # Errors
 ///
-/// [`PlacementError::Cost`] (`NonFinite`) when the bound overflows (loads near `f64::MAX` on
+/// [`PlacementError::Input`] (`NonFinite`) when the bound overflows (loads near `f64::MAX` on
 /// slow GPUs): every placement's maximum load would overflow too.
 ///
 /// # Complexity

@@ -10,16 +10,18 @@
 //! to the lightest pack that still has room (every pack takes the same number of items). Nothing
 //! stops two replicas of one expert from landing on the same GPU (deepseek-ai/EPLB issue 22).
 
+use comm_cost_model::InputError;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{PlacementError, check_at_most, check_divides};
+use crate::error::PlacementError;
 use crate::model::{LayerLoads, MAX_PADDED_MAP_ENTRIES, MAX_PLAN_ENTRIES, PlacementCluster};
 use crate::pack::Load;
 use crate::plan::Placement;
 use crate::replicate::replicate;
+use comm_cost_model::{check_at_most, check_divides};
 
 /// Which of EPLB's two policies to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -79,9 +81,9 @@ pub struct EplbTables {
 ///
 /// [`PlacementError::InsufficientCapacity`] for fewer slots than experts,
 /// [`PlacementError::NotUniform`] for unequal slot counts (or, hierarchical, nodes that are not
-/// equal blocks of consecutive GPUs numbered in order), [`PlacementError::NotDivisible`] when
+/// equal blocks of consecutive GPUs numbered in order), [`PlacementError::Input`] (`NotDivisible`) when
 /// `groups` does not divide the expert count or the node count does not divide `groups`,
-/// [`PlacementError::Cost`] (`NonFinite`) when a figure of the plan overflows (as
+/// [`PlacementError::Input`] (`NonFinite`) when a figure of the plan overflows (as
 /// [`Placement::evaluate`]).
 ///
 /// # Complexity
@@ -123,12 +125,12 @@ pub fn eplb(
 ///
 /// # Errors
 ///
-/// [`PlacementError::Empty`] for no layer, no GPU, no group or no node;
-/// [`PlacementError::SizeMismatch`] for layers of different lengths; the load errors of
-/// [`LayerLoads::new`]; [`PlacementError::NotDivisible`] for `num_replicas % num_gpus != 0` and,
+/// [`PlacementError::Input`] (`Empty`) for no layer, no GPU, no group or no node;
+/// [`PlacementError::Input`] (`SizeMismatch`) for layers of different lengths; the load errors of
+/// [`LayerLoads::new`]; [`PlacementError::Input`] (`NotDivisible`) for `num_replicas % num_gpus != 0` and,
 /// hierarchical, `num_gpus % num_nodes != 0` or `E % num_groups != 0`;
 /// [`PlacementError::InsufficientCapacity`] for fewer replicas than experts;
-/// [`PlacementError::TooLarge`] when `layers · num_replicas` exceeds
+/// [`PlacementError::Input`] (`TooLarge`) when `layers · num_replicas` exceeds
 /// [`crate::MAX_PLAN_ENTRIES`] or the `logical_to_physical` table (`layers · E · max replicas`)
 /// exceeds [`crate::MAX_PADDED_MAP_ENTRIES`] (checked before it is allocated).
 ///
@@ -165,17 +167,21 @@ pub fn rebalance_experts(
         ("num_nodes", num_nodes),
     ] {
         if v == 0 {
-            return Err(PlacementError::Empty { what });
+            return Err(PlacementError::Input(InputError::Empty { what }));
         }
     }
     let layers = LayerLoads::layers(weights.to_vec())?;
-    check_divides("num_replicas by num_gpus", num_replicas, num_gpus)?;
+    check_divides(
+        "num_replicas by num_gpus",
+        num_replicas as u64,
+        num_gpus as u64,
+    )?;
     let policy = EplbPolicy::for_shape(num_groups, num_nodes);
     let nodes = match policy {
         EplbPolicy::Hierarchical { .. } => num_nodes,
         EplbPolicy::Global => 1,
     };
-    check_divides("num_gpus by num_nodes", num_gpus, nodes)?;
+    check_divides("num_gpus by num_nodes", num_gpus as u64, nodes as u64)?;
     let cluster = PlacementCluster::uniform(num_gpus, num_replicas / num_gpus, nodes)?;
     let shape = Shape::of(layers[0].len(), &cluster, policy)?;
     check_at_most(
@@ -253,11 +259,11 @@ impl Shape {
             EplbPolicy::Global => (1, 1),
             EplbPolicy::Hierarchical { groups } => {
                 if groups == 0 {
-                    return Err(PlacementError::Empty { what: "groups" });
+                    return Err(PlacementError::Input(InputError::Empty { what: "groups" }));
                 }
                 let nodes = cluster.nodes();
-                check_divides("experts by groups", experts, groups)?;
-                check_divides("groups by nodes", groups, nodes)?;
+                check_divides("experts by groups", experts as u64, groups as u64)?;
+                check_divides("groups by nodes", groups as u64, nodes as u64)?;
                 let per = cluster.gpus() / nodes;
                 let contiguous = cluster.gpus() % nodes == 0
                     && cluster

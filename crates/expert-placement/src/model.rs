@@ -3,10 +3,11 @@
 
 use std::ops::Range;
 
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{PlacementError, check_at_most, check_positives, check_weights};
+use crate::error::PlacementError;
+use comm_cost_model::{check_at_most, check_entries, check_positive_entries, check_same_len};
 
 /// Largest number of physical slots (replicas) a [`PlacementCluster`] may have, and of experts
 /// a [`LayerLoads`] may have, `2^24`: every algorithm keeps a few words per slot and per expert,
@@ -24,7 +25,7 @@ pub const MAX_PLAN_ENTRIES: usize = 1 << 28;
 /// Most entries of padded `logical_to_physical` maps, `layers · E · width` where `width` is the
 /// most replicas of one expert: `2^26`, 512 MiB as `i64`. The one limit for every padded map
 /// of the workspace ([`crate::rebalance_experts`]' table, the facade's plans, the Python
-/// drop-in): a map that would need more is refused with [`crate::PlacementError::TooLarge`]
+/// drop-in): a map that would need more is refused with [`crate::PlacementError::Input`] (`TooLarge`)
 /// before it is allocated (16,384 experts with one hot expert on 32,768 GPUs would need
 /// `2^28`).
 pub const MAX_PADDED_MAP_ENTRIES: usize = 1 << 26;
@@ -101,11 +102,11 @@ impl PlacementCluster {
     ///
     /// # Errors
     ///
-    /// [`PlacementError::Empty`] for no GPU, [`PlacementError::SizeMismatch`] when the three
-    /// vectors differ in length, [`PlacementError::InvalidValue`] / [`PlacementError::NotPositive`]
-    /// for a speed that is not a positive finite number, [`PlacementError::NotPositive`] for a GPU
-    /// with no slot, [`PlacementError::IndexOutOfRange`] for a node id `>=` the number of GPUs,
-    /// [`PlacementError::TooLarge`] above [`MAX_PLACEMENT_SLOTS`] slots in total.
+    /// [`PlacementError::Input`] (`Empty`) for no GPU, [`PlacementError::Input`] (`SizeMismatch`) when the three
+    /// vectors differ in length, [`PlacementError::Input`] (`InvalidEntry` or `NotPositiveEntry`)
+    /// for a speed that is not a positive finite number, [`PlacementError::Input`] (`NotPositiveEntry`) for a GPU
+    /// with no slot, [`PlacementError::Input`] (`IndexOutOfRange`) for a node id `>=` the number of GPUs,
+    /// [`PlacementError::Input`] (`TooLarge`) above [`MAX_PLACEMENT_SLOTS`] slots in total.
     ///
     /// # Complexity
     ///
@@ -114,13 +115,14 @@ impl PlacementCluster {
     /// # Examples
     ///
     /// ```
+    /// use comm_cost_model::InputError;
     /// use expert_placement::{PlacementError, PlacementCluster};
     ///
     /// let c = PlacementCluster::new(vec![2, 2, 3], vec![1.0, 1.0, 1.5], vec![0, 0, 1])?;
     /// assert_eq!(c.total_slots(), 7);
     /// assert!(matches!(
     ///     PlacementCluster::new(vec![2], vec![0.0], vec![0]),
-    ///     Err(PlacementError::NotPositive { .. })
+    ///     Err(PlacementError::Input(InputError::NotPositiveEntry { .. }))
     /// ));
     /// # Ok::<(), PlacementError>(())
     /// ```
@@ -131,21 +133,21 @@ impl PlacementCluster {
     ) -> Result<Self, PlacementError> {
         let g = slots_of_gpu.len();
         if g == 0 {
-            return Err(PlacementError::Empty { what: "GPUs" });
+            return Err(PlacementError::Input(InputError::Empty { what: "GPUs" }));
         }
-        crate::error::check_same_len("speed_of_gpu vs GPUs", speed_of_gpu.len(), g)?;
-        crate::error::check_same_len("node_of_gpu vs GPUs", node_of_gpu.len(), g)?;
-        check_positives("speed_of_gpu", &speed_of_gpu)?;
+        check_same_len("speed_of_gpu vs GPUs", speed_of_gpu.len(), g)?;
+        check_same_len("node_of_gpu vs GPUs", node_of_gpu.len(), g)?;
+        check_positive_entries("speed_of_gpu", &speed_of_gpu)?;
         let mut first_slot = Vec::with_capacity(g + 1);
         let mut total = 0usize;
         first_slot.push(0);
         for (gpu, &s) in slots_of_gpu.iter().enumerate() {
             if s == 0 {
-                return Err(PlacementError::NotPositive {
+                return Err(PlacementError::Input(InputError::NotPositiveEntry {
                     what: "slots_of_gpu",
                     index: gpu,
                     value: 0.0,
-                });
+                }));
             }
             total = total.saturating_add(s);
             check_at_most("total slots", MAX_PLACEMENT_SLOTS, total)?;
@@ -153,11 +155,13 @@ impl PlacementCluster {
         }
         let mut seen = vec![false; g];
         for &node in &node_of_gpu {
-            let flag = seen.get_mut(node).ok_or(PlacementError::IndexOutOfRange {
-                what: "node_of_gpu",
-                index: node,
-                size: g,
-            })?;
+            let flag =
+                seen.get_mut(node)
+                    .ok_or(PlacementError::Input(InputError::index_out_of_range(
+                        "node_of_gpu",
+                        node,
+                        g,
+                    )))?;
             *flag = true;
         }
         let nodes = seen.iter().filter(|&&s| s).count();
@@ -177,8 +181,8 @@ impl PlacementCluster {
     ///
     /// # Errors
     ///
-    /// [`PlacementError::Empty`] for no GPU, [`PlacementError::NotPositive`] for no slot or no
-    /// node, [`PlacementError::TooLarge`] for more nodes than GPUs or more than
+    /// [`PlacementError::Input`] (`Empty`) for no GPU, [`PlacementError::Input`] (`NotPositiveEntry`) for no slot or no
+    /// node, [`PlacementError::Input`] (`TooLarge`) for more nodes than GPUs or more than
     /// [`MAX_PLACEMENT_SLOTS`] slots.
     ///
     /// # Complexity
@@ -201,21 +205,21 @@ impl PlacementCluster {
         nodes: usize,
     ) -> Result<Self, PlacementError> {
         if gpus == 0 {
-            return Err(PlacementError::Empty { what: "GPUs" });
+            return Err(PlacementError::Input(InputError::Empty { what: "GPUs" }));
         }
         if nodes == 0 {
-            return Err(PlacementError::NotPositive {
+            return Err(PlacementError::Input(InputError::NotPositiveEntry {
                 what: "nodes",
                 index: 0,
                 value: 0.0,
-            });
+            }));
         }
         if slots_per_gpu == 0 {
-            return Err(PlacementError::NotPositive {
+            return Err(PlacementError::Input(InputError::NotPositiveEntry {
                 what: "slots_of_gpu",
                 index: 0,
                 value: 0.0,
-            });
+            }));
         }
         check_at_most("nodes (at most one per GPU)", gpus, nodes)?;
         // Sizes before allocating: with no slot per GPU, `usize::MAX` GPUs used to pass this
@@ -310,11 +314,11 @@ impl PlacementCluster {
     /// [`MAX_GPU_EXPERT_PAIRS`].
     pub(crate) fn check_pairs(&self, experts: usize) -> Result<(), PlacementError> {
         check_at_most("experts", MAX_PLACEMENT_SLOTS, experts)?;
-        check_at_most(
+        Ok(check_at_most(
             "GPUs x experts",
             MAX_GPU_EXPERT_PAIRS,
             self.gpus().saturating_mul(experts),
-        )
+        )?)
     }
 
     /// Checks that `experts` logical experts fit: at least one slot each, no GPU with more slots
@@ -343,11 +347,15 @@ impl PlacementCluster {
 /// # Examples
 ///
 /// ```
+/// use comm_cost_model::InputError;
 /// use expert_placement::{LayerLoads, PlacementError};
 ///
 /// let w = LayerLoads::new(vec![600.0, 560.0, 120.0, 120.0, 20.0, 10.0, 10.0, 10.0])?;
 /// assert_eq!((w.len(), w.total()), (8, 1450.0));
-/// assert!(matches!(LayerLoads::new(vec![1.0, f64::NAN]), Err(PlacementError::InvalidValue { index: 1, .. })));
+/// assert!(matches!(
+///     LayerLoads::new(vec![1.0, f64::NAN]),
+///     Err(PlacementError::Input(InputError::InvalidEntry { index: 1, .. }))
+/// ));
 /// # Ok::<(), PlacementError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -362,24 +370,24 @@ impl LayerLoads {
     ///
     /// # Errors
     ///
-    /// [`PlacementError::Empty`] for no expert, [`PlacementError::InvalidValue`] for a NaN,
-    /// infinite or negative load, [`PlacementError::Cost`] when the total overflows to infinity,
-    /// [`PlacementError::TooLarge`] above [`MAX_PLACEMENT_SLOTS`] experts.
+    /// [`PlacementError::Input`] (`Empty`) for no expert, [`PlacementError::Input`] (`InvalidEntry`) for a NaN,
+    /// infinite or negative load, [`PlacementError::Input`] when the total overflows to infinity,
+    /// [`PlacementError::Input`] (`TooLarge`) above [`MAX_PLACEMENT_SLOTS`] experts.
     ///
     /// # Complexity
     ///
     /// `O(E)`.
     pub fn new(loads: Vec<f64>) -> Result<Self, PlacementError> {
         if loads.is_empty() {
-            return Err(PlacementError::Empty {
+            return Err(PlacementError::Input(InputError::Empty {
                 what: "expert loads",
-            });
+            }));
         }
         check_at_most("experts", MAX_PLACEMENT_SLOTS, loads.len())?;
-        check_weights("expert loads", &loads)?;
+        check_entries("expert loads", &loads)?;
         let total: f64 = loads.iter().sum();
         if !total.is_finite() {
-            return Err(CostModelError::NonFinite {
+            return Err(InputError::NonFinite {
                 what: "total expert load",
                 value: total,
             }
@@ -392,8 +400,8 @@ impl LayerLoads {
     ///
     /// # Errors
     ///
-    /// As [`LayerLoads::new`] for each row, [`PlacementError::Empty`] for no row and
-    /// [`PlacementError::SizeMismatch`] when rows have different expert counts.
+    /// As [`LayerLoads::new`] for each row, [`PlacementError::Input`] (`Empty`) for no row and
+    /// [`PlacementError::Input`] (`SizeMismatch`) when rows have different expert counts.
     ///
     /// # Complexity
     ///
@@ -401,11 +409,11 @@ impl LayerLoads {
     pub fn layers(rows: Vec<Vec<f64>>) -> Result<Vec<Self>, PlacementError> {
         let first = rows
             .first()
-            .ok_or(PlacementError::Empty { what: "layers" })?
+            .ok_or(PlacementError::Input(InputError::Empty { what: "layers" }))?
             .len();
         rows.into_iter()
             .map(|row| {
-                crate::error::check_same_len("experts of a layer", row.len(), first)?;
+                check_same_len("experts of a layer", row.len(), first)?;
                 Self::new(row)
             })
             .collect()
@@ -472,35 +480,41 @@ mod tests {
     fn bad_clusters_are_typed_errors() {
         assert!(matches!(
             PlacementCluster::new(vec![], vec![], vec![]),
-            Err(PlacementError::Empty { .. })
+            Err(PlacementError::Input(InputError::Empty { .. }))
         ));
         assert!(matches!(
             PlacementCluster::new(vec![1, 0], vec![1.0; 2], vec![0; 2]),
-            Err(PlacementError::NotPositive { index: 1, .. })
+            Err(PlacementError::Input(InputError::NotPositiveEntry {
+                index: 1,
+                ..
+            }))
         ));
         assert!(matches!(
             PlacementCluster::new(vec![1], vec![1.0; 2], vec![0]),
-            Err(PlacementError::SizeMismatch { .. })
+            Err(PlacementError::Input(InputError::SizeMismatch { .. }))
         ));
         assert!(matches!(
             PlacementCluster::new(vec![1], vec![f64::INFINITY], vec![0]),
-            Err(PlacementError::InvalidValue { .. })
+            Err(PlacementError::Input(InputError::InvalidEntry { .. }))
         ));
         assert!(matches!(
             PlacementCluster::new(vec![1], vec![1.0], vec![1]),
-            Err(PlacementError::IndexOutOfRange { index: 1, .. })
+            Err(PlacementError::Input(InputError::IndexOutOfRange {
+                index: 1,
+                ..
+            }))
         ));
         assert!(matches!(
             PlacementCluster::uniform(1 << 20, 1 << 10, 1),
-            Err(PlacementError::TooLarge { .. })
+            Err(PlacementError::Input(InputError::TooLarge { .. }))
         ));
         assert!(matches!(
             PlacementCluster::uniform(2, 1, 3),
-            Err(PlacementError::TooLarge { .. })
+            Err(PlacementError::Input(InputError::TooLarge { .. }))
         ));
         assert!(matches!(
             LayerLoads::new(vec![f64::MAX, f64::MAX]),
-            Err(PlacementError::Cost(CostModelError::NonFinite { .. }))
+            Err(PlacementError::Input(InputError::NonFinite { .. }))
         ));
     }
 

@@ -1,10 +1,11 @@
 //! Relabeling a node-aware plan onto a current placement without breaking its node constraint.
 
 use crate::align::{assign_max_overlap, keep_slots};
-use crate::error::{PlacementError, check_same_len};
+use crate::error::PlacementError;
 use crate::local_search::Origin;
 use crate::model::PlacementCluster;
 use crate::plan::check_map;
+use comm_cost_model::check_same_len;
 
 /// `next` with whole nodes exchanged and GPUs exchanged inside nodes so that as many replicas
 /// as possible stay on a GPU that holds their expert in `current`, each kept expert in its
@@ -18,9 +19,9 @@ use crate::plan::check_map;
 ///
 /// # Errors
 ///
-/// [`PlacementError::SizeMismatch`] unless both maps have one entry per slot,
-/// [`PlacementError::IndexOutOfRange`] for an expert id `>= experts`,
-/// [`PlacementError::MissingExpert`] when a map lacks an expert, [`PlacementError::TooLarge`]
+/// [`PlacementError::Input`] (`SizeMismatch`) unless both maps have one entry per slot,
+/// [`PlacementError::Input`] (`IndexOutOfRange`) for an expert id `>= experts`,
+/// [`PlacementError::MissingExpert`] when a map lacks an expert, [`PlacementError::Input`] (`TooLarge`)
 /// above the cluster's GPU-expert pair limit.
 ///
 /// # Complexity

@@ -2,10 +2,12 @@
 //! inside one node (DeepSeek-V3's group-limited routing then sends each token to few nodes).
 
 use crate::bound::{basic_bound, lower_bound};
-use crate::error::{PlacementError, check_divides};
+use crate::error::PlacementError;
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::optimal::{Solved, solve_to};
 use crate::options::{Budget, Termination};
+use comm_cost_model::InputError;
+use comm_cost_model::check_divides;
 
 /// Above this many groups the greedy group-to-node assignment is not improved (each pass tries every
 /// pair of groups).
@@ -50,9 +52,9 @@ pub(crate) fn solve_node_aware(
 ) -> Result<NodeAwareSolved, PlacementError> {
     let w = loads.as_slice();
     if groups == 0 {
-        return Err(PlacementError::Empty { what: "groups" });
+        return Err(PlacementError::Input(InputError::Empty { what: "groups" }));
     }
-    check_divides("experts by groups", w.len(), groups)?;
+    check_divides("experts by groups", w.len() as u64, groups as u64)?;
     let nodes = Nodes::of(cluster);
     // Every node has a GPU with a slot, so it needs at least one group: refused before the
     // per-node tables (one entry per subset of groups and node) are built.

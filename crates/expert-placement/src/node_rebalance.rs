@@ -1,11 +1,11 @@
 //! Rebalancing under the node rule: a current placement that keeps every expert group inside
 //! one node moves to new loads with few transfers, and every group stays inside one node.
 
-use comm_cost_model::{check_finite_result, check_non_negative};
+use comm_cost_model::{InputError, check_divides, check_finite_result, check_non_negative};
 
 use crate::algorithm::{PlacementAlgorithm, place_with};
 use crate::bound::lower_bound;
-use crate::error::{PlacementError, check_divides};
+use crate::error::PlacementError;
 use crate::local_search::REL_EPS;
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::node_align::align_within_nodes;
@@ -152,9 +152,9 @@ fn in_place(
     let w = loads.as_slice();
     let experts = w.len();
     if groups == 0 {
-        return Err(PlacementError::Empty { what: "groups" });
+        return Err(PlacementError::Input(InputError::Empty { what: "groups" }));
     }
-    check_divides("experts by groups", experts, groups)?;
+    check_divides("experts by groups", experts as u64, groups as u64)?;
     let size = experts / groups;
     let nodes = Nodes::of(cluster);
     let mut node_of_gpu = vec![0; cluster.gpus()];

@@ -124,15 +124,9 @@ impl PlacementOptions {
     ///
     /// # Errors
     ///
-    /// [`PlacementError::InvalidValue`] naming `time_budget_s`.
+    /// [`PlacementError::Input`] (`NonFinite` or `Negative`) naming `time_budget_s`.
     pub fn validate(&self) -> Result<(), PlacementError> {
-        if !(self.time_budget_s.is_finite() && self.time_budget_s >= 0.0) {
-            return Err(PlacementError::InvalidValue {
-                what: "time_budget_s",
-                index: 0,
-                value: self.time_budget_s,
-            });
-        }
+        comm_cost_model::check_non_negative("time_budget_s", self.time_budget_s)?;
         Ok(())
     }
 

@@ -1,13 +1,15 @@
 //! A placement of expert replicas on GPU slots, with the figures that judge it.
 
+use comm_cost_model::InputError;
 use serde::{Deserialize, Serialize};
 
 use comm_cost_model::check_finite_result;
 
 use crate::bound::lower_bound;
-use crate::error::{PlacementError, check_same_len};
+use crate::error::PlacementError;
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::options::Termination;
+use comm_cost_model::check_same_len;
 
 /// Replicas of logical experts in the physical slots of a cluster, scored on one layer's loads.
 ///
@@ -66,10 +68,10 @@ impl Placement {
     ///
     /// # Errors
     ///
-    /// [`PlacementError::SizeMismatch`] unless the map has one entry per slot,
-    /// [`PlacementError::IndexOutOfRange`] for an expert id `>= E`,
+    /// [`PlacementError::Input`] (`SizeMismatch`) unless the map has one entry per slot,
+    /// [`PlacementError::Input`] (`IndexOutOfRange`) for an expert id `>= E`,
     /// [`PlacementError::MissingExpert`] when an expert has no replica,
-    /// [`PlacementError::Cost`] (`NonFinite`) when a figure of the plan overflows (loads near
+    /// [`PlacementError::Input`] (`NonFinite`) when a figure of the plan overflows (loads near
     /// `f64::MAX`, tiny speeds, or a gap or imbalance beyond `f64`).
     ///
     /// # Complexity
@@ -193,11 +195,11 @@ pub(crate) fn check_map(
     check_same_len(what, map.len(), cluster.total_slots())?;
     let mut seen = vec![false; experts];
     for &e in map {
-        *seen.get_mut(e).ok_or(PlacementError::IndexOutOfRange {
-            what,
-            index: e,
-            size: experts,
-        })? = true;
+        *seen
+            .get_mut(e)
+            .ok_or(PlacementError::Input(InputError::index_out_of_range(
+                what, e, experts,
+            )))? = true;
     }
     match seen.iter().position(|&s| !s) {
         Some(expert) => Err(PlacementError::MissingExpert { what, expert }),
@@ -261,15 +263,18 @@ mod tests {
         assert!((p.gpu_loads[0] - 8.0 / 3.0).abs() < 1e-12);
         assert!(matches!(
             Placement::evaluate(&w, &c, vec![0, 0, 0]),
-            Err(PlacementError::SizeMismatch {
+            Err(PlacementError::Input(InputError::SizeMismatch {
                 expected: 4,
                 actual: 3,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
             Placement::evaluate(&w, &c, vec![0, 0, 0, 2]),
-            Err(PlacementError::IndexOutOfRange { index: 2, .. })
+            Err(PlacementError::Input(InputError::IndexOutOfRange {
+                index: 2,
+                ..
+            }))
         ));
         assert!(matches!(
             Placement::evaluate(&w, &c, vec![0, 0, 0, 0]),

@@ -1,12 +1,13 @@
 //! Rebalancing a running placement to new loads with the fewest expert transfers.
 
+use comm_cost_model::InputError;
 use comm_cost_model::{check_finite_result, check_non_negative};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 use crate::align::align;
-use crate::error::{PlacementError, check_at_most};
+use crate::error::PlacementError;
 use crate::excess::{Reduced, reduce_excess};
 use crate::fewest_moves::fewest_moves;
 use crate::local_search::move_budget;
@@ -17,6 +18,7 @@ use crate::options::{DEFAULT_SEARCH_STEPS, Deadline, PlacementOptions, Terminati
 use crate::plan::{Placement, counts};
 use crate::state::{Move, SlotState};
 use crate::transfers::{ExpertTransfer, check_current, plan_transfers};
+use comm_cost_model::check_at_most;
 
 /// One point of the moves / maximum-load trade-off of a rebalance.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -75,9 +77,9 @@ pub struct Rebalance {
 /// # Errors
 ///
 /// The errors of [`crate::place`] with [`crate::PlacementAlgorithm::Optimal`];
-/// [`PlacementError::SizeMismatch`] unless `current` has one entry per slot;
-/// [`PlacementError::IndexOutOfRange`] for an expert id `>= E`; [`PlacementError::MissingExpert`]
-/// when `current` lacks an expert; [`PlacementError::Cost`] for a negative, NaN or infinite
+/// [`PlacementError::Input`] (`SizeMismatch`) unless `current` has one entry per slot;
+/// [`PlacementError::Input`] (`IndexOutOfRange`) for an expert id `>= E`; [`PlacementError::MissingExpert`]
+/// when `current` lacks an expert; [`PlacementError::Input`] for a negative, NaN or infinite
 /// `tolerance`, and (`NonFinite`) when a figure overflows: loads near `f64::MAX` or tiny speeds,
 /// or a `tolerance` so large that the target `(1 + tolerance) · best` is beyond `f64`.
 ///
@@ -128,7 +130,7 @@ pub fn rebalance(
 ///
 /// # Errors
 ///
-/// Those of [`rebalance`]; [`PlacementError::InvalidValue`] naming `time_budget_s` when it is
+/// Those of [`rebalance`]; [`PlacementError::Input`] (`InvalidEntry`) naming `time_budget_s` when it is
 /// negative or not finite.
 ///
 /// # Complexity
@@ -288,8 +290,8 @@ pub(crate) fn rebalance_from(
 ///
 /// # Errors
 ///
-/// [`PlacementError::SizeMismatch`] unless there is one current map per layer;
-/// [`PlacementError::TooLarge`] when `layers · R` exceeds [`crate::MAX_PLAN_ENTRIES`] (checked
+/// [`PlacementError::Input`] (`SizeMismatch`) unless there is one current map per layer;
+/// [`PlacementError::Input`] (`TooLarge`) when `layers · R` exceeds [`crate::MAX_PLAN_ENTRIES`] (checked
 /// first); otherwise those of [`rebalance`], for the first failing layer.
 ///
 /// # Complexity
@@ -323,11 +325,11 @@ pub fn rebalance_layers(
     options: &PlacementOptions,
 ) -> Result<Vec<Rebalance>, PlacementError> {
     if current.len() != layers.len() {
-        return Err(PlacementError::SizeMismatch {
-            what: "current maps (one per layer)",
-            expected: layers.len(),
-            actual: current.len(),
-        });
+        return Err(PlacementError::Input(InputError::size_mismatch(
+            "current maps (one per layer)",
+            layers.len(),
+            current.len(),
+        )));
     }
     check_at_most(
         "layers x slots",

@@ -1,16 +1,18 @@
 //! One placement planned against several load windows at once.
 
+use comm_cost_model::InputError;
 use comm_cost_model::check_finite_result;
 use serde::{Deserialize, Serialize};
 
 use crate::bound::lower_bound;
-use crate::error::{PlacementError, check_same_len};
+use crate::error::PlacementError;
 use crate::local_search::{Aggregate, SearchOptions, improve, objective};
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::optimal::solve;
 use crate::options::Budget;
 use crate::plan::{counts, gpu_loads};
 use crate::state::SlotState;
+use comm_cost_model::check_same_len;
 
 /// What a robust placement minimizes over the windows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -55,9 +57,9 @@ pub struct RobustPlacement {
 ///
 /// # Errors
 ///
-/// [`PlacementError::Empty`] for no window, [`PlacementError::SizeMismatch`] for windows of
+/// [`PlacementError::Input`] (`Empty`) for no window, [`PlacementError::Input`] (`SizeMismatch`) for windows of
 /// different expert counts, and those of [`crate::place`] with
-/// [`crate::PlacementAlgorithm::Optimal`]; [`PlacementError::Cost`] (`NonFinite`) when a
+/// [`crate::PlacementAlgorithm::Optimal`]; [`PlacementError::Input`] (`NonFinite`) when a
 /// window's figures overflow (loads near `f64::MAX` or tiny speeds).
 ///
 /// # Complexity
@@ -85,7 +87,7 @@ pub fn place_robust(
 ) -> Result<RobustPlacement, PlacementError> {
     let newest = windows
         .last()
-        .ok_or(PlacementError::Empty { what: "windows" })?;
+        .ok_or(PlacementError::Input(InputError::Empty { what: "windows" }))?;
     let experts = newest.len();
     for w in windows {
         check_same_len("experts of a window", w.len(), experts)?;

@@ -1,5 +1,6 @@
 //! Splitting one batch's tokens over an expert's replicas to balance the GPUs.
 
+use comm_cost_model::InputError;
 use comm_cost_model::check_finite_result;
 use serde::{Deserialize, Serialize};
 
@@ -43,11 +44,11 @@ pub struct TokenSplit {
 ///
 /// # Errors
 ///
-/// [`PlacementError::SizeMismatch`] unless the map has one entry per slot,
-/// [`PlacementError::IndexOutOfRange`] for an expert id `>= tokens.len()`,
+/// [`PlacementError::Input`] (`SizeMismatch`) unless the map has one entry per slot,
+/// [`PlacementError::Input`] (`IndexOutOfRange`) for an expert id `>= tokens.len()`,
 /// [`PlacementError::MissingExpert`] for an expert without a replica,
-/// [`PlacementError::TooLarge`] above [`MAX_SPLIT_TOKENS`] tokens in total,
-/// [`PlacementError::Cost`] (`NonFinite`) when a GPU's tokens over its speed overflow (a
+/// [`PlacementError::Input`] (`TooLarge`) above [`MAX_SPLIT_TOKENS`] tokens in total,
+/// [`PlacementError::Input`] (`NonFinite`) when a GPU's tokens over its speed overflow (a
 /// subnormal speed).
 ///
 /// # Complexity
@@ -83,11 +84,11 @@ pub fn split_tokens(
     )?;
     let total = tokens.iter().fold(0u64, |acc, &t| acc.saturating_add(t));
     if total > MAX_SPLIT_TOKENS {
-        return Err(PlacementError::TooLarge {
-            what: "total tokens of the batch",
-            limit: usize::try_from(MAX_SPLIT_TOKENS).unwrap_or(usize::MAX),
-            value: usize::try_from(total).unwrap_or(usize::MAX),
-        });
+        return Err(PlacementError::Input(InputError::too_large(
+            "total tokens of the batch",
+            usize::try_from(MAX_SPLIT_TOKENS).unwrap_or(usize::MAX),
+            usize::try_from(total).unwrap_or(usize::MAX),
+        )));
     }
     let gpu_of_slot = cluster.gpu_of_each_slot();
     let even_slot_tokens = even_split(physical_to_logical, tokens);

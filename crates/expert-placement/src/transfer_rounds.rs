@@ -1,6 +1,7 @@
 //! Weight migration in engine-sized steps: the copies of a rebalance grouped into rounds in
 //! which every GPU sends at most `peer_limit` copies and receives at most `peer_limit`.
 
+use comm_cost_model::InputError;
 use serde::{Deserialize, Serialize};
 
 use crate::error::PlacementError;
@@ -39,8 +40,8 @@ pub struct TransferRounds {
 ///
 /// # Errors
 ///
-/// [`PlacementError::Empty`] when `peer_limit` is 0, [`PlacementError::IndexOutOfRange`] for a
-/// GPU id `>= gpus`, [`PlacementError::TooLarge`] when `gpus x Δ` exceeds
+/// [`PlacementError::Input`] (`Empty`) when `peer_limit` is 0, [`PlacementError::Input`] (`IndexOutOfRange`) for a
+/// GPU id `>= gpus`, [`PlacementError::Input`] (`TooLarge`) when `gpus x Δ` exceeds
 /// [`MAX_ROUND_TABLE_ENTRIES`] (checked before the tables are allocated).
 ///
 /// # Complexity
@@ -69,18 +70,18 @@ pub fn transfer_rounds(
     peer_limit: usize,
 ) -> Result<TransferRounds, PlacementError> {
     if peer_limit == 0 {
-        return Err(PlacementError::Empty {
+        return Err(PlacementError::Input(InputError::Empty {
             what: "peer_limit (copies a GPU may send or receive per round)",
-        });
+        }));
     }
     for t in transfers {
         for g in [t.source_gpu, t.destination_gpu] {
             if g >= gpus {
-                return Err(PlacementError::IndexOutOfRange {
-                    what: "transfer GPU",
-                    index: g,
-                    size: gpus,
-                });
+                return Err(PlacementError::Input(InputError::index_out_of_range(
+                    "transfer GPU",
+                    g,
+                    gpus,
+                )));
             }
         }
     }
@@ -91,11 +92,11 @@ pub fn transfer_rounds(
     let degree = sends.iter().chain(&receives).copied().max().unwrap_or(0);
     let entries = sends.len().max(receives.len()).saturating_mul(degree);
     if entries > MAX_ROUND_TABLE_ENTRIES {
-        return Err(PlacementError::TooLarge {
-            what: "transfer-round table entries (GPUs with a copy x most copies on one GPU)",
-            limit: MAX_ROUND_TABLE_ENTRIES,
-            value: entries,
-        });
+        return Err(PlacementError::Input(InputError::too_large(
+            "transfer-round table entries (GPUs with a copy x most copies on one GPU)",
+            MAX_ROUND_TABLE_ENTRIES,
+            entries,
+        )));
     }
     let edges: Vec<[usize; 2]> = senders
         .into_iter()
@@ -258,11 +259,14 @@ mod tests {
     fn bad_inputs_are_typed_errors() {
         assert!(matches!(
             transfer_rounds(&[copy(0, 1)], 2, 0),
-            Err(PlacementError::Empty { .. })
+            Err(PlacementError::Input(InputError::Empty { .. }))
         ));
         assert!(matches!(
             transfer_rounds(&[copy(0, 5)], 2, 1),
-            Err(PlacementError::IndexOutOfRange { index: 5, .. })
+            Err(PlacementError::Input(InputError::IndexOutOfRange {
+                index: 5,
+                ..
+            }))
         ));
         // A huge cluster with few copies is fine: the tables grow with the copies.
         let r = transfer_rounds(&[copy(0, 1 << 40)], usize::MAX, 1).unwrap();

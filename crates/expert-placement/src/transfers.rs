@@ -1,11 +1,13 @@
 //! Moves between two placements: which expert copies must be transferred, from where, to where.
 
+use comm_cost_model::InputError;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{PlacementError, check_at_most, check_same_len};
+use crate::error::PlacementError;
 use crate::local_search::Origin;
 use crate::model::PlacementCluster;
 use crate::plan::check_map;
+use comm_cost_model::{check_at_most, check_same_len};
 
 /// Largest GPU count of [`transfer_counts`], `2^14` (a 2 GiB matrix).
 pub const MAX_TRANSFER_MATRIX_GPUS: usize = 1 << 14;
@@ -28,8 +30,8 @@ pub struct ExpertTransfer {
 ///
 /// # Errors
 ///
-/// [`PlacementError::SizeMismatch`] unless both maps have one entry per slot,
-/// [`PlacementError::IndexOutOfRange`] for an expert id `>= experts`, [`PlacementError::TooLarge`]
+/// [`PlacementError::Input`] (`SizeMismatch`) unless both maps have one entry per slot,
+/// [`PlacementError::Input`] (`IndexOutOfRange`) for an expert id `>= experts`, [`PlacementError::Input`] (`TooLarge`)
 /// above [`crate::MAX_PLACEMENT_SLOTS`] experts or [`crate::MAX_GPU_EXPERT_PAIRS`] GPU-expert
 /// pairs.
 ///
@@ -146,7 +148,7 @@ pub fn plan_transfers(
 ///
 /// # Errors
 ///
-/// [`PlacementError::IndexOutOfRange`] for a GPU id `>= gpus`, [`PlacementError::TooLarge`] above
+/// [`PlacementError::Input`] (`IndexOutOfRange`) for a GPU id `>= gpus`, [`PlacementError::Input`] (`TooLarge`) above
 /// [`MAX_TRANSFER_MATRIX_GPUS`] GPUs.
 ///
 /// # Complexity
@@ -171,11 +173,11 @@ pub fn transfer_counts(
     for t in transfers {
         for g in [t.source_gpu, t.destination_gpu] {
             if g >= gpus {
-                return Err(PlacementError::IndexOutOfRange {
-                    what: "transfer GPU",
-                    index: g,
-                    size: gpus,
-                });
+                return Err(PlacementError::Input(InputError::index_out_of_range(
+                    "transfer GPU",
+                    g,
+                    gpus,
+                )));
             }
         }
         m[t.source_gpu][t.destination_gpu] += 1;
@@ -196,11 +198,9 @@ fn new_copies(
     cluster.check_pairs(experts)?;
     for (what, map) in [("current placement", current), ("next placement", next)] {
         if let Some(&e) = map.iter().find(|&&e| e >= experts) {
-            return Err(PlacementError::IndexOutOfRange {
-                what,
-                index: e,
-                size: experts,
-            });
+            return Err(PlacementError::Input(InputError::index_out_of_range(
+                what, e, experts,
+            )));
         }
     }
     let gpu_of_slot = cluster.gpu_of_each_slot();

@@ -8,12 +8,13 @@
 //! [`drift_loads`] multiplies every load by independent log-normal noise of mean 1, what the next
 //! window of a serving engine looks like.
 
-use comm_cost_model::{CostModelError, check_non_negative, check_positive, seeded_rng};
+use comm_cost_model::{InputError, check_non_negative, check_positive, seeded_rng};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 
-use crate::error::{PlacementError, check_at_most};
+use crate::error::PlacementError;
 use crate::model::MAX_PLACEMENT_SLOTS;
+use comm_cost_model::check_at_most;
 
 /// Largest `layers * experts` the generators produce (`2^24` loads, 128 MiB of `f64`, a few
 /// seconds of work at most; `2^26` let a fuzzed call run for more than 20 s).
@@ -26,8 +27,8 @@ pub const MAX_WORKLOAD_LOADS: usize = 1 << 24;
 ///
 /// # Errors
 ///
-/// [`PlacementError::Empty`] for no layer or no expert, [`PlacementError::TooLarge`] above
-/// [`MAX_PLACEMENT_SLOTS`] experts or [`MAX_WORKLOAD_LOADS`] loads, [`PlacementError::Cost`] for
+/// [`PlacementError::Input`] (`Empty`) for no layer or no expert, [`PlacementError::Input`] (`TooLarge`) above
+/// [`MAX_PLACEMENT_SLOTS`] experts or [`MAX_WORKLOAD_LOADS`] loads, [`PlacementError::Input`] for
 /// a `sigma` that is negative or not finite or a `tokens_per_layer` that is not positive.
 ///
 /// # Complexity
@@ -113,8 +114,8 @@ pub fn zipf_loads(
 ///
 /// # Errors
 ///
-/// [`PlacementError::Empty`] for no expert, [`PlacementError::TooLarge`] above
-/// [`MAX_WORKLOAD_LOADS`], [`PlacementError::Cost`] for an exponent that is negative or not
+/// [`PlacementError::Input`] (`Empty`) for no expert, [`PlacementError::Input`] (`TooLarge`) above
+/// [`MAX_WORKLOAD_LOADS`], [`PlacementError::Input`] for an exponent that is negative or not
 /// finite.
 ///
 /// # Complexity
@@ -140,7 +141,7 @@ pub fn zipf_shares(experts: usize, exponent: f64) -> Result<Vec<f64>, PlacementE
 ///
 /// # Errors
 ///
-/// [`PlacementError::Cost`] for a negative or non-finite `sigma` or a load that is negative or
+/// [`PlacementError::Input`] for a negative or non-finite `sigma` or a load that is negative or
 /// not finite.
 ///
 /// # Complexity
@@ -179,17 +180,17 @@ pub fn drift_loads(
 
 fn check_shape(layers: usize, experts: usize) -> Result<(), PlacementError> {
     if layers == 0 {
-        return Err(PlacementError::Empty { what: "layers" });
+        return Err(PlacementError::Input(InputError::Empty { what: "layers" }));
     }
     if experts == 0 {
-        return Err(PlacementError::Empty { what: "experts" });
+        return Err(PlacementError::Input(InputError::Empty { what: "experts" }));
     }
     check_at_most("experts", MAX_PLACEMENT_SLOTS, experts)?;
-    check_at_most(
+    Ok(check_at_most(
         "layers x experts",
         MAX_WORKLOAD_LOADS,
         layers.saturating_mul(experts),
-    )
+    )?)
 }
 
 /// Shares scaled to `total` and rounded.
@@ -205,7 +206,7 @@ fn finite(value: f64, what: &'static str) -> Result<f64, PlacementError> {
     if value.is_finite() {
         Ok(value)
     } else {
-        Err(CostModelError::NonFinite { what, value }.into())
+        Err(InputError::NonFinite { what, value }.into())
     }
 }
 

@@ -1,6 +1,6 @@
 //! Bad input to the placement family: a typed error naming the problem, never a panic.
 
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use expert_placement::PlacementError;
 use expert_placement::{
     EplbPolicy, ExpertTransfer, LayerLoads, PlacementAlgorithm, PlacementCluster, RobustObjective,
@@ -21,24 +21,24 @@ fn bad_loads() {
     ] {
         assert!(matches!(
             LayerLoads::new(w),
-            Err(PlacementError::InvalidValue { index: i, .. }) if i == index
+            Err(PlacementError::Input(InputError::InvalidEntry { index: i, .. })) if i == index
         ));
     }
     assert!(matches!(
         LayerLoads::new(vec![]),
-        Err(PlacementError::Empty { .. })
+        Err(PlacementError::Input(InputError::Empty { .. }))
     ));
     assert!(matches!(
         LayerLoads::layers(vec![vec![1.0, 2.0], vec![1.0]]),
-        Err(PlacementError::SizeMismatch {
+        Err(PlacementError::Input(InputError::SizeMismatch {
             expected: 2,
             actual: 1,
             ..
-        })
+        }))
     ));
     assert!(matches!(
         LayerLoads::layers(vec![]),
-        Err(PlacementError::Empty { .. })
+        Err(PlacementError::Input(InputError::Empty { .. }))
     ));
 }
 
@@ -70,19 +70,19 @@ fn clusters_that_cannot_hold_the_experts() {
             &wide,
             PlacementAlgorithm::Optimal
         ),
-        Err(PlacementError::TooLarge {
+        Err(PlacementError::Input(InputError::TooLarge {
             what: "GPUs x experts",
             ..
-        })
+        }))
     ));
     assert!(matches!(
         count_moves(&vec![0; 1 << 20], &vec![0; 1 << 20], &wide, usize::MAX),
-        Err(PlacementError::TooLarge { .. })
+        Err(PlacementError::Input(InputError::TooLarge { .. }))
     ));
     let big = PlacementCluster::uniform(32, 2, 1).unwrap();
     assert!(matches!(
         place(&loads(&[1.0; 40]), &big, PlacementAlgorithm::Exact),
-        Err(PlacementError::TooLarge { .. })
+        Err(PlacementError::Input(InputError::TooLarge { .. }))
     ));
 }
 
@@ -92,15 +92,15 @@ fn groups_that_do_not_fit() {
     let w = loads(&[1.0; 6]);
     assert!(matches!(
         place(&w, &c, PlacementAlgorithm::OptimalNodeAware { groups: 4 }),
-        Err(PlacementError::NotDivisible {
+        Err(PlacementError::Input(InputError::NotDivisible {
             value: 6,
             divisor: 4,
             ..
-        })
+        }))
     ));
     assert!(matches!(
         place(&w, &c, PlacementAlgorithm::OptimalNodeAware { groups: 0 }),
-        Err(PlacementError::Empty { .. })
+        Err(PlacementError::Input(InputError::Empty { .. }))
     ));
     // One group cannot cover two nodes.
     assert!(matches!(
@@ -120,11 +120,11 @@ fn eplb_shape_rules() {
     let c = PlacementCluster::uniform(4, 4, 2).unwrap();
     assert!(matches!(
         eplb(&w, &c, EplbPolicy::Hierarchical { groups: 3 }),
-        Err(PlacementError::NotDivisible {
+        Err(PlacementError::Input(InputError::NotDivisible {
             value: 8,
             divisor: 3,
             ..
-        })
+        }))
     ));
     let c1 = PlacementCluster::new(vec![4; 4], vec![1.0; 4], vec![0, 1, 0, 1]).unwrap();
     assert!(matches!(
@@ -134,11 +134,11 @@ fn eplb_shape_rules() {
     let c3 = PlacementCluster::uniform(4, 4, 4).unwrap();
     assert!(matches!(
         eplb(&w, &c3, EplbPolicy::Hierarchical { groups: 2 }),
-        Err(PlacementError::NotDivisible {
+        Err(PlacementError::Input(InputError::NotDivisible {
             value: 2,
             divisor: 4,
             ..
-        })
+        }))
     ));
 }
 
@@ -147,19 +147,19 @@ fn eplb_signature_errors() {
     let w = vec![vec![1.0; 4]];
     assert!(matches!(
         rebalance_experts(&w, 6, 1, 1, 4),
-        Err(PlacementError::NotDivisible {
+        Err(PlacementError::Input(InputError::NotDivisible {
             value: 6,
             divisor: 4,
             ..
-        })
+        }))
     ));
     assert!(matches!(
         rebalance_experts(&w, 8, 2, 2, 3),
-        Err(PlacementError::NotDivisible { .. })
+        Err(PlacementError::Input(InputError::NotDivisible { .. }))
     ));
     assert!(matches!(
         rebalance_experts(&w, 8, 1, 1, 0),
-        Err(PlacementError::Empty { .. })
+        Err(PlacementError::Input(InputError::Empty { .. }))
     ));
     assert!(matches!(
         rebalance_experts(&w, 2, 1, 1, 2),
@@ -167,11 +167,14 @@ fn eplb_signature_errors() {
     ));
     assert!(matches!(
         rebalance_experts(&[vec![1.0; 4], vec![1.0; 3]], 8, 1, 1, 4),
-        Err(PlacementError::SizeMismatch { .. })
+        Err(PlacementError::Input(InputError::SizeMismatch { .. }))
     ));
     assert!(matches!(
         rebalance_experts(&[vec![1.0, -2.0]], 4, 1, 1, 2),
-        Err(PlacementError::InvalidValue { index: 1, .. })
+        Err(PlacementError::Input(InputError::InvalidEntry {
+            index: 1,
+            ..
+        }))
     ));
 }
 
@@ -181,15 +184,18 @@ fn bad_current_placements() {
     let w = loads(&[4.0, 3.0, 2.0]);
     assert!(matches!(
         rebalance(&[0, 1, 2], &w, &c, 0.0),
-        Err(PlacementError::SizeMismatch {
+        Err(PlacementError::Input(InputError::SizeMismatch {
             expected: 4,
             actual: 3,
             ..
-        })
+        }))
     ));
     assert!(matches!(
         rebalance(&[0, 1, 2, 7], &w, &c, 0.0),
-        Err(PlacementError::IndexOutOfRange { index: 7, .. })
+        Err(PlacementError::Input(InputError::IndexOutOfRange {
+            index: 7,
+            ..
+        }))
     ));
     assert!(matches!(
         rebalance(&[0, 1, 0, 1], &w, &c, 0.0),
@@ -197,15 +203,18 @@ fn bad_current_placements() {
     ));
     assert!(matches!(
         rebalance(&[0, 1, 0, 2], &w, &c, f64::NAN),
-        Err(PlacementError::Cost(CostModelError::NonFinite { .. }))
+        Err(PlacementError::Input(InputError::NonFinite { .. }))
     ));
     assert!(matches!(
         rebalance(&[0, 1, 0, 2], &w, &c, -0.1),
-        Err(PlacementError::Cost(CostModelError::Negative { .. }))
+        Err(PlacementError::Input(InputError::Negative { .. }))
     ));
     assert!(matches!(
         count_moves(&[0, 1, 0, 2], &[0, 1, 0, 9], &c, 3),
-        Err(PlacementError::IndexOutOfRange { index: 9, .. })
+        Err(PlacementError::Input(InputError::IndexOutOfRange {
+            index: 9,
+            ..
+        }))
     ));
     let t = [ExpertTransfer {
         expert: 0,
@@ -215,11 +224,14 @@ fn bad_current_placements() {
     }];
     assert!(matches!(
         transfer_counts(&t, 2),
-        Err(PlacementError::IndexOutOfRange { index: 5, .. })
+        Err(PlacementError::Input(InputError::IndexOutOfRange {
+            index: 5,
+            ..
+        }))
     ));
     assert!(matches!(
         transfer_counts(&t, usize::MAX),
-        Err(PlacementError::TooLarge { .. })
+        Err(PlacementError::Input(InputError::TooLarge { .. }))
     ));
 }
 
@@ -228,15 +240,15 @@ fn bad_batches_and_windows() {
     let c = PlacementCluster::uniform(2, 2, 1).unwrap();
     assert!(matches!(
         split_tokens(&[0, 1, 0, 2], &[u64::MAX, 1, 1], &c),
-        Err(PlacementError::TooLarge { .. })
+        Err(PlacementError::Input(InputError::TooLarge { .. }))
     ));
     assert!(matches!(
         split_tokens(&[0, 1, 0], &[1, 1, 1], &c),
-        Err(PlacementError::SizeMismatch { .. })
+        Err(PlacementError::Input(InputError::SizeMismatch { .. }))
     ));
     assert!(matches!(
         place_robust(&[], &c, RobustObjective::Worst),
-        Err(PlacementError::Empty { .. })
+        Err(PlacementError::Input(InputError::Empty { .. }))
     ));
     assert!(matches!(
         place_robust(
@@ -244,7 +256,7 @@ fn bad_batches_and_windows() {
             &c,
             RobustObjective::Mean
         ),
-        Err(PlacementError::SizeMismatch { .. })
+        Err(PlacementError::Input(InputError::SizeMismatch { .. }))
     ));
 }
 

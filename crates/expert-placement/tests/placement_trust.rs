@@ -2,6 +2,7 @@
 //! campaign found, as a regression test, and the properties of the budgets, terminations and
 //! node-aware bound.
 
+use comm_cost_model::InputError;
 use std::time::{Duration, Instant};
 
 use expert_placement::{CancelFlag, PlacementError};
@@ -188,10 +189,15 @@ fn every_plan_says_how_its_search_ended() {
             PlacementAlgorithm::Optimal,
             &bad
         ),
-        Err(PlacementError::InvalidValue {
-            what: "time_budget_s",
-            ..
-        })
+        Err(PlacementError::Input(
+            InputError::NonFinite {
+                what: "time_budget_s",
+                ..
+            } | InputError::Negative {
+                what: "time_budget_s",
+                ..
+            }
+        ))
     ));
 }
 

@@ -1,6 +1,7 @@
 //! The boundary with Python: planner errors and panics become exceptions, never a crash, and
 //! Ctrl-C interrupts a call.
 
+use moe_planner::comm_cost_model::InputError;
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -137,7 +138,11 @@ fn guarded<T>(plan: impl FnOnce() -> Result<T, PlanError>) -> Result<T, Failure>
 /// A planner error in Python's vocabulary: the argument names of the Python functions.
 fn failure(err: PlanError) -> Failure {
     match err {
-        PlanError::TooLarge { .. } => Failure::TooLarge(err.to_string()),
+        // A size refused before allocation, by the facade or by any algorithm crate: all of
+        // them say so with the one `InputError::TooLarge`.
+        _ if matches!(err.input(), Some(InputError::TooLarge { .. })) => {
+            Failure::TooLarge(err.to_string())
+        }
         PlanError::InvalidField { field, reason } => {
             Failure::Invalid(format!("{}: {reason}", argument(field)))
         }
@@ -233,11 +238,19 @@ mod tests {
                 "num_gpus: there must be at least one GPU".to_string()
             ))
         );
-        let err = PlanError::TooLarge {
-            what: "logical_to_physical_map entries",
-            limit: 4,
-            value: 5,
-        };
+        let err = PlanError::Input(InputError::too_large(
+            "logical_to_physical_map entries",
+            4,
+            5,
+        ));
+        assert!(matches!(
+            guarded::<()>(|| Err(err)),
+            Err(Failure::TooLarge(_))
+        ));
+        // An algorithm crate's size limit is the same `TooLargeError` as the facade's.
+        let err = PlanError::Placement(moe_planner::expert_placement::PlacementError::from(
+            InputError::too_large("experts", 4, 5),
+        ));
         assert!(matches!(
             guarded::<()>(|| Err(err)),
             Err(Failure::TooLarge(_))

@@ -1,6 +1,7 @@
 //! `moe_planner.eplb.rebalance_experts`: EPLB's signature and return shapes, our optimal planner.
 
 use moe_planner::PlanError;
+use moe_planner::comm_cost_model::{InputError, check_at_most};
 use moe_planner::expert_placement::{
     CancelFlag, ExpertTransfer, LayerLoads, MAX_PLAN_ENTRIES, Placement, PlacementAlgorithm,
     PlacementCluster, PlacementError, PlacementOptions, align_within_nodes, place_with,
@@ -37,7 +38,7 @@ pub struct EplbArrays {
 ///
 /// # Errors
 ///
-/// [`PlanError::TooLarge`] when EPLB's padded `logical_to_physical_map` (`layers x experts x
+/// [`PlanError::Input`] (`TooLarge`) when EPLB's padded `logical_to_physical_map` (`layers x experts x
 /// (num_replicas - experts + 1)`) would exceed
 /// [`moe_planner::placement::MAX_PADDED_MAP_ENTRIES`] or `layers x num_replicas` would exceed
 /// [`MAX_PLAN_ENTRIES`] (checked before anything is planned or allocated);
@@ -163,15 +164,15 @@ pub fn rebalance_experts_from(
         ("num_nodes", num_nodes),
     ] {
         if v == 0 {
-            return Err(PlacementError::Empty { what }.into());
+            return Err(PlacementError::Input(InputError::Empty { what }).into());
         }
     }
     if num_replicas % num_gpus != 0 {
-        return Err(PlacementError::NotDivisible {
-            what: "num_replicas by num_gpus",
-            value: num_replicas,
-            divisor: num_gpus,
-        }
+        return Err(PlacementError::Input(InputError::not_divisible(
+            "num_replicas by num_gpus",
+            num_replicas,
+            num_gpus,
+        ))
         .into());
     }
     if !(how.tolerance.is_finite() && how.tolerance >= 0.0) {
@@ -368,33 +369,29 @@ fn record_transfers(
 
 /// `[layers, num_replicas]` fits [`MAX_PLAN_ENTRIES`].
 fn check_plan_entries(layers: usize, num_replicas: usize) -> Result<(), PlanError> {
-    let value = layers.saturating_mul(num_replicas);
-    if value > MAX_PLAN_ENTRIES {
-        return Err(PlanError::TooLarge {
-            what: "physical_to_logical_map entries (layers x num_replicas)",
-            limit: MAX_PLAN_ENTRIES,
-            value,
-        });
-    }
-    Ok(())
+    Ok(check_at_most(
+        "physical_to_logical_map entries (layers x num_replicas)",
+        MAX_PLAN_ENTRIES,
+        layers.saturating_mul(num_replicas),
+    )?)
 }
 
 /// Every layer validated, all with the first layer's expert count.
 fn validated(weights: Vec<Vec<f64>>) -> Result<Vec<LayerLoads>, PlanError> {
     let experts = weights
         .first()
-        .ok_or(PlacementError::Empty { what: "layers" })?
+        .ok_or(PlacementError::Input(InputError::Empty { what: "layers" }))?
         .len();
     weights
         .into_iter()
         .enumerate()
         .map(|(layer, row)| {
             if row.len() != experts {
-                return Err(PlanError::SizeMismatch {
-                    what: "weight: experts per layer",
-                    expected: experts,
-                    actual: row.len(),
-                });
+                return Err(PlanError::Input(InputError::size_mismatch(
+                    "weight: experts per layer",
+                    experts,
+                    row.len(),
+                )));
             }
             LayerLoads::new(row).map_err(|source| PlanError::Layer { layer, source })
         })
@@ -532,7 +529,7 @@ mod tests {
         let mut loads = vec![1.0; 16_384];
         loads[0] = 1e9;
         match rebalance_experts(vec![loads], 32_768, 1, 1, 32_768) {
-            Err(PlanError::TooLarge { what, value, .. }) => {
+            Err(PlanError::Input(InputError::TooLarge { what, value, .. })) => {
                 assert!(what.contains("logical_to_physical_map"), "{what}");
                 assert_eq!(value, 16_384 * 16_385);
             }
@@ -544,16 +541,15 @@ mod tests {
     fn bad_shapes_are_typed_errors() {
         assert!(matches!(
             rebalance_experts(readme(), 15, 4, 2, 8),
-            Err(PlanError::Placement(PlacementError::NotDivisible {
-                value: 15,
-                ..
-            }))
+            Err(PlanError::Placement(PlacementError::Input(
+                InputError::NotDivisible { value: 15, .. }
+            )))
         ));
         assert!(matches!(
             rebalance_experts(readme(), 16, 4, 2, 0),
-            Err(PlanError::Placement(PlacementError::Empty {
-                what: "num_gpus"
-            }))
+            Err(PlanError::Placement(PlacementError::Input(
+                InputError::Empty { what: "num_gpus" }
+            )))
         ));
         let mut nan = readme();
         nan[1][3] = f64::NAN;
@@ -563,11 +559,11 @@ mod tests {
         ));
         assert!(matches!(
             rebalance_experts(vec![vec![1.0, 2.0], vec![1.0]], 2, 1, 1, 1),
-            Err(PlanError::SizeMismatch {
+            Err(PlanError::Input(InputError::SizeMismatch {
                 expected: 2,
                 actual: 1,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
             rebalance_experts(readme(), 8, 4, 2, 8),

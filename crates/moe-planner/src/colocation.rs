@@ -77,12 +77,16 @@ pub struct ColocationPlan {
 /// use moe_planner::colocation::{plan_colocation, ColocationSpec};
 /// use moe_planner::colocation_matching::MatchingError;
 /// use moe_planner::PlanError;
+/// use moe_planner::comm_cost_model::InputError;
 /// let spec = ColocationSpec {
 ///     model_a_traffic_bytes: vec![vec![0.0, 1.0], vec![1.0, 0.0]],
 ///     model_b_traffic_bytes: vec![vec![0.0; 3]; 3],
 ///     seed: 0,
 /// };
-/// assert!(matches!(plan_colocation(&spec), Err(PlanError::Matching(MatchingError::SizeMismatch { .. }))));
+/// assert!(matches!(
+///     plan_colocation(&spec),
+///     Err(PlanError::Matching(MatchingError::Input(InputError::SizeMismatch { .. })))
+/// ));
 /// ```
 pub fn plan_colocation(spec: &ColocationSpec) -> Result<ColocationPlan, PlanError> {
     let a = ExpertLoads::from_traffic(&SquareMatrix::from_rows(&spec.model_a_traffic_bytes)?)?;

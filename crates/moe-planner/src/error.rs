@@ -1,8 +1,9 @@
 //! The one error type of the facade: every algorithm crate's error, and the spec's own.
 
 use alltoall_sched::ScheduleError;
+use colocation_matching::BipartiteError;
 use colocation_matching::MatchingError;
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use expert_placement::PlacementError;
 use rail_network::RailNetworkError;
 use thiserror::Error;
@@ -13,29 +14,32 @@ use traffic_placement::TrafficError;
 /// spec itself is malformed.
 ///
 /// Algorithm-crate errors arrive unchanged (`#[error(transparent)]`), so their messages name the
-/// failed constraint; value checks on spec fields (a negative time, a zero count) use
-/// comm-cost-model's helpers and arrive as [`PlanError::Cost`]. The shapes of
-/// [`PlanError::SizeMismatch`] and [`PlanError::TooLarge`] are the workspace's.
+/// failed constraint; checks on spec fields (a negative time, a zero count, a list of the wrong
+/// length, a size above a limit) use comm-cost-model's helpers and arrive as
+/// [`PlanError::Input`]. Every crate embeds the same [`InputError`], so [`PlanError::input`]
+/// answers "which input check failed" whichever crate made it.
 ///
 /// # Examples
 ///
 /// ```
 /// use moe_planner::PlanError;
-/// use moe_planner::comm_cost_model::CostModelError;
+/// use moe_planner::comm_cost_model::InputError;
 /// use moe_planner::inference::{plan_inference, OnePerGpuSpec};
 /// let spec = OnePerGpuSpec { gpus: vec![], models: vec![], seed: 0, ..Default::default() };
-/// assert!(matches!(
-///     plan_inference(&spec.into()),
-///     Err(PlanError::Cost(CostModelError::CountTooSmall { what: "GPUs", .. }))
-/// ));
+/// let err = plan_inference(&spec.into()).unwrap_err();
+/// assert!(matches!(err, PlanError::Input(InputError::CountTooSmall { what: "GPUs", .. })));
+/// assert!(matches!(err.input(), Some(InputError::CountTooSmall { .. })));
 /// ```
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum PlanError {
-    /// A spec value (time, rate, count) failed a comm-cost-model check, or a cost model
-    /// rejected its input.
+    /// Bad input in the workspace's vocabulary (comm-cost-model's [`InputError`]): a spec value
+    /// (time, rate, count) that failed a check, two parts of a spec that must agree in size and
+    /// do not (`SizeMismatch`), a spec asking for more than the planner supports (`TooLarge`),
+    /// or a cost model's rejection of its input. An algorithm crate's input errors arrive inside
+    /// that crate's variant; [`PlanError::input`] finds them wherever they are.
     #[error(transparent)]
-    Cost(#[from] CostModelError),
+    Input(#[from] InputError),
     /// The all-to-all scheduler rejected a traffic matrix, a bandwidth or a placement.
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
@@ -55,26 +59,6 @@ pub enum PlanError {
     /// constraint).
     #[error(transparent)]
     Rail(#[from] RailNetworkError),
-    /// Two parts of a spec that must agree in size do not.
-    #[error("{what}: expected {expected}, got {actual}")]
-    SizeMismatch {
-        /// What was compared.
-        what: &'static str,
-        /// The size required.
-        expected: usize,
-        /// The size received.
-        actual: usize,
-    },
-    /// A spec asks for more than the planner supports.
-    #[error("{what} = {value} exceeds the limit {limit}")]
-    TooLarge {
-        /// What is too large.
-        what: &'static str,
-        /// The largest value supported.
-        limit: usize,
-        /// The value received.
-        value: usize,
-    },
     /// One layer of a multi-layer spec was rejected by its planner.
     #[error("layer {layer}: {source}")]
     Layer {
@@ -131,4 +115,62 @@ pub enum PlanError {
         /// The id.
         value: i64,
     },
+}
+
+impl PlanError {
+    /// The generic input check that failed, wherever it was made: in the facade's spec checks
+    /// or in any algorithm crate (each embeds comm-cost-model's [`InputError`] as its `Input`
+    /// variant). `None` for the errors that are not generic input checks (an infeasible
+    /// instance, an exhausted budget, a spec field the planner cannot use, ...).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use moe_planner::PlanError;
+    /// use moe_planner::comm_cost_model::InputError;
+    /// use moe_planner::expert_placement::PlacementError;
+    /// let err = PlanError::from(PlacementError::from(InputError::Empty { what: "loads" }));
+    /// assert_eq!(err.input(), Some(&InputError::Empty { what: "loads" }));
+    /// ```
+    #[must_use]
+    pub fn input(&self) -> Option<&InputError> {
+        match self {
+            Self::Input(e) => Some(e),
+            Self::Schedule(e) => schedule_input(e),
+            Self::Matching(e) => match e {
+                MatchingError::Input(e) => Some(e),
+                MatchingError::Bipartite(BipartiteError::Input(e)) => Some(e),
+                _ => None,
+            },
+            Self::Placement(e) | Self::Layer { source: e, .. } => placement_input(e),
+            Self::Traffic(e) => match e {
+                TrafficError::Input(e) => Some(e),
+                TrafficError::Placement(e) => placement_input(e),
+                _ => None,
+            },
+            Self::Topology(TopologyError::Input(e)) | Self::Rail(RailNetworkError::Input(e)) => {
+                Some(e)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The input check inside a scheduling error (with or without the entry's position).
+fn schedule_input(e: &ScheduleError) -> Option<&InputError> {
+    match e {
+        ScheduleError::Input(e)
+        | ScheduleError::InvalidTraffic { source: e, .. }
+        | ScheduleError::InvalidBandwidth { source: e, .. } => Some(e),
+        _ => None,
+    }
+}
+
+/// The input check inside a placement error.
+fn placement_input(e: &PlacementError) -> Option<&InputError> {
+    match e {
+        PlacementError::Input(e) => Some(e),
+        PlacementError::Bipartite(BipartiteError::Input(e)) => Some(e),
+        _ => None,
+    }
 }

@@ -19,7 +19,7 @@ use comm_cost_model::fit::{Sample, least_squares};
 use comm_cost_model::gpu_scaling::{Collective, link_gpus};
 use comm_cost_model::piecewise::{PiecewiseOptions, Regime, Segment, piecewise_fit};
 use comm_cost_model::units::Seconds;
-use comm_cost_model::{AlphaBeta, CostModelError};
+use comm_cost_model::{AlphaBeta, InputError};
 use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
@@ -57,7 +57,7 @@ pub struct FitPlan {
 ///
 /// # Errors
 ///
-/// [`PlanError::Cost`] as [`comm_cost_model::fit::least_squares`]: fewer than two distinct
+/// [`PlanError::Input`] as [`comm_cost_model::fit::least_squares`]: fewer than two distinct
 /// sizes, negative or non-finite values, a negative fitted alpha or beta.
 ///
 /// # Complexity
@@ -67,11 +67,11 @@ pub struct FitPlan {
 /// # Examples
 ///
 /// ```
-/// use moe_planner::comm_cost_model::{fit::Sample, CostModelError};
+/// use moe_planner::comm_cost_model::{fit::Sample, InputError};
 /// use moe_planner::fitting::{plan_fit, FitSpec};
 /// use moe_planner::PlanError;
 /// let one_size = FitSpec { samples: vec![Sample { bytes: 1e6, seconds: 1e-4 }; 3] };
-/// assert!(matches!(plan_fit(&one_size), Err(PlanError::Cost(CostModelError::Degenerate { .. }))));
+/// assert!(matches!(plan_fit(&one_size), Err(PlanError::Input(InputError::Degenerate { .. }))));
 /// ```
 pub fn plan_fit(spec: &FitSpec) -> Result<FitPlan, PlanError> {
     let fit = least_squares(&spec.samples)?;
@@ -170,7 +170,7 @@ impl CollectiveFit {
     ///
     /// # Errors
     ///
-    /// [`PlanError::MissingField`] for a fit without segments; [`PlanError::Cost`] for a
+    /// [`PlanError::MissingField`] for a fit without segments; [`PlanError::Input`] for a
     /// hand-edited segment with negative or non-finite constants.
     pub fn largest(&self) -> Result<AlphaBeta, PlanError> {
         let s = self.segments.last().ok_or(PlanError::MissingField {
@@ -283,9 +283,9 @@ fn segment_plan(s: &Segment, bus_factor: Option<f64>) -> SegmentPlan {
 ///
 /// # Errors
 ///
-/// [`PlanError::Cost`] as [`comm_cost_model::piecewise::piecewise_fit`] for any group (too few
+/// [`PlanError::Input`] as [`comm_cost_model::piecewise::piecewise_fit`] for any group (too few
 /// sizes, a non-positive time, ...) or [`Collective::bus_factor`] for fewer than 2 GPUs;
-/// [`PlanError::Cost`] (`CountTooSmall`) for no measurements.
+/// [`PlanError::Input`] (`CountTooSmall`) for no measurements.
 ///
 /// # Complexity
 ///
@@ -310,7 +310,7 @@ fn segment_plan(s: &Segment, bus_factor: Option<f64>) -> SegmentPlan {
 /// ```
 pub fn plan_collective_fits(spec: &CollectiveFitSpec) -> Result<CollectiveFitPlan, PlanError> {
     if spec.measurements.is_empty() {
-        return Err(CostModelError::CountTooSmall {
+        return Err(InputError::CountTooSmall {
             what: "measurements",
             min: 1,
             value: 0,

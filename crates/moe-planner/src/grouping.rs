@@ -45,7 +45,7 @@
 
 use colocation_matching::{LysiAlgorithm, lysi_assign_with};
 use comm_cost_model::units::{checked_tflop_per_s, megabytes, millis};
-use comm_cost_model::{AlphaBeta, CostModelError, MAX_MATRIX_SIDE, Worker};
+use comm_cost_model::{AlphaBeta, InputError, MAX_MATRIX_SIDE, Worker};
 use serde::{Deserialize, Serialize};
 use topology_partition::{
     AristosObjective, Cluster, NodeKind, Partition, TopologyError, TrainingConstants, lysi_group,
@@ -301,11 +301,11 @@ impl ClusterSpec {
                     // One entry per node: bound their number before repeating any.
                     let total = kinds.len().saturating_add(n.count);
                     if total > MAX_MATRIX_SIDE {
-                        return Err(CostModelError::TooLarge {
-                            what: "nodes of the cluster",
-                            limit: MAX_MATRIX_SIDE as u64,
-                            value: total as u64,
-                        }
+                        return Err(InputError::too_large(
+                            "nodes of the cluster",
+                            MAX_MATRIX_SIDE,
+                            total,
+                        )
                         .into());
                     }
                     let kind = NodeKind {

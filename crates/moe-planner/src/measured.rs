@@ -215,7 +215,7 @@ pub fn parse_deepep_csv(text: &str) -> Result<Vec<DeepEpMeasurement>, PlanError>
 ///
 /// # Errors
 ///
-/// [`PlanError::Cost`] as [`piecewise_fit`] (no such rows gives `CountTooSmall`).
+/// [`PlanError::Input`] as [`piecewise_fit`] (no such rows gives `CountTooSmall`).
 ///
 /// # Complexity
 ///
@@ -263,7 +263,7 @@ fn by_collective(measurements: &[Measurement]) -> BTreeMap<Collective, Vec<Measu
 ///
 /// # Errors
 ///
-/// [`PlanError::Cost`] when a split leaves too few samples to fit or to score (for example a
+/// [`PlanError::Input`] when a split leaves too few samples to fit or to score (for example a
 /// table with a single GPU count cannot be extrapolated across GPU counts).
 ///
 /// # Complexity
@@ -307,7 +307,7 @@ pub fn plan_nccl_validation(
 ///
 /// # Errors
 ///
-/// [`PlanError::Cost`] for an invalid configuration (experts not divisible by ranks, ...) or
+/// [`PlanError::Input`] for an invalid configuration (experts not divisible by ranks, ...) or
 /// a split with too few samples.
 ///
 /// # Complexity

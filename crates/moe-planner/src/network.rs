@@ -33,7 +33,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use comm_cost_model::{CostModelError, check_count, units};
+use comm_cost_model::{InputError, check_count, units};
 use rail_network::compute::ComputeModel;
 use rail_network::fabric::{FabricCounts, FabricParams, PriceModel, compare_fabrics};
 use rail_network::iteration::{IterationModel, IterationTerms};
@@ -184,7 +184,7 @@ impl ParallelSpec {
             Some(batch) => batch,
             None => dp
                 .checked_mul(self.micro_batch)
-                .ok_or(CostModelError::Overflow {
+                .ok_or(InputError::Overflow {
                     what: "the default global batch d b",
                 })?,
         };
@@ -581,7 +581,7 @@ pub fn plan_search(spec: &SearchSpec) -> Result<SearchPlan, PlanError> {
 ///
 /// # Errors
 ///
-/// [`PlanError::Cost`] for `keep = 0`; [`PlanError::Rail`]: an unknown preset, an invalid model
+/// [`PlanError::Input`] for `keep = 0`; [`PlanError::Rail`]: an unknown preset, an invalid model
 /// or system, `K` not dividing `N`, or no configuration fitting in memory.
 ///
 /// # Complexity
@@ -698,7 +698,7 @@ pub fn plan_hb_domain_sweep(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use comm_cost_model::CostModelError;
+    use comm_cost_model::InputError;
     use rail_network::RailNetworkError;
 
     #[test]
@@ -763,7 +763,7 @@ mod tests {
         let e = plan_iteration(&spec).unwrap_err();
         assert!(matches!(
             e,
-            PlanError::Rail(RailNetworkError::Value(CostModelError::SizeMismatch {
+            PlanError::Rail(RailNetworkError::Input(InputError::SizeMismatch {
                 actual: 128,
                 expected: 64,
                 ..
@@ -775,8 +775,8 @@ mod tests {
         spec.gpus = 96;
         assert!(matches!(
             plan_iteration(&spec),
-            Err(PlanError::Rail(RailNetworkError::Value(
-                CostModelError::NotDivisible {
+            Err(PlanError::Rail(RailNetworkError::Input(
+                InputError::NotDivisible {
                     value: 96,
                     divisor: 64,
                     ..
@@ -786,7 +786,7 @@ mod tests {
         // keep = 0 is a count error.
         assert!(matches!(
             plan_search(&search_spec(0)),
-            Err(PlanError::Cost(CostModelError::CountTooSmall { .. }))
+            Err(PlanError::Input(InputError::CountTooSmall { .. }))
         ));
     }
 

@@ -161,6 +161,7 @@ pub fn plan_schedule(spec: &ScheduleSpec) -> Result<SchedulePlan, PlanError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use comm_cost_model::InputError;
 
     #[test]
     fn defaults_and_errors() {
@@ -180,11 +181,13 @@ mod tests {
         };
         assert!(matches!(
             plan_schedule(&bad),
-            Err(PlanError::Schedule(ScheduleError::SizeMismatch {
-                expected: 2,
-                actual: 1,
-                ..
-            }))
+            Err(PlanError::Schedule(ScheduleError::Input(
+                InputError::SizeMismatch {
+                    expected: 2,
+                    actual: 1,
+                    ..
+                }
+            )))
         ));
         let sjf = ScheduleSpec {
             bandwidth_gbps: GbpsSpec::PerGpu(vec![8.0, 16.0]),

@@ -75,7 +75,7 @@ pub struct TrainingPlan {
 ///
 /// # Errors
 ///
-/// [`PlanError::Cost`] for an invalid layer (zero counts, `N_EP N_ESP != P`, ...), or
+/// [`PlanError::Input`] for an invalid layer (zero counts, `N_EP N_ESP != P`, ...), or
 /// `NonFinite` when a time or the speedup overflows `f64` (costs near `1e308`).
 ///
 /// # Complexity
@@ -121,7 +121,7 @@ fn fitted_cost(
 /// # Errors
 ///
 /// [`PlanError::MissingField`] when the fits lack a (collective, GPU count) the layer needs;
-/// [`PlanError::Cost`] for a hand-edited fit with negative constants.
+/// [`PlanError::Input`] for a hand-edited fit with negative constants.
 ///
 /// # Complexity
 ///
@@ -166,7 +166,7 @@ pub fn parm_costs_from_fits(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use comm_cost_model::{AlphaBeta, CostModelError};
+    use comm_cost_model::{AlphaBeta, InputError};
 
     fn spec(cost: AlphaBeta) -> TrainingSpec {
         TrainingSpec {
@@ -200,13 +200,13 @@ mod tests {
         };
         assert!(matches!(
             plan_training(&spec(negative)),
-            Err(PlanError::Cost(CostModelError::Negative { .. }))
+            Err(PlanError::Input(InputError::Negative { .. }))
         ));
         let mut bad_layer = spec(ok);
         bad_layer.layer.n_ep = 3; // N_EP N_ESP != P
         assert!(matches!(
             plan_training(&bad_layer),
-            Err(PlanError::Cost(CostModelError::SizeMismatch { .. }))
+            Err(PlanError::Input(InputError::SizeMismatch { .. }))
         ));
     }
 }

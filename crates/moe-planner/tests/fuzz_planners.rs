@@ -456,8 +456,8 @@ fn grouping_10_pow_18_nodes_of_a_kind_is_refused() {
         serde_json::from_value(spec).expect("the spec deserializes");
     assert!(matches!(
         spec.cluster.build(),
-        Err(moe_planner::topology_partition::TopologyError::Value(
-            moe_planner::comm_cost_model::CostModelError::TooLarge { .. }
+        Err(moe_planner::topology_partition::TopologyError::Input(
+            moe_planner::comm_cost_model::InputError::TooLarge { .. }
         ))
     ));
 }

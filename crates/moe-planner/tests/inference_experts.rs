@@ -3,6 +3,7 @@
 
 use moe_planner::PlanError;
 use moe_planner::alltoall_sched::{Bandwidth, Timetable, TrafficMatrix, dispatch_tokens};
+use moe_planner::comm_cost_model::InputError;
 use moe_planner::inference::{InferenceSpec, ReplicatedSpec, plan_inference};
 
 const DEEPSEEK: &str = include_str!("../../moe-planner-cli/data/inference_deepseek_like.json");
@@ -63,11 +64,11 @@ fn two_models_with_many_experts_name_what_is_supported() {
     assert!(
         matches!(
             err,
-            PlanError::TooLarge {
+            PlanError::Input(InputError::TooLarge {
                 limit: 1,
                 value: 2,
                 ..
-            }
+            })
         ),
         "{err:?}"
     );

@@ -5,6 +5,7 @@
 use moe_planner::PlanError;
 use moe_planner::alltoall_sched::ScheduleError;
 use moe_planner::alltoall_sched::workload::zipf_traffic;
+use moe_planner::comm_cost_model::InputError;
 use moe_planner::expert_placement::PlacementError;
 use moe_planner::inference::{
     GpuInput, InferenceModelSpec, InferenceSpec, OnePerGpuSpec, ReplicatedSpec, plan_inference,
@@ -105,20 +106,20 @@ fn malformed_fixed_placements_are_typed_errors() {
     spec.placement = Some(vec![vec![0], vec![1], vec![2]]);
     assert!(matches!(
         plan_inference(&spec.clone().into()),
-        Err(PlanError::SizeMismatch {
+        Err(PlanError::Input(InputError::SizeMismatch {
             expected: 4,
             actual: 3,
             ..
-        })
+        }))
     ));
     spec.placement = Some(vec![vec![0, 1], vec![1], vec![2], vec![3]]);
     assert!(matches!(
         plan_inference(&spec.clone().into()),
-        Err(PlanError::SizeMismatch {
+        Err(PlanError::Input(InputError::SizeMismatch {
             expected: 1,
             actual: 2,
             ..
-        })
+        }))
     ));
     spec.placement = Some(vec![vec![0], vec![0], vec![2], vec![3]]);
     assert!(matches!(
@@ -138,17 +139,17 @@ fn malformed_fixed_placements_are_typed_errors() {
     deepseek.layer_placements = vec![rows.clone(); layers + 1];
     assert!(matches!(
         plan_inference(&deepseek.clone().into()),
-        Err(PlanError::SizeMismatch { .. })
+        Err(PlanError::Input(InputError::SizeMismatch { .. }))
     ));
     rows[3].pop();
     deepseek.layer_placements = vec![rows; layers];
     assert!(matches!(
         plan_inference(&deepseek.clone().into()),
-        Err(PlanError::SizeMismatch {
+        Err(PlanError::Input(InputError::SizeMismatch {
             actual: 8,
             expected: 9,
             ..
-        })
+        }))
     ));
 }
 

@@ -2,7 +2,7 @@
 //! a `NaN` speedup or an out-of-memory abort.
 
 use moe_planner::PlanError;
-use moe_planner::comm_cost_model::CostModelError;
+use moe_planner::comm_cost_model::InputError;
 use moe_planner::inference::{
     GpuInput, InferenceModelSpec, InferenceSpec, MAX_REPLICATED_BYTES, OnePerGpuSpec,
     ReplicatedModelSpec, ReplicatedSpec, plan_inference,
@@ -21,10 +21,7 @@ fn gpus(n: usize) -> Vec<GpuInput> {
 }
 
 fn is_non_finite(result: Result<impl std::fmt::Debug, PlanError>) -> bool {
-    matches!(
-        result,
-        Err(PlanError::Cost(CostModelError::NonFinite { .. }))
-    )
+    matches!(result, Err(PlanError::Input(InputError::NonFinite { .. })))
 }
 
 #[test]
@@ -95,8 +92,8 @@ fn expert_tokens_on_8192_gpus_are_refused_before_allocating() {
     }
     .into();
     match plan_inference(&spec) {
-        Err(PlanError::TooLarge { limit, value, .. }) => {
-            assert_eq!(limit, MAX_REPLICATED_BYTES);
+        Err(PlanError::Input(InputError::TooLarge { limit, value, .. })) => {
+            assert_eq!(limit, MAX_REPLICATED_BYTES as u64);
             assert!(value > limit);
         }
         other => panic!("{other:?}"),

@@ -3,6 +3,7 @@
 //! lengthens the inference, and a wrong length or a negative entry is an error naming the field.
 
 use moe_planner::PlanError;
+use moe_planner::comm_cost_model::InputError;
 use moe_planner::inference::{
     GpuInput, InferenceModelSpec, InferenceSpec, OnePerGpuSpec, PerGpuSeconds, plan_inference,
 };
@@ -71,7 +72,9 @@ fn per_gpu_times_from_json_in_the_replicated_mode() {
 fn a_wrong_length_or_a_negative_entry_names_the_field() {
     let short = plan_inference(&one_per_gpu(PerGpuSeconds::PerGpu(vec![1e-4]), 0.0.into()));
     match short {
-        Err(PlanError::SizeMismatch { what, .. }) => assert!(what.contains("gate time"), "{what}"),
+        Err(PlanError::Input(InputError::SizeMismatch { what, .. })) => {
+            assert!(what.contains("gate time"), "{what}");
+        }
         other => panic!("unexpected {other:?}"),
     }
     let negative = plan_inference(&one_per_gpu(

@@ -2,6 +2,7 @@
 //! vocabulary, bounded output.
 
 use moe_planner::PlanError;
+use moe_planner::comm_cost_model::InputError;
 use moe_planner::placement::formats::{
     CurrentPlacementFile, LogicalCount, LogicalCountFile, check_padded_map_size,
 };
@@ -350,9 +351,9 @@ fn bad_fields_are_named_in_the_spec_vocabulary() {
 fn the_padded_map_is_refused_before_allocation_when_too_large() {
     // 16,384 experts, one hot, on 32,768 GPUs: the hot expert takes 16,385 replicas.
     match check_padded_map_size(1, 16_384, 16_385) {
-        Err(PlanError::TooLarge { what, limit, value }) => {
+        Err(PlanError::Input(InputError::TooLarge { what, limit, value })) => {
             assert!(what.contains("logical_to_physical_map"), "{what}");
-            assert_eq!(limit, MAX_PADDED_MAP_ENTRIES);
+            assert_eq!(limit, MAX_PADDED_MAP_ENTRIES as u64);
             assert_eq!(value, 16_384 * 16_385);
         }
         other => panic!("{other:?}"),

@@ -27,7 +27,7 @@ use crate::model::{GptModel, Recompute, hardware_flops, model_preset};
 use crate::parallel::Parallelization;
 use crate::system::SystemSpec;
 use comm_cost_model::units::Seconds;
-use comm_cost_model::{CostModelError, check_finite_result, check_positive};
+use comm_cost_model::{InputError, check_finite_result, check_positive};
 
 /// Where a measurement was published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -99,7 +99,7 @@ impl PublishedRun {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] naming the field.
+    /// [`RailNetworkError::Input`] naming the field.
     ///
     /// # Complexity
     ///
@@ -367,7 +367,7 @@ pub fn published_runs() -> Result<Vec<PublishedRun>, RailNetworkError> {
 /// # Errors
 ///
 /// An invalid system or compute model, or a run that violates Eq. 11–18 on `system`;
-/// [`RailNetworkError::Value`] (`NonFinite`, `NotPositive`) when the time overflows or
+/// [`RailNetworkError::Input`] (`NonFinite`, `NotPositive`) when the time overflows or
 /// underflows `f64` (see [`IterationModel::evaluate`]).
 ///
 /// # Complexity
@@ -418,7 +418,7 @@ pub struct AccuracyRow {
 ///
 /// # Errors
 ///
-/// An invalid run ([`PublishedRun::validate`]); as [`predict`]; [`RailNetworkError::Value`]
+/// An invalid run ([`PublishedRun::validate`]); as [`predict`]; [`RailNetworkError::Input`]
 /// (`NonFinite`) when a relative error overflows `f64` (a prediction near `f64::MAX` over a
 /// subnormal measurement).
 ///
@@ -481,7 +481,7 @@ fn relative_error(
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::Value`] (`NonFinite`) for a row whose error is NaN or infinite (rows
+/// [`RailNetworkError::Input`] (`NonFinite`) for a row whose error is NaN or infinite (rows
 /// built by hand; [`accuracy_table`] never returns one). Errors near `f64::MAX` do not
 /// overflow: each is divided by the row count before summing.
 ///
@@ -542,7 +542,7 @@ fn loss(runs: &[PublishedRun], system: &SystemSpec, c: &ComputeModel) -> f64 {
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::Value`] (`CountTooSmall`) for fewer than 3 runs; an invalid run
+/// [`RailNetworkError::Input`] (`CountTooSmall`) for fewer than 3 runs; an invalid run
 /// ([`PublishedRun::validate`]), system or compute model; when no parameter point predicts
 /// every run, the error [`predict`] gives at the best point found (e.g. a run that violates
 /// Eq. 11–18 on `system`), or `NonFinite` if the loss itself overflows.
@@ -569,7 +569,7 @@ pub fn calibrate(
     base: &ComputeModel,
 ) -> Result<ComputeModel, RailNetworkError> {
     if runs.len() < 3 {
-        return Err(CostModelError::CountTooSmall {
+        return Err(InputError::CountTooSmall {
             what: "runs for the calibration of three efficiency parameters",
             min: 3,
             value: runs.len() as u64,
@@ -617,7 +617,7 @@ pub fn calibrate(
         for r in runs {
             predict(r, system, &fitted)?;
         }
-        return Err(CostModelError::NonFinite {
+        return Err(InputError::NonFinite {
             what: "calibration loss (sum of squared relative errors)",
             value: best.1,
         }
@@ -645,7 +645,7 @@ pub struct LeaveOneOutRow {
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::Value`] (`CountTooSmall`) for fewer than 4 runs; as [`calibrate`] and
+/// [`RailNetworkError::Input`] (`CountTooSmall`) for fewer than 4 runs; as [`calibrate`] and
 /// [`predict`] otherwise, and `NonFinite` when a relative error overflows `f64`.
 ///
 /// # Complexity
@@ -668,7 +668,7 @@ pub fn leave_one_out(
     base: &ComputeModel,
 ) -> Result<Vec<LeaveOneOutRow>, RailNetworkError> {
     if runs.len() < 4 {
-        return Err(CostModelError::CountTooSmall {
+        return Err(InputError::CountTooSmall {
             what: "runs for leave-one-out validation",
             min: 4,
             value: runs.len() as u64,
@@ -775,9 +775,7 @@ mod tests {
         let runs = table4_runs().unwrap();
         assert!(matches!(
             calibrate(&runs[..2], &sys, &ComputeModel::paper()),
-            Err(RailNetworkError::Value(
-                CostModelError::CountTooSmall { .. }
-            ))
+            Err(RailNetworkError::Input(InputError::CountTooSmall { .. }))
         ));
     }
 }

@@ -124,7 +124,7 @@ impl ComputeModel {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] naming a non-finite, non-positive or out-of-range field.
+    /// [`RailNetworkError::Input`] naming a non-finite, non-positive or out-of-range field.
     pub fn validate(&self) -> Result<(), RailNetworkError> {
         check_positive("attention slowdown", self.attention_slowdown)?;
         check_positive("GEMM efficiency", self.gemm_efficiency)?;
@@ -134,7 +134,7 @@ impl ComputeModel {
         )?;
         check_positive("bytes per parameter", self.bytes_per_param)?;
         if self.gemm_efficiency > 1.0 {
-            return Err(comm_cost_model::CostModelError::NotPositive {
+            return Err(comm_cost_model::InputError::NotPositive {
                 what: "1 - GEMM efficiency (efficiency must be at most 1)",
                 value: 1.0 - self.gemm_efficiency,
             }
@@ -149,7 +149,7 @@ impl ComputeModel {
     /// # Errors
     ///
     /// An invalid compute model, a peak that is not positive and finite, a zero hidden size
-    /// ([`RailNetworkError::Value`]), or a rate that underflows to zero (`NotPositive`, e.g. a
+    /// ([`RailNetworkError::Input`]), or a rate that underflows to zero (`NotPositive`, e.g. a
     /// subnormal peak).
     ///
     /// # Complexity
@@ -185,7 +185,7 @@ impl ComputeModel {
     ///
     /// # Errors
     ///
-    /// An invalid model or compute model; [`RailNetworkError::Value`] (`NonFinite`) when the
+    /// An invalid model or compute model; [`RailNetworkError::Input`] (`NonFinite`) when the
     /// slowed-down attention FLOPs overflow `f64` (a huge `γ`).
     ///
     /// # Complexity

@@ -1,6 +1,6 @@
 //! The error type of the crate: every bad input names the constraint it breaks.
 
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use thiserror::Error;
 
 /// Everything that can be wrong with the input of a `rail-network` function.
@@ -21,16 +21,6 @@ pub enum RailNetworkError {
         endpoints: u64,
         /// The largest number of tiers considered.
         max_tiers: u32,
-    },
-    /// A GPU, domain or rank index outside the fabric.
-    #[error("{what} {index} is out of range (fabric has {limit})")]
-    OutOfRange {
-        /// What was indexed.
-        what: &'static str,
-        /// The index received.
-        index: u64,
-        /// The number of valid indices.
-        limit: u64,
     },
     /// An entry of a job traffic matrix breaks its structure.
     #[error("traffic entry {index} ({src} -> {dst}) {problem}")]
@@ -76,11 +66,12 @@ pub enum RailNetworkError {
         /// The valid names, comma separated.
         known: String,
     },
-    /// A value or count check of the shared vocabulary failed: NaN, infinite, negative or zero
-    /// where it must be positive (`NonFinite`, `Negative`, `NotPositive`), a count that is zero
-    /// or too small (`CountTooSmall`), a divisibility rule (`NotDivisible`, e.g. Eq. 13–18), a
-    /// product that must equal a count (`SizeMismatch`, Eq. 11–12), an instance above a size
-    /// limit (`TooLarge`) or an overflowing count (`Overflow`).
+    /// Bad input in the workspace's vocabulary (comm-cost-model's [`InputError`]): NaN,
+    /// infinite, negative or zero where it must be positive (`NonFinite`, `Negative`,
+    /// `NotPositive`), a count that is zero or too small (`CountTooSmall`), a divisibility rule
+    /// (`NotDivisible`, e.g. Eq. 13–18), a product that must equal a count (`SizeMismatch`,
+    /// Eq. 11–12), a GPU, domain or rank index outside the fabric (`IndexOutOfRange`), an
+    /// instance above a size limit (`TooLarge`) or an overflowing count (`Overflow`).
     #[error(transparent)]
-    Value(#[from] CostModelError),
+    Input(#[from] InputError),
 }

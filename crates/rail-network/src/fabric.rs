@@ -18,7 +18,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::RailNetworkError;
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use comm_cost_model::check_non_negative;
 use comm_cost_model::{check_count_u64, check_divides};
 
@@ -84,7 +84,7 @@ impl PriceModel {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] (`NonFinite` or `Negative`) naming the price.
+    /// [`RailNetworkError::Input`] (`NonFinite` or `Negative`) naming the price.
     ///
     /// # Complexity
     ///
@@ -152,7 +152,7 @@ impl FabricParams {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] (`CountTooSmall` or `NotDivisible`).
+    /// [`RailNetworkError::Input`] (`CountTooSmall` or `NotDivisible`).
     pub fn validate(&self) -> Result<(), RailNetworkError> {
         check_count_u64("GPU count N", self.gpus, 1)?;
         check_count_u64("HB-domain size K", self.hb_domain, 1)?;
@@ -282,7 +282,7 @@ fn count(
     prices: &PriceModel,
 ) -> Result<FabricCounts, RailNetworkError> {
     let tiers = clos_tiers(endpoints, radix)?;
-    let overflow = |what| RailNetworkError::Value(CostModelError::Overflow { what });
+    let overflow = |what| RailNetworkError::Input(InputError::Overflow { what });
     let gpus = clos_count
         .checked_mul(endpoints)
         .ok_or(overflow("GPU count"))?;
@@ -386,7 +386,7 @@ pub fn rail_only_fabric(
 ///
 /// # Errors
 ///
-/// As [`rail_optimized_fabric`]; [`RailNetworkError::Value`] (`NonFinite`) if the cost ratio
+/// As [`rail_optimized_fabric`]; [`RailNetworkError::Input`] (`NonFinite`) if the cost ratio
 /// is not finite (a guard: both costs are finite and the divisor positive).
 ///
 /// # Complexity
@@ -475,7 +475,7 @@ mod tests {
         let bad = FabricParams::new(100, 8, 64);
         assert!(matches!(
             rail_only_fabric(&bad, &PriceModel::default()),
-            Err(RailNetworkError::Value(CostModelError::NotDivisible { .. }))
+            Err(RailNetworkError::Input(InputError::NotDivisible { .. }))
         ));
     }
 

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RailNetworkError;
 use crate::fabric::{FabricKind, FabricParams, clos_tiers};
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 
 /// The largest GPU count [`FabricGraph::build`] accepts.
 pub const MAX_GRAPH_GPUS: u64 = 1 << 16;
@@ -92,7 +92,7 @@ impl FabricGraph {
     pub fn build(kind: FabricKind, params: FabricParams) -> Result<Self, RailNetworkError> {
         params.validate()?;
         if params.gpus > MAX_GRAPH_GPUS {
-            return Err(CostModelError::TooLarge {
+            return Err(InputError::TooLarge {
                 what: "GPUs of a fabric built as a graph",
                 limit: MAX_GRAPH_GPUS,
                 value: params.gpus,
@@ -220,22 +220,22 @@ impl FabricGraph {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::OutOfRange`] for an index outside the fabric.
+    /// [`RailNetworkError::Input`] (`IndexOutOfRange`) for an index outside the fabric.
     pub fn gpu(&self, domain: u64, rank: u64) -> Result<NodeIndex, RailNetworkError> {
         let (k, domains) = (self.params.hb_domain, self.params.domains());
         if domain >= domains {
-            return Err(RailNetworkError::OutOfRange {
+            return Err(RailNetworkError::Input(InputError::IndexOutOfRange {
                 what: "HB domain",
                 index: domain,
-                limit: domains,
-            });
+                size: domains,
+            }));
         }
         if rank >= k {
-            return Err(RailNetworkError::OutOfRange {
+            return Err(RailNetworkError::Input(InputError::IndexOutOfRange {
                 what: "GPU rank",
                 index: rank,
-                limit: k,
-            });
+                size: k,
+            }));
         }
         Ok(self.gpus[index(domain * k + rank)])
     }
@@ -279,7 +279,7 @@ impl FabricGraph {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::OutOfRange`] for a GPU outside the fabric.
+    /// [`RailNetworkError::Input`] (`IndexOutOfRange`) for a GPU outside the fabric.
     ///
     /// # Complexity
     ///
@@ -431,7 +431,7 @@ mod tests {
         let big = FabricParams::new(1 << 20, 8, 64);
         assert!(matches!(
             FabricGraph::build(FabricKind::RailOnly, big),
-            Err(RailNetworkError::Value(CostModelError::TooLarge { .. }))
+            Err(RailNetworkError::Input(InputError::TooLarge { .. }))
         ));
     }
 }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RailNetworkError;
 use crate::fabric::{FabricKind, FabricParams, clos_tiers};
-use comm_cost_model::{CostModelError, check_count_u64};
+use comm_cost_model::{InputError, check_count_u64};
 
 /// A component failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -81,7 +81,7 @@ impl FailureContext {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] (`CountTooSmall`).
+    /// [`RailNetworkError::Input`] (`CountTooSmall`).
     ///
     /// # Complexity
     ///
@@ -140,7 +140,7 @@ pub struct FailureImpact {
 /// # Errors
 ///
 /// Invalid [`FabricParams`] or context, a radix too small, or a tier the fabric does not have
-/// ([`RailNetworkError::OutOfRange`]); [`CostModelError::Overflow`] (wrapped) if the spare
+/// ([`RailNetworkError::Input`] (`IndexOutOfRange`)); [`InputError::Overflow`] (wrapped) if the spare
 /// GPUs of a server's whole domains exceed `u64`.
 ///
 /// # Complexity
@@ -174,10 +174,12 @@ pub fn failure_impact(
         FabricKind::RailOnly => params.domains(),
     };
     let tiers = clos_tiers(endpoints, params.radix)?;
-    let out_of_range = |tier: u32| RailNetworkError::OutOfRange {
-        what: "tier",
-        index: u64::from(tier),
-        limit: u64::from(tiers),
+    let out_of_range = |tier: u32| {
+        RailNetworkError::Input(InputError::IndexOutOfRange {
+            what: "tier",
+            index: u64::from(tier),
+            size: u64::from(tiers),
+        })
     };
     let k = params.hb_domain;
     match failure {
@@ -199,7 +201,7 @@ pub fn failure_impact(
         Failure::Server if ctx.gpus_per_server >= k => {
             let domains = ctx.gpus_per_server.div_ceil(k);
             // Whole domains round the server up: can exceed `u64` for absurd server sizes.
-            let spare = domains.checked_mul(k).ok_or(CostModelError::Overflow {
+            let spare = domains.checked_mul(k).ok_or(InputError::Overflow {
                 what: "spare GPUs for the migrated domains",
             })?;
             Ok(FailureImpact {
@@ -349,7 +351,10 @@ mod tests {
         let p = FabricParams::new(1024, 8, 256);
         // Rails of 128 on radix 256: one tier, so no tier-2 switch and no tier-1 link.
         let e = failure_impact(FabricKind::RailOnly, &p, Failure::Switch { tier: 2 }, &DGX);
-        assert!(matches!(e, Err(RailNetworkError::OutOfRange { .. })));
+        assert!(matches!(
+            e,
+            Err(RailNetworkError::Input(InputError::IndexOutOfRange { .. }))
+        ));
         let e = failure_impact(FabricKind::RailOnly, &p, Failure::Link { tier: 1 }, &DGX);
         assert!(e.is_err());
     }

@@ -27,7 +27,7 @@ use crate::parallel::Parallelization;
 use crate::system::SystemSpec;
 use comm_cost_model::collectives::{TwoTierGrid, hierarchical_all_gather_time_s};
 use comm_cost_model::units::{Bytes, Seconds};
-use comm_cost_model::{CostModelError, check_positive};
+use comm_cost_model::{InputError, check_positive};
 
 /// Every term of Eq. 2–7 for one configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -72,7 +72,7 @@ impl IterationModel {
     ///
     /// # Errors
     ///
-    /// An invalid model, system or compute model; [`RailNetworkError::Value`] (`NonFinite`)
+    /// An invalid model, system or compute model; [`RailNetworkError::Input`] (`NonFinite`)
     /// when the compute time of one sequence overflows `f64` (a huge model on a subnormal GPU
     /// speed).
     ///
@@ -136,7 +136,7 @@ impl IterationModel {
     ///
     /// The first constraint of Eq. 11–18 that `par` violates (see
     /// [`Parallelization::validate`]); memory (Eq. 19) is not checked here.
-    /// [`RailNetworkError::Value`] (`NonFinite`) if the iteration time is not finite (extreme
+    /// [`RailNetworkError::Input`] (`NonFinite`) if the iteration time is not finite (extreme
     /// sizes or bandwidths overflow `f64`), (`NotPositive`) if it underflows to zero.
     ///
     /// # Complexity
@@ -225,7 +225,7 @@ impl IterationModel {
 /// An iteration time is usable when it is finite and positive: every term is non-negative, so a
 /// finite total means finite terms (NaN fails too), and the last-stage compute is positive, so
 /// a zero total can only be an underflow.
-pub(crate) fn check_iteration_time(seconds: Seconds) -> Result<Seconds, CostModelError> {
+pub(crate) fn check_iteration_time(seconds: Seconds) -> Result<Seconds, InputError> {
     check_positive("iteration time (s)", seconds)
 }
 

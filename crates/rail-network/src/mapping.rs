@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::RailNetworkError;
 use crate::model::GptModel;
 use crate::parallel::{ExpertParallelism, Parallelization};
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 
 /// Largest GPU count [`RankMapping::new`] accepts: its groups list every GPU.
 pub const MAX_MAPPED_GPUS: u64 = 1 << 22;
@@ -106,7 +106,7 @@ impl RankMapping {
     /// # Errors
     ///
     /// The first violated constraint of [`Parallelization::validate`];
-    /// `TooLarge` ([`RailNetworkError::Value`]) above [`MAX_MAPPED_GPUS`].
+    /// `TooLarge` ([`RailNetworkError::Input`]) above [`MAX_MAPPED_GPUS`].
     ///
     /// # Complexity
     ///
@@ -131,7 +131,7 @@ impl RankMapping {
     ) -> Result<Self, RailNetworkError> {
         parallelization.validate(model, gpus, hb_domain)?;
         if gpus > MAX_MAPPED_GPUS {
-            return Err(CostModelError::TooLarge {
+            return Err(InputError::TooLarge {
                 what: "GPUs of a rank mapping",
                 limit: MAX_MAPPED_GPUS,
                 value: gpus,
@@ -151,7 +151,7 @@ impl RankMapping {
     ///
     /// # Errors
     ///
-    /// As [`ExpertParallelism::validate`]; `TooLarge` ([`RailNetworkError::Value`]) when
+    /// As [`ExpertParallelism::validate`]; `TooLarge` ([`RailNetworkError::Input`]) when
     /// `N · ep` exceeds [`MAX_EXPERT_PAIRS`].
     ///
     /// # Complexity
@@ -175,7 +175,7 @@ impl RankMapping {
         expert.validate(&self.parallelization, &self.model)?;
         let pairs = self.gpus.saturating_mul(expert.ep);
         if pairs > MAX_EXPERT_PAIRS {
-            return Err(CostModelError::TooLarge {
+            return Err(InputError::TooLarge {
                 what: "GPU pairs of the EP AlltoAll (N ep)",
                 limit: MAX_EXPERT_PAIRS,
                 value: pairs,

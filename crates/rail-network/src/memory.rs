@@ -37,7 +37,7 @@ pub struct MemoryBreakdown {
 ///
 /// # Errors
 ///
-/// An invalid model, or a zero `b` or `t` ([`RailNetworkError::Value`], `CountTooSmall`).
+/// An invalid model, or a zero `b` or `t` ([`RailNetworkError::Input`], `CountTooSmall`).
 ///
 /// # Complexity
 ///
@@ -89,7 +89,7 @@ pub fn layer_activation_bytes(
 /// # Errors
 ///
 /// An invalid model, a zero degree, micro-batch, global batch or interleaving, or bytes per
-/// parameter that are not positive and finite ([`RailNetworkError::Value`]);
+/// parameter that are not positive and finite ([`RailNetworkError::Input`]);
 /// (`NonFinite`) when the memory overflows `f64` (e.g. 1e308 bytes per parameter).
 ///
 /// # Complexity

@@ -95,7 +95,7 @@ impl FlopSplit {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] (`NonFinite`) when the sum is not finite (a split built by
+    /// [`RailNetworkError::Input`] (`NonFinite`) when the sum is not finite (a split built by
     /// hand with parts near `f64::MAX`; [`flop_split`] never returns one).
     ///
     /// # Complexity
@@ -186,7 +186,7 @@ impl GptModel {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] (`CountTooSmall` or `NotDivisible`).
+    /// [`RailNetworkError::Input`] (`CountTooSmall` or `NotDivisible`).
     pub fn validate(&self) -> Result<(), RailNetworkError> {
         check_count_u64("attention heads", self.heads, 1)?;
         check_count_u64("hidden size", self.hidden, 1)?;
@@ -240,7 +240,7 @@ impl GptModel {
 ///
 /// # Errors
 ///
-/// An invalid model, or a non-finite or negative batch; [`RailNetworkError::Value`]
+/// An invalid model, or a non-finite or negative batch; [`RailNetworkError::Input`]
 /// (`NonFinite`) when the FLOPs overflow `f64` (a batch near `f64::MAX`, or a huge batch of a
 /// huge model).
 ///
@@ -358,7 +358,7 @@ pub fn flop_split(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use comm_cost_model::CostModelError;
+    use comm_cost_model::InputError;
 
     #[test]
     fn presets_have_the_published_sizes() {
@@ -410,14 +410,12 @@ mod tests {
         m.heads = 7;
         assert!(matches!(
             m.validate(),
-            Err(RailNetworkError::Value(CostModelError::NotDivisible { .. }))
+            Err(RailNetworkError::Input(InputError::NotDivisible { .. }))
         ));
         m.heads = 0;
         assert!(matches!(
             m.validate(),
-            Err(RailNetworkError::Value(
-                CostModelError::CountTooSmall { .. }
-            ))
+            Err(RailNetworkError::Input(InputError::CountTooSmall { .. }))
         ));
         assert!(model_flops(&model_preset("gpt-22b").unwrap(), f64::NAN).is_err());
     }

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RailNetworkError;
 use crate::model::GptModel;
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use comm_cost_model::{check_count_u64, check_divides};
 use comm_cost_model::{checked_product, gcd};
 
@@ -76,7 +76,7 @@ impl Parallelization {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] (`CountTooSmall`) for a zero degree, micro-batch, global
+    /// [`RailNetworkError::Input`] (`CountTooSmall`) for a zero degree, micro-batch, global
     /// batch, interleaving or HB-domain size.
     ///
     /// # Complexity
@@ -125,7 +125,7 @@ impl Parallelization {
     }
 
     /// Every degree, HB part, batch size and interleaving is at least 1 (Eq. 17).
-    pub(crate) fn check_counts(&self) -> Result<(), CostModelError> {
+    pub(crate) fn check_counts(&self) -> Result<(), InputError> {
         for (what, v) in [
             ("tensor parallel degree t", self.tp),
             ("pipeline parallel degree p", self.pp),
@@ -143,13 +143,13 @@ impl Parallelization {
     }
 
     /// What needs no model or cluster: [`Self::check_counts`] and [`Self::check_hb_parts`].
-    pub(crate) fn check_intrinsic(&self) -> Result<(), CostModelError> {
+    pub(crate) fn check_intrinsic(&self) -> Result<(), InputError> {
         self.check_counts()?;
         self.check_hb_parts()
     }
 
     /// Each HB part divides its degree (Eq. 14–16).
-    fn check_hb_parts(&self) -> Result<(), CostModelError> {
+    fn check_hb_parts(&self) -> Result<(), InputError> {
         check_divides("t_h must divide t (Eq. 15)", self.tp, self.tp_hb)?;
         check_divides("p_h must divide p (Eq. 16)", self.pp, self.pp_hb)?;
         check_divides("d_h must divide d (Eq. 14)", self.dp, self.dp_hb)?;
@@ -160,8 +160,8 @@ impl Parallelization {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] wrapping [`CostModelError::CountTooSmall`] for a zero degree,
-    /// [`CostModelError::Overflow`] if `t p` overflows, and [`CostModelError::NotDivisible`]
+    /// [`RailNetworkError::Input`] wrapping [`InputError::CountTooSmall`] for a zero degree,
+    /// [`InputError::Overflow`] if `t p` overflows, and [`InputError::NotDivisible`]
     /// (naming Eq. 11) unless `t p` divides `N`.
     ///
     /// # Complexity
@@ -171,12 +171,12 @@ impl Parallelization {
     /// # Examples
     ///
     /// ```
-    /// use comm_cost_model::CostModelError;
+    /// use comm_cost_model::InputError;
     /// use rail_network::{parallel::Parallelization, RailNetworkError};
     /// assert_eq!(Parallelization::data_parallel_degree(512, 8, 16)?, 4);
     /// assert!(matches!(
     ///     Parallelization::data_parallel_degree(500, 8, 16),
-    ///     Err(RailNetworkError::Value(CostModelError::NotDivisible { divisor: 128, .. }))
+    ///     Err(RailNetworkError::Input(InputError::NotDivisible { divisor: 128, .. }))
     /// ));
     /// # Ok::<(), rail_network::RailNetworkError>(())
     /// ```
@@ -185,7 +185,7 @@ impl Parallelization {
         check_count_u64("pipeline parallel degree p", pp, 1)?;
         let tp_pp = tp
             .checked_mul(pp)
-            .ok_or(CostModelError::Overflow { what: "t p" })?;
+            .ok_or(InputError::Overflow { what: "t p" })?;
         Ok(check_divides(
             "t p must divide the GPU count N (p t d = N, Eq. 11)",
             gpus,
@@ -220,7 +220,7 @@ impl Parallelization {
     ///
     /// # Errors
     ///
-    /// The first violated constraint, named, as [`RailNetworkError::Value`]: `CountTooSmall`
+    /// The first violated constraint, named, as [`RailNetworkError::Input`]: `CountTooSmall`
     /// (Eq. 17), `SizeMismatch` (Eq. 11, 12: the product found against the count it must
     /// equal), `NotDivisible` (Eq. 13–16, 18, and `K | N`).
     ///
@@ -330,7 +330,7 @@ impl TryFrom<ExpertParallelismFields> for ExpertParallelism {
 }
 
 impl ExpertParallelism {
-    fn check_counts(&self) -> Result<(), CostModelError> {
+    fn check_counts(&self) -> Result<(), InputError> {
         check_count_u64("EP degree", self.ep, 1)?;
         check_count_u64("ESP degree", self.esp, 1)?;
         check_count_u64("MoE layer frequency", self.moe_every, 1)?;
@@ -343,7 +343,7 @@ impl ExpertParallelism {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] (`CountTooSmall` or `NotDivisible`) naming the rule.
+    /// [`RailNetworkError::Input`] (`CountTooSmall` or `NotDivisible`) naming the rule.
     ///
     /// # Complexity
     ///
@@ -391,7 +391,7 @@ fn product(
     if product == expected {
         Ok(())
     } else {
-        Err(CostModelError::SizeMismatch {
+        Err(InputError::SizeMismatch {
             what: constraint,
             expected,
             actual: product,

@@ -19,7 +19,7 @@ use crate::memory::{MemoryBreakdown, memory_per_gpu};
 use crate::parallel::Parallelization;
 use crate::system::SystemSpec;
 use comm_cost_model::gcd;
-use comm_cost_model::{CostModelError, check_count_u64, check_divides};
+use comm_cost_model::{InputError, check_count_u64, check_divides};
 
 /// Limits of the search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,7 +61,7 @@ impl RankedConfig {
     ///
     /// The first constraint of Eq. 11–18 that `parallelization` violates for `gpus` GPUs (see
     /// [`Parallelization::validate`]); memory (Eq. 19) is reported by
-    /// [`RankedConfig::fits_in_memory`], not checked. [`RailNetworkError::Value`] (`NonFinite`
+    /// [`RankedConfig::fits_in_memory`], not checked. [`RailNetworkError::Input`] (`NonFinite`
     /// or `NotPositive`) when the iteration time overflows or underflows `f64`, or the memory
     /// overflows it (extreme sizes, bandwidths or bytes per parameter).
     ///
@@ -75,7 +75,7 @@ impl RankedConfig {
     /// use rail_network::{compute::ComputeModel, iteration::IterationModel, model::model_preset};
     /// use rail_network::{parallel::Parallelization, search::RankedConfig, system::system_preset};
     /// use rail_network::RailNetworkError;
-    /// use comm_cost_model::CostModelError;
+    /// use comm_cost_model::InputError;
     /// let im = IterationModel::new(model_preset("gpt-1t")?, system_preset("dgx-a100")?, ComputeModel::paper())?;
     /// let par = Parallelization::with_default_mapping(8, 64, 1, 1, 512, 1, 8)?;
     /// let c = RankedConfig::evaluate(&im, 512, par)?;
@@ -83,7 +83,7 @@ impl RankedConfig {
     /// assert!(c.fits_in_memory(im.system()));
     /// assert!(matches!( // p t d != N (Eq. 11)
     ///     RankedConfig::evaluate(&im, 1024, par),
-    ///     Err(RailNetworkError::Value(CostModelError::SizeMismatch { actual: 512, expected: 1024, .. }))
+    ///     Err(RailNetworkError::Input(InputError::SizeMismatch { actual: 512, expected: 1024, .. }))
     /// ));
     /// # Ok::<(), rail_network::RailNetworkError>(())
     /// ```
@@ -136,7 +136,7 @@ struct Local {
     valid: u64,
     min_memory: f64,
     /// Why the first configuration with an unusable time was not ranked.
-    rejected: Option<CostModelError>,
+    rejected: Option<InputError>,
 }
 
 fn rank_cmp(a: &RankedConfig, b: &RankedConfig) -> std::cmp::Ordering {
@@ -189,7 +189,7 @@ fn check_search_limits(
     ];
     for (what, value) in counts {
         if value > MAX_SEARCH_COUNT {
-            return Err(CostModelError::TooLarge {
+            return Err(InputError::TooLarge {
                 what,
                 limit: MAX_SEARCH_COUNT,
                 value,
@@ -204,7 +204,7 @@ fn check_search_limits(
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::Value`] (`CountTooSmall`, `NotDivisible`) for a bad cluster or batch,
+/// [`RailNetworkError::Input`] (`CountTooSmall`, `NotDivisible`) for a bad cluster or batch,
 /// (`TooLarge`) for a GPU count, global batch or layer count above [`MAX_SEARCH_COUNT`] or an
 /// enumeration above [`MAX_SEARCH_WORK`] steps (both checked before any evaluation),
 /// (`NonFinite` or `NotPositive`) when every configuration that fits in memory has a time that
@@ -433,7 +433,7 @@ impl<'a> Space<'a> {
                 let shape = Shape { p, t, d };
                 work = work.saturating_add(self.work(&shape));
                 if work > MAX_SEARCH_WORK {
-                    return Err(CostModelError::TooLarge {
+                    return Err(InputError::TooLarge {
                         what: "loop steps of the parallelization search (at least)",
                         limit: MAX_SEARCH_WORK,
                         value: work,

@@ -13,7 +13,7 @@ use crate::model::GptModel;
 use crate::parallel::Parallelization;
 use crate::search::{SearchOptions, search};
 use crate::system::SystemSpec;
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use comm_cost_model::collectives::{TwoTierGrid, rail_only_all_to_all_slowdown};
 use comm_cost_model::units::{BytesPerSecond, Seconds};
 
@@ -253,7 +253,7 @@ pub struct AllToAllPoint {
 /// # Errors
 ///
 /// A zero count or a non-positive bandwidth; `Overflow` when `x y` exceeds `usize`;
-/// [`RailNetworkError::Value`] (`NonFinite`) when the bandwidth ratio or the slowdown
+/// [`RailNetworkError::Input`] (`NonFinite`) when the bandwidth ratio or the slowdown
 /// overflows `f64`.
 ///
 /// # Complexity
@@ -279,10 +279,10 @@ pub fn all_to_all_slowdown_sweep(
         .iter()
         .map(|&x| {
             let grid = TwoTierGrid::new(
-                usize::try_from(x).map_err(|_| CostModelError::Overflow {
+                usize::try_from(x).map_err(|_| InputError::Overflow {
                     what: "HB-domain size as usize",
                 })?,
-                usize::try_from(domains).map_err(|_| CostModelError::Overflow {
+                usize::try_from(domains).map_err(|_| InputError::Overflow {
                     what: "HB domains as usize",
                 })?,
                 hb_bytes_per_s,

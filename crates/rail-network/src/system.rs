@@ -109,7 +109,7 @@ impl SystemSpec {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] naming the field.
+    /// [`RailNetworkError::Input`] naming the field.
     pub fn validate(&self) -> Result<(), RailNetworkError> {
         check_count_u64("HB-domain size K", self.hb_domain, 1)?;
         check_positive("peak FLOP/s", self.peak_flop_per_s)?;

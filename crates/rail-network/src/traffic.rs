@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RailNetworkError;
 use crate::mapping::RankMapping;
-use comm_cost_model::{CostModelError, check_count_u64, check_divides, check_finite_result};
+use comm_cost_model::{InputError, check_count_u64, check_divides, check_finite_result};
 
 /// Bytes per activation, gradient and parameter element: 16-bit (FP16/BF16), as the
 /// iteration-time model of rail-only §5 assumes (`D = 2 b h s`, `D^d = 2 l S_T / (p t)`).
@@ -82,7 +82,7 @@ impl PairTraffic {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] (`NonFinite`) when the sum is not finite (bytes near
+    /// [`RailNetworkError::Input`] (`NonFinite`) when the sum is not finite (bytes near
     /// `f64::MAX` or NaN built by hand; [`job_traffic`] never makes one).
     ///
     /// # Complexity
@@ -189,8 +189,8 @@ impl JobTraffic {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] for the counts (`CountTooSmall`, `NotDivisible`) and the bytes
-    /// (`BadEntry`: row = entry index, column = kind index), [`RailNetworkError::OutOfRange`] for
+    /// [`RailNetworkError::Input`] for the counts (`CountTooSmall`, `NotDivisible`) and the bytes
+    /// (`BadEntry`: row = entry index, column = kind index), [`RailNetworkError::Input`] (`IndexOutOfRange`) for
     /// a GPU index, [`RailNetworkError::BadTrafficEntry`] for a self pair, an entry out of order
     /// or repeated, or one without bytes.
     ///
@@ -227,11 +227,11 @@ impl JobTraffic {
             };
             for gpu in [e.src, e.dst] {
                 if gpu >= self.gpus {
-                    return Err(RailNetworkError::OutOfRange {
+                    return Err(RailNetworkError::Input(InputError::IndexOutOfRange {
                         what: "GPU of a traffic entry",
                         index: gpu,
-                        limit: self.gpus,
-                    });
+                        size: self.gpus,
+                    }));
                 }
             }
             if e.src == e.dst {
@@ -243,7 +243,7 @@ impl JobTraffic {
             previous = Some((e.src, e.dst));
             for (kind, &value) in e.bytes.iter().enumerate() {
                 if !value.is_finite() || value < 0.0 {
-                    return Err(CostModelError::BadEntry {
+                    return Err(InputError::BadEntry {
                         what: "job traffic bytes (row = entry, column = kind)",
                         row: index,
                         col: kind,
@@ -272,7 +272,7 @@ impl JobTraffic {
     ///
     /// # Errors
     ///
-    /// As [`JobTraffic::validate`]; [`RailNetworkError::Value`] (`NonFinite`) when the total
+    /// As [`JobTraffic::validate`]; [`RailNetworkError::Input`] (`NonFinite`) when the total
     /// overflows `f64` (entries near `f64::MAX` built by hand; [`job_traffic`] never makes one).
     ///
     /// # Complexity

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use petgraph::algo::connected_components;
 use rail_network::RailNetworkError;
 use rail_network::accuracy::{
@@ -46,7 +46,7 @@ fn a_huge_global_batch_is_too_large_and_fast() {
     for (gpus, batch) in [(64, u64::MAX), (1 << 62, 64), (64, MAX_SEARCH_COUNT + 1)] {
         assert!(matches!(
             search(&im, gpus, batch, &SearchOptions::default()),
-            Err(RailNetworkError::Value(CostModelError::TooLarge { .. }))
+            Err(RailNetworkError::Input(InputError::TooLarge { .. }))
         ));
     }
     assert!(start.elapsed() < Duration::from_secs(2));
@@ -103,7 +103,7 @@ fn a_huge_server_failure_is_an_overflow() {
     for kind in [FabricKind::RailOptimized, FabricKind::RailOnly] {
         assert!(matches!(
             failure_impact(kind, &params, Failure::Server, &ctx),
-            Err(RailNetworkError::Value(CostModelError::Overflow { .. }))
+            Err(RailNetworkError::Input(InputError::Overflow { .. }))
         ));
     }
 }
@@ -124,11 +124,11 @@ fn non_finite_iteration_times_are_errors() {
     let par = Parallelization::with_default_mapping(8, 1, 2, 1, 64, 1, 8).unwrap();
     assert!(matches!(
         im.evaluate(&par),
-        Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+        Err(RailNetworkError::Input(InputError::NonFinite { .. }))
     ));
     assert!(matches!(
         search(&im, 16, 64, &SearchOptions::default()),
-        Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+        Err(RailNetworkError::Input(InputError::NonFinite { .. }))
     ));
 }
 
@@ -193,7 +193,7 @@ fn a_highly_divisible_search_is_too_large_and_fast() {
         let im = IterationModel::new(model, system, ComputeModel::paper()).unwrap();
         assert!(matches!(
             search(&im, gpus, gpus, &SearchOptions::default()),
-            Err(RailNetworkError::Value(CostModelError::TooLarge { limit, .. })) if limit == MAX_SEARCH_WORK
+            Err(RailNetworkError::Input(InputError::TooLarge { limit, .. })) if limit == MAX_SEARCH_WORK
         ));
     }
     assert!(start.elapsed() < Duration::from_secs(2));
@@ -206,7 +206,7 @@ fn flops_of_an_extreme_batch_are_non_finite_errors() {
     let non_finite = |r: Result<f64, RailNetworkError>| {
         matches!(
             r,
-            Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+            Err(RailNetworkError::Input(InputError::NonFinite { .. }))
         )
     };
     assert!(non_finite(model_flops(&m, 1e308)));
@@ -248,15 +248,15 @@ fn an_extreme_peak_gives_a_positive_time() {
     for (peak, hidden) in [(5e-324, 2), (1e9, 0)] {
         assert!(matches!(
             ComputeModel::calibrated().effective_flop_per_s(peak, hidden),
-            Err(RailNetworkError::Value(
-                CostModelError::NotPositive { .. } | CostModelError::CountTooSmall { .. }
+            Err(RailNetworkError::Input(
+                InputError::NotPositive { .. } | InputError::CountTooSmall { .. }
             ))
         ));
     }
     system.peak_flop_per_s = 5e-324;
     assert!(matches!(
         IterationModel::new(model, system, ComputeModel::paper()),
-        Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+        Err(RailNetworkError::Input(InputError::NonFinite { .. }))
     ));
 }
 
@@ -269,7 +269,7 @@ fn an_extreme_attention_slowdown_is_non_finite() {
     };
     assert!(matches!(
         c.weighted_flops_per_sequence(&model_preset("gpt-22b").unwrap()),
-        Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+        Err(RailNetworkError::Input(InputError::NonFinite { .. }))
     ));
 }
 
@@ -281,7 +281,7 @@ fn memory_and_ranked_configs_are_finite_or_errors() {
     let par = Parallelization::with_default_mapping(8, 1, 1, 4, 4, 1, 8).unwrap();
     assert!(matches!(
         memory_per_gpu(&m, &par, Recompute::Selective, 1e308),
-        Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+        Err(RailNetworkError::Input(InputError::NonFinite { .. }))
     ));
     let hollow = GptModel { hidden: 0, ..m };
     assert!(layer_activation_bytes(&hollow, 1, 1, Recompute::None).is_err());
@@ -292,14 +292,14 @@ fn memory_and_ranked_configs_are_finite_or_errors() {
     let im = IterationModel::new(m, system_preset("dgx-a100").unwrap(), compute).unwrap();
     assert!(matches!(
         RankedConfig::evaluate(&im, 8, par),
-        Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+        Err(RailNetworkError::Input(InputError::NonFinite { .. }))
     ));
     let mut slow = system_preset("dgx-a100").unwrap();
     slow.hb_bytes_per_s = 5e-324;
     let im = IterationModel::new(m, slow, ComputeModel::paper()).unwrap();
     assert!(matches!(
         RankedConfig::evaluate(&im, 8, par),
-        Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+        Err(RailNetworkError::Input(InputError::NonFinite { .. }))
     ));
 }
 
@@ -308,7 +308,7 @@ fn memory_and_ranked_configs_are_finite_or_errors() {
 fn an_overflowing_bandwidth_ratio_is_non_finite() {
     assert!(matches!(
         all_to_all_slowdown_sweep(&[2], 2, 1e308, 1e-10),
-        Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+        Err(RailNetworkError::Input(InputError::NonFinite { .. }))
     ));
 }
 
@@ -322,12 +322,12 @@ fn accuracy_results_are_finite_or_errors() {
     runs[0].measured_s = 5e-324;
     assert!(matches!(
         accuracy_table(&runs[..1], &sys, &ComputeModel::paper()),
-        Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+        Err(RailNetworkError::Input(InputError::NonFinite { .. }))
     ));
     runs[0].measured_s = 0.0;
     assert!(matches!(
         accuracy_table(&runs[..1], &sys, &ComputeModel::paper()),
-        Err(RailNetworkError::Value(CostModelError::NotPositive { .. }))
+        Err(RailNetworkError::Input(InputError::NotPositive { .. }))
     ));
     let row = |error_vs_measured| AccuracyRow {
         label: String::new(),
@@ -347,7 +347,7 @@ fn accuracy_results_are_finite_or_errors() {
     runs[1].measured_s = f64::MIN_POSITIVE;
     assert!(matches!(
         calibrate(&runs[1..4], &sys, &ComputeModel::paper()),
-        Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+        Err(RailNetworkError::Input(InputError::NonFinite { .. }))
     ));
 }
 
@@ -368,7 +368,7 @@ fn traffic_totals_are_finite_or_errors() {
     };
     assert!(matches!(
         traffic.summary(),
-        Err(RailNetworkError::Value(CostModelError::NonFinite { .. }))
+        Err(RailNetworkError::Input(InputError::NonFinite { .. }))
     ));
     let unsorted = JobTraffic {
         gpus: 2,
@@ -402,7 +402,7 @@ fn a_huge_expert_all_to_all_is_too_large() {
     };
     assert!(matches!(
         map.with_experts(expert),
-        Err(RailNetworkError::Value(CostModelError::TooLarge { limit, .. })) if limit == MAX_EXPERT_PAIRS
+        Err(RailNetworkError::Input(InputError::TooLarge { limit, .. })) if limit == MAX_EXPERT_PAIRS
     ));
 }
 

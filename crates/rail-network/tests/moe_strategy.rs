@@ -1,7 +1,7 @@
 //! Parameter sharding, pipeline schedules, offloading, SMs held by communication, the overlap
 //! cap, the job's HB domain and MTP modules of the MoE step model (issue 21 follow-up).
 
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use proptest::prelude::*;
 use rail_network::RailNetworkError;
 use rail_network::model::Recompute;
@@ -87,7 +87,7 @@ fn comm_sms_slow_compute_by_their_share() {
     };
     assert!(matches!(
         sm.with_options(bad),
-        Err(RailNetworkError::Value(CostModelError::SizeMismatch { what, .. })) if what.contains("comm_sms")
+        Err(RailNetworkError::Input(InputError::SizeMismatch { what, .. })) if what.contains("comm_sms")
     ));
 }
 
@@ -129,8 +129,8 @@ fn dualpipe_bubble_memory_and_rules() {
     let w = b.memory.weights_and_gradients_bytes / a.memory.weights_and_gradients_bytes;
     assert!((w - 2.0).abs() < 1e-12);
     let what = |r: Result<MoeEvaluation, RailNetworkError>| match r {
-        Err(RailNetworkError::Value(
-            CostModelError::SizeMismatch { what, .. } | CostModelError::NotDivisible { what, .. },
+        Err(RailNetworkError::Input(
+            InputError::SizeMismatch { what, .. } | InputError::NotDivisible { what, .. },
         )) => what,
         other => panic!("expected a schedule error, got {other:?}"),
     };

@@ -1,6 +1,6 @@
 //! Rank mapping and job traffic: small grids worked by hand and the rail-only §3 claims.
 
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 use proptest::prelude::*;
 use rail_network::RailNetworkError;
 use rail_network::mapping::RankMapping;
@@ -158,32 +158,28 @@ fn configurations_that_do_not_tile_are_rejected() {
     // t_h d_h p_h = 2 != K = 4.
     assert!(matches!(
         RankMapping::new(&model, &c, 4, 4),
-        Err(RailNetworkError::Value(CostModelError::SizeMismatch { .. }))
+        Err(RailNetworkError::Input(InputError::SizeMismatch { .. }))
     ));
     // K does not divide N.
     assert!(matches!(
         RankMapping::new(&model, &c, 6, 4),
-        Err(RailNetworkError::Value(CostModelError::NotDivisible { .. }))
+        Err(RailNetworkError::Input(InputError::NotDivisible { .. }))
     ));
     assert!(matches!(
         RankMapping::new(&model, &c, 0, 4),
-        Err(RailNetworkError::Value(
-            CostModelError::CountTooSmall { .. }
-        ))
+        Err(RailNetworkError::Input(InputError::CountTooSmall { .. }))
     ));
     // t = 3 does not divide h = 64.
     let c3 = config((3, 1), (1, 1), (1, 1));
     assert!(matches!(
         RankMapping::new(&model, &c3, 3, 3),
-        Err(RailNetworkError::Value(CostModelError::NotDivisible { .. }))
+        Err(RailNetworkError::Input(InputError::NotDivisible { .. }))
     ));
     // A zero split part.
     let c0 = config((0, 1), (1, 1), (1, 1));
     assert!(matches!(
         RankMapping::new(&model, &c0, 1, 1),
-        Err(RailNetworkError::Value(
-            CostModelError::CountTooSmall { .. }
-        ))
+        Err(RailNetworkError::Input(InputError::CountTooSmall { .. }))
     ));
     // ep must divide d.
     let expert = ExpertParallelism {
@@ -195,7 +191,7 @@ fn configurations_that_do_not_tile_are_rejected() {
     let ok = RankMapping::new(&model, &config((2, 1), (1, 1), (1, 2)), 4, 2).unwrap();
     assert!(matches!(
         ok.with_experts(expert),
-        Err(RailNetworkError::Value(CostModelError::NotDivisible { .. }))
+        Err(RailNetworkError::Input(InputError::NotDivisible { .. }))
     ));
 }
 

@@ -1,7 +1,7 @@
 //! Cluster builders: nodes of GPUs with intra- and inter-node alpha-beta, presets, mixes.
 
 use comm_cost_model::units::{FlopPerSecond, megabytes, millis, tflop_per_s};
-use comm_cost_model::{AlphaBeta, CostModelError, SquareMatrix, Worker, check_positive};
+use comm_cost_model::{AlphaBeta, InputError, SquareMatrix, Worker, check_positive};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::{check_gpus_per_node, check_workers};
@@ -76,9 +76,9 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::Empty`] for no nodes; [`TopologyError::Value`] (`CountTooSmall`) for a node of
-    /// zero GPUs; [`TopologyError::Value`] for non-positive FLOP/s or bad link costs;
-    /// [`TopologyError::Value`] (`Overflow`) if the worker count overflows, (`TooLarge`) if it
+    /// [`TopologyError::Input`] (`Empty`) for no nodes; [`TopologyError::Input`] (`CountTooSmall`) for a node of
+    /// zero GPUs; [`TopologyError::Input`] for non-positive FLOP/s or bad link costs;
+    /// [`TopologyError::Input`] (`Overflow`) if the worker count overflows, (`TooLarge`) if it
     /// exceeds [`crate::MAX_WORKERS`] (the alpha and beta matrices hold `n²` entries).
     ///
     /// # Complexity
@@ -98,7 +98,9 @@ impl Cluster {
     /// ```
     pub fn heterogeneous(nodes: &[NodeKind]) -> Result<Self, TopologyError> {
         if nodes.is_empty() {
-            return Err(TopologyError::Empty { what: "node list" });
+            return Err(TopologyError::Input(InputError::Empty {
+                what: "node list",
+            }));
         }
         let kinds = nodes
             .iter()
@@ -107,7 +109,7 @@ impl Cluster {
         let n = kinds
             .iter()
             .try_fold(0usize, |acc, k| acc.checked_add(k.gpus))
-            .ok_or(CostModelError::Overflow {
+            .ok_or(InputError::Overflow {
                 what: "worker count",
             })?;
         check_workers(n)?;
@@ -138,7 +140,7 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// As [`Cluster::heterogeneous`]; [`TopologyError::Value`] (`CountTooSmall`) if `nodes == 0`.
+    /// As [`Cluster::heterogeneous`]; [`TopologyError::Input`] (`CountTooSmall`) if `nodes == 0`.
     ///
     /// # Complexity
     ///
@@ -163,7 +165,7 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::Value`] (`CountTooSmall`) if `nodes == 0`, (`TooLarge`) beyond
+    /// [`TopologyError::Input`] (`CountTooSmall`) if `nodes == 0`, (`TooLarge`) beyond
     /// [`crate::MAX_WORKERS`] workers.
     ///
     /// # Complexity

@@ -1,11 +1,12 @@
 //! A cluster of workers joined by alpha-beta links (Aristos Table 1: `W`, `G`, `m_j`, `F_j`).
 
+use comm_cost_model::InputError;
 use comm_cost_model::{AlphaBeta, SquareMatrix, Worker, check_non_negative, check_positive};
 use petgraph::graph::UnGraph;
 use serde::{Deserialize, Serialize};
 
 use crate::TopologyError;
-use comm_cost_model::check_count;
+use comm_cost_model::{check_at_most, check_count, check_same_len};
 
 /// The raw fields of a [`Cluster`], validated on deserialization.
 #[derive(Deserialize)]
@@ -64,7 +65,7 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::Empty`] for no workers; [`TopologyError::Value`] with
+    /// [`TopologyError::Input`] (`Empty`) for no workers; [`TopologyError::Input`] with
     /// `SizeMismatch` if `node_of_worker` or a matrix does not have `n` entries (rows),
     /// `NotPositive`/`NonFinite` for a worker with bad FLOP/s, `TooLarge` for more than
     /// [`MAX_WORKERS`] workers.
@@ -80,15 +81,15 @@ impl Cluster {
     ) -> Result<Self, TopologyError> {
         let n = workers.len();
         if n == 0 {
-            return Err(TopologyError::Empty { what: "cluster" });
+            return Err(TopologyError::Input(InputError::Empty { what: "cluster" }));
         }
         check_workers(n)?;
         for w in &workers {
             check_positive("worker FLOP/s", w.flop_per_s)?;
         }
-        check_len("node labels", node_of_worker.len(), n)?;
-        check_len("alpha (s) matrix side", alpha_s.n(), n)?;
-        check_len("beta (s/byte) matrix side", beta_s_per_byte.n(), n)?;
+        check_same_len("node labels", node_of_worker.len(), n)?;
+        check_same_len("alpha (s) matrix side", alpha_s.n(), n)?;
+        check_same_len("beta (s/byte) matrix side", beta_s_per_byte.n(), n)?;
         Ok(Self {
             workers,
             node_of_worker,
@@ -101,7 +102,7 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::Value`] for a ragged, non-square or empty matrix or a NaN, infinite or
+    /// [`TopologyError::Input`] for a ragged, non-square or empty matrix or a NaN, infinite or
     /// negative entry (`BadEntry`); as [`Cluster::new`].
     ///
     /// # Complexity
@@ -153,7 +154,7 @@ impl Cluster {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::Empty`] for no ids; [`TopologyError::BadWorker`] for an id out of range
+    /// [`TopologyError::Input`] (`Empty`) for no ids; [`TopologyError::BadWorker`] for an id out of range
     /// or listed twice.
     ///
     /// # Complexity
@@ -284,7 +285,7 @@ impl Cluster {
     /// # Errors
     ///
     /// [`TopologyError::Asymmetric`] naming the first asymmetric entry;
-    /// [`TopologyError::Value`] for a negative or non-finite `rel_tol` (a NaN tolerance used
+    /// [`TopologyError::Input`] for a negative or non-finite `rel_tol` (a NaN tolerance used
     /// to accept every matrix).
     ///
     /// # Complexity
@@ -363,21 +364,7 @@ pub const MAX_WORKERS: usize = 1 << 13;
 
 /// Rejects a worker count above [`MAX_WORKERS`] (before allocating anything of that size).
 pub(crate) fn check_workers(n: usize) -> Result<(), TopologyError> {
-    crate::error::check_limit("workers in the cluster", n, MAX_WORKERS)
-}
-
-/// Checks that a per-worker list has one entry per worker.
-fn check_len(what: &'static str, actual: usize, workers: usize) -> Result<(), TopologyError> {
-    if actual == workers {
-        Ok(())
-    } else {
-        Err(comm_cost_model::CostModelError::SizeMismatch {
-            what,
-            expected: workers as u64,
-            actual: actual as u64,
-        }
-        .into())
-    }
+    Ok(check_at_most("workers in the cluster", MAX_WORKERS, n)?)
 }
 
 /// Checks a node size is at least one GPU.

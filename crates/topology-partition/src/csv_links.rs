@@ -1,5 +1,6 @@
 //! Building a cluster from measured alpha-beta pairs given as CSV text.
 
+use comm_cost_model::InputError;
 use std::io::Read;
 
 use comm_cost_model::{SquareMatrix, Worker};
@@ -18,7 +19,7 @@ impl Cluster {
     /// # Errors
     ///
     /// [`TopologyError::Csv`] for a malformed line, an id out of range, a self-pair, a pair
-    /// listed twice or a pair missing in both directions; [`TopologyError::Value`] (`BadEntry`)
+    /// listed twice or a pair missing in both directions; [`TopologyError::Input`] (`BadEntry`)
     /// for a negative or non-finite cost, (`TooLarge`) for more than
     /// [`crate::MAX_WORKERS`] workers; as [`Cluster::new`] otherwise.
     ///
@@ -47,7 +48,7 @@ impl Cluster {
     ) -> Result<Self, TopologyError> {
         let n = workers.len();
         if n == 0 {
-            return Err(TopologyError::Empty { what: "cluster" });
+            return Err(TopologyError::Input(InputError::Empty { what: "cluster" }));
         }
         // Before allocating three `n x n` tables from the caller's worker count.
         crate::cluster::check_workers(n)?;

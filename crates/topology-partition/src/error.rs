@@ -1,6 +1,6 @@
 //! The error type of the crate.
 
-use comm_cost_model::{CostModelError, Shown};
+use comm_cost_model::{InputError, Shown};
 use thiserror::Error;
 
 /// Everything that can be wrong with the input of a topology-partition function.
@@ -9,17 +9,12 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum TopologyError {
-    /// A check of the shared vocabulary failed: a scalar's finiteness or sign, a count that is
-    /// zero, a matrix entry (`BadEntry`), a list or matrix of the wrong size (`SizeMismatch`), an
-    /// instance above a size limit (`TooLarge`) or an overflowing size (`Overflow`).
+    /// Bad input in the workspace's vocabulary (comm-cost-model's [`InputError`]): a scalar's
+    /// finiteness or sign, a count that is zero, an empty list (`Empty`), a matrix entry
+    /// (`BadEntry`), a list or matrix of the wrong size (`SizeMismatch`), an instance above a
+    /// size limit (`TooLarge`) or an overflowing size (`Overflow`).
     #[error(transparent)]
-    Value(#[from] CostModelError),
-    /// A collection that must not be empty was empty.
-    #[error("{what} must not be empty")]
-    Empty {
-        /// What was empty.
-        what: &'static str,
-    },
+    Input(#[from] InputError),
     /// An operation that needs a symmetric alpha-beta matrix got an asymmetric one.
     #[error("{what} is asymmetric at ({row}, {col}): {} vs {}", Shown(*.forward), Shown(*.backward))]
     Asymmetric {
@@ -118,22 +113,4 @@ pub enum CsvProblem {
         /// The I/O error's message.
         message: String,
     },
-}
-
-/// Checks a size against its documented limit before anything of that size is allocated
-/// (issue 13): `Value(TooLarge)` above it.
-pub(crate) fn check_limit(
-    what: &'static str,
-    value: usize,
-    limit: usize,
-) -> Result<(), TopologyError> {
-    if value > limit {
-        return Err(CostModelError::TooLarge {
-            what,
-            limit: limit as u64,
-            value: value as u64,
-        }
-        .into());
-    }
-    Ok(())
 }

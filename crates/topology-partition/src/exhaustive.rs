@@ -15,7 +15,7 @@ pub const EXHAUSTIVE_MAX_WORKERS: usize = 10;
 ///
 /// # Errors
 ///
-/// [`TopologyError::Value`] (`TooLarge`) if the cluster has more than [`EXHAUSTIVE_MAX_WORKERS`] workers; [`TopologyError::NoFeasibleGroup`] if nothing fits; as
+/// [`TopologyError::Input`] (`TooLarge`) if the cluster has more than [`EXHAUSTIVE_MAX_WORKERS`] workers; [`TopologyError::NoFeasibleGroup`] if nothing fits; as
 /// [`AristosObjective::evaluate`] otherwise.
 ///
 /// # Complexity
@@ -39,10 +39,10 @@ pub fn exhaustive_partition(
     objective: &AristosObjective,
 ) -> Result<Partition, TopologyError> {
     let n = cluster.len();
-    crate::error::check_limit(
+    comm_cost_model::check_at_most(
         "workers of the exhaustive search",
-        n,
         EXHAUSTIVE_MAX_WORKERS,
+        n,
     )?;
     let r = resolve_feasible(cluster, objective)?;
     // Restricted-growth strings: label[i] <= 1 + max(label[..i]).

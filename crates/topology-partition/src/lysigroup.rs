@@ -39,7 +39,7 @@ use crate::{AristosObjective, Cluster, Partition, TopologyError};
 /// # Errors
 ///
 /// [`TopologyError::NoFeasibleGroup`] if the whole cluster cannot hold the experts; the errors of
-/// [`AristosObjective::evaluate`] for a bad objective; [`TopologyError::Value`] (`Overflow`) if the
+/// [`AristosObjective::evaluate`] for a bad objective; [`TopologyError::Input`] (`Overflow`) if the
 /// cluster has more than `u32::MAX` workers.
 ///
 /// # Complexity
@@ -68,7 +68,7 @@ pub fn lysi_group(
 ) -> Result<Partition, TopologyError> {
     let r = resolve_feasible(cluster, objective)?;
     let n = cluster.len();
-    u32::try_from(n).map_err(|_| comm_cost_model::CostModelError::Overflow {
+    u32::try_from(n).map_err(|_| comm_cost_model::InputError::Overflow {
         what: "worker count",
     })?;
     let mut state = Groups::new(cluster, &r);

@@ -1,7 +1,7 @@
 //! The Aristos objective `T(g)` (Aimuyo, §2.1, Eq. 1–4).
 
 use comm_cost_model::units::{Bytes, Flop, Seconds};
-use comm_cost_model::{CostModelError, check_finite_result, check_non_negative, check_positive};
+use comm_cost_model::{InputError, check_finite_result, check_non_negative, check_positive};
 use serde::{Deserialize, Serialize};
 
 use crate::partition::check_disjoint;
@@ -33,7 +33,7 @@ impl TrainingConstants {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::Value`] (`CountTooSmall`) for a zero count; [`TopologyError::Value`] for a negative
+    /// [`TopologyError::Input`] (`CountTooSmall`) for a zero count; [`TopologyError::Input`] for a negative
     /// or non-finite `recompute`, and (`NonFinite`) if `gamma` itself exceeds the `f64` range
     /// (a `recompute` near `f64::MAX`).
     ///
@@ -179,7 +179,7 @@ impl AristosObjective {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::Value`] (`TooLarge`) for more than [`MAX_EXPERTS`] experts.
+    /// [`TopologyError::Input`] (`TooLarge`) for more than [`MAX_EXPERTS`] experts.
     ///
     /// # Complexity
     ///
@@ -203,7 +203,7 @@ impl AristosObjective {
         all_to_all_bytes: Bytes,
         all_reduce_bytes: Bytes,
     ) -> Result<Self, TopologyError> {
-        crate::error::check_limit("experts of an objective", experts, MAX_EXPERTS)?;
+        comm_cost_model::check_at_most("experts of an objective", MAX_EXPERTS, experts)?;
         Ok(Self {
             training,
             expert_flop: vec![flop_per_expert; experts],
@@ -217,7 +217,7 @@ impl AristosObjective {
     /// Validates the objective and resolves the cluster-wide constants.
     pub(crate) fn resolve(&self, cluster: &Cluster) -> Result<Resolved, TopologyError> {
         if self.expert_flop.is_empty() {
-            return Err(TopologyError::Empty { what: "experts" });
+            return Err(TopologyError::Input(InputError::Empty { what: "experts" }));
         }
         let mut total = 0.0;
         for &f in &self.expert_flop {
@@ -242,10 +242,10 @@ impl AristosObjective {
     ///
     /// # Errors
     ///
-    /// [`TopologyError::Empty`] for an empty group or no experts; [`TopologyError::BadWorker`]
-    /// for an id out of range or listed twice; [`TopologyError::Value`] for a non-positive
-    /// expert FLOP or a negative `eta`, `d` or `d_ar`; [`TopologyError::Value`] (`CountTooSmall`) for zero
-    /// training constants or `groups == 0`; [`TopologyError::Value`] (`NonFinite`) if a term
+    /// [`TopologyError::Input`] (`Empty`) for an empty group or no experts; [`TopologyError::BadWorker`]
+    /// for an id out of range or listed twice; [`TopologyError::Input`] for a non-positive
+    /// expert FLOP or a negative `eta`, `d` or `d_ar`; [`TopologyError::Input`] (`CountTooSmall`) for zero
+    /// training constants or `groups == 0`; [`TopologyError::Input`] (`NonFinite`) if a term
     /// of `T` exceeds the `f64` range, or the workers' FLOP/s add up to more than
     /// `f64::MAX / 2`. An infeasible group's `objective_s` is infinite by definition.
     ///
@@ -295,7 +295,7 @@ impl AristosObjective {
     ///
     /// As [`AristosObjective::group_cost`] (`NonFinite` only for a feasible group's `T`);
     /// [`TopologyError::BadWorker`] if a worker is missing from the partition or appears
-    /// twice; [`TopologyError::Empty`] for an empty group.
+    /// twice; [`TopologyError::Input`] (`Empty`) for an empty group.
     ///
     /// # Complexity
     ///
@@ -382,7 +382,7 @@ fn check_cluster_flop_per_s(cluster: &Cluster) -> Result<(), TopologyError> {
     if total <= f64::MAX / 2.0 {
         Ok(())
     } else {
-        Err(CostModelError::NonFinite {
+        Err(InputError::NonFinite {
             what: "total FLOP/s of the cluster (must stay below f64::MAX / 2)",
             value: total,
         }

@@ -1,5 +1,6 @@
 //! A partition of the workers into expert-parallel groups, with each group's `T(g)`.
 
+use comm_cost_model::InputError;
 use comm_cost_model::units::Seconds;
 use serde::{Deserialize, Serialize};
 
@@ -56,7 +57,7 @@ pub(crate) fn check_disjoint<'a>(
     let mut seen = vec![false; n];
     for group in groups {
         if group.is_empty() {
-            return Err(TopologyError::Empty { what: "group" });
+            return Err(TopologyError::Input(InputError::Empty { what: "group" }));
         }
         for &w in group {
             match seen.get_mut(w) {

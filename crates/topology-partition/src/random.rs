@@ -16,7 +16,7 @@ use comm_cost_model::check_count;
 ///
 /// # Errors
 ///
-/// [`TopologyError::Value`] (`CountTooSmall`) if `nodes == 0`; [`TopologyError::Value`] if `jitter` is
+/// [`TopologyError::Input`] (`CountTooSmall`) if `nodes == 0`; [`TopologyError::Input`] if `jitter` is
 /// negative or not finite; (`TooLarge`) beyond [`crate::MAX_WORKERS`] nodes
 /// (each has at least two workers, so the cluster would be too large anyway).
 ///

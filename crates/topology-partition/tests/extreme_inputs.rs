@@ -1,7 +1,7 @@
 //! Regression tests for issue 13: huge clusters are a typed error before any allocation, and
 //! slot totals do not wrap.
 
-use comm_cost_model::{AlphaBeta, CostModelError, MAX_MATRIX_SIDE, SquareMatrix, Worker};
+use comm_cost_model::{AlphaBeta, InputError, MAX_MATRIX_SIDE, SquareMatrix, Worker};
 use topology_partition::{
     AristosObjective, Cluster, NodeKind, TopologyError, TrainingConstants, exhaustive_partition,
     lysi_group, one_group_per_node, whole_world,
@@ -13,7 +13,7 @@ fn huge_node_counts_are_too_large() {
     for nodes in [1_000_000_000_000_000_000, 100_000, 1 << 16, usize::MAX] {
         assert!(matches!(
             Cluster::perlmutter(nodes, 32),
-            Err(TopologyError::Value(CostModelError::TooLarge { .. }))
+            Err(TopologyError::Input(InputError::TooLarge { .. }))
         ));
     }
     let huge = NodeKind {
@@ -22,7 +22,7 @@ fn huge_node_counts_are_too_large() {
     };
     assert!(matches!(
         Cluster::heterogeneous(&[huge, NodeKind::perlmutter(32)]),
-        Err(TopologyError::Value(CostModelError::TooLarge { .. }))
+        Err(TopologyError::Input(InputError::TooLarge { .. }))
     ));
 }
 
@@ -60,7 +60,7 @@ fn a_csv_cluster_with_too_many_workers_is_too_large() {
     let nodes = vec![0; MAX_MATRIX_SIDE + 1];
     assert!(matches!(
         Cluster::from_csv_str(workers, nodes, "0,1,1e-6,1e-9\n"),
-        Err(TopologyError::Value(CostModelError::TooLarge { .. }))
+        Err(TopologyError::Input(InputError::TooLarge { .. }))
     ));
 }
 
@@ -70,7 +70,7 @@ fn a_huge_random_cluster_is_too_large() {
     for nodes in [usize::MAX, 1 << 40] {
         assert!(matches!(
             topology_partition::random_cluster(nodes, 0.1, 0),
-            Err(TopologyError::Value(CostModelError::TooLarge { .. }))
+            Err(TopologyError::Input(InputError::TooLarge { .. }))
         ));
     }
 }
@@ -88,10 +88,7 @@ fn training(recompute: f64) -> TrainingConstants {
 }
 
 fn is_non_finite<T: std::fmt::Debug>(r: Result<T, TopologyError>) -> bool {
-    matches!(
-        r,
-        Err(TopologyError::Value(CostModelError::NonFinite { .. }))
-    )
+    matches!(r, Err(TopologyError::Input(InputError::NonFinite { .. })))
 }
 
 /// Two workers joined by links of `beta` s/byte (both directions), one expert slot each.
@@ -150,7 +147,7 @@ fn a_bad_symmetry_tolerance_is_an_error() {
     assert!(is_non_finite(cluster.check_symmetric(f64::INFINITY)));
     assert!(matches!(
         cluster.check_symmetric(-1.0),
-        Err(TopologyError::Value(CostModelError::Negative { .. }))
+        Err(TopologyError::Input(InputError::Negative { .. }))
     ));
     assert!(matches!(
         cluster.check_symmetric(0.1),
@@ -165,7 +162,7 @@ fn a_huge_uniform_objective_is_too_large() {
     for experts in [usize::MAX, 1 << 53, topology_partition::MAX_EXPERTS + 1] {
         assert!(matches!(
             AristosObjective::uniform(training(0.0), experts, 5e9, 2.0, 16e6, 0.0),
-            Err(TopologyError::Value(CostModelError::TooLarge { .. }))
+            Err(TopologyError::Input(InputError::TooLarge { .. }))
         ));
     }
 }
@@ -176,10 +173,7 @@ fn a_huge_uniform_objective_is_too_large() {
 fn clusters_above_max_workers_are_too_large() {
     use topology_partition::MAX_WORKERS;
     let too_large = |r: Result<Cluster, TopologyError>| {
-        matches!(
-            r,
-            Err(TopologyError::Value(CostModelError::TooLarge { .. }))
-        )
+        matches!(r, Err(TopologyError::Input(InputError::TooLarge { .. })))
     };
     assert!(too_large(Cluster::perlmutter(MAX_WORKERS / 4 + 1, 32)));
     assert!(too_large(Cluster::perlmutter(1 << 13, 32)));

@@ -1,6 +1,6 @@
 //! LysiGroup, the objective and the baselines on hand-sized clusters, plus properties.
 
-use comm_cost_model::{CostModelError, SquareMatrix};
+use comm_cost_model::{InputError, SquareMatrix};
 use proptest::prelude::*;
 use topology_partition::{
     AristosObjective, Cluster, CsvProblem, TopologyError, TrainingConstants, Worker,
@@ -140,20 +140,20 @@ fn bad_inputs_are_typed_errors() {
     let w = Worker::new(1e12, 1).unwrap();
     assert!(matches!(
         Cluster::new(vec![], vec![], zeros(1), zeros(1)),
-        Err(TopologyError::Empty { .. })
+        Err(TopologyError::Input(InputError::Empty { .. }))
     ));
     assert!(matches!(
         Cluster::new(vec![w; 2], vec![0, 0], zeros(3), zeros(2)),
-        Err(TopologyError::Value(CostModelError::SizeMismatch { .. }))
+        Err(TopologyError::Input(InputError::SizeMismatch { .. }))
     ));
     assert!(matches!(
         Cluster::new(vec![w; 2], vec![0], zeros(2), zeros(2)),
-        Err(TopologyError::Value(CostModelError::SizeMismatch { .. }))
+        Err(TopologyError::Input(InputError::SizeMismatch { .. }))
     ));
     let rows = |v: f64| vec![vec![0.0, v], vec![0.0, 0.0]];
     assert!(matches!(
         Cluster::from_rows(vec![w; 2], vec![0, 0], &rows(-1.0), &rows(0.0)),
-        Err(TopologyError::Value(CostModelError::BadEntry {
+        Err(TopologyError::Input(InputError::BadEntry {
             row: 0,
             col: 1,
             ..
@@ -161,11 +161,11 @@ fn bad_inputs_are_typed_errors() {
     ));
     assert!(matches!(
         Cluster::from_rows(vec![w; 2], vec![0, 0], &rows(0.0), &rows(f64::NAN)),
-        Err(TopologyError::Value(CostModelError::BadEntry { .. }))
+        Err(TopologyError::Input(InputError::BadEntry { .. }))
     ));
     assert!(matches!(
         Worker::new(0.0, 1),
-        Err(CostModelError::NotPositive { .. })
+        Err(InputError::NotPositive { .. })
     ));
     let c = Cluster::from_rows(vec![w; 2], vec![0, 0], &rows(0.0), &rows(1e-9)).unwrap();
     assert!(matches!(
@@ -233,7 +233,7 @@ fn csv_builder_validates() {
     assert_eq!(problem(""), Some(CsvProblem::Missing { src: 0, dst: 1 }));
     assert!(matches!(
         parse("0,1,-1,1e-9\n"),
-        Err(TopologyError::Value(CostModelError::BadEntry { .. }))
+        Err(TopologyError::Input(InputError::BadEntry { .. }))
     ));
 }
 

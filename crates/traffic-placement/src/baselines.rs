@@ -1,5 +1,6 @@
 //! The published topology-aware heuristic, reconstructed from its description, as a baseline.
 
+use comm_cost_model::InputError;
 use expert_placement::{LayerLoads, PlacementCluster, PlacementError};
 
 use crate::error::TrafficError;
@@ -19,7 +20,7 @@ use crate::error::TrafficError;
 ///
 /// # Errors
 ///
-/// [`TrafficError::Placement`] with `PlacementError::NotDivisible` when `groups` does not divide
+/// [`TrafficError::Placement`] with `PlacementError::Input` (`NotDivisible`) when `groups` does not divide
 /// the expert count or the node count does not divide `groups`, `PlacementError::NotUniform`
 /// unless every node has the same number of GPUs with the same slot count (nodes numbered
 /// `0..K` in GPU order, as `PlacementCluster::uniform` makes them),
@@ -66,19 +67,19 @@ pub fn topology_greedy(
         .into());
     }
     if groups == 0 || e_count % groups != 0 {
-        return Err(PlacementError::NotDivisible {
-            what: "experts into groups",
-            value: e_count,
-            divisor: groups,
-        }
+        return Err(PlacementError::Input(InputError::not_divisible(
+            "experts into groups",
+            e_count,
+            groups,
+        ))
         .into());
     }
     if groups % k != 0 {
-        return Err(PlacementError::NotDivisible {
-            what: "groups over nodes",
-            value: groups,
-            divisor: k,
-        }
+        return Err(PlacementError::Input(InputError::not_divisible(
+            "groups over nodes",
+            groups,
+            k,
+        ))
         .into());
     }
     let gpn = g_count / k;

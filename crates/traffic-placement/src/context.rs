@@ -3,8 +3,9 @@
 
 use expert_placement::PlacementCluster;
 
-use crate::error::{TrafficError, check_len};
+use crate::error::TrafficError;
 use crate::routed::RoutedTokens;
+use comm_cost_model::check_same_len;
 
 /// The routed tokens of a layer on a cluster, with the per-node sums every planner needs.
 pub(crate) struct Context<'a> {
@@ -26,7 +27,7 @@ impl<'a> Context<'a> {
         routed: &'a RoutedTokens,
         cluster: &'a PlacementCluster,
     ) -> Result<Self, TrafficError> {
-        check_len(
+        check_same_len(
             "routed_tokens source GPUs vs cluster GPUs",
             routed.sources(),
             cluster.gpus(),

@@ -69,7 +69,7 @@ impl DispatchReport {
 ///
 /// # Errors
 ///
-/// [`TrafficError::SizeMismatch`] when the routed tokens do not have one source per GPU of the
+/// [`TrafficError::Input`] (`SizeMismatch`) when the routed tokens do not have one source per GPU of the
 /// cluster; the map errors of [`Placement::evaluate`] (one entry per slot, ids below `E`, every
 /// expert placed) as [`TrafficError::Placement`].
 ///
@@ -288,7 +288,7 @@ fn balance(
 ///
 /// # Errors
 ///
-/// [`TrafficError::SizeMismatch`] unless there is one source per GPU, the map errors of
+/// [`TrafficError::Input`] (`SizeMismatch`) unless there is one source per GPU, the map errors of
 /// [`dispatch`].
 ///
 /// # Complexity

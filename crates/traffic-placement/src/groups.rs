@@ -5,6 +5,7 @@
 //! tokens are those its groups receive from other nodes: both depend only on the group-to-node
 //! assignment, which is small enough to search (exhaustively up to [`EXHAUSTIVE_ASSIGNMENTS`]).
 
+use comm_cost_model::InputError;
 use expert_placement::{
     LayerLoads, PlacementAlgorithm, PlacementCluster, PlacementError, PlacementOptions, place_with,
 };
@@ -25,11 +26,11 @@ struct Groups {
 fn groups_of(ctx: &Context<'_>, groups: usize) -> Result<Groups, TrafficError> {
     let e = ctx.experts();
     if groups == 0 || e % groups != 0 {
-        return Err(PlacementError::NotDivisible {
-            what: "experts into groups",
-            value: e,
-            divisor: groups,
-        }
+        return Err(PlacementError::Input(InputError::not_divisible(
+            "experts into groups",
+            e,
+            groups,
+        ))
         .into());
     }
     let size = e / groups;

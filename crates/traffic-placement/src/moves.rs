@@ -13,6 +13,7 @@ use crate::options::TrafficOptions;
 use crate::planner::{TrafficPlacement, place_traffic_aware};
 use crate::routed::RoutedTokens;
 use crate::search::{Budget, State};
+use comm_cost_model::InputError;
 use expert_placement::PlacementCluster;
 
 /// Shares of the move budget spent on the best-ranked changes, largest first (the rest goes to
@@ -154,9 +155,9 @@ pub fn place_traffic_aware_with_moves(
         }
     }
     let Some((map, dispatch)) = best else {
-        return Err(TrafficError::Empty {
+        return Err(TrafficError::Input(InputError::Empty {
             what: "candidate plans",
-        });
+        }));
     };
     let moves = map.iter().zip(current).filter(|(a, b)| a != b).count();
     Ok(MoveBudgetPlacement {

@@ -76,11 +76,11 @@ impl TrafficOptions {
     ///
     /// # Errors
     ///
-    /// [`TrafficError::InvalidValue`] for a tolerance or time budget that is not a finite
-    /// non-negative number; the errors of [`PlacementOptions::validate`].
+    /// [`TrafficError::Input`] (`NonFinite` or `Negative`) for a tolerance or time budget that is
+    /// not a finite non-negative number; the errors of [`PlacementOptions::validate`].
     pub fn validate(&self) -> Result<(), TrafficError> {
-        crate::error::check_value("tolerance", 0, self.tolerance)?;
-        crate::error::check_value("time_budget_s", 0, self.time_budget_s)?;
+        comm_cost_model::check_non_negative("tolerance", self.tolerance)?;
+        comm_cost_model::check_non_negative("time_budget_s", self.time_budget_s)?;
         self.placement.validate()?;
         Ok(())
     }

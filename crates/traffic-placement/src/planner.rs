@@ -1,6 +1,7 @@
 //! The traffic-aware planner: fewest tokens across nodes with the busiest GPU within
 //! `(1 + eps)` of the best compute-only plan; the trade-off curve; the bound.
 
+use comm_cost_model::InputError;
 use std::time::{Duration, Instant};
 
 use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, Termination, place_with};
@@ -12,12 +13,13 @@ use crate::bound_flow::{FLOW_BOUND_ITERATIONS, flow_bound};
 use crate::construct::construct;
 use crate::context::{Context, replica_gpus};
 use crate::dispatch::{DispatchReport, check_map, evaluate};
-use crate::error::{TrafficError, check_value};
+use crate::error::TrafficError;
 use crate::groups::{group_bound, group_start};
 use crate::lagrange::{Candidate, bound_plans};
 use crate::options::TrafficOptions;
 use crate::routed::RoutedTokens;
 use crate::search::{Budget, End, State};
+use comm_cost_model::check_entry;
 
 /// A traffic-aware placement of one layer, with the figures that judge it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,8 +97,8 @@ impl TrafficPlacement {
 ///
 /// # Errors
 ///
-/// [`TrafficError::SizeMismatch`] unless the tokens have one source per GPU,
-/// [`TrafficError::InvalidValue`] for a bad tolerance or time budget; the errors of
+/// [`TrafficError::Input`] (`SizeMismatch`) unless the tokens have one source per GPU,
+/// [`TrafficError::Input`] (`InvalidEntry`) for a bad tolerance or time budget; the errors of
 /// `expert_placement::place_with` (too few slots, a GPU with more slots than experts, groups
 /// that do not divide the experts or cannot spread over the nodes) as
 /// [`TrafficError::Placement`].
@@ -170,8 +172,8 @@ pub struct CurvePoint {
 ///
 /// # Errors
 ///
-/// Those of [`place_traffic_aware`]; [`TrafficError::Empty`] for no tolerance,
-/// [`TrafficError::InvalidValue`] for a tolerance that is not a finite non-negative number.
+/// Those of [`place_traffic_aware`]; [`TrafficError::Input`] (`Empty`) for no tolerance,
+/// [`TrafficError::Input`] (`InvalidEntry`) for a tolerance that is not a finite non-negative number.
 ///
 /// # Complexity
 ///
@@ -200,12 +202,12 @@ pub fn tradeoff_curve(
 ) -> Result<Vec<CurvePoint>, TrafficError> {
     options.validate()?;
     if tolerances.is_empty() {
-        return Err(TrafficError::Empty {
+        return Err(TrafficError::Input(InputError::Empty {
             what: "tolerances of the trade-off curve",
-        });
+        }));
     }
     for (i, &t) in tolerances.iter().enumerate() {
-        check_value("tolerances", i, t)?;
+        check_entry("tolerances", i, t)?;
     }
     let mut sorted = tolerances.to_vec();
     sorted.sort_by(f64::total_cmp);
@@ -251,8 +253,8 @@ pub fn tradeoff_curve(
 ///
 /// # Errors
 ///
-/// [`TrafficError::SizeMismatch`] unless there is one source per GPU,
-/// [`TrafficError::InvalidValue`] for a limit that is not a finite non-negative number.
+/// [`TrafficError::Input`] (`SizeMismatch`) unless there is one source per GPU,
+/// [`TrafficError::Input`] (`InvalidEntry`) for a limit that is not a finite non-negative number.
 ///
 /// # Complexity
 ///
@@ -278,7 +280,7 @@ pub fn traffic_lower_bound(
     max_gpu_load_limit: f64,
     rounds: usize,
 ) -> Result<TrafficBound, TrafficError> {
-    check_value("max_gpu_load_limit", 0, max_gpu_load_limit)?;
+    check_entry("max_gpu_load_limit", 0, max_gpu_load_limit)?;
     let ctx = Context::new(routed, cluster)?;
     let mut bound = lower_bound(&ctx, max_gpu_load_limit, rounds, None);
     if let Some(f) = flow_bound(
@@ -526,9 +528,9 @@ fn plan_at(
         }
     }
     let Some((map, report)) = best else {
-        return Err(TrafficError::Empty {
+        return Err(TrafficError::Input(InputError::Empty {
             what: "candidate plans",
-        });
+        }));
     };
     let base_reps = replica_gpus(&base.map, ctx.cluster, ctx.experts());
     let compute_only = evaluate(ctx, &base_reps);

@@ -1,9 +1,11 @@
 //! The input: tokens each source GPU routes to each logical expert of one layer, and optionally
 //! each token's top-k expert ids.
 
+use comm_cost_model::InputError;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{TrafficError, check_at_most, check_len, check_value};
+use crate::error::TrafficError;
+use comm_cost_model::{check_at_most, check_entry, check_same_len};
 
 /// Largest `G · E` (source GPUs times experts) of one layer's [`RoutedTokens`], `2^26`: the
 /// planners keep a few words per source-expert pair.
@@ -59,10 +61,10 @@ impl RoutedTokens {
     ///
     /// # Errors
     ///
-    /// [`TrafficError::Empty`] for no source or no expert, [`TrafficError::SizeMismatch`] for rows
-    /// of different lengths, [`TrafficError::InvalidValue`] for a NaN, infinite or negative count
-    /// (flat row-major index), [`TrafficError::TooLarge`] above [`MAX_ROUTED_PAIRS`] entries,
-    /// [`TrafficError::Cost`] (`NonFinite`) when the counts sum beyond `f64`.
+    /// [`TrafficError::Input`] (`Empty`) for no source or no expert, [`TrafficError::Input`] (`SizeMismatch`) for rows
+    /// of different lengths, [`TrafficError::Input`] (`InvalidEntry`) for a NaN, infinite or negative count
+    /// (flat row-major index), [`TrafficError::Input`] (`TooLarge`) above [`MAX_ROUTED_PAIRS`] entries,
+    /// [`TrafficError::Input`] (`NonFinite`) when the counts sum beyond `f64`.
     ///
     /// # Complexity
     ///
@@ -70,15 +72,15 @@ impl RoutedTokens {
     pub fn new(rows: Vec<Vec<f64>>) -> Result<Self, TrafficError> {
         let sources = rows.len();
         if sources == 0 {
-            return Err(TrafficError::Empty {
+            return Err(TrafficError::Input(InputError::Empty {
                 what: "routed_tokens (source GPUs)",
-            });
+            }));
         }
         let experts = rows[0].len();
         if experts == 0 {
-            return Err(TrafficError::Empty {
+            return Err(TrafficError::Input(InputError::Empty {
                 what: "routed_tokens (experts)",
-            });
+            }));
         }
         check_at_most(
             "routed_tokens sources x experts",
@@ -88,9 +90,9 @@ impl RoutedTokens {
         let mut tokens = Vec::with_capacity(sources * experts);
         let mut total = 0.0f64;
         for row in rows {
-            check_len("routed_tokens row length (experts)", row.len(), experts)?;
+            check_same_len("routed_tokens row length (experts)", row.len(), experts)?;
             for v in row {
-                check_value("routed_tokens", tokens.len(), v)?;
+                check_entry("routed_tokens", tokens.len(), v)?;
                 total += v;
                 tokens.push(v);
             }
@@ -109,29 +111,29 @@ impl RoutedTokens {
     ///
     /// # Errors
     ///
-    /// Those of [`RoutedTokens::new`] for the first bad layer, [`TrafficError::Empty`] for no
-    /// layer, [`TrafficError::SizeMismatch`] when layers differ in shape.
+    /// Those of [`RoutedTokens::new`] for the first bad layer, [`TrafficError::Input`] (`Empty`) for no
+    /// layer, [`TrafficError::Input`] (`SizeMismatch`) when layers differ in shape.
     ///
     /// # Complexity
     ///
     /// `O(layers · G · E)`.
     pub fn layers(layers: Vec<Vec<Vec<f64>>>) -> Result<Vec<Self>, TrafficError> {
         if layers.is_empty() {
-            return Err(TrafficError::Empty {
+            return Err(TrafficError::Input(InputError::Empty {
                 what: "routed_tokens (layers)",
-            });
+            }));
         }
         let out = layers
             .into_iter()
             .map(Self::new)
             .collect::<Result<Vec<_>, _>>()?;
         for l in &out {
-            check_len(
+            check_same_len(
                 "routed_tokens source GPUs per layer",
                 l.sources,
                 out[0].sources,
             )?;
-            check_len("routed_tokens experts per layer", l.experts, out[0].experts)?;
+            check_same_len("routed_tokens experts per layer", l.experts, out[0].experts)?;
         }
         Ok(out)
     }
@@ -233,22 +235,22 @@ impl TopKRoutes {
     ///
     /// # Errors
     ///
-    /// [`TrafficError::Empty`] for no source or `experts == 0`, [`TrafficError::IndexOutOfRange`]
-    /// for an expert id `>= experts`, [`TrafficError::TooLarge`] above [`MAX_TOPK_ENTRIES`] ids.
+    /// [`TrafficError::Input`] (`Empty`) for no source or `experts == 0`, [`TrafficError::Input`] (`IndexOutOfRange`)
+    /// for an expert id `>= experts`, [`TrafficError::Input`] (`TooLarge`) above [`MAX_TOPK_ENTRIES`] ids.
     ///
     /// # Complexity
     ///
     /// `O(tokens · k)`.
     pub fn new(topk_ids: Vec<Vec<Vec<usize>>>, experts: usize) -> Result<Self, TrafficError> {
         if topk_ids.is_empty() {
-            return Err(TrafficError::Empty {
+            return Err(TrafficError::Input(InputError::Empty {
                 what: "topk_ids (source GPUs)",
-            });
+            }));
         }
         if experts == 0 {
-            return Err(TrafficError::Empty {
+            return Err(TrafficError::Input(InputError::Empty {
                 what: "topk_ids (experts)",
-            });
+            }));
         }
         let mut entries = 0usize;
         for src in &topk_ids {
@@ -256,11 +258,9 @@ impl TopKRoutes {
                 entries = entries.saturating_add(token.len());
                 check_at_most("topk_ids entries", MAX_TOPK_ENTRIES, entries)?;
                 if let Some(&bad) = token.iter().find(|&&e| e >= experts) {
-                    return Err(TrafficError::IndexOutOfRange {
-                        what: "topk_ids",
-                        index: bad,
-                        size: experts,
-                    });
+                    return Err(TrafficError::Input(InputError::index_out_of_range(
+                        "topk_ids", bad, experts,
+                    )));
                 }
             }
         }
@@ -283,7 +283,7 @@ impl TopKRoutes {
     ///
     /// # Errors
     ///
-    /// [`TrafficError::TooLarge`] when `G · E` exceeds [`MAX_ROUTED_PAIRS`].
+    /// [`TrafficError::Input`] (`TooLarge`) when `G · E` exceeds [`MAX_ROUTED_PAIRS`].
     pub fn routed_tokens(&self) -> Result<RoutedTokens, TrafficError> {
         check_at_most(
             "routed_tokens sources x experts",

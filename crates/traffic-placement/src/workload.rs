@@ -1,12 +1,14 @@
 //! Synthetic router traces with locality: the sources of a node prefer some experts.
 
+use comm_cost_model::InputError;
 use comm_cost_model::seeded_rng;
 use rand::RngExt;
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{TrafficError, check_at_most, check_value};
+use crate::error::TrafficError;
 use crate::routed::{MAX_ROUTED_PAIRS, RoutedTokens};
+use comm_cost_model::{check_at_most, check_entry};
 
 /// Parameters of [`locality_trace`].
 ///
@@ -61,9 +63,9 @@ impl LocalityTrace {
 ///
 /// # Errors
 ///
-/// [`TrafficError::Empty`] for no layer, GPU, node or expert, [`TrafficError::InvalidValue`] for
+/// [`TrafficError::Input`] (`Empty`) for no layer, GPU, node or expert, [`TrafficError::Input`] (`InvalidEntry`) for
 /// a negative or non-finite token count or exponent, or a locality or noise outside `[0, 1]`,
-/// [`TrafficError::TooLarge`] for more nodes than GPUs or more than
+/// [`TrafficError::Input`] (`TooLarge`) for more nodes than GPUs or more than
 /// [`crate::MAX_ROUTED_PAIRS`] pairs in all layers together.
 ///
 /// # Complexity
@@ -89,7 +91,7 @@ pub fn locality_trace(spec: &LocalityTrace, seed: u64) -> Result<Vec<RoutedToken
         ("experts", spec.experts),
     ] {
         if v == 0 {
-            return Err(TrafficError::Empty { what });
+            return Err(TrafficError::Input(InputError::Empty { what }));
         }
     }
     check_at_most("nodes (at most one per GPU)", spec.gpus, spec.nodes)?;
@@ -100,16 +102,16 @@ pub fn locality_trace(spec: &LocalityTrace, seed: u64) -> Result<Vec<RoutedToken
             .saturating_mul(spec.gpus)
             .saturating_mul(spec.experts),
     )?;
-    check_value("tokens_per_gpu", 0, spec.tokens_per_gpu)?;
-    check_value("zipf_exponent", 0, spec.zipf_exponent)?;
+    check_entry("tokens_per_gpu", 0, spec.tokens_per_gpu)?;
+    check_entry("zipf_exponent", 0, spec.zipf_exponent)?;
     for (what, v) in [("locality", spec.locality), ("noise", spec.noise)] {
-        check_value(what, 0, v)?;
+        check_entry(what, 0, v)?;
         if v > 1.0 {
-            return Err(TrafficError::InvalidValue {
+            return Err(TrafficError::Input(InputError::InvalidEntry {
                 what,
                 index: 0,
                 value: v,
-            });
+            }));
         }
     }
     let (g, k, e) = (spec.gpus, spec.nodes, spec.experts);

@@ -1,5 +1,6 @@
 //! Every bad input is a typed error naming the field, never a panic.
 
+use comm_cost_model::InputError;
 use expert_placement::{PlacementCluster, PlacementError};
 use traffic_placement::{
     LocalityTrace, RoutedTokens, TopKRoutes, TrafficError, TrafficOptions, dispatch,
@@ -10,33 +11,36 @@ use traffic_placement::{
 fn routed_tokens_shapes_and_values() {
     assert!(matches!(
         RoutedTokens::new(vec![]),
-        Err(TrafficError::Empty { .. })
+        Err(TrafficError::Input(InputError::Empty { .. }))
     ));
     assert!(matches!(
         RoutedTokens::new(vec![vec![]]),
-        Err(TrafficError::Empty { .. })
+        Err(TrafficError::Input(InputError::Empty { .. }))
     ));
     assert!(matches!(
         RoutedTokens::new(vec![vec![1.0, 2.0], vec![1.0]]),
-        Err(TrafficError::SizeMismatch { .. })
+        Err(TrafficError::Input(InputError::SizeMismatch { .. }))
     ));
     for bad in [f64::NAN, f64::INFINITY, -1.0] {
         assert!(matches!(
             RoutedTokens::new(vec![vec![1.0, bad]]),
-            Err(TrafficError::InvalidValue {
+            Err(TrafficError::Input(InputError::InvalidEntry {
                 what: "routed_tokens",
                 index: 1,
                 ..
-            })
+            }))
         ));
     }
     assert!(matches!(
         RoutedTokens::layers(vec![vec![vec![1.0]], vec![vec![1.0, 2.0]]]),
-        Err(TrafficError::SizeMismatch { .. })
+        Err(TrafficError::Input(InputError::SizeMismatch { .. }))
     ));
     assert!(matches!(
         TopKRoutes::new(vec![vec![vec![0, 9]]], 3),
-        Err(TrafficError::IndexOutOfRange { index: 9, .. })
+        Err(TrafficError::Input(InputError::IndexOutOfRange {
+            index: 9,
+            ..
+        }))
     ));
 }
 
@@ -46,7 +50,7 @@ fn planner_inputs() {
     let t = RoutedTokens::new(vec![vec![1.0, 2.0, 3.0]]).unwrap();
     assert!(matches!(
         place_traffic_aware(&t, &c, &TrafficOptions::default()),
-        Err(TrafficError::SizeMismatch { .. })
+        Err(TrafficError::Input(InputError::SizeMismatch { .. }))
     ));
     let t = RoutedTokens::new(vec![vec![1.0, 2.0, 3.0], vec![1.0, 0.0, 0.0]]).unwrap();
     for bad in [f64::NAN, -0.5, f64::INFINITY] {
@@ -56,19 +60,24 @@ fn planner_inputs() {
         };
         assert!(matches!(
             place_traffic_aware(&t, &c, &o),
-            Err(TrafficError::InvalidValue {
-                what: "tolerance",
-                ..
-            })
+            Err(TrafficError::Input(
+                InputError::NonFinite {
+                    what: "tolerance",
+                    ..
+                } | InputError::Negative {
+                    what: "tolerance",
+                    ..
+                }
+            ))
         ));
     }
     assert!(matches!(
         tradeoff_curve(&t, &c, &[], &TrafficOptions::default()),
-        Err(TrafficError::Empty { .. })
+        Err(TrafficError::Input(InputError::Empty { .. }))
     ));
     assert!(matches!(
         traffic_lower_bound(&t, &c, f64::NAN, 10),
-        Err(TrafficError::InvalidValue { .. })
+        Err(TrafficError::Input(InputError::InvalidEntry { .. }))
     ));
     // Too few slots for the experts.
     let small = PlacementCluster::uniform(2, 1, 2).unwrap();
@@ -83,7 +92,9 @@ fn planner_inputs() {
     };
     assert!(matches!(
         place_traffic_aware(&t, &c, &o),
-        Err(TrafficError::Placement(PlacementError::NotDivisible { .. }))
+        Err(TrafficError::Placement(PlacementError::Input(
+            InputError::NotDivisible { .. }
+        )))
     ));
     // A map with a missing expert.
     assert!(matches!(
@@ -108,20 +119,20 @@ fn workload_inputs() {
     s.locality = 1.5;
     assert!(matches!(
         locality_trace(&s, 1),
-        Err(TrafficError::InvalidValue {
+        Err(TrafficError::Input(InputError::InvalidEntry {
             what: "locality",
             ..
-        })
+        }))
     ));
     let mut s = LocalityTrace::deepseek_like(1, 2, 4, 0.5);
     assert!(matches!(
         locality_trace(&s, 1),
-        Err(TrafficError::TooLarge { .. })
+        Err(TrafficError::Input(InputError::TooLarge { .. }))
     ));
     s.gpus = 0;
     assert!(matches!(
         locality_trace(&s, 1),
-        Err(TrafficError::Empty { .. })
+        Err(TrafficError::Input(InputError::Empty { .. }))
     ));
 }
 

@@ -14,9 +14,9 @@ use bipartite::{BottleneckOptions, bottleneck_assignment};
 ///
 /// # Errors
 ///
-/// [`MatchingError::Cost`] (a bad matrix entry) if `cost` returns a NaN, infinite or negative
+/// [`MatchingError::Input`] (a bad matrix entry) if `cost` returns a NaN, infinite or negative
 /// value it uses, or (`TooLarge`) above [`comm_cost_model::MAX_MATRIX_SIDE`] GPUs;
-/// [`MatchingError::InvalidValue`] if the final placement's costs are not finite and
+/// [`MatchingError::Input`] (`InvalidEntry`) if the final placement's costs are not finite and
 /// non-negative.
 ///
 /// # Complexity

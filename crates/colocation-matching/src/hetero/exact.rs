@@ -1,8 +1,9 @@
 //! Exact colocating + heterogeneous placement by branch and bound over expert pairings.
 
 use super::{HeteroPlacement, HyperedgeCost, LocalSearchOptions, colocate_local_search, matrix_of};
-use crate::error::{MatchingError, check_at_most, check_weight};
+use crate::error::MatchingError;
 use bipartite::{BottleneckOptions, bottleneck_assignment, chosen_max};
+use comm_cost_model::{check_at_most, check_entry};
 
 /// Largest instance [`colocate_exact`] accepts.
 pub const EXACT_MAX_GPUS: usize = 9;
@@ -16,8 +17,8 @@ pub const EXACT_MAX_GPUS: usize = 9;
 ///
 /// # Errors
 ///
-/// [`MatchingError::TooLarge`] for more than [`EXACT_MAX_GPUS`] GPUs,
-/// [`MatchingError::InvalidValue`] if `cost` returns a NaN, infinite or negative value.
+/// [`MatchingError::Input`] (`TooLarge`) for more than [`EXACT_MAX_GPUS`] GPUs,
+/// [`MatchingError::Input`] (`InvalidEntry`) if `cost` returns a NaN, infinite or negative value.
 ///
 /// # Complexity
 ///
@@ -45,7 +46,7 @@ pub fn colocate_exact(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, Matc
     for (a, row) in best_gpu.iter_mut().enumerate() {
         for (b, slot) in row.iter_mut().enumerate() {
             for g in 0..n {
-                *slot = slot.min(check_weight(
+                *slot = slot.min(check_entry(
                     "hyperedge cost",
                     (a * n + b) * n + g,
                     cost.cost_s(a, b, g),

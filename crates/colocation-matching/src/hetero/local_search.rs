@@ -5,8 +5,9 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
 use super::{HeteroPlacement, HyperedgeCost, colocate_decoupled, matrix_of};
-use crate::error::{MatchingError, check_at_most};
+use crate::error::MatchingError;
 use bipartite::{BottleneckOptions, TieBreak, bottleneck_assignment};
+use comm_cost_model::check_at_most;
 
 /// Largest [`LocalSearchOptions::restarts`] and [`LocalSearchOptions::max_rounds`]
 /// [`colocate_local_search`] accepts: each restart is a whole descent, so `usize::MAX` of them
@@ -56,8 +57,8 @@ impl Default for LocalSearchOptions {
 ///
 /// # Errors
 ///
-/// [`MatchingError::InvalidValue`] or [`MatchingError::Cost`] if `cost` returns a NaN, infinite
-/// or negative value it uses, [`MatchingError::TooLarge`] for more than [`LOCAL_SEARCH_MAX_ITERATIONS`] restarts or rounds,
+/// [`MatchingError::Input`] (`InvalidEntry`) or [`MatchingError::Input`] if `cost` returns a NaN, infinite
+/// or negative value it uses, [`MatchingError::Input`] (`TooLarge`) for more than [`LOCAL_SEARCH_MAX_ITERATIONS`] restarts or rounds,
 /// and those of [`colocate_decoupled`].
 ///
 /// # Complexity

@@ -1,11 +1,13 @@
 //! Exact colocating + heterogeneous placement as a mixed-integer program (`good_lp` + microlp).
 
+use comm_cost_model::InputError;
 use good_lp::{
     Expression, ProblemVariables, Solution, SolverModel, Variable, constraint, microlp, variable,
 };
 
 use super::{HeteroPlacement, HyperedgeCost, colocate_decoupled};
-use crate::error::{MatchingError, check_at_most, check_weight};
+use crate::error::MatchingError;
+use comm_cost_model::{check_at_most, check_entry};
 
 /// Largest instance [`colocate_milp`] accepts (`n³` binaries).
 pub const MILP_MAX_GPUS: usize = 6;
@@ -18,8 +20,8 @@ pub const MILP_MAX_GPUS: usize = 6;
 ///
 /// # Errors
 ///
-/// [`MatchingError::Empty`] for no GPU, [`MatchingError::TooLarge`] above [`MILP_MAX_GPUS`],
-/// [`MatchingError::InvalidValue`] for a bad cost, those of [`colocate_decoupled`] (its
+/// [`MatchingError::Input`] (`Empty`) for no GPU, [`MatchingError::Input`] (`TooLarge`) above [`MILP_MAX_GPUS`],
+/// [`MatchingError::Input`] (`InvalidEntry`) for a bad cost, those of [`colocate_decoupled`] (its
 /// bottleneck bounds the model), [`MatchingError::Solver`] if microlp fails (`Internal` for
 /// badly conditioned costs: relevant costs spanning more than about ten orders of magnitude).
 /// Extreme magnitudes
@@ -43,16 +45,16 @@ pub const MILP_MAX_GPUS: usize = 6;
 pub fn colocate_milp(cost: &impl HyperedgeCost) -> Result<HeteroPlacement, MatchingError> {
     let n = cost.size();
     if n == 0 {
-        return Err(MatchingError::Empty {
+        return Err(MatchingError::Input(InputError::Empty {
             what: "hyperedge costs",
-        });
+        }));
     }
     check_at_most("colocating + heterogeneous MILP (GPUs)", MILP_MAX_GPUS, n)?;
     let index = |a: usize, b: usize, g: usize| (a * n + b) * n + g;
     let mut costs = Vec::with_capacity(n * n * n);
     for k in 0..n * n * n {
         let (a, b, g) = (k / (n * n), k / n % n, k % n);
-        costs.push(check_weight("hyperedge cost", k, cost.cost_s(a, b, g))?);
+        costs.push(check_entry("hyperedge cost", k, cost.cost_s(a, b, g))?);
     }
     // Numerics: an optimal placement is no slower than the decoupled one, so hyperedges above
     // its bottleneck `U` never help and get no variable, and the rest are scaled by `U` into

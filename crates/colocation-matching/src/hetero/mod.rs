@@ -15,19 +15,21 @@ pub use exact::{EXACT_MAX_GPUS, colocate_exact};
 pub use local_search::{LOCAL_SEARCH_MAX_ITERATIONS, LocalSearchOptions, colocate_local_search};
 pub use milp::{MILP_MAX_GPUS, colocate_milp};
 
+use comm_cost_model::InputError;
 use comm_cost_model::{MAX_MATRIX_SIDE, check_finite_result};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{MatchingError, check_at_most, check_same_len, check_weight};
+use crate::error::MatchingError;
 use crate::gpu_assignment::{ExpertDemand, GpuSpec, check_gpus, layer_time_s};
 use bipartite::SquareMatrix;
+use comm_cost_model::{check_at_most, check_entry, check_same_len};
 
 /// The cost of putting expert `a` of model A and expert `b` of model B on GPU `gpu`.
 ///
 /// Implementations should return finite non-negative seconds for indices below
 /// [`HyperedgeCost::size`] (the provided types validate their inputs on construction, and
 /// return NaN out of range). The solvers check every cost they use and return
-/// [`MatchingError::InvalidValue`] (or a `Cost` error) for one that is not.
+/// [`MatchingError::Input`] (`InvalidEntry`) (or a `Cost` error) for one that is not.
 pub trait HyperedgeCost {
     /// Number of experts per model, which is also the number of GPUs.
     fn size(&self) -> usize;
@@ -102,9 +104,9 @@ impl ColocationCostModel {
     ///
     /// # Errors
     ///
-    /// [`MatchingError::Empty`], [`MatchingError::SizeMismatch`] unless all three lengths agree,
-    /// [`MatchingError::InvalidValue`] / [`MatchingError::NotPositive`] for bad numbers,
-    /// [`MatchingError::Cost`] (`NonFinite`) when the slowest case (the largest demands of both
+    /// [`MatchingError::Input`] (`Empty`, `SizeMismatch`) unless all three lengths agree,
+    /// [`MatchingError::Input`] (`InvalidEntry` or `NotPositiveEntry`) for bad numbers,
+    /// [`MatchingError::Input`] (`NonFinite`) when the slowest case (the largest demands of both
     /// models on the GPU with the least bandwidth and FLOP/s) takes a time that overflows, so
     /// that every [`HyperedgeCost::cost_s`] is finite.
     ///
@@ -237,9 +239,9 @@ impl TryFrom<TensorFields> for CostTensor {
 
     fn try_from(f: TensorFields) -> Result<Self, Self::Error> {
         if f.n == 0 {
-            return Err(MatchingError::Empty {
+            return Err(MatchingError::Input(InputError::Empty {
                 what: "cost tensor",
-            });
+            }));
         }
         check_at_most("cost tensor side", COST_TENSOR_MAX_SIDE, f.n)?;
         check_same_len("cost tensor entries (n³)", f.data.len(), f.n * f.n * f.n)?;
@@ -252,8 +254,8 @@ impl CostTensor {
     ///
     /// # Errors
     ///
-    /// [`MatchingError::Empty`] for `n = 0`, [`MatchingError::TooLarge`] above
-    /// [`COST_TENSOR_MAX_SIDE`], [`MatchingError::InvalidValue`] for a NaN, infinite or negative
+    /// [`MatchingError::Input`] (`Empty`) for `n = 0`, [`MatchingError::Input`] (`TooLarge`) above
+    /// [`COST_TENSOR_MAX_SIDE`], [`MatchingError::Input`] (`InvalidEntry`) for a NaN, infinite or negative
     /// cost.
     ///
     /// # Complexity
@@ -274,9 +276,9 @@ impl CostTensor {
         mut f: impl FnMut(usize, usize, usize) -> f64,
     ) -> Result<Self, MatchingError> {
         if n == 0 {
-            return Err(MatchingError::Empty {
+            return Err(MatchingError::Input(InputError::Empty {
                 what: "cost tensor",
-            });
+            }));
         }
         check_at_most("cost tensor side", COST_TENSOR_MAX_SIDE, n)?;
         let mut data = Vec::with_capacity(n * n * n);
@@ -284,7 +286,7 @@ impl CostTensor {
             for b in 0..n {
                 for g in 0..n {
                     let value = f(a, b, g);
-                    data.push(check_weight("cost tensor", data.len(), value)?);
+                    data.push(check_entry("cost tensor", data.len(), value)?);
                 }
             }
         }
@@ -340,7 +342,7 @@ impl HeteroPlacement {
     ) -> Result<Self, MatchingError> {
         let mut bottleneck_s = 0.0f64;
         for (g, &[a, b]) in gpu_experts.iter().enumerate() {
-            let c = check_weight("hyperedge cost on GPU", g, cost.cost_s(a, b, g))?;
+            let c = check_entry("hyperedge cost on GPU", g, cost.cost_s(a, b, g))?;
             bottleneck_s = bottleneck_s.max(c);
         }
         Ok(Self {
@@ -358,9 +360,9 @@ impl HeteroPlacement {
 ///
 /// # Errors
 ///
-/// [`MatchingError::Empty`] for size 0, [`MatchingError::TooLarge`] above
+/// [`MatchingError::Input`] (`Empty`) for size 0, [`MatchingError::Input`] (`TooLarge`) above
 /// [`comm_cost_model::MAX_MATRIX_SIDE`] (like every other solver here),
-/// [`MatchingError::InvalidValue`] if `cost` returns a NaN, infinite or negative value.
+/// [`MatchingError::Input`] (`InvalidEntry`) if `cost` returns a NaN, infinite or negative value.
 ///
 /// # Complexity
 ///
@@ -380,9 +382,9 @@ impl HeteroPlacement {
 pub fn colocate_lower_bound_s(cost: &impl HyperedgeCost) -> Result<f64, MatchingError> {
     let n = cost.size();
     if n == 0 {
-        return Err(MatchingError::Empty {
+        return Err(MatchingError::Input(InputError::Empty {
             what: "hyperedge costs",
-        });
+        }));
     }
     check_at_most("GPUs", MAX_MATRIX_SIDE, n)?;
     let mut min_a = vec![f64::INFINITY; n];
@@ -391,7 +393,7 @@ pub fn colocate_lower_bound_s(cost: &impl HyperedgeCost) -> Result<f64, Matching
     for (a, ma) in min_a.iter_mut().enumerate() {
         for (b, mb) in min_b.iter_mut().enumerate() {
             for (g, mg) in min_g.iter_mut().enumerate() {
-                let c = check_weight("hyperedge cost", (a * n + b) * n + g, cost.cost_s(a, b, g))?;
+                let c = check_entry("hyperedge cost", (a * n + b) * n + g, cost.cost_s(a, b, g))?;
                 *ma = ma.min(c);
                 *mb = mb.min(c);
                 *mg = mg.min(c);

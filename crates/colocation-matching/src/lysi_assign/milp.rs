@@ -6,7 +6,7 @@ use good_lp::{
 
 use super::{Worker, WorkerAssignment, check_instance};
 use crate::MatchingError;
-use crate::error::check_at_most;
+use comm_cost_model::check_at_most;
 
 /// Largest `experts × workers` product [`lysi_assign_milp`] accepts.
 pub const LYSI_MILP_MAX_VARIABLES: usize = 64;
@@ -17,7 +17,7 @@ pub const LYSI_MILP_MAX_VARIABLES: usize = 64;
 ///
 /// # Errors
 ///
-/// As [`lysi_assign`](super::lysi_assign), plus [`MatchingError::TooLarge`] above [`LYSI_MILP_MAX_VARIABLES`] binaries
+/// As [`lysi_assign`](super::lysi_assign), plus [`MatchingError::Input`] (`TooLarge`) above [`LYSI_MILP_MAX_VARIABLES`] binaries
 /// and [`MatchingError::Solver`] if microlp fails. Extreme magnitudes never reach the solver:
 /// non-finite times are rejected first, pairs slower than Algorithm 2's makespan are left out
 /// and the rest scaled to `[0, 1]` by it.

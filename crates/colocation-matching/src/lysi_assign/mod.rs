@@ -20,9 +20,10 @@ pub use refined::{REFINED_EXACT_MAX_EXPERTS, lysi_assign_refined};
 pub use comm_cost_model::Worker;
 use serde::{Deserialize, Serialize};
 
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 
-use crate::error::{MatchingError, check_positives, check_weights};
+use crate::error::MatchingError;
+use comm_cost_model::{check_entries, check_positive_entries};
 
 /// An expert-to-worker assignment with its quality.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,14 +132,14 @@ pub fn lysi_assign_with(
 /// Validates the instance: costs finite and non-negative, FLOPS positive, enough slots.
 fn check_instance(expert_flop: &[f64], workers: &[Worker]) -> Result<(), MatchingError> {
     if expert_flop.is_empty() {
-        return Err(MatchingError::Empty { what: "experts" });
+        return Err(MatchingError::Input(InputError::Empty { what: "experts" }));
     }
     if workers.is_empty() {
-        return Err(MatchingError::Empty { what: "workers" });
+        return Err(MatchingError::Input(InputError::Empty { what: "workers" }));
     }
-    check_weights("expert_flop", expert_flop)?;
+    check_entries("expert_flop", expert_flop)?;
     let flops: Vec<f64> = workers.iter().map(|w| w.flop_per_s).collect();
-    check_positives("worker flop_per_s", &flops)?;
+    check_positive_entries("worker flop_per_s", &flops)?;
     if capacity(workers) < expert_flop.len() {
         return Err(insufficient(expert_flop, workers));
     }
@@ -156,7 +157,7 @@ fn check_times_finite(expert_flop: &[f64], flops: &[f64]) -> Result<(), Matching
     if worst.is_finite() {
         Ok(())
     } else {
-        Err(CostModelError::NonFinite {
+        Err(InputError::NonFinite {
             what: "all experts' FLOP on the slowest worker (s)",
             value: worst,
         }

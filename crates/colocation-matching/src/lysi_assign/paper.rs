@@ -30,10 +30,10 @@ use crate::gpu_assignment::descending;
 ///
 /// # Errors
 ///
-/// [`MatchingError::Empty`] for no expert or no worker, [`MatchingError::InvalidValue`] for a bad
-/// cost, [`MatchingError::NotPositive`] for a zero-FLOPS worker,
+/// [`MatchingError::Input`] (`Empty`) for no expert or no worker, [`MatchingError::Input`] (`InvalidEntry`) for a bad
+/// cost, [`MatchingError::Input`] (`NotPositiveEntry`) for a zero-FLOPS worker,
 /// [`MatchingError::InsufficientCapacity`] when the slots cannot hold every expert,
-/// [`MatchingError::Cost`] (`NonFinite`) when all experts on the slowest worker would take a
+/// [`MatchingError::Input`] (`NonFinite`) when all experts on the slowest worker would take a
 /// non-finite time (e.g. a subnormal FLOP/s).
 ///
 /// # Complexity

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::units::Bytes;
 use crate::validate::check_count;
-use crate::{CostModelError, check_finite_result, check_positive};
+use crate::{InputError, check_finite_result, check_positive};
 
 /// The shape of one MoE layer trained with MP + EP + ESP (Parm Table I notation).
 ///
@@ -81,10 +81,10 @@ impl ParmLayer {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] for a zero count; `NotPositive`/`NonFinite` for `f` or
-    /// `bytes_per_element`; [`CostModelError::SizeMismatch`] when `N_EP * N_ESP != P`, `N_MP`
+    /// [`InputError::CountTooSmall`] for a zero count; `NotPositive`/`NonFinite` for `f` or
+    /// `bytes_per_element`; [`InputError::SizeMismatch`] when `N_EP * N_ESP != P`, `N_MP`
     /// does not divide `P`, or `k > E`.
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         // Hot path (every layer of a sweep): one branch when all counts are set; the named
         // per-field check runs only to report the zero one.
         let counts = [
@@ -96,7 +96,7 @@ impl ParmLayer {
         }
         check_positive("f (capacity factor)", self.f)?;
         check_positive("bytes per element", self.bytes_per_element)?;
-        let mismatch = |what, expected: usize, actual: usize| CostModelError::SizeMismatch {
+        let mismatch = |what, expected: usize, actual: usize| InputError::SizeMismatch {
             what,
             expected: expected as u64,
             actual: actual as u64,
@@ -124,7 +124,7 @@ impl ParmLayer {
 
     /// `CountTooSmall` for the first zero count, in field order.
     #[cold]
-    fn check_counts(&self) -> Result<(), CostModelError> {
+    fn check_counts(&self) -> Result<(), InputError> {
         for (what, v) in [
             ("P (GPUs)", self.p),
             ("N_MP", self.n_mp),
@@ -146,7 +146,7 @@ impl ParmLayer {
     ///
     /// # Errors
     ///
-    /// As [`ParmLayer::validate`]; [`CostModelError::NonFinite`] when a volume overflows
+    /// As [`ParmLayer::validate`]; [`InputError::NonFinite`] when a volume overflows
     /// `f64` (a capacity factor near `f64::MAX`).
     ///
     /// # Complexity
@@ -164,9 +164,9 @@ impl ParmLayer {
     /// assert!((v.tokens_per_expert - 2457.6).abs() < 1e-9);
     /// assert!((v.etm_elements - 2.0 * 1.2 * 4.0 * 1024.0 * 2048.0).abs() < 1e-3);
     /// assert_eq!(v.y_elements, 2.0 * v.etm_elements);
-    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// # Ok::<(), comm_cost_model::InputError>(())
     /// ```
-    pub fn volumes(&self) -> Result<ParmVolumes, CostModelError> {
+    pub fn volumes(&self) -> Result<ParmVolumes, InputError> {
         self.validate()?;
         let (b, l, m, e, k) = (
             self.b as f64,
@@ -220,7 +220,7 @@ mod tests {
         };
         assert!(matches!(
             layer.validate(),
-            Err(CostModelError::SizeMismatch {
+            Err(InputError::SizeMismatch {
                 actual: u64::MAX,
                 ..
             })
@@ -234,7 +234,7 @@ mod tests {
         };
         assert!(matches!(
             zero.validate(),
-            Err(CostModelError::CountTooSmall {
+            Err(InputError::CountTooSmall {
                 what: "B (samples per GPU)",
                 ..
             })

@@ -22,7 +22,7 @@
 //! let t = Testbed::parm_testbed_b().times(&layer)?;
 //! assert!(t.baseline.total_s / t.parm_s > 1.0);
 //! assert!(matches!(t.choice, Schedule::S1 | Schedule::S2));
-//! # Ok::<(), comm_cost_model::CostModelError>(())
+//! # Ok::<(), comm_cost_model::InputError>(())
 //! ```
 
 mod layer;

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::units::{Bytes, BytesPerSecond, Seconds};
 use crate::validate::check_count;
-use crate::{CostModelError, check_non_negative, check_positive};
+use crate::{InputError, check_non_negative, check_positive};
 
 /// Sizes and hardware of one SAA.
 ///
@@ -63,7 +63,7 @@ impl SaaSpec {
     ///
     /// # Errors
     ///
-    /// `CountTooSmall` for zero counts; [`CostModelError::SizeMismatch`] when the GPUs per
+    /// `CountTooSmall` for zero counts; [`InputError::SizeMismatch`] when the GPUs per
     /// node do not divide `P` or `N_MP` does not divide the GPUs per node; value errors for
     /// sizes, bandwidths and `alpha`.
     ///
@@ -76,7 +76,7 @@ impl SaaSpec {
     /// assert!(spec.validate().is_ok());
     /// assert!(SaaSpec { n_mp: 3, ..spec }.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         check(self).map(|_| ())
     }
 }
@@ -116,11 +116,11 @@ struct Checked {
 /// [`saa_time_s`] is closed-form and has no such limit.
 pub const MAX_SAA_PHASE_GPUS: usize = 1 << 12;
 
-fn check(spec: &SaaSpec) -> Result<Checked, CostModelError> {
+fn check(spec: &SaaSpec) -> Result<Checked, InputError> {
     let p = check_count("AlltoAll GPUs (P)", spec.p, 1)?;
     let n_mp = check_count("MP group (N_MP)", spec.n_mp, 1)?;
     let g = check_count("GPUs per node", spec.gpus_per_node, 1)?.min(p);
-    let mismatch = |what, expected: usize, actual: usize| CostModelError::SizeMismatch {
+    let mismatch = |what, expected: usize, actual: usize| InputError::SizeMismatch {
         what,
         expected: expected as u64,
         actual: actual as u64,
@@ -206,8 +206,8 @@ impl Checked {
 ///
 /// # Errors
 ///
-/// As [`SaaSpec::validate`]; [`CostModelError::TooLarge`] when `P` exceeds
-/// [`MAX_SAA_PHASE_GPUS`]; [`CostModelError::NonFinite`] when the time overflows `f64`.
+/// As [`SaaSpec::validate`]; [`InputError::TooLarge`] when `P` exceeds
+/// [`MAX_SAA_PHASE_GPUS`]; [`InputError::NonFinite`] when the time overflows `f64`.
 ///
 /// # Complexity
 ///
@@ -225,12 +225,12 @@ impl Checked {
 /// assert_eq!(phases[1].ag_of_slice, Some(0)); // phase 1 gathers what phase 0 received
 /// // Phase 1: 1 MB AlltoAll slice + 1 MB AllGather slice over one 1 GB/s link = 2 ms.
 /// assert!((phases[1].time_s - 2e-3).abs() < 1e-12);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn saa_phases(spec: &SaaSpec) -> Result<Vec<SaaPhase>, CostModelError> {
+pub fn saa_phases(spec: &SaaSpec) -> Result<Vec<SaaPhase>, InputError> {
     let c = check(spec)?;
     if c.p > MAX_SAA_PHASE_GPUS {
-        return Err(CostModelError::TooLarge {
+        return Err(InputError::TooLarge {
             what: "AlltoAll GPUs (P) listed phase by phase",
             limit: MAX_SAA_PHASE_GPUS as u64,
             value: c.p as u64,
@@ -269,7 +269,7 @@ pub fn saa_phases(spec: &SaaSpec) -> Result<Vec<SaaPhase>, CostModelError> {
 ///
 /// # Errors
 ///
-/// As [`SaaSpec::validate`]; [`CostModelError::NonFinite`] when the time overflows `f64`.
+/// As [`SaaSpec::validate`]; [`InputError::NonFinite`] when the time overflows `f64`.
 ///
 /// # Complexity
 ///
@@ -283,9 +283,9 @@ pub fn saa_phases(spec: &SaaSpec) -> Result<Vec<SaaPhase>, CostModelError> {
 ///     ag_total_bytes: 16e6, intra_bytes_per_s: 10e9, inter_bytes_per_s: 1e9, alpha_s: 1e-4 };
 /// let sum: f64 = saa_phases(&spec)?.iter().map(|p| p.time_s).sum();
 /// assert!((saa_time_s(&spec)? - (1e-4 + sum)).abs() < 1e-15);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn saa_time_s(spec: &SaaSpec) -> Result<Seconds, CostModelError> {
+pub fn saa_time_s(spec: &SaaSpec) -> Result<Seconds, InputError> {
     let (body, last) = check(spec)?.phase_sums_s();
     crate::check_finite_result("SAA time (s)", spec.alpha_s + body + last)
 }
@@ -307,7 +307,7 @@ pub fn saa_time_s(spec: &SaaSpec) -> Result<Seconds, CostModelError> {
 ///
 /// # Errors
 ///
-/// As [`SaaSpec::validate`]; [`CostModelError::NonFinite`] when the time overflows `f64`.
+/// As [`SaaSpec::validate`]; [`InputError::NonFinite`] when the time overflows `f64`.
 ///
 /// # Complexity
 ///
@@ -323,9 +323,9 @@ pub fn saa_time_s(spec: &SaaSpec) -> Result<Seconds, CostModelError> {
 /// // Intra: (3 x 1 MB + 8 x 1 MB) / 10 GB/s = 1.1 ms; inter: 4 MB / 1 GB/s + 1 MB / 10 GB/s.
 /// assert!((saa_pipelined_time_s(&spec)? - 4.1e-3).abs() < 1e-12);
 /// assert!(saa_pipelined_time_s(&spec)? < saa_time_s(&spec)?);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn saa_pipelined_time_s(spec: &SaaSpec) -> Result<Seconds, CostModelError> {
+pub fn saa_pipelined_time_s(spec: &SaaSpec) -> Result<Seconds, InputError> {
     let c = check(spec)?;
     let (p, g) = (c.p as f64, c.g as f64);
     let intra = ((g - 1.0) * c.slice + p * c.ag) / c.cf;
@@ -375,7 +375,7 @@ mod tests {
         let huge = spec(1 << 53, 2, 1 << 20);
         assert!(matches!(
             saa_phases(&huge),
-            Err(CostModelError::TooLarge { .. })
+            Err(InputError::TooLarge { .. })
         ));
         assert!(saa_time_s(&huge).unwrap().is_finite());
         let wide = spec(usize::MAX, 1, 1);

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::layer::{ParmLayer, ParmVolumes};
 use crate::units::Seconds;
-use crate::{AlphaBeta, CostModelError, check_finite_result};
+use crate::{AlphaBeta, InputError, check_finite_result};
 
 /// Alpha-beta cost of every collective the three schedules use, per byte of the argument the
 /// paper writes for it (Parm §V-A, Eq. 12).
@@ -57,7 +57,7 @@ impl ParmCollectiveCosts {
     /// # Errors
     ///
     /// `NonFinite`/`Negative` for an alpha or beta that is NaN, infinite or negative.
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         let required = [
             self.ag_esp,
             self.ar_esp,
@@ -152,7 +152,7 @@ fn collective(cost: &AlphaBeta, group: usize, bytes: f64) -> Seconds {
 /// # Errors
 ///
 /// As [`ParmLayer::volumes`] and [`ParmCollectiveCosts::validate`] (the costs' fields are
-/// public); [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
+/// public); [`InputError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -169,12 +169,12 @@ fn collective(cost: &AlphaBeta, group: usize, bytes: f64) -> Seconds {
 /// let t = baseline_times(&layer, &costs)?;
 /// // BLM = 32, ETM = 32: AG_ESP(64) = 33, AR_ESP(64) = 33, 2 A2A_EP(64) = 66.
 /// assert_eq!(t.total_s, 33.0 + 33.0 + 66.0);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn baseline_times(
     layer: &ParmLayer,
     costs: &ParmCollectiveCosts,
-) -> Result<BaselineTimes, CostModelError> {
+) -> Result<BaselineTimes, InputError> {
     costs.validate()?;
     let t = baseline_from(layer, &layer.volumes()?, costs);
     // Every term is non-negative, so a finite total means finite terms.
@@ -205,7 +205,7 @@ fn baseline_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts
 /// # Errors
 ///
 /// As [`ParmLayer::volumes`] and [`ParmCollectiveCosts::validate`] (the costs' fields are
-/// public); [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
+/// public); [`InputError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -221,9 +221,9 @@ fn baseline_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts
 /// let costs = ParmCollectiveCosts::uniform(AlphaBeta::new(1.0, 0.5)?);
 /// // 2 A2A(64 / 2) = 2 * 17, AG_MP(32) = 17.
 /// assert_eq!(s1_times(&layer, &costs)?.total_s, 34.0 + 17.0);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn s1_times(layer: &ParmLayer, costs: &ParmCollectiveCosts) -> Result<S1Times, CostModelError> {
+pub fn s1_times(layer: &ParmLayer, costs: &ParmCollectiveCosts) -> Result<S1Times, InputError> {
     costs.validate()?;
     let t = s1_from(layer, &layer.volumes()?, costs);
     check_finite_result("S1 layer time (s)", t.total_s)?;
@@ -252,7 +252,7 @@ fn s1_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S
 /// # Errors
 ///
 /// As [`ParmLayer::volumes`] and [`ParmCollectiveCosts::validate`] (the costs' fields are
-/// public); [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
+/// public); [`InputError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -269,9 +269,9 @@ fn s1_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S
 /// let t = s2_times(&layer, &costs)?;
 /// // A2A(32) = 17, AG_MP(ETM = 32) = 17: ideal overlap max(17, 17) = 17.
 /// assert_eq!((t.total_s, t.sequential_s), (34.0, 51.0));
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn s2_times(layer: &ParmLayer, costs: &ParmCollectiveCosts) -> Result<S2Times, CostModelError> {
+pub fn s2_times(layer: &ParmLayer, costs: &ParmCollectiveCosts) -> Result<S2Times, InputError> {
     costs.validate()?;
     let t = s2_from(layer, &layer.volumes()?, costs);
     check_s2_finite(&t)?;
@@ -279,7 +279,7 @@ pub fn s2_times(layer: &ParmLayer, costs: &ParmCollectiveCosts) -> Result<S2Time
 }
 
 /// `total_s` and `sequential_s` together cover every term of S2.
-fn check_s2_finite(t: &S2Times) -> Result<(), CostModelError> {
+fn check_s2_finite(t: &S2Times) -> Result<(), InputError> {
     check_finite_result("S2 layer time (s)", t.total_s)?;
     check_finite_result("S2 sequential layer time (s)", t.sequential_s)?;
     Ok(())
@@ -310,7 +310,7 @@ fn s2_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S
 /// # Errors
 ///
 /// As [`ParmLayer::volumes`] and [`ParmCollectiveCosts::validate`];
-/// [`CostModelError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
+/// [`InputError::NonFinite`] if a time overflows `f64` (extreme sizes or costs).
 ///
 /// # Complexity
 ///
@@ -327,12 +327,9 @@ fn s2_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -> S
 /// let t = parm_times(&layer, &costs)?;
 /// assert_eq!(t.choice, Schedule::S2); // 34 < 51
 /// assert_eq!(t.parm_s, 34.0);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn parm_times(
-    layer: &ParmLayer,
-    costs: &ParmCollectiveCosts,
-) -> Result<ParmTimes, CostModelError> {
+pub fn parm_times(layer: &ParmLayer, costs: &ParmCollectiveCosts) -> Result<ParmTimes, InputError> {
     costs.validate()?;
     checked_times_from(layer, &layer.volumes()?, costs)
 }
@@ -342,7 +339,7 @@ pub(super) fn checked_times_from(
     layer: &ParmLayer,
     v: &ParmVolumes,
     costs: &ParmCollectiveCosts,
-) -> Result<ParmTimes, CostModelError> {
+) -> Result<ParmTimes, InputError> {
     let t = times_from(layer, v, costs);
     check_finite_result("baseline layer time (s)", t.baseline.total_s)?;
     check_finite_result("S1 layer time (s)", t.s1.total_s)?;
@@ -379,7 +376,7 @@ fn times_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -
 /// # Errors
 ///
 /// As [`ParmLayer::volumes`] and [`ParmCollectiveCosts::validate`];
-/// [`CostModelError::NonFinite`] if a time overflows `f64`.
+/// [`InputError::NonFinite`] if a time overflows `f64`.
 ///
 /// # Complexity
 ///
@@ -394,12 +391,12 @@ fn times_from(layer: &ParmLayer, v: &ParmVolumes, costs: &ParmCollectiveCosts) -
 ///     e: 2, k: 1, f: 1.0, bytes_per_element: 1.0 };
 /// let costs = ParmCollectiveCosts::uniform(AlphaBeta::new(1.0, 0.5)?);
 /// assert_eq!(algorithm1_as_printed(&layer, &costs)?, Schedule::S1);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn algorithm1_as_printed(
     layer: &ParmLayer,
     costs: &ParmCollectiveCosts,
-) -> Result<Schedule, CostModelError> {
+) -> Result<Schedule, InputError> {
     costs.validate()?;
     let v = layer.volumes()?;
     let m = layer.m as f64;
@@ -437,7 +434,7 @@ mod tests {
         });
         assert!(matches!(
             parm_times(&layer(2, 2), &costs),
-            Err(CostModelError::Negative {
+            Err(InputError::Negative {
                 what: "alpha (s)",
                 ..
             })
@@ -446,7 +443,7 @@ mod tests {
         costs.ag_mp.beta_s_per_byte = f64::NAN;
         assert!(matches!(
             parm_times(&layer(2, 2), &costs),
-            Err(CostModelError::NonFinite { .. })
+            Err(InputError::NonFinite { .. })
         ));
     }
 

@@ -26,7 +26,7 @@ use super::schedules::{ParmCollectiveCosts, ParmTimes, Schedule, checked_times_f
 use crate::collectives::TwoTierGrid;
 use crate::units::{BytesPerSecond, Seconds, gbps};
 use crate::validate::check_count;
-use crate::{AlphaBeta, CostModelError, check_non_negative, check_positive};
+use crate::{AlphaBeta, InputError, check_non_negative, check_positive};
 
 /// A cluster of identical nodes, described by what Parm §VI publishes about it.
 ///
@@ -69,7 +69,7 @@ impl Testbed {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] for no GPUs per node; `NonFinite`/`Negative`/
+    /// [`InputError::CountTooSmall`] for no GPUs per node; `NonFinite`/`Negative`/
     /// `NotPositive` naming the bad constant.
     ///
     /// # Examples
@@ -80,12 +80,12 @@ impl Testbed {
     /// let broken = Testbed { intra_s_per_element: 0.0, ..Testbed::parm_testbed_a() };
     /// assert!(broken.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         self.constants().map(|_| ())
     }
 
     /// `(alpha, GPUs per node, intra-node bandwidth)`, with every constant checked.
-    fn constants(&self) -> Result<(Seconds, usize, BytesPerSecond), CostModelError> {
+    fn constants(&self) -> Result<(Seconds, usize, BytesPerSecond), InputError> {
         let gpus_per_node = check_count("testbed GPUs per node", self.gpus_per_node, 1)?;
         let bytes_per_element =
             check_positive("testbed bytes per element", self.bytes_per_element)?;
@@ -129,12 +129,12 @@ impl Testbed {
 
     /// The testbed's constants, checked once per call so the per-collective code below can
     /// skip re-validating them.
-    fn links(&self, p: usize) -> Result<Links, CostModelError> {
+    fn links(&self, p: usize) -> Result<Links, InputError> {
         let (alpha_s, gpus_per_node, intra) = self.constants()?;
         // `p >= 1`: the layer was validated first.
         let g = gpus_per_node.min(p).max(1);
         if p % g != 0 {
-            return Err(CostModelError::SizeMismatch {
+            return Err(InputError::SizeMismatch {
                 what: "GPUs per node must divide P (P mod g)",
                 expected: 0,
                 actual: (p % g) as u64,
@@ -159,8 +159,8 @@ impl Testbed {
     /// # Errors
     ///
     /// The layer's validation errors ([`ParmLayer::volumes`]); [`Testbed::validate`]'s errors;
-    /// [`CostModelError::SizeMismatch`] when the GPUs per node do not divide `P`;
-    /// [`CostModelError::NotPositive`] for a zero inter-node bandwidth on several nodes.
+    /// [`InputError::SizeMismatch`] when the GPUs per node do not divide `P`;
+    /// [`InputError::NotPositive`] for a zero inter-node bandwidth on several nodes.
     ///
     /// # Complexity
     ///
@@ -175,12 +175,9 @@ impl Testbed {
     /// let costs = Testbed::parm_testbed_a().collective_costs(&layer)?;
     /// // MP-AllGather over 2 GPUs: alpha + (1/2) x / (4 B / 5.38e-10 s).
     /// assert!((costs.ag_mp.beta_s_per_byte - 0.5 * 5.38e-10 / 4.0).abs() < 1e-22);
-    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// # Ok::<(), comm_cost_model::InputError>(())
     /// ```
-    pub fn collective_costs(
-        &self,
-        layer: &ParmLayer,
-    ) -> Result<ParmCollectiveCosts, CostModelError> {
+    pub fn collective_costs(&self, layer: &ParmLayer) -> Result<ParmCollectiveCosts, InputError> {
         Ok(self.volumes_and_costs(layer)?.1)
     }
 
@@ -188,7 +185,7 @@ impl Testbed {
     ///
     /// # Errors
     ///
-    /// As [`Testbed::collective_costs`]; [`CostModelError::NonFinite`] when a time overflows
+    /// As [`Testbed::collective_costs`]; [`InputError::NonFinite`] when a time overflows
     /// `f64`.
     ///
     /// # Complexity
@@ -203,9 +200,9 @@ impl Testbed {
     ///     h: 4096, e: 8, k: 2, f: 1.2, bytes_per_element: 4.0 };
     /// let t = Testbed::parm_testbed_b().times(&layer)?;
     /// assert!(t.parm_s <= t.baseline.total_s);
-    /// # Ok::<(), comm_cost_model::CostModelError>(())
+    /// # Ok::<(), comm_cost_model::InputError>(())
     /// ```
-    pub fn times(&self, layer: &ParmLayer) -> Result<ParmTimes, CostModelError> {
+    pub fn times(&self, layer: &ParmLayer) -> Result<ParmTimes, InputError> {
         let (v, costs) = self.volumes_and_costs(layer)?;
         checked_times_from(layer, &v, &costs)
     }
@@ -216,7 +213,7 @@ impl Testbed {
     fn volumes_and_costs(
         &self,
         layer: &ParmLayer,
-    ) -> Result<(ParmVolumes, ParmCollectiveCosts), CostModelError> {
+    ) -> Result<(ParmVolumes, ParmCollectiveCosts), InputError> {
         let v = layer.volumes()?;
         let costs = self.links(layer.p)?.costs(layer, &v)?;
         Ok((v, costs))
@@ -267,7 +264,7 @@ impl Links {
     /// bits; tested) because the grid needs no re-validation here.
     ///
     /// [`hierarchical_all_gather_time_s`]: crate::collectives::hierarchical_all_gather_time_s
-    fn all_gather(&self, grid: &TwoTierGrid) -> Result<AlphaBeta, CostModelError> {
+    fn all_gather(&self, grid: &TwoTierGrid) -> Result<AlphaBeta, InputError> {
         let (x, y) = (grid.x as f64, grid.y as f64);
         let beta =
             (y - 1.0) / (x * y * grid.network_bytes_per_s) + (x - 1.0) / (x * grid.hb_bytes_per_s);
@@ -278,7 +275,7 @@ impl Links {
     /// one `1/n` shard, written out like [`Links::all_gather`].
     ///
     /// [`full_bisection_all_to_all_time_s`]: crate::collectives::full_bisection_all_to_all_time_s
-    fn all_to_all(&self, grid: &TwoTierGrid) -> Result<AlphaBeta, CostModelError> {
+    fn all_to_all(&self, grid: &TwoTierGrid) -> Result<AlphaBeta, InputError> {
         let (x, y) = (grid.x as f64, grid.y as f64);
         let shard = 1.0 / (grid.x * grid.y) as f64;
         let hb = (x - 1.0) * shard / grid.hb_bytes_per_s;
@@ -287,11 +284,7 @@ impl Links {
     }
 
     /// [`Testbed::collective_costs`] of a validated layer with volumes `v`.
-    fn costs(
-        &self,
-        layer: &ParmLayer,
-        v: &ParmVolumes,
-    ) -> Result<ParmCollectiveCosts, CostModelError> {
+    fn costs(&self, layer: &ParmLayer, v: &ParmVolumes) -> Result<ParmCollectiveCosts, InputError> {
         let p = layer.p;
         let all = self.grid(p, 1);
         let ag_esp = self.all_gather(&self.grid(layer.n_esp, 1))?;
@@ -425,12 +418,9 @@ pub struct ClaimReport {
 /// let r = check_claims(&Testbed::parm_testbed_a(), &table3_layers(8, 4.0))?;
 /// assert_eq!(r.layers, 2916);
 /// assert_eq!(r.s1_chosen + r.s2_chosen, r.layers);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn check_claims(
-    testbed: &Testbed,
-    layers: &[ParmLayer],
-) -> Result<ClaimReport, CostModelError> {
+pub fn check_claims(testbed: &Testbed, layers: &[ParmLayer]) -> Result<ClaimReport, InputError> {
     let mut r = ClaimReport {
         layers: layers.len(),
         s1_chosen: 0,

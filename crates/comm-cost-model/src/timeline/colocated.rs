@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use super::exclusive::check_all;
 use super::mean_ratio;
 use crate::units::Seconds;
-use crate::{CostModelError, check_count, check_finite_result, check_non_negative};
+use crate::{InputError, check_count, check_finite_result, check_non_negative};
 
 /// Component times of one model's layer (maxima over GPUs, as in Table 2).
 ///
@@ -72,7 +72,7 @@ impl ModelLayerTimes {
     /// assert!(m.validate().is_ok());
     /// assert!(ModelLayerTimes { ffn_s: f64::NAN, ..m }.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         for (what, v) in [
             ("gate time (s)", self.gate_s),
             ("dispatch time (s)", self.dispatch_s),
@@ -131,7 +131,7 @@ impl ColocatedLayer {
     ///     aggregated_combine_s: -3.0 };
     /// assert!(layer.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         self.a.validate()?;
         self.b.validate()?;
         check_non_negative("aggregated dispatch time (s)", self.aggregated_dispatch_s)?;
@@ -201,7 +201,7 @@ pub struct ColocatedTimeline {
 ///
 /// # Errors
 ///
-/// As [`ColocatedLayer::validate`]; [`CostModelError::NonFinite`] when the time overflows
+/// As [`ColocatedLayer::validate`]; [`InputError::NonFinite`] when the time overflows
 /// `f64`.
 ///
 /// # Complexity
@@ -220,9 +220,9 @@ pub struct ColocatedTimeline {
 /// // G^b [0,1], N^a [0,2], F^a [2,5], N^b ends max(3, 1+2) = 3, F^b [5,8],
 /// // C^a [5,7], A^a [8,9], C^b ends max(5+3, 8+2) = 10, A^b [10,11], G^a [11,12].
 /// assert_eq!(t.inference_time_s, 12.0);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn colocated_timeline(layer: &ColocatedLayer) -> Result<ColocatedTimeline, CostModelError> {
+pub fn colocated_timeline(layer: &ColocatedLayer) -> Result<ColocatedTimeline, InputError> {
     layer.validate()?;
     let (a, b) = (&layer.a, &layer.b);
     let c = |model, kind, start_s: f64, end_s: f64| Component {
@@ -268,9 +268,9 @@ pub fn colocated_timeline(layer: &ColocatedLayer) -> Result<ColocatedTimeline, C
 ///
 /// # Errors
 ///
-/// As [`colocated_timeline`]; [`CostModelError::CountTooSmall`] for no GPUs,
-/// [`CostModelError::SizeMismatch`] for vectors of different lengths, `NonFinite`/`Negative`
-/// for a bad FFN time, [`CostModelError::Degenerate`] when a GPU's FFN time exceeds its model's
+/// As [`colocated_timeline`]; [`InputError::CountTooSmall`] for no GPUs,
+/// [`InputError::SizeMismatch`] for vectors of different lengths, `NonFinite`/`Negative`
+/// for a bad FFN time, [`InputError::Degenerate`] when a GPU's FFN time exceeds its model's
 /// `|F|` (the maximum over GPUs).
 ///
 /// # Complexity
@@ -289,19 +289,19 @@ pub fn colocated_timeline(layer: &ColocatedLayer) -> Result<ColocatedTimeline, C
 /// // 4 + 3 + 3 = 10 s; GPU 1's FFNs take 1 s each: 6 s. Mean (10/12 + 6/12) / 2 = 2/3.
 /// let u = colocated_gpu_utilization(&layer, &[3.0, 1.0], &[3.0, 1.0])?;
 /// assert!((u - 2.0 / 3.0).abs() < 1e-12);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn colocated_gpu_utilization(
     layer: &ColocatedLayer,
     ffn_a_s: &[Seconds],
     ffn_b_s: &[Seconds],
-) -> Result<f64, CostModelError> {
+) -> Result<f64, InputError> {
     let t = colocated_timeline(layer)?.inference_time_s;
     let n = check_count("GPUs", ffn_a_s.len(), 1)?;
     for (ffn, max) in [(ffn_a_s, layer.a.ffn_s), (ffn_b_s, layer.b.ffn_s)] {
         check_all("FFN time (s)", ffn, n)?;
         if ffn.iter().any(|&f| f > max) {
-            return Err(CostModelError::Degenerate {
+            return Err(InputError::Degenerate {
                 what: "a GPU's FFN time exceeds its model's |F| (the maximum over GPUs)",
             });
         }
@@ -338,11 +338,11 @@ pub fn colocated_gpu_utilization(
 /// let layer = ColocatedLayer { a: m, b: m, aggregated_dispatch_s: 3.0,
 ///     aggregated_combine_s: 3.0 };
 /// assert_eq!(model_colocated_time_s(&[layer, layer])?, 24.0);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn model_colocated_time_s(layers: &[ColocatedLayer]) -> Result<Seconds, CostModelError> {
+pub fn model_colocated_time_s(layers: &[ColocatedLayer]) -> Result<Seconds, InputError> {
     if layers.is_empty() {
-        return Err(CostModelError::CountTooSmall {
+        return Err(InputError::CountTooSmall {
             what: "layers",
             min: 1,
             value: 0,
@@ -351,7 +351,7 @@ pub fn model_colocated_time_s(layers: &[ColocatedLayer]) -> Result<Seconds, Cost
     let total: Seconds = layers
         .iter()
         .map(|l| colocated_timeline(l).map(|t| t.inference_time_s))
-        .sum::<Result<Seconds, CostModelError>>()?;
+        .sum::<Result<Seconds, InputError>>()?;
     check_finite_result("model inference time (s)", total)
 }
 
@@ -435,11 +435,11 @@ mod tests {
         );
         assert!(matches!(
             colocated_timeline(&layer(-1.0)),
-            Err(CostModelError::Negative { .. })
+            Err(InputError::Negative { .. })
         ));
         assert!(matches!(
             colocated_timeline(&layer(f64::NAN)),
-            Err(CostModelError::NonFinite { .. })
+            Err(InputError::NonFinite { .. })
         ));
     }
 
@@ -461,19 +461,19 @@ mod tests {
         assert!((half - (6.0 + 4.0) / 2.0 / t).abs() < 1e-12);
         assert!(matches!(
             colocated_gpu_utilization(&layer, &[], &[]),
-            Err(CostModelError::CountTooSmall { .. })
+            Err(InputError::CountTooSmall { .. })
         ));
         assert!(matches!(
             colocated_gpu_utilization(&layer, &[1.0], &[1.0, 1.0]),
-            Err(CostModelError::SizeMismatch { .. })
+            Err(InputError::SizeMismatch { .. })
         ));
         assert!(matches!(
             colocated_gpu_utilization(&layer, &[2.0], &[1.0]),
-            Err(CostModelError::Degenerate { .. })
+            Err(InputError::Degenerate { .. })
         ));
         assert!(matches!(
             colocated_gpu_utilization(&layer, &[f64::NAN], &[1.0]),
-            Err(CostModelError::NonFinite { .. })
+            Err(InputError::NonFinite { .. })
         ));
     }
 

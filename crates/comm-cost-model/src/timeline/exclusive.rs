@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::mean_ratio;
 use crate::units::Seconds;
-use crate::{CostModelError, check_finite_result, check_non_negative};
+use crate::{InputError, check_finite_result, check_non_negative};
 
 /// Per-GPU component times of one MoE layer, one entry per GPU.
 ///
@@ -40,7 +40,7 @@ impl ExclusiveLayer {
     ///
     /// # Errors
     ///
-    /// [`CostModelError::CountTooSmall`] for zero GPUs; [`CostModelError::SizeMismatch`] when
+    /// [`InputError::CountTooSmall`] for zero GPUs; [`InputError::SizeMismatch`] when
     /// the vectors differ in length; `NonFinite`/`Negative` for a bad time.
     ///
     /// # Complexity
@@ -57,10 +57,10 @@ impl ExclusiveLayer {
     /// layer.ffn_s.push(3.0);
     /// assert!(layer.validate().is_err());
     /// ```
-    pub fn validate(&self) -> Result<(), CostModelError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         let n = self.gate_s.len();
         if n == 0 {
-            return Err(CostModelError::CountTooSmall {
+            return Err(InputError::CountTooSmall {
                 what: "GPUs",
                 min: 1,
                 value: 0,
@@ -90,9 +90,9 @@ pub struct ExclusiveTime {
 }
 
 /// Checks that `xs` has `n` entries, each a finite non-negative time.
-pub(super) fn check_all(what: &'static str, xs: &[f64], n: usize) -> Result<(), CostModelError> {
+pub(super) fn check_all(what: &'static str, xs: &[f64], n: usize) -> Result<(), InputError> {
     if xs.len() != n {
-        return Err(CostModelError::SizeMismatch {
+        return Err(InputError::SizeMismatch {
             what,
             expected: n as u64,
             actual: xs.len() as u64,
@@ -111,7 +111,7 @@ fn max_sum(a: &[f64], b: &[f64]) -> f64 {
 ///
 /// # Errors
 ///
-/// As [`ExclusiveLayer::validate`]; [`CostModelError::NonFinite`] when the time overflows
+/// As [`ExclusiveLayer::validate`]; [`InputError::NonFinite`] when the time overflows
 /// `f64`.
 ///
 /// # Complexity
@@ -134,9 +134,9 @@ fn max_sum(a: &[f64], b: &[f64]) -> f64 {
 /// assert_eq!(t.inference_time_s, 15.0);
 /// // Utilization: GPU 0 computes 5 s, GPU 1 7 s: mean 6 / 15.
 /// assert!((t.gpu_utilization - 0.4).abs() < 1e-12);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn exclusive_time(layer: &ExclusiveLayer) -> Result<ExclusiveTime, CostModelError> {
+pub fn exclusive_time(layer: &ExclusiveLayer) -> Result<ExclusiveTime, InputError> {
     layer.validate()?;
     let n = layer.gate_s.len();
     let gate_dispatch_s = max_sum(&layer.gate_s, &layer.dispatch_s);
@@ -181,7 +181,7 @@ pub fn exclusive_time(layer: &ExclusiveLayer) -> Result<ExclusiveTime, CostModel
 /// ```
 /// use comm_cost_model::timeline::exclusive_time_eq3;
 /// assert_eq!(exclusive_time_eq3(1.0, 4.0, 5.0, 4.0, 1.0)?, 15.0);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn exclusive_time_eq3(
     gate_s: Seconds,
@@ -189,7 +189,7 @@ pub fn exclusive_time_eq3(
     max_ffn_s: Seconds,
     max_combine_s: Seconds,
     aggregation_s: Seconds,
-) -> Result<Seconds, CostModelError> {
+) -> Result<Seconds, InputError> {
     let mut t = 0.0;
     for (what, v) in [
         ("gate time (s)", gate_s),
@@ -223,11 +223,11 @@ pub fn exclusive_time_eq3(
 /// let t = model_exclusive_time(&[layer.clone(), layer])?;
 /// assert_eq!(t.inference_time_s, 12.0);
 /// assert!((t.gpu_utilization - 8.0 / 12.0).abs() < 1e-12);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
-pub fn model_exclusive_time(layers: &[ExclusiveLayer]) -> Result<ExclusiveTime, CostModelError> {
+pub fn model_exclusive_time(layers: &[ExclusiveLayer]) -> Result<ExclusiveTime, InputError> {
     if layers.is_empty() {
-        return Err(CostModelError::CountTooSmall {
+        return Err(InputError::CountTooSmall {
             what: "layers",
             min: 1,
             value: 0,

@@ -1,7 +1,7 @@
 //! Per-GPU FFN time of an MoE layer (Aurora, Li et al., §4.1: `|F_i|`).
 
 use crate::units::{Bytes, FlopPerSecond, Seconds};
-use crate::{CostModelError, check_count, check_non_negative, check_positive};
+use crate::{InputError, check_count, check_non_negative, check_positive};
 
 /// The FFN time of every GPU: the bytes of tokens it receives in the dispatch all-to-all, times
 /// the expert work per byte, over the GPU's FLOP/s (`|F_i| = recv_i · w / F_i`).
@@ -11,7 +11,7 @@ use crate::{CostModelError, check_count, check_non_negative, check_positive};
 ///
 /// # Errors
 ///
-/// [`CostModelError::CountTooSmall`] for no GPUs, [`CostModelError::SizeMismatch`] when the
+/// [`InputError::CountTooSmall`] for no GPUs, [`InputError::SizeMismatch`] when the
 /// vectors differ in length, `NonFinite`/`Negative` for bad bytes or work, `NotPositive` for a
 /// FLOP/s that is not positive.
 ///
@@ -26,16 +26,16 @@ use crate::{CostModelError, check_count, check_non_negative, check_positive};
 /// // GPU 0 receives 2 MB at 1000 FLOP/byte on 1 TFLOP/s: 2 ms; GPU 1 half as much on half the speed.
 /// let t = ffn_times_s(&[2e6, 1e6], 1e3, &[1e12, 0.5e12])?;
 /// assert_eq!(t, vec![2e-3, 2e-3]);
-/// # Ok::<(), comm_cost_model::CostModelError>(())
+/// # Ok::<(), comm_cost_model::InputError>(())
 /// ```
 pub fn ffn_times_s(
     received_bytes: &[Bytes],
     flop_per_byte: f64,
     flop_per_s: &[FlopPerSecond],
-) -> Result<Vec<Seconds>, CostModelError> {
+) -> Result<Vec<Seconds>, InputError> {
     let n = check_count("GPUs", received_bytes.len(), 1)?;
     if flop_per_s.len() != n {
-        return Err(CostModelError::SizeMismatch {
+        return Err(InputError::SizeMismatch {
             what: "FLOP/s (one per GPU)",
             expected: n as u64,
             actual: flop_per_s.len() as u64,
@@ -61,11 +61,11 @@ mod tests {
     fn rejects_bad_inputs() {
         assert!(matches!(
             ffn_times_s(&[], 1.0, &[]),
-            Err(CostModelError::CountTooSmall { .. })
+            Err(InputError::CountTooSmall { .. })
         ));
         assert!(matches!(
             ffn_times_s(&[1.0], 1.0, &[1.0, 1.0]),
-            Err(CostModelError::SizeMismatch {
+            Err(InputError::SizeMismatch {
                 expected: 1,
                 actual: 2,
                 ..
@@ -73,15 +73,15 @@ mod tests {
         ));
         assert!(matches!(
             ffn_times_s(&[1.0], f64::NAN, &[1.0]),
-            Err(CostModelError::NonFinite { .. })
+            Err(InputError::NonFinite { .. })
         ));
         assert!(matches!(
             ffn_times_s(&[-1.0], 1.0, &[1.0]),
-            Err(CostModelError::Negative { .. })
+            Err(InputError::Negative { .. })
         ));
         assert!(matches!(
             ffn_times_s(&[1.0], 1.0, &[0.0]),
-            Err(CostModelError::NotPositive { .. })
+            Err(InputError::NotPositive { .. })
         ));
     }
 }

@@ -13,7 +13,7 @@
 //! use comm_cost_model::timeline::exclusive_time_eq3;
 //! // Gate 1 ms, slowest dispatch 4 ms, FFN 5 ms, combine 4 ms, aggregation 1 ms.
 //! assert_eq!(exclusive_time_eq3(1e-3, 4e-3, 5e-3, 4e-3, 1e-3)?, 15e-3);
-//! # Ok::<(), comm_cost_model::CostModelError>(())
+//! # Ok::<(), comm_cost_model::InputError>(())
 //! ```
 
 mod colocated;

@@ -3,7 +3,7 @@
 use alltoall_sched::Bandwidth;
 use colocation_matching::GpuSpec;
 use comm_cost_model::gpu_scaling::Collective;
-use comm_cost_model::{CostModelError, check_count, units};
+use comm_cost_model::{InputError, check_count, units};
 
 use super::GpuInput;
 use crate::PlanError;
@@ -36,7 +36,7 @@ impl Cluster {
                     )?,
                 })
             })
-            .collect::<Result<Vec<_>, CostModelError>>()?;
+            .collect::<Result<Vec<_>, InputError>>()?;
         if let Some(fits) = link_fits {
             let fitted = fits
                 .link_for(Collective::AllToAll, n as u64)?

@@ -3,6 +3,7 @@
 
 use alltoall_sched::baselines::{nccl, shift, sjf};
 use alltoall_sched::{Bandwidth, Timetable, TrafficMatrix, lower_bound_s, optimal};
+use comm_cost_model::InputError;
 use comm_cost_model::check_finite_result;
 use comm_cost_model::timeline::{
     ColocatedLayer, ExclusiveLayer, ModelLayerTimes, colocated_gpu_utilization, colocated_timeline,
@@ -70,11 +71,11 @@ impl Evaluator<'_> {
         match models {
             [one] => self.exclusive(one, order, experts_of_gpu),
             [a, b] => self.colocated(a, b, order, experts_of_gpu),
-            _ => Err(PlanError::TooLarge {
-                what: "models (one exclusive, or two colocated)",
-                limit: 2,
-                value: models.len(),
-            }),
+            _ => Err(PlanError::Input(InputError::too_large(
+                "models (one exclusive, or two colocated)",
+                2,
+                models.len(),
+            ))),
         }
     }
 

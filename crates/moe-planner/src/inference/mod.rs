@@ -79,11 +79,11 @@ use crate::PlanError;
 ///
 /// # Errors
 ///
-/// [`PlanError::Cost`] for no GPUs, no models, a model without layers, or a negative or
+/// [`PlanError::Input`] for no GPUs, no models, a model without layers, or a negative or
 /// non-finite time, rate or FLOP count, and for an inference time or speedup that overflows
-/// to infinity; [`PlanError::TooLarge`] for more than two models (one-per-GPU), more than one
+/// to infinity; [`PlanError::Input`] (`TooLarge`) for more than two models (one-per-GPU), more than one
 /// (replicated), or a replicated cluster whose traffic matrices would exceed
-/// [`MAX_REPLICATED_BYTES`]; [`PlanError::SizeMismatch`] for a layer matrix that does not have
+/// [`MAX_REPLICATED_BYTES`]; [`PlanError::Input`] (`SizeMismatch`) for a layer matrix that does not have
 /// one row per GPU or models with different layer counts; [`PlanError::Incompatible`] for both
 /// `routed_tokens` and `expert_tokens`; [`PlanError::Schedule`] / [`PlanError::Matching`] /
 /// [`PlanError::Placement`] for traffic the algorithm crates reject (ragged rows, negative or
@@ -102,28 +102,11 @@ pub fn plan_inference(spec: &InferenceSpec) -> Result<InferencePlan, PlanError> 
     }
 }
 
-/// [`PlanError::SizeMismatch`] unless `actual == expected`.
-pub(crate) fn check_len(
-    what: &'static str,
-    expected: usize,
-    actual: usize,
-) -> Result<(), PlanError> {
-    if expected == actual {
-        Ok(())
-    } else {
-        Err(PlanError::SizeMismatch {
-            what,
-            expected,
-            actual,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use alltoall_sched::ScheduleError;
-    use comm_cost_model::CostModelError;
+    use comm_cost_model::InputError;
 
     fn model(name: &str, layers: Vec<Vec<Vec<f64>>>) -> InferenceModelSpec {
         InferenceModelSpec {
@@ -319,30 +302,30 @@ mod tests {
         let m = || model("a", vec![skewed(3, 1.0)]);
         assert!(matches!(
             plan_inference(&spec(vec![], vec![m()])),
-            Err(PlanError::Cost(CostModelError::CountTooSmall {
+            Err(PlanError::Input(InputError::CountTooSmall {
                 what: "GPUs",
                 ..
             }))
         ));
         assert!(matches!(
             plan_inference(&spec(uniform_gpus(4), vec![m()])),
-            Err(PlanError::SizeMismatch {
+            Err(PlanError::Input(InputError::SizeMismatch {
                 expected: 4,
                 actual: 3,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
             plan_inference(&spec(uniform_gpus(3), vec![m(), m(), m()])),
-            Err(PlanError::TooLarge {
+            Err(PlanError::Input(InputError::TooLarge {
                 limit: 2,
                 value: 3,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
             plan_inference(&spec(uniform_gpus(3), vec![])),
-            Err(PlanError::Cost(CostModelError::CountTooSmall {
+            Err(PlanError::Input(InputError::CountTooSmall {
                 what: "models",
                 ..
             }))
@@ -351,7 +334,7 @@ mod tests {
         bad_gpu[1].bandwidth_gbps = 0.0;
         assert!(matches!(
             plan_inference(&spec(bad_gpu, vec![m()])),
-            Err(PlanError::Cost(CostModelError::NotPositive { .. }))
+            Err(PlanError::Input(InputError::NotPositive { .. }))
         ));
         let mut nan = m();
         nan.layers[0][0][1] = f64::NAN;
@@ -373,23 +356,23 @@ mod tests {
         empty.layers.clear();
         assert!(matches!(
             plan_inference(&spec(uniform_gpus(3), vec![empty])),
-            Err(PlanError::Cost(CostModelError::CountTooSmall { .. }))
+            Err(PlanError::Input(InputError::CountTooSmall { .. }))
         ));
         let mut two_layers = m();
         two_layers.layers.push(skewed(3, 2.0));
         assert!(matches!(
             plan_inference(&spec(uniform_gpus(3), vec![m(), two_layers])),
-            Err(PlanError::SizeMismatch {
+            Err(PlanError::Input(InputError::SizeMismatch {
                 expected: 1,
                 actual: 2,
                 ..
-            })
+            }))
         ));
         let mut negative = m();
         negative.gate_s = (-1.0).into();
         assert!(matches!(
             plan_inference(&spec(uniform_gpus(3), vec![negative])),
-            Err(PlanError::Cost(CostModelError::Negative { .. }))
+            Err(PlanError::Input(InputError::Negative { .. }))
         ));
     }
 }

@@ -7,13 +7,15 @@ use colocation_matching::{
     assign_gpus_bottleneck, colocate_local_search, exclusive_time_matrix, lina_pairs,
     pair_bottleneck, random_placement,
 };
+use comm_cost_model::InputError;
 use comm_cost_model::timeline::ffn_times_s;
 use comm_cost_model::{check_count, check_non_negative};
 
 use super::cluster::Cluster;
 use super::evaluate::{Baseline, Evaluation, Evaluator, ModelOnGpus, Order, assemble};
-use super::{InferenceModelSpec, InferencePlan, OnePerGpuSpec, Scenario, check_len};
+use super::{InferenceModelSpec, InferencePlan, OnePerGpuSpec, Scenario};
 use crate::PlanError;
+use comm_cost_model::check_same_len;
 
 /// Validated, SI-unit view of the cluster and models.
 struct Workload {
@@ -68,11 +70,11 @@ impl Workload {
         let cluster = Cluster::new(&spec.gpus, spec.link_fits.as_ref())?;
         check_count("models", spec.models.len(), 1)?;
         if spec.models.len() > 2 {
-            return Err(PlanError::TooLarge {
-                what: "models (one exclusive, or two colocated)",
-                limit: 2,
-                value: spec.models.len(),
-            });
+            return Err(PlanError::Input(InputError::too_large(
+                "models (one exclusive, or two colocated)",
+                2,
+                spec.models.len(),
+            )));
         }
         let n = cluster.gpus.len();
         let models = spec
@@ -81,10 +83,10 @@ impl Workload {
             .map(|m| ModelData::new(m, n))
             .collect::<Result<Vec<_>, _>>()?;
         if let [a, b] = models.as_slice() {
-            check_len(
+            check_same_len(
                 "MoE layers of the second colocated model",
-                a.layers.len(),
                 b.layers.len(),
+                a.layers.len(),
             )?;
         }
         Ok(Self { cluster, models })
@@ -102,16 +104,16 @@ impl Workload {
     /// A given `experts_of_gpu[g][m]`, checked for shape (each model's column is checked to be
     /// a permutation when its traffic is relabelled).
     fn fixed_placement(&self, fixed: &[Vec<usize>]) -> Result<Vec<Vec<usize>>, PlanError> {
-        check_len(
+        check_same_len(
             "GPUs of the fixed placement",
-            self.cluster.gpus.len(),
             fixed.len(),
+            self.cluster.gpus.len(),
         )?;
         for row in fixed {
-            check_len(
+            check_same_len(
                 "experts per GPU of the fixed placement (one per model)",
-                self.models.len(),
                 row.len(),
+                self.models.len(),
             )?;
         }
         Ok(fixed.to_vec())
@@ -222,10 +224,10 @@ impl ModelData {
         check_count("MoE layers of a model", spec.layers.len(), 1)?;
         let mut layers = Vec::with_capacity(spec.layers.len());
         for rows in &spec.layers {
-            check_len(
+            check_same_len(
                 "experts of a layer's traffic matrix (one per GPU)",
-                n,
                 rows.len(),
+                n,
             )?;
             layers.push(TrafficMatrix::from_rows(rows)?);
         }

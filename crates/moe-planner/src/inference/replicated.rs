@@ -8,6 +8,7 @@
 //! with shortest-job-first.
 
 use alltoall_sched::{MAX_GPUS, dispatch_tokens, uniform_sources};
+use comm_cost_model::InputError;
 use comm_cost_model::timeline::ffn_times_s;
 use comm_cost_model::{check_count, check_non_negative};
 use expert_placement::{
@@ -21,8 +22,9 @@ use super::cluster::Cluster;
 use super::evaluate::{
     Baseline, Evaluation, Evaluator, ModelOnGpus, Order, Timed, assemble, total_s,
 };
-use super::{InferencePlan, ReplicatedModelSpec, ReplicatedSpec, Scenario, check_len};
+use super::{InferencePlan, ReplicatedModelSpec, ReplicatedSpec, Scenario};
 use crate::PlanError;
+use comm_cost_model::{check_at_most, check_same_len};
 
 /// The most bytes the traffic matrices of one layer may take while it is planned (2 GiB): a
 /// layer holds about 16 `G x G` matrices of `f64` (three placements' dispatch, combine and
@@ -114,13 +116,13 @@ impl<'a> Experts<'a> {
         let g = cluster.gpus.len();
         if spec.models.len() != 1 {
             check_count("models", spec.models.len(), 1)?;
-            return Err(PlanError::TooLarge {
-                what: "models given per logical expert (routed_tokens / expert_tokens): one \
+            return Err(PlanError::Input(InputError::too_large(
+                "models given per logical expert (routed_tokens / expert_tokens): one \
                        model may have many experts per GPU; two colocated models need one \
                        expert each per GPU (layers as GPU x GPU byte matrices); models",
-                limit: 1,
-                value: spec.models.len(),
-            });
+                1,
+                spec.models.len(),
+            )));
         }
         let model = &spec.models[0];
         let (layers, experts) = shape(model, g)?;
@@ -174,21 +176,21 @@ impl<'a> Experts<'a> {
     /// when none is given).
     fn fixed_maps(&self, layers: &[Vec<Vec<usize>>]) -> Result<Vec<Vec<usize>>, PlanError> {
         if !layers.is_empty() {
-            check_len("layers of layer_placements", self.loads.len(), layers.len())?;
+            check_same_len("layers of layer_placements", layers.len(), self.loads.len())?;
         }
         layers
             .iter()
             .map(|rows| {
-                check_len(
+                check_same_len(
                     "GPUs of a layer placement",
-                    self.placement.gpus(),
                     rows.len(),
+                    self.placement.gpus(),
                 )?;
                 for (gpu, row) in rows.iter().enumerate() {
-                    check_len(
+                    check_same_len(
                         "experts per GPU of a layer placement (slots per GPU)",
-                        self.placement.slot_range(gpu).len(),
                         row.len(),
+                        self.placement.slot_range(gpu).len(),
                     )?;
                 }
                 Ok(rows.concat())
@@ -310,13 +312,13 @@ fn shape(model: &ReplicatedModelSpec, g: usize) -> Result<(usize, usize), PlanEr
             let experts = routed[0].first().map_or(0, Vec::len);
             check_count("experts per layer", experts, 1)?;
             for layer in routed {
-                check_len(
+                check_same_len(
                     "source GPUs of a layer's routed tokens (one per GPU)",
-                    g,
                     layer.len(),
+                    g,
                 )?;
                 for row in layer {
-                    check_len("experts of a layer's routed tokens", experts, row.len())?;
+                    check_same_len("experts of a layer's routed tokens", row.len(), experts)?;
                 }
             }
             Ok((routed.len(), experts))
@@ -325,7 +327,7 @@ fn shape(model: &ReplicatedModelSpec, g: usize) -> Result<(usize, usize), PlanEr
             let loads = &model.expert_tokens;
             let experts = check_count("experts per layer", loads[0].len(), 1)?;
             for layer in loads {
-                check_len("experts of a layer's expert tokens", experts, layer.len())?;
+                check_same_len("experts of a layer's expert tokens", layer.len(), experts)?;
             }
             Ok((loads.len(), experts))
         }
@@ -344,29 +346,20 @@ fn expert_loads(model: &ReplicatedModelSpec, l: usize, experts: usize) -> Vec<f6
     }
 }
 
-/// [`PlanError::TooLarge`] when one layer's `G x G` matrices (and its `G x E` routed tokens)
+/// [`PlanError::Input`] (`TooLarge`) when one layer's `G x G` matrices (and its `G x E` routed tokens)
 /// would exceed [`MAX_REPLICATED_BYTES`], checked before anything of that size is allocated.
 /// Independent of the thread count, so a spec plans or is refused the same on every machine.
 fn check_memory(g: usize, experts: usize) -> Result<(), PlanError> {
-    if g > MAX_GPUS {
-        return Err(PlanError::TooLarge {
-            what: "GPUs",
-            limit: MAX_GPUS,
-            value: g,
-        });
-    }
+    check_at_most("GPUs", MAX_GPUS, g)?;
     let bytes = g
         .checked_mul(g)
         .and_then(|x| x.checked_mul(MATRICES_PER_LAYER))
         .and_then(|x| x.checked_add(g.saturating_mul(experts)))
         .and_then(|x| x.checked_mul(size_of::<f64>()))
         .unwrap_or(usize::MAX);
-    if bytes > MAX_REPLICATED_BYTES {
-        return Err(PlanError::TooLarge {
-            what: "estimated bytes of one layer's traffic matrices (G x G each; use fewer GPUs)",
-            limit: MAX_REPLICATED_BYTES,
-            value: bytes,
-        });
-    }
-    Ok(())
+    Ok(check_at_most(
+        "estimated bytes of one layer's traffic matrices (G x G each; use fewer GPUs)",
+        MAX_REPLICATED_BYTES,
+        bytes,
+    )?)
 }

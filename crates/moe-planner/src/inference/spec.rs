@@ -51,7 +51,7 @@ impl PerGpuSeconds {
         match self {
             Self::Same(s) => Ok(vec![comm_cost_model::check_non_negative(what, *s)?; gpus]),
             Self::PerGpu(each) => {
-                super::check_len(what, gpus, each.len())?;
+                comm_cost_model::check_same_len(what, each.len(), gpus)?;
                 each.iter()
                     .map(|&s| Ok(comm_cost_model::check_non_negative(what, s)?))
                     .collect()

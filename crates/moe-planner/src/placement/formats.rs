@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use comm_cost_model::CostModelError;
+use comm_cost_model::{InputError, check_at_most};
 
 use crate::PlanError;
 
@@ -49,14 +49,14 @@ impl LogicalCount {
     /// # Errors
     ///
     /// [`PlanError::InvalidField`] (`logical_count`) for a negative, NaN or infinite count in any
-    /// window, [`PlanError::SizeMismatch`] when the windows do not all have the same shape;
-    /// [`PlanError::Cost`] (`CountTooSmall`) for no window, (`NonFinite`) for a sum that is
+    /// window, [`PlanError::Input`] (`SizeMismatch`) when the windows do not all have the same shape;
+    /// [`PlanError::Input`] (`CountTooSmall`) for no window, (`NonFinite`) for a sum that is
     /// NaN or overflows (counts near `f64::MAX`).
     pub fn summed(&self) -> Result<Vec<Vec<f64>>, PlanError> {
         self.check_counts()?;
         let windows = self.windows();
         let Some(first) = windows.first() else {
-            return Err(PlanError::Cost(CostModelError::CountTooSmall {
+            return Err(PlanError::Input(InputError::CountTooSmall {
                 what: "logical_count windows",
                 min: 1,
                 value: 0,
@@ -118,19 +118,19 @@ impl LogicalCount {
 
 fn check_same_shape(a: &[Vec<f64>], b: &[Vec<f64>]) -> Result<(), PlanError> {
     if a.len() != b.len() {
-        return Err(PlanError::SizeMismatch {
-            what: "logical_count windows (layers)",
-            expected: a.len(),
-            actual: b.len(),
-        });
+        return Err(PlanError::Input(InputError::size_mismatch(
+            "logical_count windows (layers)",
+            a.len(),
+            b.len(),
+        )));
     }
     for (x, y) in a.iter().zip(b) {
         if x.len() != y.len() {
-            return Err(PlanError::SizeMismatch {
-                what: "logical_count windows (experts)",
-                expected: x.len(),
-                actual: y.len(),
-            });
+            return Err(PlanError::Input(InputError::size_mismatch(
+                "logical_count windows (experts)",
+                x.len(),
+                y.len(),
+            )));
         }
     }
     Ok(())
@@ -218,29 +218,27 @@ pub use expert_placement::MAX_PADDED_MAP_ENTRIES;
 ///
 /// # Errors
 ///
-/// [`PlanError::TooLarge`] naming the padded map's entry count.
+/// [`PlanError::Input`] (`TooLarge`) naming the padded map's entry count.
 ///
 /// # Examples
 ///
 /// ```
 /// use moe_planner::PlanError;
+/// use moe_planner::comm_cost_model::InputError;
 /// use moe_planner::placement::formats::check_padded_map_size;
 /// assert!(check_padded_map_size(58, 256, 33).is_ok());
 /// assert!(matches!(
 ///     check_padded_map_size(1, 16_384, 16_385),
-///     Err(PlanError::TooLarge { value: 268_451_840, .. })
+///     Err(PlanError::Input(InputError::TooLarge { value: 268_451_840, .. }))
 /// ));
 /// ```
 pub fn check_padded_map_size(layers: usize, experts: usize, width: usize) -> Result<(), PlanError> {
     let entries = layers.saturating_mul(experts).saturating_mul(width);
-    if entries > MAX_PADDED_MAP_ENTRIES {
-        return Err(PlanError::TooLarge {
-            what: "logical_to_physical_map entries (layers x experts x most replicas of an expert)",
-            limit: MAX_PADDED_MAP_ENTRIES,
-            value: entries,
-        });
-    }
-    Ok(())
+    Ok(check_at_most(
+        "logical_to_physical_map entries (layers x experts x most replicas of an expert)",
+        MAX_PADDED_MAP_ENTRIES,
+        entries,
+    )?)
 }
 
 /// EPLB's `logical_to_physical_map` for one layer: each expert's slots (the library's
@@ -249,7 +247,7 @@ pub fn check_padded_map_size(layers: usize, experts: usize, width: usize) -> Res
 ///
 /// # Errors
 ///
-/// [`PlanError::TooLarge`] when `width` or a slot id exceeds
+/// [`PlanError::Input`] (`TooLarge`) when `width` or a slot id exceeds
 /// [`expert_placement::MAX_PLACEMENT_SLOTS`] (checked before any row is allocated).
 ///
 /// # Complexity
@@ -274,9 +272,7 @@ pub fn pad_logical_to_physical(
         ("logical_to_physical_map width", width),
         ("slot id", largest),
     ] {
-        if value > limit {
-            return Err(PlanError::TooLarge { what, limit, value });
-        }
+        check_at_most(what, limit, value)?;
     }
     Ok(slots_of_expert
         .into_iter()

@@ -1,9 +1,7 @@
 //! The placement plan: per layer, our plan and EPLB's on the same input, and totals.
 
 use alltoall_sched::{Algorithm, Bandwidth, TrafficMatrix, schedule};
-use comm_cost_model::{
-    CostModelError, check_finite_result, check_non_negative, check_positive, units,
-};
+use comm_cost_model::{InputError, check_finite_result, check_non_negative, check_positive, units};
 use expert_placement::{
     ExpertTransfer, LayerLoads, NODE_BOUND_MAX_GROUPS, Placement, PlacementAlgorithm,
     PlacementCluster, PlacementError, RobustObjective, Termination, count_moves, place,
@@ -249,10 +247,10 @@ impl PlacementPlan {
 /// `tolerance`, `expert_bytes` or `bandwidth_gbps`; a `current` placement of the wrong shape,
 /// with an id out of range or missing an expert), [`PlanError::Incompatible`] (`windows` with
 /// policy `optimal-node-aware` or `exact`), [`PlanError::MissingField`] (`groups` for
-/// `optimal-node-aware`). [`PlanError::TooLarge`] for `layers x GPUs x slots` beyond
+/// `optimal-node-aware`). [`PlanError::Input`] (`TooLarge`) for `layers x GPUs x slots` beyond
 /// `expert_placement::MAX_PLAN_ENTRIES` (before planning) or padded
 /// `logical_to_physical_map`s beyond [`MAX_PADDED_MAP_ENTRIES`](super::MAX_PADDED_MAP_ENTRIES)
-/// (before they are allocated). [`PlanError::Cost`] (`NonFinite`) when `transfer_bytes` or
+/// (before they are allocated). [`PlanError::Input`] (`NonFinite`) when `transfer_bytes` or
 /// `transfer_time_s` would overflow; [`PlanError::Layer`] or [`PlanError::Placement`] when a
 /// planner refuses a layer anyway, [`PlanError::Schedule`] if the transfer schedule fails.
 ///
@@ -690,11 +688,11 @@ fn validated_windows(
         .iter()
         .map(|w| {
             if w.len() != newest.len() {
-                return Err(PlanError::SizeMismatch {
-                    what: "windows: layers per window",
-                    expected: newest.len(),
-                    actual: w.len(),
-                });
+                return Err(PlanError::Input(InputError::size_mismatch(
+                    "windows: layers per window",
+                    newest.len(),
+                    w.len(),
+                )));
             }
             validated_loads(w)
         })
@@ -710,11 +708,11 @@ fn current_maps(
         return Ok(None);
     };
     if current.len() != layers {
-        return Err(PlanError::SizeMismatch {
-            what: "current placement: layers",
-            expected: layers,
-            actual: current.len(),
-        });
+        return Err(PlanError::Input(InputError::size_mismatch(
+            "current placement: layers",
+            layers,
+            current.len(),
+        )));
     }
     let mut maps = Vec::with_capacity(layers);
     for (layer, row) in current.iter().enumerate() {
@@ -737,7 +735,7 @@ fn current_maps(
 
 /// Every layer validated, all with the same expert count.
 fn validated_loads(rows: &[Vec<f64>]) -> Result<Vec<LayerLoads>, PlanError> {
-    let first = rows.first().ok_or(CostModelError::CountTooSmall {
+    let first = rows.first().ok_or(InputError::CountTooSmall {
         what: "layers of loads",
         min: 1,
         value: 0,
@@ -745,11 +743,11 @@ fn validated_loads(rows: &[Vec<f64>]) -> Result<Vec<LayerLoads>, PlanError> {
     let mut layers = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter().enumerate() {
         if row.len() != first.len() {
-            return Err(PlanError::SizeMismatch {
-                what: "loads: experts per layer",
-                expected: first.len(),
-                actual: row.len(),
-            });
+            return Err(PlanError::Input(InputError::size_mismatch(
+                "loads: experts per layer",
+                first.len(),
+                row.len(),
+            )));
         }
         layers.push(LayerLoads::new(row.clone()).map_err(in_layer(i))?);
     }
@@ -1049,7 +1047,7 @@ mod tests {
         let layers = vec![layer.clone(), layer];
         assert!(matches!(
             totals(&layers, Some(f64::MAX)),
-            Err(PlanError::Cost(CostModelError::NonFinite { .. }))
+            Err(PlanError::Input(InputError::NonFinite { .. }))
         ));
         let json = serde_json::to_string(&totals(&layers[..1], Some(1e9)).unwrap()).unwrap();
         assert!(!json.contains("null"), "{json}");

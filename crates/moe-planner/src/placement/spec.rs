@@ -1,8 +1,9 @@
 //! What to place: loads, cluster, policy, current placement; and what can be wrong with it.
 
+use comm_cost_model::check_at_most;
 use expert_placement::{
-    CancelFlag, EplbPolicy, MAX_PLAN_ENTRIES, PlacementAlgorithm, PlacementCluster, PlacementError,
-    PlacementOptions, RobustObjective,
+    CancelFlag, EplbPolicy, MAX_PLACEMENT_SLOTS, MAX_PLAN_ENTRIES, PlacementAlgorithm,
+    PlacementCluster, PlacementError, PlacementOptions, RobustObjective,
 };
 use serde::{Deserialize, Serialize};
 
@@ -195,14 +196,18 @@ impl PlacementSpec {
                 ),
             )
         })?;
-        let entries = self.loads.len().saturating_mul(slots);
-        if entries > MAX_PLAN_ENTRIES {
-            return Err(PlanError::TooLarge {
-                what: "plan entries (layers x GPUs x slots per GPU)",
-                limit: MAX_PLAN_ENTRIES,
-                value: entries,
-            });
-        }
+        // Size limits named by the spec's fields (the placement cluster would say "total
+        // slots", a name the user never typed).
+        check_at_most(
+            "total slots (gpus x slots_per_gpu)",
+            MAX_PLACEMENT_SLOTS,
+            slots,
+        )?;
+        check_at_most(
+            "plan entries (layers x gpus x slots_per_gpu)",
+            MAX_PLAN_ENTRIES,
+            self.loads.len().saturating_mul(slots),
+        )?;
         if slots < experts {
             return Err(invalid(
                 "slots_per_gpu",

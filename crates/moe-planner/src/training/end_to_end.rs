@@ -230,7 +230,7 @@ pub fn resolve_system(system: &TrainingSystemRef) -> Result<TrainingSystem, Plan
 ///
 /// [`PlanError::Rail`] naming the field for bad input: an unknown preset, a mapping that does
 /// not divide, options out of range, a search over the work limit, or no mapping that fits;
-/// [`PlanError::Cost`] for bad expert loads (negative, NaN, a count the EP degree cannot
+/// [`PlanError::Input`] for bad expert loads (negative, NaN, a count the EP degree cannot
 /// divide); the placement planner's errors under a planned layout.
 ///
 /// # Complexity
@@ -349,17 +349,17 @@ fn imbalance_table(
     layout: ExpertLayout,
 ) -> Result<Vec<(u64, f64)>, PlanError> {
     let experts =
-        usize::try_from(model.experts).map_err(|_| comm_cost_model::CostModelError::Overflow {
+        usize::try_from(model.experts).map_err(|_| comm_cost_model::InputError::Overflow {
             what: "experts as usize",
         })?;
     let loads = match loads {
         ExpertLoads::Measured(l) => {
             if l.len() != experts {
-                return Err(comm_cost_model::CostModelError::SizeMismatch {
-                    what: "expert_loads length must equal the routed experts",
-                    expected: model.experts,
-                    actual: l.len() as u64,
-                }
+                return Err(comm_cost_model::InputError::size_mismatch(
+                    "expert_loads length must equal the routed experts",
+                    experts,
+                    l.len(),
+                )
                 .into());
             }
             l.clone()
@@ -402,8 +402,8 @@ mod tests {
         let wrong = format!(r#"{base}, "expert_loads": {{"measured": [1.0, 2.0]}}}}"#);
         assert!(matches!(
             plan_moe_training(&spec(&wrong)),
-            Err(PlanError::Cost(
-                comm_cost_model::CostModelError::SizeMismatch { .. }
+            Err(PlanError::Input(
+                comm_cost_model::InputError::SizeMismatch { .. }
             ))
         ));
         let bad_mapping = base.replace(r#""ep": 8"#, r#""ep": 3"#);

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
 use crate::placement::{PlacementSpec, plan_placement};
-use comm_cost_model::{CostModelError, check_count};
+use comm_cost_model::{InputError, check_count};
 
 /// How the experts of one MoE layer are laid out on the EP ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -27,7 +27,7 @@ pub enum ExpertLayout {
 ///
 /// # Errors
 ///
-/// [`PlanError::Cost`] for an empty load vector, a load that is negative or not finite, all
+/// [`PlanError::Input`] for an empty load vector, a load that is negative or not finite, all
 /// loads zero, or `ep` not dividing the experts; the placement planner's errors under
 /// [`ExpertLayout::Planned`].
 ///
@@ -55,11 +55,11 @@ pub fn expert_imbalance(loads: &[f64], ep: usize, layout: ExpertLayout) -> Resul
     let total: f64 = loads.iter().sum();
     comm_cost_model::check_positive("sum of expert loads", total)?;
     if loads.len() % ep != 0 {
-        return Err(CostModelError::NotDivisible {
-            what: "ep must divide the experts with loads",
-            value: loads.len() as u64,
-            divisor: ep as u64,
-        }
+        return Err(InputError::not_divisible(
+            "ep must divide the experts with loads",
+            loads.len(),
+            ep,
+        )
         .into());
     }
     let per = loads.len() / ep;
@@ -82,7 +82,7 @@ pub fn expert_imbalance(loads: &[f64], ep: usize, layout: ExpertLayout) -> Resul
             let layer = plan
                 .layers
                 .first()
-                .ok_or(PlanError::Cost(CostModelError::Degenerate {
+                .ok_or(PlanError::Input(InputError::Degenerate {
                     what: "the placement plan has no layer",
                 }))?;
             if layer.mean_gpu_load > 0.0 {
@@ -99,7 +99,7 @@ pub fn expert_imbalance(loads: &[f64], ep: usize, layout: ExpertLayout) -> Resul
 ///
 /// # Errors
 ///
-/// [`PlanError::Cost`] for zero experts; [`PlanError::Placement`] for a `sigma` that is negative
+/// [`PlanError::Input`] for zero experts; [`PlanError::Placement`] for a `sigma` that is negative
 /// or not finite, or more experts than the generator accepts.
 ///
 /// # Complexity

@@ -109,7 +109,7 @@ impl TrainingSystem {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] naming the field (non-finite, zero or negative).
+    /// [`RailNetworkError::Input`] naming the field (non-finite, zero or negative).
     pub fn validate(&self) -> Result<(), RailNetworkError> {
         self.system.validate()?;
         check_positive("HBM bandwidth (bytes/s)", self.hbm_bytes_per_s)?;

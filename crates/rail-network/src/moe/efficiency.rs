@@ -85,7 +85,7 @@ impl ComputeEfficiency {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] naming a non-finite or out-of-range field.
+    /// [`RailNetworkError::Input`] naming a non-finite or out-of-range field.
     pub fn validate(&self) -> Result<(), RailNetworkError> {
         check_positive("attention_slowdown", self.attention_slowdown)?;
         for (what, value) in [
@@ -94,7 +94,7 @@ impl ComputeEfficiency {
         ] {
             check_positive(what, value)?;
             if value > 1.0 {
-                return Err(comm_cost_model::CostModelError::AboveMaximum {
+                return Err(comm_cost_model::InputError::AboveMaximum {
                     what,
                     value,
                     max: 1.0,
@@ -103,7 +103,7 @@ impl ComputeEfficiency {
             }
         }
         if self.attention_slowdown < 1.0 {
-            return Err(comm_cost_model::CostModelError::NotPositive {
+            return Err(comm_cost_model::InputError::NotPositive {
                 what: "attention_slowdown - 1 (the slowdown must be at least 1)",
                 value: self.attention_slowdown - 1.0,
             }

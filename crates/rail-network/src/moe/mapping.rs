@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::RailNetworkError;
 use crate::model::Recompute;
 use crate::moe::model::MoeModel;
-use comm_cost_model::{CostModelError, check_count_u64, check_divides, checked_product, gcd};
+use comm_cost_model::{InputError, check_count_u64, check_divides, checked_product, gcd};
 
 /// One mapping of an MoE training job: the parallel degrees, micro-batch and recomputation.
 ///
@@ -102,7 +102,7 @@ pub struct DerivedDegrees {
 
 impl MoeMapping {
     /// Every degree at least 1.
-    pub(crate) fn check_counts(&self) -> Result<(), CostModelError> {
+    pub(crate) fn check_counts(&self) -> Result<(), InputError> {
         for (what, v) in [
             ("tp", self.tp),
             ("cp", self.cp),
@@ -129,7 +129,7 @@ impl MoeMapping {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] naming the field: `CountTooSmall` for a zero degree, GPU
+    /// [`RailNetworkError::Input`] naming the field: `CountTooSmall` for a zero degree, GPU
     /// count or batch; `NotDivisible` for a rule above; `SizeMismatch` for `ep`/`etp > 1` on a
     /// dense model, `pp vp > layers` or `vp > 1` without pipelining; `Overflow` for degree
     /// products beyond `u64`.
@@ -189,7 +189,7 @@ impl MoeMapping {
                 self.etp,
             )?;
         } else if self.ep * self.etp != 1 {
-            return Err(CostModelError::SizeMismatch {
+            return Err(InputError::SizeMismatch {
                 what: "ep * etp of a dense model (no experts)",
                 expected: 1,
                 actual: self.ep.saturating_mul(self.etp),
@@ -198,7 +198,7 @@ impl MoeMapping {
         }
         let chunks = checked_product("pp vp", &[self.pp, self.vp])?;
         if chunks > model.layers {
-            return Err(CostModelError::SizeMismatch {
+            return Err(InputError::SizeMismatch {
                 what: "pp * vp must be at most the layers",
                 expected: model.layers,
                 actual: chunks,
@@ -206,7 +206,7 @@ impl MoeMapping {
             .into());
         }
         if self.vp > 1 && self.pp == 1 {
-            return Err(CostModelError::SizeMismatch {
+            return Err(InputError::SizeMismatch {
                 what: "vp > 1 needs pp > 1 (pp)",
                 expected: 2,
                 actual: 1,

@@ -115,7 +115,7 @@ impl<'a> MemoryInput<'a> {
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::Value`] (`NonFinite`) when the total overflows `f64` (a non-finite
+/// [`RailNetworkError::Input`] (`NonFinite`) when the total overflows `f64` (a non-finite
 /// imbalance, fraction or reserve).
 ///
 /// # Complexity

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RailNetworkError;
 use comm_cost_model::units::Flop;
-use comm_cost_model::{CostModelError, check_count_u64, check_divides, check_finite_result};
+use comm_cost_model::{InputError, check_count_u64, check_divides, check_finite_result};
 
 /// The attention block of a layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -239,7 +239,7 @@ impl MoeModel {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] naming the field: `CountTooSmall` for a zero layer count,
+    /// [`RailNetworkError::Input`] naming the field: `CountTooSmall` for a zero layer count,
     /// hidden size, head count, head dimension, FFN size, vocabulary or sequence length;
     /// `SizeMismatch` when `top_k` exceeds the experts, when a dense model sets MoE fields, or
     /// when `first_dense_layers` reaches `layers`; `NotDivisible` when key/value heads do not
@@ -318,7 +318,7 @@ impl MoeModel {
                 ("shared_ffn of a dense model (experts = 0)", self.shared_ffn),
             ] {
                 if v != 0 {
-                    return Err(CostModelError::SizeMismatch {
+                    return Err(InputError::SizeMismatch {
                         what,
                         expected: 0,
                         actual: v,
@@ -331,7 +331,7 @@ impl MoeModel {
             check_count_u64("top_k", self.top_k, 1)?;
             check_count_u64("expert FFN size", self.expert_ffn, 1)?;
             if self.top_k > self.experts {
-                return Err(CostModelError::SizeMismatch {
+                return Err(InputError::SizeMismatch {
                     what: "top_k must be at most the experts",
                     expected: self.experts,
                     actual: self.top_k,
@@ -339,7 +339,7 @@ impl MoeModel {
                 .into());
             }
             if self.first_dense_layers >= self.layers {
-                return Err(CostModelError::SizeMismatch {
+                return Err(InputError::SizeMismatch {
                     what: "first_dense_layers must be below the layer count",
                     expected: self.layers - 1,
                     actual: self.first_dense_layers,
@@ -601,7 +601,7 @@ impl MoeModel {
 const LIMIT: u64 = 1 << 32;
 
 fn too_large(what: &'static str, value: u64) -> RailNetworkError {
-    CostModelError::TooLarge {
+    InputError::TooLarge {
         what,
         limit: LIMIT,
         value,

@@ -53,7 +53,7 @@ pub struct ParmLayerTime {
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::Value`] for an invalid layer or testbed (the checks of
+/// [`RailNetworkError::Input`] for an invalid layer or testbed (the checks of
 /// [`Testbed::times`]) or a `flop_per_s` that is not positive and finite.
 ///
 /// # Complexity

@@ -20,7 +20,7 @@ use crate::fabric::{FabricComparison, FabricKind, FabricParams, PriceModel, comp
 use crate::model::Recompute;
 use crate::moe::mapping::MoeMapping;
 use crate::moe::step::{MoeEvaluation, StepModel};
-use comm_cost_model::{CostModelError, check_count_u64};
+use comm_cost_model::{InputError, check_count_u64};
 
 /// Limits of [`search_mappings`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,7 +147,7 @@ pub const MAX_MOE_SEARCH_COUNT: u64 = 1 << 32;
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::Value`]: `CountTooSmall` for zero GPUs, batch or `keep`; `TooLarge` for
+/// [`RailNetworkError::Input`]: `CountTooSmall` for zero GPUs, batch or `keep`; `TooLarge` for
 /// a GPU count or batch above [`MAX_MOE_SEARCH_COUNT`] or more candidates than
 /// `options.max_candidates` (checked before any evaluation);
 /// [`RailNetworkError::NoFeasibleConfiguration`] when no valid mapping fits in memory (with
@@ -217,7 +217,7 @@ pub fn search_mappings_with_progress(
         ("global batch (sequences)", global_batch),
     ] {
         if value > MAX_MOE_SEARCH_COUNT {
-            return Err(CostModelError::TooLarge {
+            return Err(InputError::TooLarge {
                 what,
                 limit: MAX_MOE_SEARCH_COUNT,
                 value,
@@ -266,7 +266,7 @@ pub fn search_mappings_with_progress(
     .iter()
     .fold(1u64, |acc, &n| acc.saturating_mul(n as u64));
     if bound > options.max_candidates {
-        return Err(CostModelError::TooLarge {
+        return Err(InputError::TooLarge {
             what: "candidate mappings (raise max_candidates or lower max_vp, max_cp, max_micro_batch)",
             limit: options.max_candidates,
             value: bound,
@@ -495,7 +495,7 @@ mod tests {
         };
         assert!(matches!(
             search_mappings(&sm, 2048, 8192, &options),
-            Err(RailNetworkError::Value(CostModelError::TooLarge { .. }))
+            Err(RailNetworkError::Input(InputError::TooLarge { .. }))
         ));
     }
 }

@@ -68,7 +68,7 @@ use comm_cost_model::collectives::{TwoTierGrid, hierarchical_all_gather_time_s};
 use comm_cost_model::parm::{ParmCollectiveCosts, ParmLayer, Schedule, parm_times};
 use comm_cost_model::units::Seconds;
 use comm_cost_model::{
-    CostModelError, check_count_u64, check_finite_result, check_non_negative, check_positive,
+    InputError, check_count_u64, check_finite_result, check_non_negative, check_positive,
 };
 
 /// Inputs of the step model beyond the model, system and mapping.
@@ -224,13 +224,13 @@ impl StepOptions {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] naming the field: `expert_imbalance` below 1 or not finite,
+    /// [`RailNetworkError::Input`] naming the field: `expert_imbalance` below 1 or not finite,
     /// `a2a_overlap` outside [0, 1], a negative or non-finite reserve, invalid efficiency.
     pub fn validate(&self) -> Result<(), RailNetworkError> {
         self.efficiency.validate()?;
         check_positive("expert_imbalance", self.expert_imbalance)?;
         if self.expert_imbalance < 1.0 {
-            return Err(CostModelError::NotPositive {
+            return Err(InputError::NotPositive {
                 what: "expert_imbalance - 1 (busiest over mean is at least 1)",
                 value: self.expert_imbalance - 1.0,
             }
@@ -249,7 +249,7 @@ impl StepOptions {
         ] {
             check_non_negative(what, value)?;
             if value > 1.0 {
-                return Err(CostModelError::AboveMaximum {
+                return Err(InputError::AboveMaximum {
                     what,
                     max: 1.0,
                     value,
@@ -260,7 +260,7 @@ impl StepOptions {
         check_non_negative("memory_reserve_bytes", self.memory_reserve_bytes)?;
         if let Some(fit) = self.ep_all_to_all_fit {
             if fit.ep < 2 {
-                return Err(CostModelError::NotPositive {
+                return Err(InputError::NotPositive {
                     what: "ep_all_to_all_fit.ep - 1 (a fit needs at least 2 ranks)",
                     value: fit.ep as f64 - 1.0,
                 }
@@ -359,7 +359,7 @@ impl StepModel {
     ///
     /// # Errors
     ///
-    /// An invalid model, system or options ([`RailNetworkError::Value`] naming the field).
+    /// An invalid model, system or options ([`RailNetworkError::Input`] naming the field).
     ///
     /// # Complexity
     ///
@@ -383,7 +383,7 @@ impl StepModel {
         system.validate()?;
         options.validate()?;
         if options.comm_sms >= system.sms {
-            return Err(CostModelError::SizeMismatch {
+            return Err(InputError::SizeMismatch {
                 what: "comm_sms must be below the system's sms",
                 expected: system.sms.saturating_sub(1),
                 actual: options.comm_sms,
@@ -407,7 +407,7 @@ impl StepModel {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] for a zero degree or a factor below 1 or not finite.
+    /// [`RailNetworkError::Input`] for a zero degree or a factor below 1 or not finite.
     ///
     /// # Complexity
     ///
@@ -435,7 +435,7 @@ impl StepModel {
             check_count_u64("ep of an imbalance entry", ep, 1)?;
             check_positive("expert imbalance of an EP degree", factor)?;
             if factor < 1.0 {
-                return Err(CostModelError::NotPositive {
+                return Err(InputError::NotPositive {
                     what: "expert imbalance of an EP degree - 1 (at least 1)",
                     value: factor - 1.0,
                 }
@@ -531,7 +531,7 @@ impl StepModel {
     /// # Errors
     ///
     /// The first rule of [`MoeMapping::validate`] the mapping breaks (naming the field);
-    /// [`RailNetworkError::Value`] (`NonFinite`) when a time or size overflows `f64`. A mapping
+    /// [`RailNetworkError::Input`] (`NonFinite`) when a time or size overflows `f64`. A mapping
     /// that does not fit in memory is returned with `fits = false` (see
     /// [`StepModel::evaluate_fitting`]).
     ///
@@ -659,7 +659,7 @@ impl StepModel {
     ///
     /// # Errors
     ///
-    /// [`RailNetworkError::Value`] naming the field.
+    /// [`RailNetworkError::Input`] naming the field.
     pub fn check_schedule(
         &self,
         mapping: &MoeMapping,
@@ -669,7 +669,7 @@ impl StepModel {
             return Ok(());
         }
         if mapping.vp != 1 {
-            return Err(CostModelError::SizeMismatch {
+            return Err(InputError::SizeMismatch {
                 what: "vp under DualPipe (one chunk per direction)",
                 expected: 1,
                 actual: mapping.vp,
@@ -683,7 +683,7 @@ impl StepModel {
             2,
         )?;
         if degrees.micro_batches < mapping.pp {
-            return Err(CostModelError::SizeMismatch {
+            return Err(InputError::SizeMismatch {
                 what: "micro-batches under DualPipe (at least pp)",
                 expected: mapping.pp,
                 actual: degrees.micro_batches,
@@ -1057,7 +1057,7 @@ impl StepModel {
         let model = &self.model;
         let sys = &self.system.system;
         let usize_of = |what: &'static str, v: u64| {
-            usize::try_from(v).map_err(|_| CostModelError::Overflow { what })
+            usize::try_from(v).map_err(|_| InputError::Overflow { what })
         };
         let group = mapping.ep.saturating_mul(mapping.etp);
         // Parm's MP group holds the same B L tokens: the ETP group's sequence-parallel shards
@@ -1083,7 +1083,7 @@ impl StepModel {
         };
         let lat = sys.latency_s;
         // Per-byte cost of an all-to-all over `n` ranks with stride `inner`.
-        let a2a_cost = |inner: u64, n: u64| -> Result<AlphaBeta, CostModelError> {
+        let a2a_cost = |inner: u64, n: u64| -> Result<AlphaBeta, InputError> {
             let (inside, _) = MoeMapping::hb_part(inner, n, hb_domain);
             let nf = n as f64;
             let beta = (((inside as f64) - 1.0) / nf / sys.hb_bytes_per_s)
@@ -1418,7 +1418,7 @@ mod tests {
             recompute: Recompute::None,
         };
         let what = |r: Result<MoeEvaluation, RailNetworkError>| match r {
-            Err(RailNetworkError::Value(CostModelError::NotDivisible { what, .. })) => what,
+            Err(RailNetworkError::Input(InputError::NotDivisible { what, .. })) => what,
             other => panic!("expected NotDivisible, got {other:?}"),
         };
         assert!(what(sm.evaluate(&MoeMapping { ep: 3, ..ok }, 64, 256)).contains("ep"));
@@ -1427,7 +1427,7 @@ mod tests {
         assert!(what(sm.evaluate(&ok, 64, 250)).contains("global batch"));
         assert!(matches!(
             sm.evaluate(&MoeMapping { tp: 0, ..ok }, 64, 256),
-            Err(RailNetworkError::Value(CostModelError::CountTooSmall {
+            Err(RailNetworkError::Input(InputError::CountTooSmall {
                 what: "tp",
                 ..
             }))
@@ -1438,7 +1438,7 @@ mod tests {
         };
         assert!(matches!(
             sm.with_options(nan),
-            Err(RailNetworkError::Value(CostModelError::NonFinite {
+            Err(RailNetworkError::Input(InputError::NonFinite {
                 what: "expert_imbalance",
                 ..
             }))

@@ -24,7 +24,7 @@ use crate::moe::model::Precision;
 use crate::moe::presets::moe_model_preset;
 use crate::moe::step::{MoeEvaluation, StepModel, StepOptions};
 use crate::moe::strategy::{ParamSharding, PipelineSchedule};
-use comm_cost_model::CostModelError;
+use comm_cost_model::InputError;
 
 /// One published training run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -364,7 +364,7 @@ fn golden(
 ///
 /// # Errors
 ///
-/// [`RailNetworkError::Value`] (`Degenerate`) when the subset has no BF16 or no FP8 run;
+/// [`RailNetworkError::Input`] (`Degenerate`) when the subset has no BF16 or no FP8 run;
 /// prediction errors of a run.
 ///
 /// # Complexity
@@ -388,7 +388,7 @@ pub fn calibrate(runs: &[PublishedRun]) -> Result<ComputeEfficiency, RailNetwork
     };
     let (bf16, fp8) = (subset(Precision::Bf16), subset(Precision::Fp8));
     if bf16.is_empty() || fp8.is_empty() {
-        return Err(CostModelError::Degenerate {
+        return Err(InputError::Degenerate {
             what: "the calibration subset needs a BF16 and an FP8 run",
         }
         .into());
