@@ -28,7 +28,7 @@ use crate::transfers::{check_current, count_moves, plan_transfers};
 ///   and GPUs inside nodes relabeled onto `current` ([`align_within_nodes`]);
 /// * **each node rebalanced in place** (when `current` keeps every group inside one node): the
 ///   group-to-node assignment stays, and each node's experts move among its own GPUs by the
-///   fewest-move rebalance of [`rebalance_with`], so no group leaves its node (each node's
+///   fewest-move rebalance of [`crate::rebalance_with`], so no group leaves its node (each node's
 ///   fresh plan, busiest node first, stops once it is within 0.1% of its bound or below the
 ///   busiest node, as in the node-aware planner). A node whose best
 ///   plan is below the target gets the slack (its own tolerance is `target / its best - 1`), so
@@ -41,11 +41,11 @@ use crate::transfers::{check_current, count_moves, plan_transfers};
 /// # Errors
 ///
 /// Those of [`place_with`] with [`PlacementAlgorithm::OptimalNodeAware`] and of
-/// [`rebalance_with`]; [`PlacementError::Cost`] for a negative or non-finite `tolerance`.
+/// [`crate::rebalance_with`]; [`PlacementError::Input`] for a negative or non-finite `tolerance`.
 ///
 /// # Complexity
 ///
-/// One node-aware plan, plus per node one fresh plan and one [`rebalance_with`] of the node's
+/// One node-aware plan, plus per node one fresh plan and one [`crate::rebalance_with`] of the node's
 /// experts on its GPUs (when `current` keeps the groups in nodes).
 ///
 /// # Examples
