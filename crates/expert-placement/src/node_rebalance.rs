@@ -11,9 +11,9 @@ use crate::model::{LayerLoads, PlacementCluster};
 use crate::node_align::align_within_nodes;
 use crate::node_aware::{NODE_GAP, Nodes};
 use crate::optimal::solve_to;
-use crate::options::{DEFAULT_SEARCH_STEPS, PlacementOptions, Termination};
+use crate::options::{DEFAULT_SEARCH_STEPS, PlacementOptions};
 use crate::plan::Placement;
-use crate::rebalance::{Rebalance, pareto, rebalance_from};
+use crate::rebalance::{Rebalance, pareto, rebalance_from, termination};
 use crate::transfers::{check_current, count_moves, plan_transfers};
 
 /// Rebalances `current` to new `loads` with every group of `groups` contiguous experts inside
@@ -108,13 +108,7 @@ pub fn rebalance_node_aware(
     let transfers = plan_transfers(current, &map, cluster, experts)?;
     let mut placement = Placement::scored(w, cluster, map, fresh.lower_bound)?;
     placement.unconstrained_max_gpu_load = fresh.unconstrained_max_gpu_load;
-    placement.termination = if placement.max_gpu_load <= placement.lower_bound * (1.0 + REL_EPS) {
-        Termination::BoundReached
-    } else if budget_exhausted {
-        Termination::BudgetExhausted
-    } else {
-        Termination::Heuristic
-    };
+    placement.termination = termination(&placement, budget_exhausted);
     Ok(Rebalance {
         moves: transfers.len(),
         moves_proved_fewest: false,

@@ -261,15 +261,7 @@ pub(crate) fn rebalance_from(
     let transfers = plan_transfers(current, &map, cluster, experts)?;
     let points: Vec<(usize, f64)> = candidates.iter().map(|c| (c.0, c.1)).collect();
     let mut placement = Placement::scored(w, cluster, map, fresh.lower_bound)?;
-    // The fewest-move search is a heuristic (no exact minimum of moves is claimed); the plan
-    // is optimal in load only when it meets its bound.
-    placement.termination = if placement.max_gpu_load <= placement.lower_bound * (1.0 + REL_EPS) {
-        Termination::BoundReached
-    } else if budget_exhausted {
-        Termination::BudgetExhausted
-    } else {
-        Termination::Heuristic
-    };
+    placement.termination = termination(&placement, budget_exhausted);
     Ok(Rebalance {
         moves: transfers.len(),
         moves_proved_fewest,
@@ -282,6 +274,19 @@ pub(crate) fn rebalance_from(
         fresh_moves,
         tradeoff: pareto(points),
     })
+}
+
+/// How a rebalance ended: the fewest-move search is a heuristic (no exact minimum of moves is
+/// claimed), so the plan is optimal in load only when it meets its bound; otherwise
+/// `budget-exhausted` when the time budget cut a path, `heuristic` when none was cut.
+pub(crate) fn termination(placement: &Placement, budget_exhausted: bool) -> Termination {
+    if placement.max_gpu_load <= placement.lower_bound * (1.0 + REL_EPS) {
+        Termination::BoundReached
+    } else if budget_exhausted {
+        Termination::BudgetExhausted
+    } else {
+        Termination::Heuristic
+    }
 }
 
 /// [`rebalance_with`] of every layer: `current[l]` to `layers[l]`, spread over rayon's threads

@@ -506,27 +506,24 @@ fn solve_layer(
                 .collect();
             Placement::evaluate(loads, cluster, robust.physical_to_logical)?
         }
-        (None, Some(current), PlacementAlgorithm::Optimal) => {
-            let r = rebalance_with(current, loads, cluster, spec.tolerance, &spec.options())?;
-            moves_proved_fewest = Some(r.moves_proved_fewest);
-            tradeoff = r
-                .tradeoff
-                .iter()
-                .map(|p| (p.moves, p.max_gpu_load))
-                .collect();
-            r.placement
-        }
-        (None, Some(current), PlacementAlgorithm::OptimalNodeAware { groups }) => {
-            // The fewer-move of the relabeled fresh node-aware plan and each node rebalanced
-            // in place; every group stays inside one node.
-            let r = rebalance_node_aware(
-                current,
-                loads,
-                cluster,
-                groups,
-                spec.tolerance,
-                &spec.options(),
-            )?;
+        (
+            None,
+            Some(current),
+            PlacementAlgorithm::Optimal | PlacementAlgorithm::OptimalNodeAware { .. },
+        ) => {
+            let r = match algorithm {
+                // The fewer-move of the relabeled fresh node-aware plan and each node
+                // rebalanced in place; every group stays inside one node.
+                PlacementAlgorithm::OptimalNodeAware { groups } => rebalance_node_aware(
+                    current,
+                    loads,
+                    cluster,
+                    groups,
+                    spec.tolerance,
+                    &spec.options(),
+                )?,
+                _ => rebalance_with(current, loads, cluster, spec.tolerance, &spec.options())?,
+            };
             moves_proved_fewest = Some(r.moves_proved_fewest);
             tradeoff = r
                 .tradeoff
