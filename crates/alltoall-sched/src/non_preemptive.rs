@@ -349,7 +349,7 @@ impl<'a> ListScheduler<'a> {
         let mine = &self.pending[port * words..(port + 1) * words];
         let mut best: Option<((u64, u64), (usize, usize))> = None;
         let mut compared = 0;
-        
+
         for (w, (&a, &b)) in mine.iter().zip(&self.idle[1 - side]).enumerate() {
             let mut bits = a & b;
             while bits != 0 && compared < PARTNERS_COMPARED {
