@@ -199,9 +199,10 @@ fn transposed(m: &[u64], n: usize) -> Vec<u64> {
     let mut t = vec![0; n * n];
     for i0 in (0..n).step_by(TILE) {
         for j0 in (0..n).step_by(TILE) {
+            let j1 = (j0 + TILE).min(n);
             for i in i0..(i0 + TILE).min(n) {
-                for j in j0..(j0 + TILE).min(n) {
-                    t[j * n + i] = m[i * n + j];
+                for (j, &v) in (j0..j1).zip(&m[i * n + j0..i * n + j1]) {
+                    t[j * n + i] = v;
                 }
             }
         }

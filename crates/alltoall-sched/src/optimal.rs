@@ -15,13 +15,16 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// (Birkhoff–von Neumann; Gonzalez and Sahni's preemptive open shop). The paper only shows such
 /// an order exists; its Algorithm 1 is [`crate::aurora_greedy`], which is not always optimal.
 ///
-/// Among the bound-meeting schedules it returns the one with the fewest transfers it can find:
-/// the greedy one-piece-per-pair schedule of [`crate::non_preemptive`] is tried first and
-/// returned when it ends exactly on the bound (in integer ticks), since one piece per non-zero
-/// pair is the minimum any schedule can have. Otherwise the decomposition runs and a pair's
-/// bytes may be split into several pieces; its matching is repaired incrementally rather than
-/// recomputed per phase, so most pairs are still sent in one piece (see `docs/performance.md`
-/// for the piece counts on Zipf traffic).
+/// Among the bound-meeting schedules it returns one with few transfers: the greedy
+/// one-piece-per-pair list schedule of [`crate::non_preemptive`] (its critical-port pass) runs
+/// first against the bound, and is returned when it ends exactly on it (in integer ticks), since
+/// one piece per non-zero pair is the minimum any schedule can have. When it falls behind, its
+/// transfers up to the latest tick from which the rest still fits before the bound are kept
+/// (those running then are cut there), and only the rest is decomposed, starting with the cut
+/// transfers so they continue as one piece (issue 24: the greedy's work is never thrown away).
+/// In the decomposition a pair's bytes may be split into several pieces; its matching is
+/// repaired incrementally rather than recomputed per phase, so most pairs are still sent in one
+/// piece (see `docs/performance.md` for the piece counts).
 ///
 /// Integer matrices with one bandwidth are scheduled in exact integer arithmetic (one tick per
 /// byte) and the makespan equals the bound bit for bit. Otherwise times are rounded up to
@@ -41,12 +44,14 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 ///
 /// # Complexity
 ///
-/// The greedy first try costs what [`crate::non_preemptive`] costs. Then
-/// `O(n^2)` phases at most (each exhausts an entry of the padded matrix). A phase with a short
+/// The greedy costs `O(P log n + E * (n / 64 + c))` for `P` pairs, `E <= P` decision times
+/// and at most `c = 16` compared partners per freed port, plus `O(n^2)` set-up. The
+/// decomposition of the rest takes `O(n^2)` phases at most (each exhausts an entry of the
+/// padded matrix). A phase with a short
 /// repair costs `O(n)` bit tests at most (usually a few) plus `O(log n)` for the finish-time
 /// tree; a breadth-first repair costs `O(n^2 / 64)` word operations, and the fallback
-/// Hopcroft–Karp (unreachable on regular matrices) `O(n^2.5)`. Memory is `O(n^2)` plus the
-/// output.
+/// Hopcroft–Karp (unreachable on regular matrices) `O(n^2.5)`. Memory is `O(n^2)` words (the
+/// greedy keeps the durations in two relabelled copies) plus the output.
 ///
 /// # Examples
 ///
