@@ -234,4 +234,22 @@ mod tests {
         }
         assert!(continued > 0, "no input exercised the continuation");
     }
+
+    /// Issue 24: on uniform traffic every port is nearly tight and the plain greedy falls
+    /// behind at once; keeping the tight port's next partner free lets it end on the bound with
+    /// one piece per pair on some inputs (3 of these 8 when written).
+    #[test]
+    fn keeping_the_tight_ports_partner_free_gives_one_piece_schedules() {
+        let b = Bandwidth::uniform(1.0).unwrap();
+        let mut whole = 0;
+        for seed in 1..=8 {
+            let d = uniform_traffic(64, 1 << 24, seed).unwrap();
+            let plan = optimal(&d, &b).unwrap();
+            assert_eq!(plan.makespan_s(), lower_bound_s(&d, &b).unwrap());
+            if plan.pieces() == d.nonzeros() {
+                whole += 1;
+            }
+        }
+        assert!(whole >= 2, "{whole} of 8 one-piece schedules");
+    }
 }
