@@ -18,7 +18,9 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// Among the bound-meeting schedules it returns one with few transfers: the greedy
 /// one-piece-per-pair list schedule of [`crate::non_preemptive`] (its critical-port pass) runs
 /// first against the bound, and is returned when it ends exactly on it (in integer ticks), since
-/// one piece per non-zero pair is the minimum any schedule can have. When it falls behind, its
+/// one piece per non-zero pair is the minimum any schedule can have. When it falls behind in the
+/// first half of the bound it runs once more keeping each tight port's next partner free (so a
+/// port without slack never waits for a busy partner). When it still falls behind, its
 /// transfers up to the latest tick from which the rest still fits before the bound are kept
 /// (those running then are cut there), and only the rest is decomposed, starting with the cut
 /// transfers so they continue as one piece (issue 24: the greedy's work is never thrown away).
