@@ -84,7 +84,10 @@ pub(crate) enum Prefix {
 /// which a port can no longer finish by the bound (a port idle at `t` with `w` ticks left ends
 /// after `t + w`); what it started before that tick is kept, and [`crate::optimal`]
 /// decomposes only the rest (issue 24: the greedy's work is never thrown away, so trying it
-/// costs little when it fails).
+/// costs little when it fails). A pass that falls behind in the first half of the bound is run
+/// again keeping each tight port's next partner free ([`ListScheduler::reserve_next`]), and the
+/// pass that got further is kept. Both passes' starts are alive at once: `2 * 16` bytes per
+/// pair at most.
 pub(crate) fn greedy_prefix(ticks: &Ticks) -> Prefix {
     if ticks.check_greedy_fits().is_err() {
         return Prefix::Cut {
