@@ -97,16 +97,26 @@ pub(crate) fn greedy_prefix(ticks: &Ticks) -> Prefix {
     }
     let orders = LoadOrders::new(ticks);
     let line = ticks.line_ticks;
-    let plain = ListScheduler::new(ticks, &orders).run::<false>(Priority::CriticalPort, line);
-    let (starts, now) = match plain {
+    // Ports busy for most of the bound on average leave a tight port's partners busy: keep
+    // them free from the start (the plain pass would fall behind early, measured on the
+    // DeepSeek-like dispatch at 64 GPUs and on uniform traffic); otherwise the plain pass
+    // first, which costs less per decision.
+    let total: u128 = orders.rows.iter().map(|&r| u128::from(r)).sum();
+    let busy = total >= u128::from(line) * (ticks.n as u128) * u128::from(BUSY_PERCENT) / 100;
+    let first = if busy {
+        ListScheduler::new(ticks, &orders).run::<true>(Priority::CriticalPort, line)
+    } else {
+        ListScheduler::new(ticks, &orders).run::<false>(Priority::CriticalPort, line)
+    };
+    let (starts, now) = match first {
         Outcome::Complete(starts) => {
             return Prefix::Whole(whole_pairs_to_timetable(ticks, &starts));
         }
         Outcome::Cut { starts, now } => (starts, now),
     };
-    // Fell behind in the first half: the pass cost little, and a tight port probably found
-    // every partner busy; try again keeping the next partner of each tight port free.
-    if now < line / 2 {
+    // The plain pass fell behind in the first half: it cost little, and a tight port probably
+    // found every partner busy; try again keeping the next partner of each tight port free.
+    if !busy && now < line / 2 {
         match ListScheduler::new(ticks, &orders).run::<true>(Priority::CriticalPort, line) {
             Outcome::Complete(starts) => {
                 return Prefix::Whole(whole_pairs_to_timetable(ticks, &starts));
@@ -125,6 +135,11 @@ pub(crate) fn greedy_prefix(ticks: &Ticks) -> Prefix {
     }
     Prefix::Cut { starts, now }
 }
+
+/// Average port load, in per cent of the bound, from which `optimal`'s greedy keeps tight
+/// ports' partners free from its first pass (Zipf traffic: 2–12 %, the DeepSeek-like dispatch
+/// at 256 GPUs 15 %, at 64 GPUs 44 %, uniform traffic about 95 %).
+const BUSY_PERCENT: u64 = 30;
 
 /// How a list-scheduling pass ended.
 enum Outcome {
