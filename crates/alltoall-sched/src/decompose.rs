@@ -50,11 +50,25 @@ pub(crate) fn decompose(
     real: &[u64],
     dur: &[u64],
 ) -> Result<(Vec<Piece>, u64), ScheduleError> {
+    decompose_seeded(n, real, dur, &[])
+}
+
+/// As [`decompose`], with the first matching grown from `seeds` (receiver of each sender,
+/// [`NONE`] for none; pairs without remaining ticks are ignored) so that transfers already
+/// running when the decomposition takes over keep running: [`crate::optimal`] continues an
+/// interrupted greedy schedule without splitting its running transfers.
+pub(crate) fn decompose_seeded(
+    n: usize,
+    real: &[u64],
+    dur: &[u64],
+    seeds: &[usize],
+) -> Result<(Vec<Piece>, u64), ScheduleError> {
     let (padded, line) = pad_to_regular(dur, n)?;
     if line == 0 {
         return Ok((Vec::new(), 0));
     }
     let mut state = State::new(n, real, padded);
+    state.seed(seeds);
     state.run(line);
     let mut pieces = state.pieces;
     // Runs that carried only padding left empty placeholders.
@@ -132,8 +146,20 @@ impl State {
         }
     }
 
+    /// Matches each sender to its seed receiver where that pair is live and the receiver not
+    /// taken yet (runs start in [`State::run`]).
+    fn seed(&mut self, seeds: &[usize]) {
+        for (i, &j) in seeds.iter().enumerate().take(self.n) {
+            if j < self.n && self.matching.right[j] == NONE && self.alive.contains(i, j) {
+                self.matching.left[i] = j;
+                self.matching.right[j] = i;
+            }
+        }
+    }
+
     fn run(&mut self, line: u64) {
-        self.rematch_fully(0);
+        // Nothing runs yet: every sender matched now (seeded or found) starts a run at 0.
+        self.augment_and_restart(0, vec![NONE; self.n]);
         self.close_phase();
         loop {
             let Some((_, now)) = self.finish.min() else {
@@ -363,10 +389,16 @@ impl State {
 
     /// Repairs the matching with Hopcroft–Karp and restarts the runs whose mate changed.
     fn rematch_fully(&mut self, now: u64) {
+        let before = self.matching.left.clone();
+        self.augment_and_restart(now, before);
+    }
+
+    /// Grows the matching to a maximum one and restarts the runs of the senders whose mate
+    /// differs from `before`.
+    fn augment_and_restart(&mut self, now: u64, before: Vec<usize>) {
         let adj: Vec<Vec<usize>> = (0..self.n)
             .map(|i| bitset::ones(self.alive.row(i)).collect())
             .collect();
-        let before = self.matching.left.clone();
         // Every neighbour is a receiver below `n` and `n` is within the crate's GPU limit, far
         // below the matching crate's vertex limit: the graph always builds.
         if let Ok(graph) = BipartiteGraph::from_adjacency(self.n, &adj) {

@@ -46,14 +46,21 @@ pub fn non_preemptive(
 ) -> Result<Timetable, ScheduleError> {
     let ticks = Ticks::new(matrix, bandwidth)?;
     ticks.check_greedy_fits()?;
-    starts_to_timetable(&ticks, best_greedy(&ticks)).finite()
+    whole_pairs_to_timetable(&ticks, &best_greedy(&ticks)).finite()
 }
 
 /// The shorter of the two greedy list schedules.
-fn best_greedy(ticks: &Ticks) -> Starts {
-    let relabelled = Relabelled::new(ticks);
-    let critical = relabelled.schedule(Priority::CriticalPort, u64::MAX);
-    let longest = relabelled.schedule(Priority::LongestFirst, u64::MAX);
+fn best_greedy(ticks: &Ticks) -> Vec<Start> {
+    let orders = LoadOrders::new(ticks);
+    let critical = orders.schedule(ticks, Priority::CriticalPort, u64::MAX);
+    let longest = orders.schedule(ticks, Priority::LongestFirst, u64::MAX);
+    let makespan = |starts: &[Start]| {
+        starts
+            .iter()
+            .map(|s| s.start + ticks.q[s.src as usize * ticks.n + s.dst as usize])
+            .max()
+            .unwrap_or(0)
+    };
     match (critical, longest) {
         (Some(critical), Some(longest)) if makespan(&longest) < makespan(&critical) => longest,
         (Some(critical), _) => critical,
@@ -61,30 +68,98 @@ fn best_greedy(ticks: &Ticks) -> Starts {
     }
 }
 
-/// The greedy one-piece-per-pair timetable when it ends exactly on the bound (in ticks, so the
-/// comparison is exact), else `None`.
-///
-/// One piece per non-zero pair is the fewest transfers any schedule can have, so when this
-/// succeeds no bound-meeting schedule has fewer pieces. The same timetable as the shorter of
-/// [`best_greedy`]'s two, found for less: the critical-port greedy runs first and the
-/// longest-first one only when it misses the bound (the bound is the least makespan, so a
-/// tight first schedule is never beaten), and each stops as soon as a port can no longer
-/// finish by the bound (issue 24: on uniform traffic both stop early and the decomposition
-/// runs at once).
-pub(crate) fn tight_non_preemptive(ticks: &Ticks) -> Option<Timetable> {
-    ticks.check_greedy_fits().ok()?;
-    let relabelled = Relabelled::new(ticks);
-    [Priority::CriticalPort, Priority::LongestFirst]
-        .into_iter()
-        .find_map(|priority| relabelled.schedule(priority, ticks.line_ticks))
-        .map(|starts| starts_to_timetable(ticks, starts))
+/// What the critical-port greedy reaches within the bound.
+pub(crate) enum Prefix {
+    /// A one-piece-per-pair timetable ending on the bound.
+    Whole(Timetable),
+    /// The greedy could not finish by the bound: the transfers it started before tick `now`
+    /// (in timetable order), the last decisions before the first port fell behind.
+    Cut { starts: Vec<Start>, now: u64 },
 }
 
-/// A tick timetable: `(src, dst, start)` with duration `q[src][dst]`.
+/// The critical-port greedy run against the bound (in ticks, so the comparison is exact).
+///
+/// One piece per non-zero pair is the fewest transfers any schedule can have, so a whole
+/// schedule on the bound has the fewest pieces possible. The greedy stops at the first tick at
+/// which a port can no longer finish by the bound (a port idle at `t` with `w` ticks left ends
+/// after `t + w`); what it started before that tick is kept, and [`crate::optimal`]
+/// decomposes only the rest (issue 24: the greedy's work is never thrown away, so trying it
+/// costs little when it fails). A pass that falls behind in the first half of the bound is run
+/// again keeping each tight port's next partner free ([`ListScheduler::reserve_next`]), and the
+/// pass that got further is kept. Both passes' starts are alive at once: `2 * 16` bytes per
+/// pair at most.
+pub(crate) fn greedy_prefix(ticks: &Ticks) -> Prefix {
+    if ticks.check_greedy_fits().is_err() {
+        return Prefix::Cut {
+            starts: Vec::new(),
+            now: 0,
+        };
+    }
+    let orders = LoadOrders::new(ticks);
+    let line = ticks.line_ticks;
+    // Ports busy for most of the bound on average leave a tight port's partners busy: keep
+    // them free from the start (the plain pass would fall behind early, measured on the
+    // DeepSeek-like dispatch at 64 GPUs and on uniform traffic); otherwise the plain pass
+    // first, which costs less per decision.
+    let total: u128 = orders.rows.iter().map(|&r| u128::from(r)).sum();
+    let busy = total >= u128::from(line) * (ticks.n as u128) * u128::from(BUSY_PERCENT) / 100;
+    let first = if busy {
+        ListScheduler::new(ticks, &orders).run::<true>(Priority::CriticalPort, line)
+    } else {
+        ListScheduler::new(ticks, &orders).run::<false>(Priority::CriticalPort, line)
+    };
+    let (starts, now) = match first {
+        Outcome::Complete(starts) => {
+            return Prefix::Whole(whole_pairs_to_timetable(ticks, &starts));
+        }
+        Outcome::Cut { starts, now } => (starts, now),
+    };
+    // The plain pass fell behind in the first half: it cost little, and a tight port probably
+    // found every partner busy; try again keeping the next partner of each tight port free.
+    if !busy && now < line / 2 {
+        match ListScheduler::new(ticks, &orders).run::<true>(Priority::CriticalPort, line) {
+            Outcome::Complete(starts) => {
+                return Prefix::Whole(whole_pairs_to_timetable(ticks, &starts));
+            }
+            Outcome::Cut {
+                starts: kept,
+                now: later,
+            } if later > now => {
+                return Prefix::Cut {
+                    starts: kept,
+                    now: later,
+                };
+            }
+            Outcome::Cut { .. } => {}
+        }
+    }
+    Prefix::Cut { starts, now }
+}
+
+/// Average port load, in per cent of the bound, from which `optimal`'s greedy keeps tight
+/// ports' partners free from its first pass (Zipf traffic: 2–12 %, the DeepSeek-like dispatch
+/// at 256 GPUs 15 %, at 64 GPUs 44 %, uniform traffic about 95 %).
+const BUSY_PERCENT: u64 = 30;
+
+/// How a list-scheduling pass ended.
+enum Outcome {
+    /// Every pair started, none ending after the deadline.
+    Complete(Vec<Start>),
+    /// A port could not finish by the deadline at tick `now`; the starts before `now`.
+    Cut { starts: Vec<Start>, now: u64 },
+}
+
+/// A tick timetable: `(src, dst, start, end)`.
 pub(crate) type Starts = Vec<(usize, usize, u64, u64)>;
 
-fn makespan(starts: &Starts) -> u64 {
-    starts.iter().map(|s| s.3).max().unwrap_or(0)
+/// One whole-pair transfer of the list scheduler, in the original labels; it lasts
+/// `q[src][dst]` ticks. 16 bytes, so `n = 2048` (4.2 million pairs) keeps 67 MB of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Start {
+    /// Start tick (first, so the derived order is the timetable's).
+    pub start: u64,
+    pub src: u32,
+    pub dst: u32,
 }
 
 #[derive(Clone, Copy)]
@@ -97,213 +172,438 @@ enum Priority {
 /// decreasing load first, so these are the partners with the most work.
 const PARTNERS_COMPARED: usize = 16;
 
-/// The durations in a relabelled index space (senders by decreasing load, receivers too), and
-/// the initial board: built once for both greedy passes.
-struct Relabelled {
-    senders: Vec<usize>,
-    receivers: Vec<usize>,
-    q: Vec<u64>,
+/// Senders by decreasing row sum and receivers by decreasing column sum (ties by index),
+/// computed once for both greedy passes.
+struct LoadOrders {
+    /// Relabelled index -> original GPU, per side.
+    senders: Vec<u32>,
+    receivers: Vec<u32>,
+    /// The line sums (original labels), saturating.
+    rows: Vec<u64>,
+    cols: Vec<u64>,
+    /// Durations in the relabelled labels, sender-major (`i * n + j`) and receiver-major
+    /// (`j * n + i`): a freed port reads its candidates along one row, in the order its bitset
+    /// visits them. Reading them from `q` instead cost a cache miss per candidate at
+    /// `n = 2048` (a receiver's candidates lie in one column), 60 % of the greedy's time.
+    by_sender: Vec<u64>,
+    by_receiver: Vec<u64>,
 }
 
-impl Relabelled {
+impl LoadOrders {
     fn new(ticks: &Ticks) -> Self {
         let n = ticks.n;
-        let (senders, receivers) = load_orders(&ticks.q, n);
-        let q: Vec<u64> = (0..n * n)
-            .map(|k| ticks.q[senders[k / n] * n + receivers[k % n]])
-            .collect();
+        let mut rows = vec![0u64; n];
+        let mut cols = vec![0u64; n];
+        for (row, sum) in ticks.q.chunks_exact(n.max(1)).zip(&mut rows) {
+            for (&v, col) in row.iter().zip(&mut cols) {
+                *sum = sum.saturating_add(v);
+                *col = col.saturating_add(v);
+            }
+        }
+        let order = |sums: &[u64]| {
+            // `n <= MAX_GPUS = 2^13`: every index fits in `u32`.
+            #[allow(clippy::cast_possible_truncation)]
+            let mut idx: Vec<u32> = (0..n as u32).collect();
+            idx.sort_unstable_by_key(|&g| (Reverse(sums[g as usize]), g));
+            idx
+        };
+        let (senders, receivers) = (order(&rows), order(&cols));
+        let mut by_sender = Vec::with_capacity(n * n);
+        for &a in &senders {
+            let row = &ticks.q[a as usize * n..(a as usize + 1) * n];
+            by_sender.extend(receivers.iter().map(|&b| row[b as usize]));
+        }
+        let by_receiver = transposed(&by_sender, n);
         Self {
             senders,
             receivers,
-            q,
+            rows,
+            cols,
+            by_sender,
+            by_receiver,
         }
     }
 
-    /// Dense greedy list scheduling with `priority`, in the original labels; `None` as soon
-    /// as some port cannot finish by `deadline` (`u64::MAX`: run to the end).
-    fn schedule(&self, priority: Priority, deadline: u64) -> Option<Starts> {
-        let n = self.senders.len();
-        let mut starts = list_schedule_relabelled(&self.q, n, priority, deadline)?;
-        for s in &mut starts {
-            s.0 = self.senders[s.0];
-            s.1 = self.receivers[s.1];
+    /// Dense greedy list scheduling with `priority`; `None` as soon as some port cannot finish
+    /// by `deadline` (`u64::MAX`: run to the end).
+    fn schedule(&self, ticks: &Ticks, priority: Priority, deadline: u64) -> Option<Vec<Start>> {
+        match ListScheduler::new(ticks, self).run::<false>(priority, deadline) {
+            Outcome::Complete(starts) => Some(starts),
+            Outcome::Cut { .. } => None,
         }
-        Some(starts)
     }
 }
 
-/// Senders by decreasing row sum and receivers by decreasing column sum (ties by index).
-fn load_orders(q: &[u64], n: usize) -> (Vec<usize>, Vec<usize>) {
-    let mut rows = vec![0u64; n];
-    let mut cols = vec![0u64; n];
-    for (k, &v) in q.iter().enumerate() {
-        rows[k / n] = rows[k / n].saturating_add(v);
-        cols[k % n] = cols[k % n].saturating_add(v);
-    }
-    let order = |sums: &[u64]| {
-        let mut idx: Vec<usize> = (0..n).collect();
-        idx.sort_by_key(|&g| (Reverse(sums[g]), g));
-        idx
-    };
-    (order(&rows), order(&cols))
-}
-
-/// Dense greedy list scheduling on tick durations; `None` once a port cannot finish by
-/// `deadline`.
-///
-/// After each decision no idle sender has a pending pair with an idle receiver, so the next
-/// decision only needs the pairs of the ports that just became free. A sender runs one
-/// transfer at a time: the running transfers are `(finish tick, sender)` events, ties popped
-/// lowest sender first.
-fn list_schedule_relabelled(
-    q: &[u64],
-    n: usize,
-    priority: Priority,
-    deadline: u64,
-) -> Option<Starts> {
-    let mut board = Board::new(n, q);
-    let mut events: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::with_capacity(n);
-    let mut receiver_of = vec![0; n];
-    let mut starts = Vec::with_capacity(board.pairs);
-    // Ports that just became free, the most loaded first (all of them at time 0).
-    let mut freed: Vec<usize> = (0..2 * n).collect();
-    let mut now = 0;
-    loop {
-        freed.sort_by_key(|&p| Reverse(board.left[p]));
-        for &port in &freed {
-            if let Some((i, j)) = board.best_partner(port, priority) {
-                let dur = q[i * n + j];
-                board.start(i, j, dur);
-                let end = now + dur;
-                // A port busy until `end` with work left after it ends later still.
-                if end > deadline
-                    || board.left[i] > deadline - end
-                    || board.left[n + j] > deadline - end
-                {
-                    return None;
+/// The transpose of a row-major `n x n` matrix, by 32 x 32 tiles (a column-order gather
+/// misses the cache on every entry at large `n`).
+fn transposed(m: &[u64], n: usize) -> Vec<u64> {
+    const TILE: usize = 32;
+    let mut t = vec![0; n * n];
+    for i0 in (0..n).step_by(TILE) {
+        for j0 in (0..n).step_by(TILE) {
+            let j1 = (j0 + TILE).min(n);
+            for i in i0..(i0 + TILE).min(n) {
+                for (j, &v) in (j0..j1).zip(&m[i * n + j0..i * n + j1]) {
+                    t[j * n + i] = v;
                 }
-                starts.push((i, j, now, end));
-                events.push(Reverse((end, i)));
-                receiver_of[i] = j;
             }
         }
-        // A port left idle with work to do ends at least that work after now.
-        if freed
-            .iter()
-            .any(|&p| !board.busy[p] && board.left[p] > deadline - now)
-        {
-            return None;
-        }
-        let Some(&Reverse((t, _))) = events.peek() else {
-            break;
-        };
-        now = t;
-        freed.clear();
-        while let Some(&Reverse((t, i))) = events.peek()
-            && t == now
-        {
-            events.pop();
-            let j = receiver_of[i];
-            board.free(i, j);
-            freed.extend([i, n + j]);
-        }
     }
-    Some(starts)
+    t
 }
 
-/// Which ports are busy, which pairs are pending, and what is left per port.
+/// Dense greedy list scheduling on tick durations.
 ///
-/// Ports are numbered `0..n` (send) and `n..2n` (receive). Pending partners and idle ports are
-/// bitsets, so finding the idle partners of a port costs `n / 64` word operations.
-struct Board<'a> {
+/// Ports are numbered `0..n` (send) and `n..2n` (receive), in the load order of
+/// [`LoadOrders`]. Pending partners and idle ports are bitsets, so finding the idle partners of
+/// a port costs `n / 64` word operations. After each decision no idle sender has a pending
+/// pair with an idle receiver, so the next decision only needs the pairs of the ports that
+/// just became free. A sender runs one transfer at a time: the running transfers are
+/// `(finish tick, sender)` events, ties popped lowest sender first.
+struct ListScheduler<'a> {
     n: usize,
     words: usize,
-    q: &'a [u64],
+    orders: &'a LoadOrders,
     /// Pairs with traffic.
     pairs: usize,
     busy: Vec<bool>,
     /// Remaining ticks per port.
     left: Vec<u64>,
     /// Pending pairs per port.
-    pending_count: Vec<usize>,
+    pending_count: Vec<u32>,
     /// Per port, the bitset of partners with a pending pair.
     pending: Vec<u64>,
     /// Per side, the bitset of idle ports that still have pending pairs.
     idle: [Vec<u64>; 2],
+    /// Each busy sender's receiver.
+    receiver_of: Vec<usize>,
+    /// Per port, the tick its running transfer ends.
+    busy_until: Vec<u64>,
+    /// Per port, the tick by which it must be free again (`u64::MAX`: none) and the tight port
+    /// it is kept for (see [`ListScheduler::reserve_next`]).
+    reserved_until: Vec<u64>,
+    reserved_for: Vec<usize>,
+    /// Per side, the bitset of ports kept free (so the candidate scan tests a bit).
+    reserved: [Vec<u64>; 2],
+    /// Ports whose work equals the deadline (at most [`TIGHT_PORTS`]), and the partner each
+    /// keeps for its next transfer.
+    tight: Vec<(usize, usize)>,
 }
 
-impl<'a> Board<'a> {
-    fn new(n: usize, q: &'a [u64]) -> Self {
+/// Tight ports whose next partner is kept free for them.
+const TIGHT_PORTS: usize = 4;
+
+impl<'a> ListScheduler<'a> {
+    fn new(ticks: &'a Ticks, orders: &'a LoadOrders) -> Self {
+        let n = ticks.n;
         let words = n.div_ceil(64);
-        let mut board = Self {
+        let mut sched = Self {
             n,
             words,
-            q,
+            orders,
             pairs: 0,
             busy: vec![false; 2 * n],
             left: vec![0; 2 * n],
             pending_count: vec![0; 2 * n],
             pending: vec![0; 2 * n * words],
             idle: [vec![0; words], vec![0; words]],
+            receiver_of: vec![0; n],
+            busy_until: vec![0; 2 * n],
+            reserved_until: vec![u64::MAX; 2 * n],
+            reserved_for: vec![usize::MAX; 2 * n],
+            reserved: [vec![0; words], vec![0; words]],
+            tight: Vec::new(),
         };
-        for (k, &v) in q.iter().enumerate() {
-            if v > 0 {
-                board.pairs += 1;
-                let (i, j) = (k / n, k % n);
-                for (port, other) in [(i, j), (n + j, i)] {
-                    board.left[port] += v;
-                    board.pending_count[port] += 1;
-                    set_bit(
-                        &mut board.pending[port * words..(port + 1) * words],
-                        other,
-                        true,
-                    );
+        for (i, row) in orders.by_sender.chunks_exact(n.max(1)).enumerate() {
+            let mut count = 0;
+            for (j, &v) in row.iter().enumerate() {
+                if v > 0 {
+                    count += 1;
+                    set_bit(&mut sched.pending[i * words..], j, true);
+                    set_bit(&mut sched.pending[(n + j) * words..], i, true);
+                    sched.pending_count[n + j] += 1;
                 }
             }
+            sched.pending_count[i] = count;
+            sched.pairs += count as usize;
+        }
+        for (r, &g) in orders.senders.iter().enumerate() {
+            sched.left[r] = orders.rows[g as usize];
+        }
+        for (r, &g) in orders.receivers.iter().enumerate() {
+            sched.left[n + r] = orders.cols[g as usize];
         }
         for port in 0..2 * n {
-            board.refresh_idle(port);
+            sched.refresh_idle(port);
         }
-        board
+        sched
+    }
+
+    /// Duration of relabelled pair `(i, j)`, read along sender `i`'s row.
+    fn dur(&self, i: usize, j: usize) -> u64 {
+        self.orders.by_sender[i * self.n + j]
+    }
+
+    fn run<const RESERVE: bool>(mut self, priority: Priority, deadline: u64) -> Outcome {
+        let n = self.n;
+        if RESERVE {
+            self.tight = (0..2 * n)
+                .filter(|&p| self.left[p] == deadline)
+                .take(TIGHT_PORTS)
+                .map(|p| (p, usize::MAX))
+                .collect();
+        }
+        let mut events: BinaryHeap<Reverse<u128>> = BinaryHeap::with_capacity(n);
+        let mut starts: Vec<Start> = Vec::with_capacity(self.pairs);
+        // Ports that just became free, the most loaded first (all of them at time 0).
+        let mut freed: Vec<usize> = (0..2 * n).collect();
+        let mut now = 0;
+        loop {
+            sort_freed(&mut freed, &self.left);
+            let step_begin = starts.len();
+            for &port in &freed {
+                if let Some((i, j)) = self.best_partner::<RESERVE>(port, priority, now) {
+                    let dur = self.dur(i, j);
+                    self.start(i, j, dur);
+                    let end = now + dur;
+                    if RESERVE {
+                        self.busy_until[i] = end;
+                        self.busy_until[n + j] = end;
+                    }
+                    if RESERVE && !self.tight.is_empty() {
+                        self.reserve_next(i, n + j, end);
+                    }
+                    // A port busy until `end` with work left after it ends later still.
+                    if end > deadline
+                        || self.left[i] > deadline - end
+                        || self.left[n + j] > deadline - end
+                    {
+                        starts.truncate(step_begin);
+                        return Outcome::Cut { starts, now };
+                    }
+                    // `n <= MAX_GPUS = 2^13`: labels fit in `u32`.
+                    starts.push(Start {
+                        start: now,
+                        src: self.orders.senders[i],
+                        dst: self.orders.receivers[j],
+                    });
+                    events.push(Reverse(u128::from(end) << 64 | i as u128));
+                    self.receiver_of[i] = j;
+                }
+            }
+            // The timetable's order within one tick: by sender, then receiver.
+            let step = &mut starts[step_begin..];
+            if step.len() > 1 {
+                step.sort_unstable();
+            }
+            // A port left idle with work to do ends at least that work after now.
+            if freed
+                .iter()
+                .any(|&p| !self.busy[p] && self.left[p] > deadline - now)
+            {
+                starts.truncate(step_begin);
+                return Outcome::Cut { starts, now };
+            }
+            let Some(&Reverse(top)) = events.peek() else {
+                break;
+            };
+            now = event_tick(top);
+            freed.clear();
+            while let Some(&Reverse(top)) = events.peek()
+                && event_tick(top) == now
+            {
+                events.pop();
+                #[allow(clippy::cast_possible_truncation)]
+                let i = top as u64 as usize;
+                let j = self.receiver_of[i];
+                self.free(i, j);
+                freed.extend([i, n + j]);
+            }
+        }
+        Outcome::Complete(starts)
     }
 
     /// Keeps port `port`'s idle bit equal to "not busy and has pending pairs".
     fn refresh_idle(&mut self, port: usize) {
         let on = !self.busy[port] && self.pending_count[port] > 0;
-        set_bit(&mut self.idle[port / self.n], port % self.n, on);
+        let (side, me) = if port < self.n {
+            (0, port)
+        } else {
+            (1, port - self.n)
+        };
+        set_bit(&mut self.idle[side], me, on);
     }
 
     /// The best pending pair between idle port `port` and an idle port of the other side.
-    fn best_partner(&self, port: usize, priority: Priority) -> Option<(usize, usize)> {
+    fn best_partner<const RESERVE: bool>(
+        &self,
+        port: usize,
+        priority: Priority,
+        now: u64,
+    ) -> Option<(usize, usize)> {
         let (n, words) = (self.n, self.words);
         if self.busy[port] || self.pending_count[port] == 0 {
             return None;
         }
-        let (side, me) = (port / n, port % n);
+        let (side, me) = if port < n { (0, port) } else { (1, port - n) };
+        // Along the freed port's own row (see `LoadOrders::by_receiver`).
+        let durations = if side == 0 {
+            &self.orders.by_sender[me * n..(me + 1) * n]
+        } else {
+            &self.orders.by_receiver[me * n..(me + 1) * n]
+        };
         let mine = &self.pending[port * words..(port + 1) * words];
-        let mut best: Option<((u64, u64), (usize, usize))> = None;
+        // The best candidate: its partner, its load and (read only when needed) its duration.
+        let mut best: Option<(usize, u64, Option<u64>)> = None;
         let mut compared = 0;
+        let me_reserved = RESERVE && self.reserved_until[port] != u64::MAX;
         for (w, (&a, &b)) in mine.iter().zip(&self.idle[1 - side]).enumerate() {
             let mut bits = a & b;
+            // Candidates kept free for a tight port (or all, when this port is) that would
+            // still run when it needs them are left out; durations are read only for those.
+            let suspects = if !RESERVE {
+                0
+            } else if me_reserved {
+                bits
+            } else {
+                bits & self.reserved[1 - side][w]
+            };
+            if RESERVE && suspects != 0 {
+                bits &= !self.blocked_among(port, w, suspects, durations, now);
+            }
             while bits != 0 && compared < PARTNERS_COMPARED {
                 compared += 1;
                 let other = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let (i, j) = if side == 0 { (me, other) } else { (other, me) };
-                let load = self.left[i].max(self.left[n + j]);
-                // At most `PARTNERS_COMPARED` reads per decision: a column's stride costs
-                // less than transposing `q` for every pass.
-                let dur = self.q[i * n + j];
-                let key = match priority {
-                    Priority::CriticalPort => (load, dur),
-                    Priority::LongestFirst => (dur, load),
+                let partner = if side == 0 { n + other } else { other };
+                let load = self.left[port].max(self.left[partner]);
+                let Some((best_other, best_load, best_dur)) = best else {
+                    best = Some((other, load, None));
+                    continue;
                 };
-                if best.is_none_or(|(b, _)| key > b) {
-                    best = Some((key, (i, j)));
+                // Keys compared as `(load, duration)` or `(duration, load)`, greatest first;
+                // a candidate's duration is read only when the loads do not decide (a
+                // duration read is a cache miss at large `n`).
+                let better = match priority {
+                    Priority::CriticalPort if load != best_load => load > best_load,
+                    _ => {
+                        let known = best_dur.unwrap_or(durations[best_other]);
+                        let dur = durations[other];
+                        let better = match priority {
+                            Priority::CriticalPort => dur > known,
+                            Priority::LongestFirst => (dur, load) > (known, best_load),
+                        };
+                        best = Some((best_other, best_load, Some(known)));
+                        if better {
+                            best = Some((other, load, Some(dur)));
+                        }
+                        continue;
+                    }
+                };
+                if better {
+                    best = Some((other, load, None));
                 }
             }
+            if compared == PARTNERS_COMPARED {
+                break;
+            }
         }
-        best.map(|(_, pair)| pair)
+        best.map(|(other, ..)| if side == 0 { (me, other) } else { (other, me) })
+    }
+
+    /// The bits of `suspects` (partners `w * 64 + bit` of `port`) that [`Self::blocked`]
+    /// rules out; out of line, so the common scan stays small.
+    #[inline(never)]
+    fn blocked_among(
+        &self,
+        port: usize,
+        w: usize,
+        mut suspects: u64,
+        durations: &[u64],
+        now: u64,
+    ) -> u64 {
+        let n = self.n;
+        let mut out = 0;
+        while suspects != 0 {
+            let other = w * 64 + suspects.trailing_zeros() as usize;
+            let bit = suspects & suspects.wrapping_neg();
+            suspects &= suspects - 1;
+            let partner = if port < n { n + other } else { other };
+            let dur = durations[other];
+            if self.blocked(port, partner, now, dur) || self.blocked(partner, port, now, dur) {
+                out |= bit;
+            }
+        }
+        out
+    }
+
+    /// Whether port `a`, kept free for a tight port other than `b`, cannot take a transfer of
+    /// `dur` ticks with `b` at `now` (it would still run when the tight port needs it).
+    fn blocked(&self, a: usize, b: usize, now: u64, dur: u64) -> bool {
+        let until = self.reserved_until[a];
+        until != u64::MAX && self.reserved_for[a] != b && now.saturating_add(dur) > until
+    }
+
+    /// After sender `i` and receiver port `r` start a transfer ending at `end`: if either is a
+    /// tight port (no slack: idle for one tick, it ends after the deadline), keeps a partner
+    /// with a pending pair free for it from `end` on: one idle now, else the first whose
+    /// transfer ends by `end`. That partner takes no transfer that would still run at `end`.
+    /// Without it a dense greedy lets every sender start at time 0 and the tight receiver
+    /// finds none free after its first transfer (the DeepSeek-like dispatch at 64 GPUs).
+    #[inline(never)]
+    fn reserve_next(&mut self, i: usize, r: usize, end: u64) {
+        let (n, words) = (self.n, self.words);
+        for port in [i, r] {
+            let Some(slot) = self.tight.iter().position(|&(t, _)| t == port) else {
+                continue;
+            };
+            // The partner kept for this transfer is released (it may be `partner_now`).
+            let old = self.tight[slot].1;
+            if old != usize::MAX {
+                self.reserved_until[old] = u64::MAX;
+                self.reserved_for[old] = usize::MAX;
+                let (side, me) = if old < n { (0, old) } else { (1, old - n) };
+                set_bit(&mut self.reserved[side], me, false);
+            }
+            let base = if port < n { n } else { 0 };
+            let mut chosen = usize::MAX;
+            let mut chosen_until = u64::MAX;
+            for (w, &bits) in self.pending[port * words..(port + 1) * words]
+                .iter()
+                .enumerate()
+            {
+                let mut bits = bits;
+                while bits != 0 {
+                    let q = base + w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    if self.reserved_until[q] != u64::MAX {
+                        continue;
+                    }
+                    let until = if self.busy[q] { self.busy_until[q] } else { 0 };
+                    if until <= end && until < chosen_until {
+                        chosen = q;
+                        chosen_until = until;
+                        if until == 0 {
+                            break;
+                        }
+                    }
+                }
+                if chosen_until == 0 {
+                    break;
+                }
+            }
+            self.tight[slot].1 = chosen;
+            if chosen != usize::MAX {
+                self.reserved_until[chosen] = end;
+                self.reserved_for[chosen] = port;
+                let (side, me) = if chosen < n {
+                    (0, chosen)
+                } else {
+                    (1, chosen - n)
+                };
+                set_bit(&mut self.reserved[side], me, true);
+            }
+        }
     }
 
     fn start(&mut self, i: usize, j: usize, dur: u64) {
@@ -312,11 +612,7 @@ impl<'a> Board<'a> {
             self.busy[port] = true;
             self.left[port] -= dur;
             self.pending_count[port] -= 1;
-            set_bit(
-                &mut self.pending[port * words..(port + 1) * words],
-                other,
-                false,
-            );
+            set_bit(&mut self.pending[port * words..], other, false);
             self.refresh_idle(port);
         }
     }
@@ -329,12 +625,54 @@ impl<'a> Board<'a> {
     }
 }
 
+/// The tick of a packed `(tick << 64 | sender)` event.
+fn event_tick(packed: u128) -> u64 {
+    #[allow(clippy::cast_possible_truncation)]
+    let tick = (packed >> 64) as u64;
+    tick
+}
+
+/// Orders freed ports by decreasing remaining work, keeping the order of ties (usually two
+/// ports: one sender and one receiver).
+fn sort_freed(freed: &mut [usize], left: &[u64]) {
+    match freed {
+        [a, b] => {
+            if left[*b] > left[*a] {
+                std::mem::swap(a, b);
+            }
+        }
+        _ => freed.sort_by_key(|&p| Reverse(left[p])),
+    }
+}
+
 fn set_bit(bits: &mut [u64], index: usize, on: bool) {
     let mask = 1u64 << (index % 64);
     if on {
         bits[index / 64] |= mask;
     } else {
         bits[index / 64] &= !mask;
+    }
+}
+
+/// Turns list-scheduler starts (in timetable order already) into a timetable.
+fn whole_pairs_to_timetable(ticks: &Ticks, starts: &[Start]) -> Timetable {
+    let n = ticks.n;
+    Timetable {
+        n,
+        transfers: starts
+            .iter()
+            .map(|s| {
+                let (src, dst) = (s.src as usize, s.dst as usize);
+                let k = src * n + dst;
+                Transfer {
+                    src,
+                    dst,
+                    bytes: ticks.pair_bytes(k),
+                    start_s: ticks.time_s(s.start),
+                    end_s: ticks.time_s(s.start + ticks.q[k]),
+                }
+            })
+            .collect(),
     }
 }
 
@@ -352,7 +690,7 @@ pub(crate) fn starts_to_timetable(ticks: &Ticks, mut starts: Starts) -> Timetabl
             .map(|&(src, dst, start, end)| Transfer {
                 src,
                 dst,
-                bytes: ticks.bytes[src * ticks.n + dst],
+                bytes: ticks.pair_bytes(src * ticks.n + dst),
                 start_s: ticks.time_s(start),
                 end_s: ticks.time_s(end),
             })

@@ -1,7 +1,8 @@
 //! The optimal (preemptive) schedule: makespan equal to the lower bound on every input.
 
-use crate::decompose::{Piece, decompose};
-use crate::non_preemptive::tight_non_preemptive;
+use crate::bounds::line_sums_u64;
+use crate::decompose::{Piece, decompose_seeded};
+use crate::non_preemptive::{Prefix, Start, greedy_prefix};
 use crate::ticks::Ticks;
 use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 
@@ -14,13 +15,18 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// (Birkhoff–von Neumann; Gonzalez and Sahni's preemptive open shop). The paper only shows such
 /// an order exists; its Algorithm 1 is [`crate::aurora_greedy`], which is not always optimal.
 ///
-/// Among the bound-meeting schedules it returns the one with the fewest transfers it can find:
-/// the greedy one-piece-per-pair schedule of [`crate::non_preemptive`] is tried first and
-/// returned when it ends exactly on the bound (in integer ticks), since one piece per non-zero
-/// pair is the minimum any schedule can have. Otherwise the decomposition runs and a pair's
-/// bytes may be split into several pieces; its matching is repaired incrementally rather than
-/// recomputed per phase, so most pairs are still sent in one piece (see `docs/performance.md`
-/// for the piece counts on Zipf traffic).
+/// Among the bound-meeting schedules it returns one with few transfers: the greedy
+/// one-piece-per-pair list schedule of [`crate::non_preemptive`] (its critical-port pass) runs
+/// first against the bound, and is returned when it ends exactly on it (in integer ticks), since
+/// one piece per non-zero pair is the minimum any schedule can have. When it falls behind in the
+/// first half of the bound it runs once more keeping each tight port's next partner free (so a
+/// port without slack never waits for a busy partner). When it still falls behind, its
+/// transfers up to the latest tick from which the rest still fits before the bound are kept
+/// (those running then are cut there), and only the rest is decomposed, starting with the cut
+/// transfers so they continue as one piece (issue 24: the greedy's work is never thrown away).
+/// In the decomposition a pair's bytes may be split into several pieces; its matching is
+/// repaired incrementally rather than recomputed per phase, so most pairs are still sent in one
+/// piece (see `docs/performance.md` for the piece counts).
 ///
 /// Integer matrices with one bandwidth are scheduled in exact integer arithmetic (one tick per
 /// byte) and the makespan equals the bound bit for bit. Otherwise times are rounded up to
@@ -40,12 +46,14 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 ///
 /// # Complexity
 ///
-/// The greedy first try costs what [`crate::non_preemptive`] costs. Then
-/// `O(n^2)` phases at most (each exhausts an entry of the padded matrix). A phase with a short
+/// The greedy costs `O(P log n + E * (n / 64 + c))` for `P` pairs, `E <= P` decision times
+/// and at most `c = 16` compared partners per freed port, plus `O(n^2)` set-up. The
+/// decomposition of the rest takes `O(n^2)` phases at most (each exhausts an entry of the
+/// padded matrix). A phase with a short
 /// repair costs `O(n)` bit tests at most (usually a few) plus `O(log n)` for the finish-time
 /// tree; a breadth-first repair costs `O(n^2 / 64)` word operations, and the fallback
-/// Hopcroft–Karp (unreachable on regular matrices) `O(n^2.5)`. Memory is `O(n^2)` plus the
-/// output.
+/// Hopcroft–Karp (unreachable on regular matrices) `O(n^2.5)`. Memory is `O(n^2)` words (the
+/// greedy keeps the durations in two relabelled copies) plus the output.
 ///
 /// # Examples
 ///
@@ -64,16 +72,116 @@ pub fn optimal(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<Timetabl
     let ticks = Ticks::new(matrix, bandwidth)?;
     // Fewest transfers first: a one-piece-per-pair schedule on the bound has the minimum
     // possible piece count (one per non-zero pair) and is what a send loop can run unchanged.
-    let timetable = match tight_non_preemptive(&ticks) {
-        Some(timetable) => timetable,
-        None => {
-            let (pieces, _) = decompose(ticks.n, &ticks.q, &ticks.q)?;
+    let timetable = match greedy_prefix(&ticks) {
+        Prefix::Whole(timetable) => timetable,
+        Prefix::Cut { starts, now } => {
+            let pieces = match continue_from(&ticks, &starts, now)? {
+                Some(pieces) => pieces,
+                None => decompose_seeded(ticks.n, &ticks.q, &ticks.q, &[])?.0,
+            };
             pieces_to_timetable(&ticks, &pieces)
         }
     }
     .finite()?;
     debug_assert_eq!(timetable.validate(matrix, bandwidth), Ok(()));
     Ok(timetable)
+}
+
+/// Completes the greedy's transfers with a decomposition of what is left after the latest cut
+/// tick `c <= now` at which what is left fits between `c` and the bound; `None` when that
+/// tick is 0 (nothing of the greedy is kept).
+///
+/// Cutting at tick `c` keeps the transfers started before `c` (those still running are cut at
+/// `c`); the residual matrix holds their remaining ticks and the unstarted pairs. If its largest
+/// line sum is at most `L - c`, its decomposition ends by `L` (the theorem of
+/// `docs/algorithms.md`, from `c` on) and nothing of the greedy ends later, so the schedule ends
+/// exactly on the bound (no schedule ends earlier). The greedy can stop after the tick at which
+/// an idle port fell behind, so the cut moves back: to `L - r` for a port with residual `r`
+/// that does not fit, until every port fits (each step moves strictly back; the cut at 0 always
+/// fits). The running transfers seed the decomposition's first matching, so they continue as
+/// one piece.
+fn continue_from(
+    ticks: &Ticks,
+    starts: &[Start],
+    now: u64,
+) -> Result<Option<Vec<Piece>>, ScheduleError> {
+    let n = ticks.n;
+    let (rows, cols) = line_sums_u64(&ticks.q, n)?;
+    let line = ticks.line_ticks;
+    let mut cut = now;
+    let mut done = vec![0u64; 2 * n];
+    loop {
+        if cut == 0 {
+            return Ok(None);
+        }
+        // Ticks each port has sent or received by `cut`.
+        done.fill(0);
+        for s in starts.iter().take_while(|s| s.start < cut) {
+            let (src, dst) = (s.src as usize, s.dst as usize);
+            let d = ticks.q[src * n + dst].min(cut - s.start);
+            done[src] += d;
+            done[n + dst] += d;
+        }
+        let room = line - cut;
+        // The earliest cut any port that does not fit needs (its residual must fit in
+        // `L - cut`).
+        let needed = rows
+            .iter()
+            .chain(&cols)
+            .zip(&done)
+            .map(|(&total, &d)| total - d)
+            .filter(|&r| r > room)
+            .map(|r| line - r)
+            .min();
+        match needed {
+            None => break,
+            Some(earlier) => cut = earlier,
+        }
+    }
+    let mut residual = ticks.q.clone();
+    let kept = starts.partition_point(|s| s.start < cut);
+    let mut head = Vec::with_capacity(kept);
+    // The transfer of each sender running at `cut`: its receiver and the ticks sent before.
+    let mut seeds = vec![usize::MAX; n];
+    let mut sent = vec![0u64; n];
+    let mut running = vec![usize::MAX; n];
+    for s in &starts[..kept] {
+        let (src, dst) = (s.src as usize, s.dst as usize);
+        let k = src * n + dst;
+        let end = s.start + ticks.q[k];
+        let stop = end.min(cut);
+        residual[k] = end - stop;
+        if end > cut {
+            seeds[src] = dst;
+            sent[src] = cut - s.start;
+            running[src] = head.len();
+        }
+        head.push(Piece {
+            src,
+            dst,
+            start: s.start,
+            end: stop,
+            offset: 0,
+        });
+    }
+    let (tail, _) = decompose_seeded(n, &residual, &residual, &seeds)?;
+    head.reserve(tail.len());
+    for mut p in tail {
+        p.start += cut;
+        p.end += cut;
+        if seeds[p.src] == p.dst {
+            p.offset += sent[p.src];
+            // The continuation that starts at the cut is the same piece.
+            if p.start == cut
+                && let Some(prev) = head.get_mut(running[p.src])
+            {
+                prev.end = p.end;
+                continue;
+            }
+        }
+        head.push(p);
+    }
+    Ok(Some(head))
 }
 
 /// Turns tick pieces (sorted by start tick, then sender) into a timetable in seconds and bytes.
@@ -92,5 +200,58 @@ pub(crate) fn pieces_to_timetable(ticks: &Ticks, pieces: &[Piece]) -> Timetable 
     Timetable {
         n: ticks.n,
         transfers,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lower_bound_s;
+    use crate::workload::{uniform_traffic, zipf_traffic};
+
+    /// Issue 24: when the greedy falls behind, its transfers before the cut are kept and the
+    /// rest is decomposed; the result is valid, on the bound, and keeps the greedy's pairs whole.
+    #[test]
+    fn an_interrupted_greedy_is_completed_on_the_bound() {
+        let b = Bandwidth::uniform(1.0).unwrap();
+        let mut continued = 0;
+        for seed in 0..6 {
+            for d in [
+                uniform_traffic(24, 1000, seed).unwrap(),
+                zipf_traffic(24, 0.3, 500, 1, seed).unwrap(),
+            ] {
+                let ticks = Ticks::new(&d, &b).unwrap();
+                let Prefix::Cut { starts, now } = greedy_prefix(&ticks) else {
+                    continue;
+                };
+                let Some(pieces) = continue_from(&ticks, &starts, now).unwrap() else {
+                    continue;
+                };
+                continued += 1;
+                let plan = pieces_to_timetable(&ticks, &pieces);
+                plan.validate(&d, &b).unwrap();
+                assert_eq!(plan.makespan_s(), lower_bound_s(&d, &b).unwrap());
+                assert_eq!(plan, optimal(&d, &b).unwrap());
+            }
+        }
+        assert!(continued > 0, "no input exercised the continuation");
+    }
+
+    /// Issue 24: on uniform traffic every port is nearly tight and the plain greedy falls
+    /// behind at once; keeping the tight port's next partner free lets it end on the bound with
+    /// one piece per pair on some inputs (3 of these 8 when written).
+    #[test]
+    fn keeping_the_tight_ports_partner_free_gives_one_piece_schedules() {
+        let b = Bandwidth::uniform(1.0).unwrap();
+        let mut whole = 0;
+        for seed in 1..=8 {
+            let d = uniform_traffic(64, 1 << 24, seed).unwrap();
+            let plan = optimal(&d, &b).unwrap();
+            assert_eq!(plan.makespan_s(), lower_bound_s(&d, &b).unwrap());
+            if plan.pieces() == d.nonzeros() {
+                whole += 1;
+            }
+        }
+        assert!(whole >= 2, "{whole} of 8 one-piece schedules");
     }
 }

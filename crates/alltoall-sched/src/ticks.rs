@@ -29,8 +29,9 @@ pub(crate) struct Ticks {
     pub n: usize,
     /// Duration of each pair in ticks, row-major, zero diagonal.
     pub q: Vec<u64>,
-    /// Bytes of each pair, row-major (as given).
-    pub bytes: Vec<f64>,
+    /// Bytes of each pair, row-major (as given); empty when `exact` (then they are `q`,
+    /// which saves `n^2` words and their conversion).
+    bytes: Vec<f64>,
     /// Largest row or column sum of `q`.
     pub line_ticks: u64,
     /// The lower bound in seconds; `time_s(line_ticks) == bound_s` exactly.
@@ -52,9 +53,6 @@ impl Ticks {
     ) -> Result<Self, ScheduleError> {
         bandwidth.check(matrix.n())?;
         let n = matrix.n();
-        let bytes: Vec<f64> = (0..n)
-            .flat_map(|i| (0..n).map(move |j| matrix.at(i, j)))
-            .collect();
         if let (Some(entries), Some(b)) = (matrix.integer_entries(), bandwidth.as_uniform()) {
             let line_ticks = max_line_sum_u64(entries, n)?;
             // As `lower_bound_s`: a bandwidth like 5e-324 B/s puts the bound beyond `f64`
@@ -68,7 +66,7 @@ impl Ticks {
             return Ok(Self {
                 n,
                 q: entries.to_vec(),
-                bytes,
+                bytes: Vec::new(),
                 line_ticks,
                 bound_s,
                 exact: true,
@@ -76,6 +74,9 @@ impl Ticks {
                 unit: 1.0,
             });
         }
+        let bytes: Vec<f64> = (0..n)
+            .flat_map(|i| (0..n).map(move |j| matrix.at(i, j)))
+            .collect();
         let rate = |i: usize, j: usize| bandwidth.rate_at(i, j);
         let bound_s = lower_bound_s(matrix, bandwidth)?;
         // A subnormal (or underflowed) bound has too few significant bits to scale ticks by
@@ -160,6 +161,15 @@ impl Ticks {
             self.bound_s
         } else {
             tick as f64 * self.tick_factor * self.unit
+        }
+    }
+
+    /// Bytes of the pair at row-major index `k` (exact on both paths).
+    pub(crate) fn pair_bytes(&self, k: usize) -> f64 {
+        if self.exact {
+            self.q[k] as f64
+        } else {
+            self.bytes[k]
         }
     }
 
