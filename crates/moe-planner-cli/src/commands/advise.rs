@@ -56,18 +56,9 @@ pub(crate) struct Args {
     /// Rebalance only when it cuts the busiest GPU's load by at least this fraction.
     #[arg(long, default_value_t = DEFAULT_MIN_GAIN)]
     pub min_gain: f64,
-    /// Allowed relative excess of the rebalance's maximum load over the best, for fewer copies.
-    #[arg(long, default_value_t = 0.0)]
-    pub tolerance: f64,
-    /// Bytes of one expert's weights (gives transfer bytes and time).
-    #[arg(long)]
-    pub expert_bytes: Option<f64>,
-    /// Per-GPU bandwidth for weight transfers, Gbps.
-    #[arg(long, default_value_t = 400.0)]
-    pub bandwidth_gbps: f64,
-    /// Copies one GPU may send, and receive, per migration round.
-    #[arg(long, default_value_t = 1)]
-    pub transfer_peer_limit: usize,
+    /// The rebalance's tolerance and transfer costs.
+    #[command(flatten)]
+    pub rebalance: super::rebalance_args::RebalanceArgs,
     /// Steps each layer's exact search may take (small instances; deterministic, no time limit)
     /// [default: 2000000].
     #[arg(long)]
@@ -86,10 +77,10 @@ pub(crate) fn run(args: &Args, ctx: &Context) -> Result<(), CliError> {
     spec.max_redundant = args.max_redundant;
     spec.target_imbalance = args.target_imbalance;
     spec.min_gain = args.min_gain;
-    spec.tolerance = args.tolerance;
-    spec.expert_bytes = args.expert_bytes;
-    spec.bandwidth_gbps = args.bandwidth_gbps;
-    spec.transfer_peer_limit = args.transfer_peer_limit;
+    spec.tolerance = args.rebalance.tolerance;
+    spec.expert_bytes = args.rebalance.expert_bytes;
+    spec.bandwidth_gbps = args.rebalance.bandwidth_gbps;
+    spec.transfer_peer_limit = args.rebalance.transfer_peer_limit;
     spec.search_steps = args.search_steps;
     if let Some(path) = &args.current {
         let file: CurrentPlacementFile = read_json(path)?;

@@ -10,5 +10,6 @@ pub(crate) mod iteration;
 pub(crate) mod network;
 pub(crate) mod place;
 pub(crate) mod place_traffic;
+pub(crate) mod rebalance_args;
 pub(crate) mod schedule;
 pub(crate) mod train;

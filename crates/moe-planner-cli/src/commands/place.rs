@@ -55,20 +55,9 @@ pub(crate) struct Args {
     /// transfers.
     #[arg(long)]
     pub current: Option<PathBuf>,
-    /// Allowed relative excess of the maximum GPU load over the best found, traded for fewer
-    /// moves.
-    #[arg(long, default_value_t = 0.0)]
-    pub tolerance: f64,
-    /// Bytes of one expert's weights (gives transfer sizes and times).
-    #[arg(long)]
-    pub expert_bytes: Option<f64>,
-    /// Per-GPU bandwidth for weight transfers, Gbps.
-    #[arg(long, default_value_t = 400.0)]
-    pub bandwidth_gbps: f64,
-    /// With --current: expert copies one GPU may send, and receive, per migration round (1: one
-    /// peer at a time).
-    #[arg(long, default_value_t = 1)]
-    pub transfer_peer_limit: usize,
+    /// With --current: the rebalance's tolerance and transfer costs.
+    #[command(flatten)]
+    pub rebalance: super::rebalance_args::RebalanceArgs,
     /// Steps the exact search of one layer may take [default: 2000000, exact: 20000000; 0
     /// skips the exact search].
     #[arg(long)]
@@ -160,12 +149,12 @@ fn spec(args: &Args) -> Result<PlacementSpec, CliError> {
         let file: CurrentPlacementFile = read_json(path)?;
         spec.current = Some(file.physical_to_logical_map);
     }
-    spec.tolerance = args.tolerance;
+    spec.tolerance = args.rebalance.tolerance;
     spec.search_steps = args.search_steps;
     spec.time_budget_s = args.time_budget_s;
-    spec.expert_bytes = args.expert_bytes;
-    spec.bandwidth_gbps = args.bandwidth_gbps;
-    spec.transfer_peer_limit = args.transfer_peer_limit;
+    spec.expert_bytes = args.rebalance.expert_bytes;
+    spec.bandwidth_gbps = args.rebalance.bandwidth_gbps;
+    spec.transfer_peer_limit = args.rebalance.transfer_peer_limit;
     spec.windows = args
         .windows
         .iter()
