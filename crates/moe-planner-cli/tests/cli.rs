@@ -1,24 +1,13 @@
 //! End-to-end tests of the `moe-planner` binary: every subcommand on the example files, the
 //! JSON keys docs/cli.md promises, and one-line errors with the documented exit codes.
 
+mod common;
+
+use common::{data, run};
+
 mod svg_check;
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
 use serde_json::Value;
-
-fn data(file: &str) -> String {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/data");
-    root.join(file).to_string_lossy().into_owned()
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_moe-planner"))
-        .args(args)
-        .output()
-        .expect("the moe-planner binary runs")
-}
 
 /// Runs with `--json`, checks success and parses stdout.
 fn json(args: &[&str]) -> Value {

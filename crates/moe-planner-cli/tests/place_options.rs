@@ -1,32 +1,11 @@
 //! Issue 20, item 5 at the command line: `place` options that mean what they say, errors that
 //! name the user's flag, plan documents that feed back as `--current`.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
+
+use common::{data, run, scratch};
 
 use serde_json::Value;
-
-fn data(file: &str) -> String {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/data");
-    root.join(file).to_string_lossy().into_owned()
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_moe-planner"))
-        .args(args)
-        .output()
-        .expect("the moe-planner binary runs")
-}
-
-/// A scratch file unique to this test process.
-fn scratch(name: &str, text: &str) -> String {
-    let path = std::env::temp_dir().join(format!(
-        "moe-planner-place-options-{}-{name}",
-        std::process::id()
-    ));
-    std::fs::write(&path, text).unwrap();
-    path.to_string_lossy().into_owned()
-}
 
 fn json(args: &[&str]) -> Value {
     let mut all = args.to_vec();

@@ -2,31 +2,11 @@
 //! the baselines beside them, writes the engine file and the trade-off curve, and names the
 //! user's flag in errors.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
+
+use common::{data, run, scratch};
 
 use serde_json::Value;
-
-fn data(file: &str) -> String {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/data");
-    root.join(file).to_string_lossy().into_owned()
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_moe-planner"))
-        .args(args)
-        .output()
-        .expect("the moe-planner binary runs")
-}
-
-fn scratch(name: &str, text: &str) -> String {
-    let path = std::env::temp_dir().join(format!(
-        "moe-planner-place-traffic-{}-{name}",
-        std::process::id()
-    ));
-    std::fs::write(&path, text).unwrap();
-    path.to_string_lossy().into_owned()
-}
 
 /// A small two-node instance: node 0 sends to experts 0-3, node 1 to 4-7.
 fn small() -> String {

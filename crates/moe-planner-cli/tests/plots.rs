@@ -1,17 +1,15 @@
 //! `--svg` of every subcommand that draws: the file is well-formed SVG with its title, axis
 //! names and units.
 
+mod common;
+
+use common::data;
+
 mod svg_check;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use svg_check::{assert_svg_labels, scratch_dir};
-
-fn data(file: &str) -> String {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/data");
-    root.join(file).to_string_lossy().into_owned()
-}
 
 fn run_ok(args: &[&str]) {
     let out = Command::new(env!("CARGO_BIN_EXE_moe-planner"))

@@ -1,14 +1,9 @@
 //! Conflicting or meaningless flags are usage errors (exit 2), and a default that produces a
 //! degenerate case says so on stderr.
 
-use std::process::{Command, Output};
+mod common;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_moe-planner"))
-        .args(args)
-        .output()
-        .expect("the moe-planner binary runs")
-}
+use common::run;
 
 const GPT175_ON_64: [&str; 8] = [
     "iteration",
