@@ -55,6 +55,7 @@ mod bound;
 mod candidates;
 mod capped_rebalance;
 mod cardinality_bound;
+mod count_search;
 mod eplb;
 mod exact;
 mod excess;

@@ -3,6 +3,7 @@
 
 use crate::bound::lower_bound;
 use crate::candidates::candidate_counts;
+use crate::count_search::count_search;
 use crate::exact::{PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, branch_and_bound};
 use crate::local_search::{Aggregate, SearchOptions, improve};
 use crate::model::{LayerLoads, PlacementCluster};
@@ -47,6 +48,9 @@ const STARTS: usize = 6;
 
 /// Above this many slots the multi-start runs one extra start only.
 const LARGE_SLOTS: usize = 1024;
+
+/// Replica-count candidates the count-level search starts from, besides the best plan's counts.
+const COUNT_SEARCH_STARTS: usize = 8;
 
 /// The heuristic placement.
 ///
@@ -134,9 +138,48 @@ pub(crate) fn heuristic(
             best_value = value;
         }
     }
-    if !small || near(best_value) {
-        return best;
+    if small && !near(best_value) {
+        (best, best_value) = kicked(
+            w,
+            cluster,
+            lower_bound,
+            best,
+            best_value,
+            &near,
+            &late,
+            hard_deadline,
+        );
     }
+    // On 2-slot GPUs a plan is as good as its counts (the packing of given counts is the
+    // sorted pairing, optimal): search the counts themselves. Last, so that it can only
+    // improve on everything above.
+    if !near(best_value) && !late() && crate::count_search::applies(cluster) {
+        let mut from = vec![crate::plan::counts(&best, experts)];
+        from.extend(counts.iter().take(COUNT_SEARCH_STARTS).cloned());
+        if let Some(map) = count_search(w, cluster, &from).and_then(|c| pack(w, &c, cluster)) {
+            let map = descend(w, cluster, lower_bound, map, hard_deadline);
+            let value = max_load(w, cluster, &map);
+            if value < best_value * (1.0 - crate::local_search::REL_EPS) {
+                return map;
+            }
+        }
+    }
+    best
+}
+
+/// The kicks of [`heuristic`] (iterated local search from `best`).
+#[allow(clippy::too_many_arguments)]
+fn kicked(
+    w: &[f64],
+    cluster: &PlacementCluster,
+    lower_bound: f64,
+    mut best: Vec<usize>,
+    mut best_value: f64,
+    near: &dyn Fn(f64) -> bool,
+    late: &dyn Fn() -> bool,
+    hard_deadline: &Deadline,
+) -> (Vec<usize>, f64) {
+    let experts = w.len();
     let slots = cluster.total_slots() as u64;
     let kicks = KICKS.min(KICK_WORK / slots.max(1));
     let mut stall = 0;
@@ -168,7 +211,7 @@ pub(crate) fn heuristic(
             stall += 1;
         }
     }
-    best
+    (best, best_value)
 }
 
 /// The local search of [`heuristic`] from `map`.
@@ -189,7 +232,7 @@ fn descend(
 }
 
 /// SplitMix64's output function: a fixed scramble of `x` (the perturbation schedule).
-fn mix(x: u64) -> u64 {
+pub(crate) fn mix(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
