@@ -150,13 +150,17 @@ pub(crate) fn heuristic(
             hard_deadline,
         );
     }
-    // On 2-slot GPUs a plan is as good as its counts (the packing of given counts is the
-    // sorted pairing, optimal): search the counts themselves. Last, so that it can only
+    // Search the counts themselves (on 2-slot GPUs a plan is exactly as good as its counts:
+    // the packing of given counts is the sorted pairing, optimal). Last, so that it can only
     // improve on everything above.
-    if !near(best_value) && !late() && crate::count_search::applies(cluster) {
+    // Not inside a node-aware plan (`good_enough > 0`): its nodes need only stay below the
+    // busiest node, and its per-node calls would pay the search many times over.
+    if !near(best_value) && !late() && good_enough <= 0.0 && crate::count_search::applies(cluster) {
         let mut from = vec![crate::plan::counts(&best, experts)];
         from.extend(counts.iter().take(COUNT_SEARCH_STARTS).cloned());
-        if let Some(map) = count_search(w, cluster, &from).and_then(|c| pack(w, &c, cluster)) {
+        if let Some(map) =
+            count_search(w, cluster, &from, hard_deadline).and_then(|c| pack(w, &c, cluster))
+        {
             let map = descend(w, cluster, lower_bound, map, hard_deadline);
             let value = max_load(w, cluster, &map);
             if value < best_value * (1.0 - crate::local_search::REL_EPS) {
