@@ -65,6 +65,7 @@ mod bounds;
 mod decompose;
 mod dispatch;
 mod error;
+mod first_try;
 mod latency;
 mod matrix;
 mod min_tree;

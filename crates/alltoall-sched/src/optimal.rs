@@ -1,8 +1,8 @@
 //! The optimal (preemptive) schedule: makespan equal to the lower bound on every input.
 
-use crate::bounds::line_sums_u64;
 use crate::decompose::{Piece, decompose_seeded};
-use crate::non_preemptive::{Prefix, Start, greedy_prefix};
+use crate::first_try::{Prefix, greedy_prefix};
+use crate::non_preemptive::Start;
 use crate::ticks::Ticks;
 use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 
@@ -106,7 +106,7 @@ fn continue_from(
     now: u64,
 ) -> Result<Option<Vec<Piece>>, ScheduleError> {
     let n = ticks.n;
-    let (rows, cols) = line_sums_u64(&ticks.q, n)?;
+    let (rows, cols) = (&ticks.rows, &ticks.cols);
     let line = ticks.line_ticks;
     let mut cut = now;
     let mut done = vec![0u64; 2 * n];
@@ -127,7 +127,7 @@ fn continue_from(
         // `L - cut`).
         let needed = rows
             .iter()
-            .chain(&cols)
+            .chain(cols)
             .zip(&done)
             .map(|(&total, &d)| total - d)
             .filter(|&r| r > room)
