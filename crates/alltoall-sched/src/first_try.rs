@@ -262,10 +262,12 @@ impl<'a> Board<'a> {
     }
 
     /// Ticks of the pair of sender rank `s` and receiver rank `r`.
+    #[inline]
     fn dur(&self, s: usize, r: usize) -> u64 {
         self.q[self.labels[0][s] as usize * self.n + self.labels[1][r] as usize]
     }
 
+    #[inline]
     fn left(&self, port: usize) -> u64 {
         let n = self.n;
         if port < n {
@@ -369,6 +371,7 @@ impl<'a> Board<'a> {
 
     /// The rank of the idle partner of lowest rank (highest line sum) with which idle port
     /// `me` of `side` has a pending pair.
+    #[inline]
     fn partner<const RESERVE: bool>(&self, side: usize, me: usize, now: u64) -> Option<usize> {
         let words = self.words;
         let port = self.ports[side][me];
@@ -489,6 +492,7 @@ impl<'a> Board<'a> {
 
     /// Starts the pair of sender rank `s` and receiver rank `r`; returns both ports' work left
     /// after it.
+    #[inline]
     fn start(&mut self, s: usize, r: usize, dur: u64) -> (u64, u64) {
         let words = self.words;
         let [send, recv] = &mut self.ports;
@@ -514,6 +518,7 @@ impl<'a> Board<'a> {
     }
 
     /// Ends the transfer of sender rank `s`; returns its receiver's rank.
+    #[inline]
     fn free(&mut self, s: usize) -> usize {
         let [send, recv] = &mut self.ports;
         let a = &mut send[s];

@@ -165,7 +165,7 @@ pub fn latency_pareto(
             .collect();
         let (pieces, _) = decompose(ticks.n, &ticks.q, &dur)?;
         let fraction = divisor.map_or(0.0, |k| 1.0 / k as f64);
-        push(Some(fraction), pieces_to_timetable(&ticks, &pieces))?;
+        push(Some(fraction), pieces_to_timetable(&ticks, pieces))?;
     }
     Ok(pareto_front(points))
 }
