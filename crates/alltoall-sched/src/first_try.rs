@@ -1,6 +1,6 @@
 //! `optimal`'s first try: a lean dense list schedule run against the bound.
 //!
-//! The same scheme as [`crate::non_preemptive`]'s list scheduler (whenever an idle sender and
+//! The same scheme as [`crate::non_preemptive()`]'s list scheduler (whenever an idle sender and
 //! an idle receiver share a pending pair, one of them starts a transfer; ports relabelled by
 //! decreasing load; a tight port's next partner kept free), with a priority that needs no
 //! reads: a freed port takes the pending idle partner of highest initial load (its lowest
@@ -32,7 +32,7 @@ pub(crate) enum Prefix {
 /// One piece per non-zero pair is the fewest transfers any schedule can have, so a whole
 /// schedule on the bound has the fewest pieces possible. The greedy stops at the first tick at
 /// which a port can no longer finish by the bound (a port idle at `t` with `w` ticks left ends
-/// after `t + w`); what it started before that tick is kept, and [`crate::optimal`]
+/// after `t + w`); what it started before that tick is kept, and [`crate::optimal()`]
 /// decomposes only the rest (issue 24: the greedy's work is never thrown away, so trying it
 /// costs little when it fails). A pass that falls behind in the first half of the bound is run
 /// again keeping each tight port's next partner free ([`Board::reserve_next`]), and the

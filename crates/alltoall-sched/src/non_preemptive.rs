@@ -21,7 +21,7 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 ///
 /// # Errors
 ///
-/// As [`crate::optimal`].
+/// As [`crate::optimal()`].
 ///
 /// # Complexity
 ///

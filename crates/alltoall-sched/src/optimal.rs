@@ -13,10 +13,10 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// is padded to a regular matrix (the paper's artificial traffic `X`, placed on the diagonal
 /// first so it costs no transfers) and decomposed into perfect matchings that run back to back
 /// (Birkhoff–von Neumann; Gonzalez and Sahni's preemptive open shop). The paper only shows such
-/// an order exists; its Algorithm 1 is [`crate::aurora_greedy`], which is not always optimal.
+/// an order exists; its Algorithm 1 is [`crate::aurora_greedy()`], which is not always optimal.
 ///
 /// Among the bound-meeting schedules it returns one with few transfers: the greedy
-/// one-piece-per-pair list schedule of [`crate::non_preemptive`] (its critical-port pass) runs
+/// one-piece-per-pair list schedule of [`crate::non_preemptive()`] (its critical-port pass) runs
 /// first against the bound, and is returned when it ends exactly on it (in integer ticks), since
 /// one piece per non-zero pair is the minimum any schedule can have. When it falls behind in the
 /// first half of the bound it runs once more keeping each tight port's next partner free (so a
