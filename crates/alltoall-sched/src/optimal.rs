@@ -15,8 +15,9 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// (Birkhoff–von Neumann; Gonzalez and Sahni's preemptive open shop). The paper only shows such
 /// an order exists; its Algorithm 1 is [`crate::aurora_greedy()`], which is not always optimal.
 ///
-/// Among the bound-meeting schedules it returns one with few transfers: the greedy
-/// one-piece-per-pair list schedule of [`crate::non_preemptive()`] (its critical-port pass) runs
+/// Among the bound-meeting schedules it returns one with few transfers: a greedy
+/// one-piece-per-pair list schedule (the scheme of [`crate::non_preemptive()`], with a priority
+/// that reads nothing: a freed port takes the idle partner with the largest line sum) runs
 /// first against the bound, and is returned when it ends exactly on it (in integer ticks), since
 /// one piece per non-zero pair is the minimum any schedule can have. When it falls behind in the
 /// first half of the bound it runs once more keeping each tight port's next partner free (so a
@@ -46,14 +47,16 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 ///
 /// # Complexity
 ///
-/// The greedy costs `O(P log n + E * (n / 64 + c))` for `P` pairs, `E <= P` decision times
-/// and at most `c = 16` compared partners per freed port, plus `O(n^2)` set-up. The
+/// The greedy costs `O(P log n + E * n / 64)` for `P` pairs and `E <= P` decision times (a
+/// freed port finds its partner with `n / 64` word operations at most), plus `O(n^2)` set-up
+/// (one pass over the matrix; nothing is copied). The
 /// decomposition of the rest takes `O(n^2)` phases at most (each exhausts an entry of the
 /// padded matrix). A phase with a short
 /// repair costs `O(n)` bit tests at most (usually a few) plus `O(log n)` for the finish-time
 /// tree; a breadth-first repair costs `O(n^2 / 64)` word operations, and the fallback
 /// Hopcroft–Karp (unreachable on regular matrices) `O(n^2.5)`. Memory is `O(n^2)` words (the
-/// greedy keeps the durations in two relabelled copies) plus the output.
+/// tick matrix, the greedy's 16-byte starts, and when it falls behind the residual and the
+/// decomposition's state) plus the output, into which the pieces are converted in place.
 ///
 /// # Examples
 ///
