@@ -15,12 +15,12 @@ use crate::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Algorithm {
-    /// [`crate::optimal`]: reaches the lower bound, with one piece per pair whenever the greedy
+    /// [`crate::optimal()`]: reaches the lower bound, with one piece per pair whenever the greedy
     /// finds such a schedule on the bound (pieces are split only otherwise).
     Optimal,
-    /// [`crate::aurora_greedy`]: Aurora's Algorithm 1.
+    /// [`crate::aurora_greedy()`]: Aurora's Algorithm 1.
     AuroraGreedy,
-    /// [`crate::non_preemptive`]: one piece per pair.
+    /// [`crate::non_preemptive()`]: one piece per pair.
     NonPreemptive,
     /// [`crate::baselines::sjf`]: shortest flow first per sender, simulated.
     Sjf,

@@ -8,7 +8,7 @@ use crate::ticks::Ticks;
 use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix};
 
 /// Aurora Algorithm 1 ("determine token transmission order"), to compare against
-/// [`crate::optimal`].
+/// [`crate::optimal()`].
 ///
 /// Implements Aurora §4.2, Algorithm 1: find the bottleneck GPU (the largest send or receive
 /// total), give its transfers a random order (seeded) and remove them from the matrix; then
@@ -26,7 +26,7 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix};
 ///
 /// # Errors
 ///
-/// As [`crate::optimal`].
+/// As [`crate::optimal()`].
 ///
 /// # Complexity
 ///

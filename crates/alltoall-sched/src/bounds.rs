@@ -14,7 +14,7 @@ use crate::{Bandwidth, ScheduleError, TrafficMatrix};
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LowerBounds {
     /// `max` over GPUs of `sum_j d_ij / min(B_i, B_j)` (sending) or `sum_i d_ij / min(B_i, B_j)`
-    /// (receiving): the busy time of the busiest port. Tight: [`crate::optimal`] reaches it.
+    /// (receiving): the busy time of the busiest port. Tight: [`crate::optimal()`] reaches it.
     pub one_port_s: f64,
     /// `max(sum_j d_ij / B_i, sum_i d_ij / B_j)`: what each port's capacity alone implies; only
     /// reachable if a fast port could serve several slow peers at once (fluid sharing).
@@ -29,7 +29,7 @@ pub struct LowerBounds {
 /// Aurora Theorem 4.2 (`b_max = max(row or column sum) / B`) for one bandwidth; with per-GPU
 /// bandwidths each transfer `i -> j` counts `d_ij / min(B_i, B_j)` on both of its ports (the
 /// normalization of Aurora Appendix B). For integer matrices with one bandwidth the value is
-/// computed from the exact integer line sums, so [`crate::optimal`]'s makespan equals it
+/// computed from the exact integer line sums, so [`crate::optimal()`]'s makespan equals it
 /// bit for bit.
 ///
 /// # Errors

@@ -55,7 +55,7 @@ pub(crate) fn decompose(
 
 /// As [`decompose`], with the first matching grown from `seeds` (receiver of each sender,
 /// [`NONE`] for none; pairs without remaining ticks are ignored) so that transfers already
-/// running when the decomposition takes over keep running: [`crate::optimal`] continues an
+/// running when the decomposition takes over keep running: [`crate::optimal()`] continues an
 /// interrupted greedy schedule without splitting its running transfers.
 pub(crate) fn decompose_seeded(
     n: usize,

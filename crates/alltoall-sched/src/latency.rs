@@ -103,18 +103,18 @@ pub fn with_latency(
 /// optimal decomposition's extra pieces are not free. The knob is a *quantum* `Q`: every pair's
 /// transfer time is rounded up to a multiple of `Q` before the decomposition, so every phase
 /// lasts a multiple of `Q` and each port sees at most `L/Q + n` phases, while the bound grows by
-/// at most `n Q` (`L` the bound). `Q = 0` is [`crate::optimal`]; large `Q` approaches one piece
-/// per pair, and [`crate::non_preemptive`] is the fewest-pieces end. Each candidate is re-timed
+/// at most `n Q` (`L` the bound). `Q = 0` is [`crate::optimal()`]; large `Q` approaches one piece
+/// per pair, and [`crate::non_preemptive()`] is the fewest-pieces end. Each candidate is re-timed
 /// with [`with_latency`]; the list keeps the candidates that no other beats on both pieces and
 /// makespan, sorted by pieces.
 ///
 /// # Errors
 ///
-/// As [`with_latency`] and [`crate::optimal`].
+/// As [`with_latency`] and [`crate::optimal()`].
 ///
 /// # Complexity
 ///
-/// About ten runs of [`crate::optimal`].
+/// About ten runs of [`crate::optimal()`].
 ///
 /// # Examples
 ///
@@ -165,7 +165,7 @@ pub fn latency_pareto(
             .collect();
         let (pieces, _) = decompose(ticks.n, &ticks.q, &dur)?;
         let fraction = divisor.map_or(0.0, |k| 1.0 / k as f64);
-        push(Some(fraction), pieces_to_timetable(&ticks, &pieces))?;
+        push(Some(fraction), pieces_to_timetable(&ticks, pieces))?;
     }
     Ok(pareto_front(points))
 }

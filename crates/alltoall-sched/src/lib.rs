@@ -15,10 +15,10 @@
 //! |---|---|
 //! | inputs | [`TrafficMatrix`] (exact `u64` or `f64`), [`Bandwidth`] (uniform or per GPU), [`workload`] generators |
 //! | bounds | [`lower_bound_s`] (tight), [`lower_bounds`] (tight, port-capacity, Thm 5.2 as printed) |
-//! | schedules | [`optimal`], [`aurora_greedy`], [`non_preemptive`], [`latency_aware`] / [`latency_pareto`], [`schedule`] by [`Algorithm`] |
+//! | schedules | [`optimal()`], [`aurora_greedy()`], [`non_preemptive()`], [`latency_aware`] / [`latency_pareto`], [`schedule`] by [`Algorithm`] |
 //! | checking | [`Timetable`], [`validate`] (contention-free), [`validate_simulated`] (shared ingress) |
 //! | baselines | [`baselines`]: [`baselines::sjf`], [`baselines::random`], [`baselines::shift`] (orders: [`baselines::sjf_order`], [`baselines::random_order`], [`baselines::shift_order`]); by name through [`Algorithm`] |
-//! | simulation | [`simulate`] (max-min fair contention), [`replay`] (a plan on other traffic) |
+//! | simulation | [`simulate`] (max-min fair contention), [`replay()`] (a plan on other traffic) |
 //!
 //! The papers cited here, with full titles and authors: [docs/references.md](https://github.com/moe-planner/moe-planner/blob/main/docs/references.md).
 //!
@@ -65,6 +65,7 @@ mod bounds;
 mod decompose;
 mod dispatch;
 mod error;
+mod first_try;
 mod latency;
 mod matrix;
 mod min_tree;

@@ -21,7 +21,7 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 ///
 /// # Errors
 ///
-/// As [`crate::optimal`].
+/// As [`crate::optimal()`].
 ///
 /// # Complexity
 ///
@@ -66,87 +66,6 @@ fn best_greedy(ticks: &Ticks) -> Vec<Start> {
         (Some(critical), _) => critical,
         (None, longest) => longest.unwrap_or_default(),
     }
-}
-
-/// What the critical-port greedy reaches within the bound.
-pub(crate) enum Prefix {
-    /// A one-piece-per-pair timetable ending on the bound.
-    Whole(Timetable),
-    /// The greedy could not finish by the bound: the transfers it started before tick `now`
-    /// (in timetable order), the last decisions before the first port fell behind.
-    Cut { starts: Vec<Start>, now: u64 },
-}
-
-/// The critical-port greedy run against the bound (in ticks, so the comparison is exact).
-///
-/// One piece per non-zero pair is the fewest transfers any schedule can have, so a whole
-/// schedule on the bound has the fewest pieces possible. The greedy stops at the first tick at
-/// which a port can no longer finish by the bound (a port idle at `t` with `w` ticks left ends
-/// after `t + w`); what it started before that tick is kept, and [`crate::optimal`]
-/// decomposes only the rest (issue 24: the greedy's work is never thrown away, so trying it
-/// costs little when it fails). A pass that falls behind in the first half of the bound is run
-/// again keeping each tight port's next partner free ([`ListScheduler::reserve_next`]), and the
-/// pass that got further is kept. Both passes' starts are alive at once: `2 * 16` bytes per
-/// pair at most.
-pub(crate) fn greedy_prefix(ticks: &Ticks) -> Prefix {
-    if ticks.check_greedy_fits().is_err() {
-        return Prefix::Cut {
-            starts: Vec::new(),
-            now: 0,
-        };
-    }
-    let orders = LoadOrders::new(ticks);
-    let line = ticks.line_ticks;
-    // Ports busy for most of the bound on average leave a tight port's partners busy: keep
-    // them free from the start (the plain pass would fall behind early, measured on the
-    // DeepSeek-like dispatch at 64 GPUs and on uniform traffic); otherwise the plain pass
-    // first, which costs less per decision.
-    let total: u128 = orders.rows.iter().map(|&r| u128::from(r)).sum();
-    let busy = total >= u128::from(line) * (ticks.n as u128) * u128::from(BUSY_PERCENT) / 100;
-    let first = if busy {
-        ListScheduler::new(ticks, &orders).run::<true>(Priority::CriticalPort, line)
-    } else {
-        ListScheduler::new(ticks, &orders).run::<false>(Priority::CriticalPort, line)
-    };
-    let (starts, now) = match first {
-        Outcome::Complete(starts) => {
-            return Prefix::Whole(whole_pairs_to_timetable(ticks, &starts));
-        }
-        Outcome::Cut { starts, now } => (starts, now),
-    };
-    // The plain pass fell behind in the first half: it cost little, and a tight port probably
-    // found every partner busy; try again keeping the next partner of each tight port free.
-    if !busy && now < line / 2 {
-        match ListScheduler::new(ticks, &orders).run::<true>(Priority::CriticalPort, line) {
-            Outcome::Complete(starts) => {
-                return Prefix::Whole(whole_pairs_to_timetable(ticks, &starts));
-            }
-            Outcome::Cut {
-                starts: kept,
-                now: later,
-            } if later > now => {
-                return Prefix::Cut {
-                    starts: kept,
-                    now: later,
-                };
-            }
-            Outcome::Cut { .. } => {}
-        }
-    }
-    Prefix::Cut { starts, now }
-}
-
-/// Average port load, in per cent of the bound, from which `optimal`'s greedy keeps tight
-/// ports' partners free from its first pass (Zipf traffic: 2–12 %, the DeepSeek-like dispatch
-/// at 256 GPUs 15 %, at 64 GPUs 44 %, uniform traffic about 95 %).
-const BUSY_PERCENT: u64 = 30;
-
-/// How a list-scheduling pass ended.
-enum Outcome {
-    /// Every pair started, none ending after the deadline.
-    Complete(Vec<Start>),
-    /// A port could not finish by the deadline at tick `now`; the starts before `now`.
-    Cut { starts: Vec<Start>, now: u64 },
 }
 
 /// A tick timetable: `(src, dst, start, end)`.
@@ -227,10 +146,7 @@ impl LoadOrders {
     /// Dense greedy list scheduling with `priority`; `None` as soon as some port cannot finish
     /// by `deadline` (`u64::MAX`: run to the end).
     fn schedule(&self, ticks: &Ticks, priority: Priority, deadline: u64) -> Option<Vec<Start>> {
-        match ListScheduler::new(ticks, self).run::<false>(priority, deadline) {
-            Outcome::Complete(starts) => Some(starts),
-            Outcome::Cut { .. } => None,
-        }
+        ListScheduler::new(ticks, self).run(priority, deadline)
     }
 }
 
@@ -277,21 +193,7 @@ struct ListScheduler<'a> {
     idle: [Vec<u64>; 2],
     /// Each busy sender's receiver.
     receiver_of: Vec<usize>,
-    /// Per port, the tick its running transfer ends.
-    busy_until: Vec<u64>,
-    /// Per port, the tick by which it must be free again (`u64::MAX`: none) and the tight port
-    /// it is kept for (see [`ListScheduler::reserve_next`]).
-    reserved_until: Vec<u64>,
-    reserved_for: Vec<usize>,
-    /// Per side, the bitset of ports kept free (so the candidate scan tests a bit).
-    reserved: [Vec<u64>; 2],
-    /// Ports whose work equals the deadline (at most [`TIGHT_PORTS`]), and the partner each
-    /// keeps for its next transfer.
-    tight: Vec<(usize, usize)>,
 }
-
-/// Tight ports whose next partner is kept free for them.
-const TIGHT_PORTS: usize = 4;
 
 impl<'a> ListScheduler<'a> {
     fn new(ticks: &'a Ticks, orders: &'a LoadOrders) -> Self {
@@ -308,11 +210,6 @@ impl<'a> ListScheduler<'a> {
             pending: vec![0; 2 * n * words],
             idle: [vec![0; words], vec![0; words]],
             receiver_of: vec![0; n],
-            busy_until: vec![0; 2 * n],
-            reserved_until: vec![u64::MAX; 2 * n],
-            reserved_for: vec![usize::MAX; 2 * n],
-            reserved: [vec![0; words], vec![0; words]],
-            tight: Vec::new(),
         };
         for (i, row) in orders.by_sender.chunks_exact(n.max(1)).enumerate() {
             let mut count = 0;
@@ -344,15 +241,9 @@ impl<'a> ListScheduler<'a> {
         self.orders.by_sender[i * self.n + j]
     }
 
-    fn run<const RESERVE: bool>(mut self, priority: Priority, deadline: u64) -> Outcome {
+    /// The schedule, `None` as soon as some port cannot finish by `deadline`.
+    fn run(mut self, priority: Priority, deadline: u64) -> Option<Vec<Start>> {
         let n = self.n;
-        if RESERVE {
-            self.tight = (0..2 * n)
-                .filter(|&p| self.left[p] == deadline)
-                .take(TIGHT_PORTS)
-                .map(|p| (p, usize::MAX))
-                .collect();
-        }
         let mut events: BinaryHeap<Reverse<u128>> = BinaryHeap::with_capacity(n);
         let mut starts: Vec<Start> = Vec::with_capacity(self.pairs);
         // Ports that just became free, the most loaded first (all of them at time 0).
@@ -362,24 +253,16 @@ impl<'a> ListScheduler<'a> {
             sort_freed(&mut freed, &self.left);
             let step_begin = starts.len();
             for &port in &freed {
-                if let Some((i, j)) = self.best_partner::<RESERVE>(port, priority, now) {
+                if let Some((i, j)) = self.best_partner(port, priority) {
                     let dur = self.dur(i, j);
                     self.start(i, j, dur);
                     let end = now + dur;
-                    if RESERVE {
-                        self.busy_until[i] = end;
-                        self.busy_until[n + j] = end;
-                    }
-                    if RESERVE && !self.tight.is_empty() {
-                        self.reserve_next(i, n + j, end);
-                    }
                     // A port busy until `end` with work left after it ends later still.
                     if end > deadline
                         || self.left[i] > deadline - end
                         || self.left[n + j] > deadline - end
                     {
-                        starts.truncate(step_begin);
-                        return Outcome::Cut { starts, now };
+                        return None;
                     }
                     // `n <= MAX_GPUS = 2^13`: labels fit in `u32`.
                     starts.push(Start {
@@ -401,8 +284,7 @@ impl<'a> ListScheduler<'a> {
                 .iter()
                 .any(|&p| !self.busy[p] && self.left[p] > deadline - now)
             {
-                starts.truncate(step_begin);
-                return Outcome::Cut { starts, now };
+                return None;
             }
             let Some(&Reverse(top)) = events.peek() else {
                 break;
@@ -420,7 +302,7 @@ impl<'a> ListScheduler<'a> {
                 freed.extend([i, n + j]);
             }
         }
-        Outcome::Complete(starts)
+        Some(starts)
     }
 
     /// Keeps port `port`'s idle bit equal to "not busy and has pending pairs".
@@ -435,12 +317,7 @@ impl<'a> ListScheduler<'a> {
     }
 
     /// The best pending pair between idle port `port` and an idle port of the other side.
-    fn best_partner<const RESERVE: bool>(
-        &self,
-        port: usize,
-        priority: Priority,
-        now: u64,
-    ) -> Option<(usize, usize)> {
+    fn best_partner(&self, port: usize, priority: Priority) -> Option<(usize, usize)> {
         let (n, words) = (self.n, self.words);
         if self.busy[port] || self.pending_count[port] == 0 {
             return None;
@@ -456,21 +333,8 @@ impl<'a> ListScheduler<'a> {
         // The best candidate: its partner, its load and (read only when needed) its duration.
         let mut best: Option<(usize, u64, Option<u64>)> = None;
         let mut compared = 0;
-        let me_reserved = RESERVE && self.reserved_until[port] != u64::MAX;
         for (w, (&a, &b)) in mine.iter().zip(&self.idle[1 - side]).enumerate() {
             let mut bits = a & b;
-            // Candidates kept free for a tight port (or all, when this port is) that would
-            // still run when it needs them are left out; durations are read only for those.
-            let suspects = if !RESERVE {
-                0
-            } else if me_reserved {
-                bits
-            } else {
-                bits & self.reserved[1 - side][w]
-            };
-            if RESERVE && suspects != 0 {
-                bits &= !self.blocked_among(port, w, suspects, durations, now);
-            }
             while bits != 0 && compared < PARTNERS_COMPARED {
                 compared += 1;
                 let other = w * 64 + bits.trailing_zeros() as usize;
@@ -509,101 +373,6 @@ impl<'a> ListScheduler<'a> {
             }
         }
         best.map(|(other, ..)| if side == 0 { (me, other) } else { (other, me) })
-    }
-
-    /// The bits of `suspects` (partners `w * 64 + bit` of `port`) that [`Self::blocked`]
-    /// rules out; out of line, so the common scan stays small.
-    #[inline(never)]
-    fn blocked_among(
-        &self,
-        port: usize,
-        w: usize,
-        mut suspects: u64,
-        durations: &[u64],
-        now: u64,
-    ) -> u64 {
-        let n = self.n;
-        let mut out = 0;
-        while suspects != 0 {
-            let other = w * 64 + suspects.trailing_zeros() as usize;
-            let bit = suspects & suspects.wrapping_neg();
-            suspects &= suspects - 1;
-            let partner = if port < n { n + other } else { other };
-            let dur = durations[other];
-            if self.blocked(port, partner, now, dur) || self.blocked(partner, port, now, dur) {
-                out |= bit;
-            }
-        }
-        out
-    }
-
-    /// Whether port `a`, kept free for a tight port other than `b`, cannot take a transfer of
-    /// `dur` ticks with `b` at `now` (it would still run when the tight port needs it).
-    fn blocked(&self, a: usize, b: usize, now: u64, dur: u64) -> bool {
-        let until = self.reserved_until[a];
-        until != u64::MAX && self.reserved_for[a] != b && now.saturating_add(dur) > until
-    }
-
-    /// After sender `i` and receiver port `r` start a transfer ending at `end`: if either is a
-    /// tight port (no slack: idle for one tick, it ends after the deadline), keeps a partner
-    /// with a pending pair free for it from `end` on: one idle now, else the first whose
-    /// transfer ends by `end`. That partner takes no transfer that would still run at `end`.
-    /// Without it a dense greedy lets every sender start at time 0 and the tight receiver
-    /// finds none free after its first transfer (the DeepSeek-like dispatch at 64 GPUs).
-    #[inline(never)]
-    fn reserve_next(&mut self, i: usize, r: usize, end: u64) {
-        let (n, words) = (self.n, self.words);
-        for port in [i, r] {
-            let Some(slot) = self.tight.iter().position(|&(t, _)| t == port) else {
-                continue;
-            };
-            // The partner kept for this transfer is released (it may be `partner_now`).
-            let old = self.tight[slot].1;
-            if old != usize::MAX {
-                self.reserved_until[old] = u64::MAX;
-                self.reserved_for[old] = usize::MAX;
-                let (side, me) = if old < n { (0, old) } else { (1, old - n) };
-                set_bit(&mut self.reserved[side], me, false);
-            }
-            let base = if port < n { n } else { 0 };
-            let mut chosen = usize::MAX;
-            let mut chosen_until = u64::MAX;
-            for (w, &bits) in self.pending[port * words..(port + 1) * words]
-                .iter()
-                .enumerate()
-            {
-                let mut bits = bits;
-                while bits != 0 {
-                    let q = base + w * 64 + bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    if self.reserved_until[q] != u64::MAX {
-                        continue;
-                    }
-                    let until = if self.busy[q] { self.busy_until[q] } else { 0 };
-                    if until <= end && until < chosen_until {
-                        chosen = q;
-                        chosen_until = until;
-                        if until == 0 {
-                            break;
-                        }
-                    }
-                }
-                if chosen_until == 0 {
-                    break;
-                }
-            }
-            self.tight[slot].1 = chosen;
-            if chosen != usize::MAX {
-                self.reserved_until[chosen] = end;
-                self.reserved_for[chosen] = port;
-                let (side, me) = if chosen < n {
-                    (0, chosen)
-                } else {
-                    (1, chosen - n)
-                };
-                set_bit(&mut self.reserved[side], me, true);
-            }
-        }
     }
 
     fn start(&mut self, i: usize, j: usize, dur: u64) {
@@ -655,7 +424,7 @@ fn set_bit(bits: &mut [u64], index: usize, on: bool) {
 }
 
 /// Turns list-scheduler starts (in timetable order already) into a timetable.
-fn whole_pairs_to_timetable(ticks: &Ticks, starts: &[Start]) -> Timetable {
+pub(crate) fn whole_pairs_to_timetable(ticks: &Ticks, starts: &[Start]) -> Timetable {
     let n = ticks.n;
     Timetable {
         n,

@@ -1,8 +1,8 @@
 //! The optimal (preemptive) schedule: makespan equal to the lower bound on every input.
 
-use crate::bounds::line_sums_u64;
 use crate::decompose::{Piece, decompose_seeded};
-use crate::non_preemptive::{Prefix, Start, greedy_prefix};
+use crate::first_try::{Prefix, greedy_prefix};
+use crate::non_preemptive::Start;
 use crate::ticks::Ticks;
 use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 
@@ -13,10 +13,11 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// is padded to a regular matrix (the paper's artificial traffic `X`, placed on the diagonal
 /// first so it costs no transfers) and decomposed into perfect matchings that run back to back
 /// (Birkhoff–von Neumann; Gonzalez and Sahni's preemptive open shop). The paper only shows such
-/// an order exists; its Algorithm 1 is [`crate::aurora_greedy`], which is not always optimal.
+/// an order exists; its Algorithm 1 is [`crate::aurora_greedy()`], which is not always optimal.
 ///
-/// Among the bound-meeting schedules it returns one with few transfers: the greedy
-/// one-piece-per-pair list schedule of [`crate::non_preemptive`] (its critical-port pass) runs
+/// Among the bound-meeting schedules it returns one with few transfers: a greedy
+/// one-piece-per-pair list schedule (the scheme of [`crate::non_preemptive()`], with a priority
+/// that reads nothing: a freed port takes the idle partner with the largest line sum) runs
 /// first against the bound, and is returned when it ends exactly on it (in integer ticks), since
 /// one piece per non-zero pair is the minimum any schedule can have. When it falls behind in the
 /// first half of the bound it runs once more keeping each tight port's next partner free (so a
@@ -46,14 +47,16 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 ///
 /// # Complexity
 ///
-/// The greedy costs `O(P log n + E * (n / 64 + c))` for `P` pairs, `E <= P` decision times
-/// and at most `c = 16` compared partners per freed port, plus `O(n^2)` set-up. The
+/// The greedy costs `O(P log n + E * n / 64)` for `P` pairs and `E <= P` decision times (a
+/// freed port finds its partner with `n / 64` word operations at most), plus `O(n^2)` set-up
+/// (one pass over the matrix; nothing is copied). The
 /// decomposition of the rest takes `O(n^2)` phases at most (each exhausts an entry of the
 /// padded matrix). A phase with a short
 /// repair costs `O(n)` bit tests at most (usually a few) plus `O(log n)` for the finish-time
 /// tree; a breadth-first repair costs `O(n^2 / 64)` word operations, and the fallback
 /// Hopcroft–Karp (unreachable on regular matrices) `O(n^2.5)`. Memory is `O(n^2)` words (the
-/// greedy keeps the durations in two relabelled copies) plus the output.
+/// tick matrix, the greedy's 16-byte starts, and when it falls behind the residual and the
+/// decomposition's state) plus the output, into which the pieces are converted in place.
 ///
 /// # Examples
 ///
@@ -75,11 +78,11 @@ pub fn optimal(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<Timetabl
     let timetable = match greedy_prefix(&ticks) {
         Prefix::Whole(timetable) => timetable,
         Prefix::Cut { starts, now } => {
-            let pieces = match continue_from(&ticks, &starts, now)? {
+            let pieces = match continue_from(&ticks, starts, now)? {
                 Some(pieces) => pieces,
                 None => decompose_seeded(ticks.n, &ticks.q, &ticks.q, &[])?.0,
             };
-            pieces_to_timetable(&ticks, &pieces)
+            pieces_to_timetable(&ticks, pieces)
         }
     }
     .finite()?;
@@ -102,11 +105,11 @@ pub fn optimal(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<Timetabl
 /// one piece.
 fn continue_from(
     ticks: &Ticks,
-    starts: &[Start],
+    starts: Vec<Start>,
     now: u64,
 ) -> Result<Option<Vec<Piece>>, ScheduleError> {
     let n = ticks.n;
-    let (rows, cols) = line_sums_u64(&ticks.q, n)?;
+    let (rows, cols) = (&ticks.rows, &ticks.cols);
     let line = ticks.line_ticks;
     let mut cut = now;
     let mut done = vec![0u64; 2 * n];
@@ -127,7 +130,7 @@ fn continue_from(
         // `L - cut`).
         let needed = rows
             .iter()
-            .chain(&cols)
+            .chain(cols)
             .zip(&done)
             .map(|(&total, &d)| total - d)
             .filter(|&r| r > room)
@@ -164,6 +167,9 @@ fn continue_from(
             offset: 0,
         });
     }
+    // The greedy's starts are no longer needed: freed before the decomposition allocates (16
+    // bytes per pair, 67 MB at 2048 GPUs).
+    drop(starts);
     let (tail, _) = decompose_seeded(n, &residual, &residual, &seeds)?;
     head.reserve(tail.len());
     for mut p in tail {
@@ -185,9 +191,12 @@ fn continue_from(
 }
 
 /// Turns tick pieces (sorted by start tick, then sender) into a timetable in seconds and bytes.
-pub(crate) fn pieces_to_timetable(ticks: &Ticks, pieces: &[Piece]) -> Timetable {
+///
+/// In place: a piece and a transfer have the same size, so the pieces' allocation is reused
+/// (at 2048 GPUs both lists alive at once were the peak of `optimal`'s memory).
+pub(crate) fn pieces_to_timetable(ticks: &Ticks, pieces: Vec<Piece>) -> Timetable {
     let transfers = pieces
-        .iter()
+        .into_iter()
         .map(|p| Transfer {
             src: p.src,
             dst: p.dst,
@@ -224,11 +233,11 @@ mod tests {
                 let Prefix::Cut { starts, now } = greedy_prefix(&ticks) else {
                     continue;
                 };
-                let Some(pieces) = continue_from(&ticks, &starts, now).unwrap() else {
+                let Some(pieces) = continue_from(&ticks, starts, now).unwrap() else {
                     continue;
                 };
                 continued += 1;
-                let plan = pieces_to_timetable(&ticks, &pieces);
+                let plan = pieces_to_timetable(&ticks, pieces);
                 plan.validate(&d, &b).unwrap();
                 assert_eq!(plan.makespan_s(), lower_bound_s(&d, &b).unwrap());
                 assert_eq!(plan, optimal(&d, &b).unwrap());

@@ -8,7 +8,7 @@
 //! `n / 2^48`, about 4e-12 for 1024 GPUs). Ticks are then mapped back so the bound lands exactly
 //! on [`crate::lower_bound_s`].
 
-use crate::bounds::max_line_sum_u64;
+use crate::bounds::line_sums_u64;
 use crate::{Bandwidth, ScheduleError, TrafficMatrix, lower_bound_s};
 use comm_cost_model::InputError;
 
@@ -23,6 +23,11 @@ fn power_of_two_at_most(x: f64) -> f64 {
     f64::from_bits(x.to_bits() & 0x7FF0_0000_0000_0000)
 }
 
+/// The largest entry of two line-sum vectors (0 when both are empty).
+fn max_of(rows: &[u64], cols: &[u64]) -> u64 {
+    rows.iter().chain(cols).copied().max().unwrap_or(0)
+}
+
 /// The durations of a traffic matrix in integer ticks, and how to turn ticks into seconds.
 #[derive(Debug, Clone)]
 pub(crate) struct Ticks {
@@ -32,6 +37,9 @@ pub(crate) struct Ticks {
     /// Bytes of each pair, row-major (as given); empty when `exact` (then they are `q`,
     /// which saves `n^2` words and their conversion).
     bytes: Vec<f64>,
+    /// Row and column sums of `q` (original labels).
+    pub rows: Vec<u64>,
+    pub cols: Vec<u64>,
     /// Largest row or column sum of `q`.
     pub line_ticks: u64,
     /// The lower bound in seconds; `time_s(line_ticks) == bound_s` exactly.
@@ -54,7 +62,8 @@ impl Ticks {
         bandwidth.check(matrix.n())?;
         let n = matrix.n();
         if let (Some(entries), Some(b)) = (matrix.integer_entries(), bandwidth.as_uniform()) {
-            let line_ticks = max_line_sum_u64(entries, n)?;
+            let (rows, cols) = line_sums_u64(entries, n)?;
+            let line_ticks = max_of(&rows, &cols);
             // As `lower_bound_s`: a bandwidth like 5e-324 B/s puts the bound beyond `f64`
             // (found by fuzzing: `optimal` returned infinite times).
             let bound_s = line_ticks as f64 / b;
@@ -66,6 +75,8 @@ impl Ticks {
             return Ok(Self {
                 n,
                 q: entries.to_vec(),
+                rows,
+                cols,
                 bytes: Vec::new(),
                 line_ticks,
                 bound_s,
@@ -119,7 +130,8 @@ impl Ticks {
                 }
             })
             .collect();
-        let line_ticks = max_line_sum_u64(&q, n)?;
+        let (rows, cols) = line_sums_u64(&q, n)?;
+        let line_ticks = max_of(&rows, &cols);
         let tick_factor = if line_ticks > 0 {
             scaled_bound / line_ticks as f64
         } else {
@@ -128,6 +140,8 @@ impl Ticks {
         Ok(Self {
             n,
             q,
+            rows,
+            cols,
             bytes,
             line_ticks,
             bound_s,

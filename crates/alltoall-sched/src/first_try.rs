@@ -1,0 +1,535 @@
+//! `optimal`'s first try: a lean dense list schedule run against the bound.
+//!
+//! The same scheme as [`crate::non_preemptive()`]'s list scheduler (whenever an idle sender and
+//! an idle receiver share a pending pair, one of them starts a transfer; ports relabelled by
+//! decreasing load; a tight port's next partner kept free), with a priority that needs no
+//! reads: a freed port takes the pending idle partner of highest initial load (its lowest
+//! label), ties between the two freed ports of an event broken by remaining work. Nothing of
+//! the matrix is copied (durations are read from the tick matrix when a transfer starts), so
+//! one decision costs a few word operations and a tournament-tree update, about 100
+//! instructions per pair at 64 GPUs against about 800 for the scheduler of `non_preemptive`
+//! (issue 24). What it reaches is checked against the bound tick by tick, so the priority
+//! only decides how often it ends on the bound, never whether the result is valid.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::Timetable;
+use crate::non_preemptive::{Start, whole_pairs_to_timetable};
+use crate::ticks::Ticks;
+
+/// What the greedy reaches within the bound.
+pub(crate) enum Prefix {
+    /// A one-piece-per-pair timetable ending on the bound.
+    Whole(Timetable),
+    /// The greedy could not finish by the bound: the transfers it started before tick `now`
+    /// (in timetable order), the last decisions before the first port fell behind.
+    Cut { starts: Vec<Start>, now: u64 },
+}
+
+/// The greedy run against the bound (in ticks, so the comparison is exact).
+///
+/// One piece per non-zero pair is the fewest transfers any schedule can have, so a whole
+/// schedule on the bound has the fewest pieces possible. The greedy stops at the first tick at
+/// which a port can no longer finish by the bound (a port idle at `t` with `w` ticks left ends
+/// after `t + w`); what it started before that tick is kept, and [`crate::optimal()`]
+/// decomposes only the rest (issue 24: the greedy's work is never thrown away, so trying it
+/// costs little when it fails). A pass that falls behind in the first half of the bound is run
+/// again keeping each tight port's next partner free ([`Board::reserve_next`]), and the
+/// pass that got further is kept. Both passes' starts are alive at once: `2 * 16` bytes per
+/// pair at most.
+pub(crate) fn greedy_prefix(ticks: &Ticks) -> Prefix {
+    if ticks.check_greedy_fits().is_err() {
+        return Prefix::Cut {
+            starts: Vec::new(),
+            now: 0,
+        };
+    }
+    let line = ticks.line_ticks;
+    // Ports busy for most of the bound on average leave a tight port's partners busy: keep
+    // them free from the start (the plain pass would fall behind early, measured on the
+    // DeepSeek-like dispatch at 64 GPUs and on uniform traffic); otherwise the plain pass
+    // first, which costs less per decision.
+    let total: u128 = ticks.rows.iter().map(|&r| u128::from(r)).sum();
+    let busy = total >= u128::from(line) * (ticks.n as u128) * u128::from(BUSY_PERCENT) / 100;
+    let first = if busy {
+        run::<true>(ticks, line)
+    } else {
+        run::<false>(ticks, line)
+    };
+    let (starts, now) = match first {
+        Outcome::Complete(starts) => {
+            return Prefix::Whole(whole_pairs_to_timetable(ticks, &starts));
+        }
+        Outcome::Cut { starts, now } => (starts, now),
+    };
+    // The plain pass fell behind in the first half: it cost little, and a tight port probably
+    // found every partner busy; try again keeping the next partner of each tight port free.
+    if !busy && now < line / 2 {
+        match run::<true>(ticks, line) {
+            Outcome::Complete(starts) => {
+                return Prefix::Whole(whole_pairs_to_timetable(ticks, &starts));
+            }
+            Outcome::Cut {
+                starts: kept,
+                now: later,
+            } if later > now => {
+                return Prefix::Cut {
+                    starts: kept,
+                    now: later,
+                };
+            }
+            Outcome::Cut { .. } => {}
+        }
+    }
+    Prefix::Cut { starts, now }
+}
+
+/// Average port load, in per cent of the bound, from which `optimal`'s greedy keeps tight
+/// ports' partners free from its first pass (Zipf traffic: 2–12 %, the DeepSeek-like dispatch
+/// at 256 GPUs 15 %, at 64 GPUs 44 %, uniform traffic about 95 %).
+const BUSY_PERCENT: u64 = 30;
+
+/// How a pass ended.
+enum Outcome {
+    /// Every pair started, none ending after the deadline (starts in timetable order).
+    Complete(Vec<Start>),
+    /// A port could not finish by the deadline at tick `now`; the starts before `now`.
+    Cut { starts: Vec<Start>, now: u64 },
+}
+
+/// Tight ports whose next partner is kept free for them.
+const TIGHT_PORTS: usize = 4;
+
+/// Bits per word of the port sets.
+const WORD: usize = 64;
+
+/// Dense list scheduling against `deadline` (see the module documentation); `RESERVE` keeps
+/// the next partner of up to [`TIGHT_PORTS`] ports without slack free for them.
+fn run<const RESERVE: bool>(ticks: &Ticks, deadline: u64) -> Outcome {
+    // Events packed in one `u64` when ticks leave room for the sender (13 bits, `MAX_GPUS`),
+    // which halves the cost of the event heap; otherwise in a `u128`.
+    if deadline < 1 << (64 - SENDER_BITS) {
+        Board::new(ticks).run::<RESERVE, u64>(deadline)
+    } else {
+        Board::new(ticks).run::<RESERVE, u128>(deadline)
+    }
+}
+
+/// Bits of a packed event that hold the sender (`MAX_GPUS = 2^13`).
+const SENDER_BITS: u32 = 13;
+
+/// A finish event `(tick, sender)` packed so that integer order is time order, then sender.
+trait Event: Copy + Ord {
+    fn pack(tick: u64, sender: usize) -> Self;
+    fn tick(self) -> u64;
+    fn sender(self) -> usize;
+}
+
+impl Event for u64 {
+    fn pack(tick: u64, sender: usize) -> Self {
+        tick << SENDER_BITS | sender as u64
+    }
+    fn tick(self) -> u64 {
+        self >> SENDER_BITS
+    }
+    fn sender(self) -> usize {
+        // At most `SENDER_BITS` bits.
+        #[allow(clippy::cast_possible_truncation)]
+        let s = (self & ((1 << SENDER_BITS) - 1)) as usize;
+        s
+    }
+}
+
+impl Event for u128 {
+    fn pack(tick: u64, sender: usize) -> Self {
+        u128::from(tick) << 64 | sender as u128
+    }
+    fn tick(self) -> u64 {
+        #[allow(clippy::cast_possible_truncation)]
+        let tick = (self >> 64) as u64;
+        tick
+    }
+    fn sender(self) -> usize {
+        #[allow(clippy::cast_possible_truncation)]
+        let s = self as u64 as usize;
+        s
+    }
+}
+
+/// One port's state.
+#[derive(Debug, Clone, Copy, Default)]
+struct Port {
+    /// Remaining ticks.
+    left: u64,
+    /// Pending pairs.
+    count: u32,
+    /// The partner (rank) of its running transfer, if busy.
+    busy: bool,
+    partner: u32,
+}
+
+/// The scheduler's state. Each side (0: senders, 1: receivers) numbers its ports by
+/// decreasing line sum (a port's label is its rank); a port id is `side * n + rank`.
+struct Board<'a> {
+    n: usize,
+    words: usize,
+    q: &'a [u64],
+    /// Rank -> original GPU, per side.
+    labels: [Vec<u32>; 2],
+    ports: [Vec<Port>; 2],
+    /// Per side, per port (`rank * words + w`), the bitset of partners with a pending pair.
+    pending: [Vec<u64>; 2],
+    /// Per side, the bitset of idle ports with pending pairs.
+    idle: [Vec<u64>; 2],
+    /// Reservations (see [`Board::reserve_next`]), by port id: the tick each port's transfer
+    /// ends, the tick by which it must be free again (`u64::MAX`: none) and the tight port it
+    /// is kept for; per side, the bitset of ports kept free; the tight ports and the partner
+    /// each keeps.
+    busy_until: Vec<u64>,
+    reserved_until: Vec<u64>,
+    reserved_for: Vec<usize>,
+    reserved: [Vec<u64>; 2],
+    tight: Vec<(usize, usize)>,
+}
+
+impl<'a> Board<'a> {
+    fn new(ticks: &'a Ticks) -> Self {
+        let n = ticks.n;
+        let words = n.div_ceil(WORD);
+        let order = |sums: &[u64]| {
+            // `n <= MAX_GPUS = 2^13`: every label fits in `u32`.
+            #[allow(clippy::cast_possible_truncation)]
+            let mut idx: Vec<u32> = (0..n as u32).collect();
+            idx.sort_unstable_by_key(|&g| (Reverse(sums[g as usize]), g));
+            idx
+        };
+        let (senders, receivers) = (order(&ticks.rows), order(&ticks.cols));
+        let mut rank_of_receiver = vec![0u32; n];
+        for (r, &g) in receivers.iter().enumerate() {
+            // As above: `r < n` fits.
+            #[allow(clippy::cast_possible_truncation)]
+            let rank = r as u32;
+            rank_of_receiver[g as usize] = rank;
+        }
+        let mut send = vec![Port::default(); n];
+        let mut recv = vec![Port::default(); n];
+        let mut pending_send = vec![0u64; n * words];
+        let mut pending_recv = vec![0u64; n * words];
+        let q = &ticks.q[..];
+        for ((s, &g), port) in senders.iter().enumerate().zip(&mut send) {
+            let row = &q[g as usize * n..(g as usize + 1) * n];
+            let mine = &mut pending_send[s * words..(s + 1) * words];
+            let (sw, sbit) = (s / WORD, 1u64 << (s % WORD));
+            let mut c = 0;
+            for (&v, &r) in row.iter().zip(&rank_of_receiver) {
+                if v > 0 {
+                    let r = r as usize;
+                    c += 1;
+                    mine[r / WORD] |= 1 << (r % WORD);
+                    pending_recv[r * words + sw] |= sbit;
+                    recv[r].count += 1;
+                }
+            }
+            port.count = c;
+            port.left = ticks.rows[g as usize];
+        }
+        for (port, &g) in recv.iter_mut().zip(&receivers) {
+            port.left = ticks.cols[g as usize];
+        }
+        let mut idle = [vec![0u64; words], vec![0u64; words]];
+        for (side, ports) in [&send, &recv].into_iter().enumerate() {
+            for (me, port) in ports.iter().enumerate() {
+                if port.count > 0 {
+                    idle[side][me / WORD] |= 1 << (me % WORD);
+                }
+            }
+        }
+        Self {
+            n,
+            words,
+            q,
+            labels: [senders, receivers],
+            ports: [send, recv],
+            pending: [pending_send, pending_recv],
+            idle,
+            busy_until: Vec::new(),
+            reserved_until: Vec::new(),
+            reserved_for: Vec::new(),
+            reserved: [Vec::new(), Vec::new()],
+            tight: Vec::new(),
+        }
+    }
+
+    /// Ticks of the pair of sender rank `s` and receiver rank `r`.
+    #[inline]
+    fn dur(&self, s: usize, r: usize) -> u64 {
+        self.q[self.labels[0][s] as usize * self.n + self.labels[1][r] as usize]
+    }
+
+    #[inline]
+    fn left(&self, port: usize) -> u64 {
+        let n = self.n;
+        if port < n {
+            self.ports[0][port].left
+        } else {
+            self.ports[1][port - n].left
+        }
+    }
+
+    fn run<const RESERVE: bool, E: Event>(mut self, deadline: u64) -> Outcome {
+        let n = self.n;
+        // The finish event of each busy sender.
+        let mut events: BinaryHeap<Reverse<E>> = BinaryHeap::with_capacity(n);
+        if RESERVE {
+            self.busy_until = vec![0; 2 * n];
+            self.reserved_until = vec![u64::MAX; 2 * n];
+            self.reserved_for = vec![usize::MAX; 2 * n];
+            self.reserved = [vec![0; self.words], vec![0; self.words]];
+            self.tight = (0..2 * n)
+                .filter(|&p| self.left(p) == deadline)
+                .take(TIGHT_PORTS)
+                .map(|p| (p, usize::MAX))
+                .collect();
+        }
+        let pairs: usize = self.ports[0].iter().map(|p| p.count as usize).sum();
+        let mut starts: Vec<Start> = Vec::with_capacity(pairs);
+        // Ports that just became free, the most loaded first (all of them at time 0).
+        let mut freed: Vec<usize> = (0..2 * n).collect();
+        freed.sort_by_key(|&p| Reverse(self.left(p)));
+        let mut now = 0;
+        loop {
+            let step_begin = starts.len();
+            for &port in &freed {
+                let (side, me) = if port < n { (0, port) } else { (1, port - n) };
+                let Some(other) = self.partner::<RESERVE>(side, me, now) else {
+                    continue;
+                };
+                let (s, r) = if side == 0 { (me, other) } else { (other, me) };
+                let dur = self.dur(s, r);
+                let end = now + dur;
+                let (left_s, left_r) = self.start(s, r, dur);
+                if RESERVE {
+                    self.busy_until[s] = end;
+                    self.busy_until[n + r] = end;
+                    if !self.tight.is_empty() {
+                        self.reserve_next(s, n + r, end);
+                    }
+                }
+                // A port busy until `end` with work left after it ends later still.
+                if end > deadline || left_s > deadline - end || left_r > deadline - end {
+                    starts.truncate(step_begin);
+                    return Outcome::Cut { starts, now };
+                }
+                starts.push(Start {
+                    start: now,
+                    src: self.labels[0][s],
+                    dst: self.labels[1][r],
+                });
+                events.push(Reverse(E::pack(end, s)));
+            }
+            // The timetable's order within one tick: by sender, then receiver.
+            let step = &mut starts[step_begin..];
+            if step.len() > 1 {
+                step.sort_unstable();
+            }
+            // A port left idle with work to do ends at least that work after now.
+            if freed.iter().any(|&p| {
+                let port = if p < n {
+                    self.ports[0][p]
+                } else {
+                    self.ports[1][p - n]
+                };
+                !port.busy && port.left > deadline - now
+            }) {
+                starts.truncate(step_begin);
+                return Outcome::Cut { starts, now };
+            }
+            let Some(&Reverse(top)) = events.peek() else {
+                break;
+            };
+            now = top.tick();
+            freed.clear();
+            while let Some(&Reverse(top)) = events.peek()
+                && top.tick() == now
+            {
+                events.pop();
+                let s = top.sender();
+                let r = self.free(s);
+                freed.extend([s, n + r]);
+            }
+            if let [a, b] = freed[..] {
+                if self.left(b) > self.left(a) {
+                    freed.swap(0, 1);
+                }
+            } else {
+                freed.sort_by_key(|&p| Reverse(self.left(p)));
+            }
+        }
+        Outcome::Complete(starts)
+    }
+
+    /// The rank of the idle partner of lowest rank (highest line sum) with which idle port
+    /// `me` of `side` has a pending pair.
+    #[inline]
+    fn partner<const RESERVE: bool>(&self, side: usize, me: usize, now: u64) -> Option<usize> {
+        let words = self.words;
+        let port = self.ports[side][me];
+        if port.busy || port.count == 0 {
+            return None;
+        }
+        let mine = &self.pending[side][me * words..(me + 1) * words];
+        for (w, (&a, &b)) in mine.iter().zip(&self.idle[1 - side]).enumerate() {
+            let mut bits = a & b;
+            if RESERVE && bits != 0 {
+                let id = side * self.n + me;
+                let suspects = if self.reserved_until[id] != u64::MAX {
+                    bits
+                } else {
+                    bits & self.reserved[1 - side][w]
+                };
+                if suspects != 0 {
+                    bits &= !self.blocked_among(id, w, suspects, now);
+                }
+            }
+            if bits != 0 {
+                return Some(w * WORD + bits.trailing_zeros() as usize);
+            }
+        }
+        None
+    }
+
+    /// The bits of `suspects` (partners `w * 64 + bit` of port id `port`) that
+    /// [`Self::blocked`] rules out; out of line, so the common scan stays small.
+    #[inline(never)]
+    fn blocked_among(&self, port: usize, w: usize, mut suspects: u64, now: u64) -> u64 {
+        let n = self.n;
+        let mut out = 0;
+        while suspects != 0 {
+            let other = w * WORD + suspects.trailing_zeros() as usize;
+            let bit = suspects & suspects.wrapping_neg();
+            suspects &= suspects - 1;
+            let (partner, dur) = if port < n {
+                (n + other, self.dur(port, other))
+            } else {
+                (other, self.dur(other, port - n))
+            };
+            if self.blocked(port, partner, now, dur) || self.blocked(partner, port, now, dur) {
+                out |= bit;
+            }
+        }
+        out
+    }
+
+    /// Whether port `a`, kept free for a tight port other than `b`, cannot take a transfer of
+    /// `dur` ticks with `b` at `now` (it would still run when the tight port needs it).
+    fn blocked(&self, a: usize, b: usize, now: u64, dur: u64) -> bool {
+        let until = self.reserved_until[a];
+        until != u64::MAX && self.reserved_for[a] != b && now.saturating_add(dur) > until
+    }
+
+    /// After sender `s` and receiver port id `r` start a transfer ending at `end`: if either
+    /// is a tight port, keeps a partner with a pending pair free for it from `end` on (one
+    /// idle now, else the one whose transfer ends first, by `end`), as the scheduler of
+    /// `non_preemptive` does.
+    #[inline(never)]
+    fn reserve_next(&mut self, s: usize, r: usize, end: u64) {
+        let (n, words) = (self.n, self.words);
+        for port in [s, r] {
+            let Some(slot) = self.tight.iter().position(|&(t, _)| t == port) else {
+                continue;
+            };
+            let old = self.tight[slot].1;
+            if old != usize::MAX {
+                self.reserved_until[old] = u64::MAX;
+                self.reserved_for[old] = usize::MAX;
+                let (side, me) = if old < n { (0, old) } else { (1, old - n) };
+                self.reserved[side][me / WORD] &= !(1 << (me % WORD));
+            }
+            let (side, me) = if port < n { (0, port) } else { (1, port - n) };
+            let base = if port < n { n } else { 0 };
+            let mut chosen = usize::MAX;
+            let mut chosen_until = u64::MAX;
+            'scan: for (w, &bits) in self.pending[side][me * words..(me + 1) * words]
+                .iter()
+                .enumerate()
+            {
+                let mut bits = bits;
+                while bits != 0 {
+                    let other = w * WORD + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let p = base + other;
+                    if self.reserved_until[p] != u64::MAX {
+                        continue;
+                    }
+                    let until = if self.ports[1 - side][other].busy {
+                        self.busy_until[p]
+                    } else {
+                        0
+                    };
+                    if until <= end && until < chosen_until {
+                        chosen = p;
+                        chosen_until = until;
+                        if until == 0 {
+                            break 'scan;
+                        }
+                    }
+                }
+            }
+            self.tight[slot].1 = chosen;
+            if chosen != usize::MAX {
+                self.reserved_until[chosen] = end;
+                self.reserved_for[chosen] = port;
+                let (side, me) = if chosen < n {
+                    (0, chosen)
+                } else {
+                    (1, chosen - n)
+                };
+                self.reserved[side][me / WORD] |= 1 << (me % WORD);
+            }
+        }
+    }
+
+    /// Starts the pair of sender rank `s` and receiver rank `r`; returns both ports' work left
+    /// after it.
+    #[inline]
+    fn start(&mut self, s: usize, r: usize, dur: u64) -> (u64, u64) {
+        let words = self.words;
+        let [send, recv] = &mut self.ports;
+        let (a, b) = (&mut send[s], &mut recv[r]);
+        a.busy = true;
+        b.busy = true;
+        a.left -= dur;
+        b.left -= dur;
+        a.count -= 1;
+        b.count -= 1;
+        // `r < n <= 2^13`.
+        #[allow(clippy::cast_possible_truncation)]
+        let partner = r as u32;
+        a.partner = partner;
+        let left = (a.left, b.left);
+        let [pending_send, pending_recv] = &mut self.pending;
+        pending_send[s * words + r / WORD] &= !(1 << (r % WORD));
+        pending_recv[r * words + s / WORD] &= !(1 << (s % WORD));
+        let [idle_send, idle_recv] = &mut self.idle;
+        idle_send[s / WORD] &= !(1 << (s % WORD));
+        idle_recv[r / WORD] &= !(1 << (r % WORD));
+        left
+    }
+
+    /// Ends the transfer of sender rank `s`; returns its receiver's rank.
+    #[inline]
+    fn free(&mut self, s: usize) -> usize {
+        let [send, recv] = &mut self.ports;
+        let a = &mut send[s];
+        let r = a.partner as usize;
+        let b = &mut recv[r];
+        a.busy = false;
+        b.busy = false;
+        let (on_s, on_r) = (a.count > 0, b.count > 0);
+        let [idle_send, idle_recv] = &mut self.idle;
+        idle_send[s / WORD] |= u64::from(on_s) << (s % WORD);
+        idle_recv[r / WORD] |= u64::from(on_r) << (r % WORD);
+        r
+    }
+}
