@@ -3,3 +3,5 @@
 //! The programs live in `examples/examples/`; run one with
 //! `cargo run --release -p moe-planner-examples --example <name>`. Input files used by the
 //! examples and the CLI documentation live in `examples/data/`.
+
+pub mod aristos;
