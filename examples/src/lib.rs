@@ -5,3 +5,4 @@
 //! examples and the CLI documentation live in `examples/data/`.
 
 pub mod aristos;
+pub mod lysi_assign;
