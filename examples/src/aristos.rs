@@ -202,7 +202,10 @@ pub fn uniform_grouping_times(
 /// # Errors
 ///
 /// As [`uniform_grouping_times`].
-pub fn single_node_over_best_uniform(fx_sources: f64, experts: usize) -> Result<f64, TopologyError> {
+pub fn single_node_over_best_uniform(
+    fx_sources: f64,
+    experts: usize,
+) -> Result<f64, TopologyError> {
     let times = uniform_grouping_times(fx_sources, experts)?;
     let best = times.iter().map(|&(_, t)| t).fold(f64::INFINITY, f64::min);
     let node = times

@@ -5,4 +5,5 @@
 //! examples and the CLI documentation live in `examples/data/`.
 
 pub mod aristos;
+pub mod colocation;
 pub mod lysi_assign;

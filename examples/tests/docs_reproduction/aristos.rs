@@ -188,7 +188,12 @@ fn grouping_aware_all_reduce_matches_the_code() {
     let mut drift = Drift::new("Aristos, outside Eq. 4 (prose)");
     let ratios = |fx: f64| {
         [16, 64, 128]
-            .map(|e| format!("{:.2}x", single_node_over_best_uniform(fx, e).expect("planners")))
+            .map(|e| {
+                format!(
+                    "{:.2}x",
+                    single_node_over_best_uniform(fx, e).expect("planners")
+                )
+            })
             .join(" / ")
     };
     drift.text(&format!(

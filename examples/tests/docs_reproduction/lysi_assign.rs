@@ -21,7 +21,10 @@ fn lysi_assign_quality_matches_the_code() {
     );
     let mut drift = Drift::new("LysiAssign against brute force");
     for (name, algorithm) in [
-        ("`lysi_assign` (Algorithm 2 as written)", LysiAlgorithm::Paper),
+        (
+            "`lysi_assign` (Algorithm 2 as written)",
+            LysiAlgorithm::Paper,
+        ),
         ("`lysi_assign_refined` (ours)", LysiAlgorithm::Refined),
     ] {
         let ratios: Vec<f64> = (0..300)

@@ -5,6 +5,7 @@
 //! `scripts/check-docs` (documented at the top of `docs/reproduction.md`).
 
 mod aristos;
+mod colocation;
 mod lysi_assign;
 mod parm;
 mod rail;

@@ -103,7 +103,11 @@ fn parm_algorithm_1_choices_and_claims_match_the_code() {
         .chain(&rb)
         .map(|r| r.s2_slower_than_baseline + r.nmp1_slower_than_baseline)
         .sum();
-    drift.value("S2 or N_MP = 1 slower than the baseline (doc: hold everywhere)", "0", &others.to_string());
+    drift.value(
+        "S2 or N_MP = 1 slower than the baseline (doc: hold everywhere)",
+        "0",
+        &others.to_string(),
+    );
     drift.finish();
 }
 
@@ -118,7 +122,9 @@ fn parm_with_its_compute_term_matches_the_code() {
     for (n_mp, n_esp) in [(2, 2), (2, 4), (4, 2), (4, 4)] {
         let row = t.row(&[&n_mp.to_string(), &n_esp.to_string()]);
         let at = |eff: f64| compute_speedup(&a, RTX4090_FP32_FLOP_PER_S * eff, 8, n_mp, n_esp);
-        let b_at = |eff: f64| b_sizes(|p| compute_speedup(&b, RTX2080TI_FP32_FLOP_PER_S * eff, p, n_mp, n_esp));
+        let b_at = |eff: f64| {
+            b_sizes(|p| compute_speedup(&b, RTX2080TI_FP32_FLOP_PER_S * eff, p, n_mp, n_esp))
+        };
         drift.cells(
             row,
             &[3, 5, 6],

@@ -92,13 +92,16 @@ fn rail_only_table_4_and_leave_one_out_match_the_code() {
         fitted.gemm_efficiency,
         fitted.half_efficiency_hidden,
         fitted.attention_slowdown,
-        100.0 * mean_absolute_error(&accuracy_table(&runs, &sys, &fitted).expect("rows"))
-            .expect("rows")
+        100.0
+            * mean_absolute_error(&accuracy_table(&runs, &sys, &fitted).expect("rows"))
+                .expect("rows")
     ));
     let calibrated = ComputeModel::calibrated();
     drift.text(&format!(
         "(`ComputeModel::calibrated`: `η = {:.3}`, `h½ = {:.0}`, `γ = {:.3}`)",
-        calibrated.gemm_efficiency, calibrated.half_efficiency_hidden, calibrated.attention_slowdown
+        calibrated.gemm_efficiency,
+        calibrated.half_efficiency_hidden,
+        calibrated.attention_slowdown
     ));
 
     let loo = leave_one_out(&runs, &sys, &paper).expect("leave-one-out");
@@ -161,7 +164,12 @@ fn held_out_iteration_runs_match_the_code() {
     drift.finish();
 }
 
-fn traffic(gpus: u64, k: u64, par: Parallelization, algorithm: CollectiveAlgorithm) -> TrafficSummary {
+fn traffic(
+    gpus: u64,
+    k: u64,
+    par: Parallelization,
+    algorithm: CollectiveAlgorithm,
+) -> TrafficSummary {
     let model = model_preset("gpt-1t").expect("preset");
     let map = RankMapping::new(&model, &par, gpus, k).expect("mapping");
     job_traffic(&map, algorithm).summary().expect("summary")
@@ -212,13 +220,19 @@ fn gpt_1t_traffic_pattern_matches_the_code() {
 
     let gh200 = Parallelization::with_default_mapping(8, 8, 64, 1, 4096, 1, 256).expect("valid");
     let s = traffic(4096, 256, gh200, CollectiveAlgorithm::Hierarchical);
-    drift.text(&format!("| > 99% pairs idle | {:.3}% |", 100.0 * s.idle_pair_fraction));
+    drift.text(&format!(
+        "| > 99% pairs idle | {:.3}% |",
+        100.0 * s.idle_pair_fraction
+    ));
     let dp = s
         .by_kind
         .iter()
         .find(|k| k.kind == TrafficKind::DpAllReduce)
         .expect("DP traffic");
-    drift.text(&format!("| {:.2}% (= (31/32)", 100.0 * dp.hb_bytes / dp.bytes));
+    drift.text(&format!(
+        "| {:.2}% (= (31/32)",
+        100.0 * dp.hb_bytes / dp.bytes
+    ));
     drift.text(&format!(
         "TP {:.1}%, DP {:.1}%, PP {:.2}%",
         100.0 * (share(&s, TrafficKind::TpAllGather) + share(&s, TrafficKind::TpReduceScatter)),

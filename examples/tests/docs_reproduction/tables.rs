@@ -39,7 +39,9 @@ impl Table {
         let at = rest
             .lines()
             .position(|l| l.trim() == header)
-            .unwrap_or_else(|| panic!("no table `{header}` after `{anchor}` in docs/reproduction.md"));
+            .unwrap_or_else(|| {
+                panic!("no table `{header}` after `{anchor}` in docs/reproduction.md")
+            });
         let mut lines = rest.lines().skip(at + 2);
         let mut rows = Vec::new();
         for line in lines.by_ref() {
@@ -102,7 +104,11 @@ impl Drift {
     /// Compares the documented cells `documented[i]` of row `row` at `columns[i]` with the
     /// computed strings and prints the computed row.
     pub(crate) fn cells(&mut self, row: &[String], columns: &[usize], computed: &[String]) {
-        assert_eq!(columns.len(), computed.len(), "one computed value per column");
+        assert_eq!(
+            columns.len(),
+            computed.len(),
+            "one computed value per column"
+        );
         let mut printed = row.to_vec();
         for (&c, value) in columns.iter().zip(computed) {
             // Emphasis is not part of the number.
@@ -135,8 +141,9 @@ impl Drift {
     pub(crate) fn text(&mut self, text: &str) {
         println!("{text}");
         if !words(DOC).contains(&words(text)) {
-            self.failures
-                .push(format!("the doc no longer contains the computed text `{text}`"));
+            self.failures.push(format!(
+                "the doc no longer contains the computed text `{text}`"
+            ));
         }
     }
 
