@@ -7,3 +7,4 @@
 pub mod aristos;
 pub mod colocation;
 pub mod lysi_assign;
+pub mod inference;

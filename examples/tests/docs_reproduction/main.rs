@@ -6,6 +6,7 @@
 
 mod aristos;
 mod colocation;
+mod inference;
 mod lysi_assign;
 mod parm;
 mod rail;

@@ -126,6 +126,22 @@ impl Drift {
         println!("| {} |", printed.join(" | "));
     }
 
+    /// Like [`Drift::cells`] for one cell whose documented text goes on after the number
+    /// (`1.12× (1.09–1.15) inference time`): the cell must start with `computed`.
+    pub(crate) fn cell_start(&mut self, row: &[String], column: usize, computed: &str) {
+        let documented = row.get(column).map_or(String::new(), |d| d.replace("**", ""));
+        println!(
+            "| {} | … {computed} … |",
+            row.first().map_or("", String::as_str)
+        );
+        if !documented.starts_with(computed) {
+            self.failures.push(format!(
+                "row `{}`, column {column}: the doc says `{documented}`, the code gives `{computed}`",
+                row.first().map_or("", String::as_str)
+            ));
+        }
+    }
+
     /// Compares one documented value (found in prose or a cell) with the computed one.
     pub(crate) fn value(&mut self, what: &str, documented: &str, computed: &str) {
         println!("{what}: {computed}");
