@@ -11,3 +11,4 @@ mod lysi_assign;
 mod parm;
 mod rail;
 mod tables;
+mod training;

@@ -68,6 +68,22 @@ impl Table {
             .unwrap_or_else(|| panic!("no row {key:?} in the table {}", self.name))
     }
 
+    /// The number of body rows.
+    pub(crate) fn rows_len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Body row `i` (0-based).
+    ///
+    /// # Panics
+    ///
+    /// If the table has fewer rows.
+    pub(crate) fn row_at(&self, i: usize) -> &[String] {
+        self.rows
+            .get(i)
+            .unwrap_or_else(|| panic!("no row {i} in the table {}", self.name))
+    }
+
     /// The body row whose first cell starts with `prefix`.
     ///
     /// # Panics
