@@ -8,6 +8,7 @@ mod aristos;
 mod colocation;
 mod inference;
 mod lysi_assign;
+mod measured;
 mod parm;
 mod rail;
 mod tables;
