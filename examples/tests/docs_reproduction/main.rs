@@ -4,6 +4,7 @@
 //! `--nocapture` prints the regenerated rows. Run every drift test of the workspace with
 //! `scripts/check-docs` (documented at the top of `docs/reproduction.md`).
 
+mod alltoall;
 mod aristos;
 mod colocation;
 mod inference;
