@@ -11,6 +11,7 @@ mod inference;
 mod lysi_assign;
 mod measured;
 mod parm;
+mod placement;
 mod rail;
 mod tables;
 mod training;

@@ -68,6 +68,11 @@ impl Table {
             .unwrap_or_else(|| panic!("no row {key:?} in the table {}", self.name))
     }
 
+    /// The first body row for which `pick` holds.
+    pub(crate) fn rows_matching(&self, pick: impl Fn(&[String]) -> bool) -> Option<&[String]> {
+        self.rows.iter().map(Vec::as_slice).find(|r| pick(r))
+    }
+
     /// The number of body rows.
     pub(crate) fn rows_len(&self) -> usize {
         self.rows.len()
