@@ -4,10 +4,13 @@
 
 use crate::tables::{Drift, Table};
 use moe_planner_examples::aristos::{
-    A100_PEAK, BASE, Reading, random_cluster_study, single_node_over_best_uniform,
+    A100_PEAK, BASE, BYTES_PER_VALUE, GLOBAL_BATCH, HIDDEN, LAYERS, MICRO_BATCH, MOE_EVERY,
+    Reading, non_expert_params, random_cluster_study, routed_tokens,
+    single_node_over_best_uniform,
 };
 use topology_partition::{
-    Partition, lysi_group, one_group_per_node, smallest_fitting_groups, whole_world,
+    Partition, TrainingConstants, lysi_group, one_group_per_node, smallest_fitting_groups,
+    whole_world,
 };
 
 const HEADER: &str =
@@ -180,6 +183,30 @@ fn lysigroup_sensitivity_matches_the_code() {
         );
         drift.cells(t.row(&[name]), &[1, 2, 3], &[lysi, world, sizes]);
     }
+    drift.finish();
+}
+
+#[test]
+fn derived_constants_match_the_code() {
+    let mut drift = Drift::new("Aristos, derived constants (prose)");
+    let gamma = TrainingConstants {
+        recompute: BASE.recompute,
+        layers: LAYERS,
+        global_batch: GLOBAL_BATCH,
+        moe_every: MOE_EVERY,
+        micro_batch: MICRO_BATCH,
+    }
+    .gamma(16)
+    .expect("valid constants");
+    drift.text(&format!("`gamma = 3 · 24 · 256 / (2 · 16 · 4) = {gamma}`"));
+    drift.text(&format!(
+        "| `d` | {:.2} MB |",
+        routed_tokens() * HIDDEN * BYTES_PER_VALUE / 1e6
+    ));
+    drift.text(&format!(
+        "({:.0} MB of FP16 gradients",
+        non_expert_params() * BYTES_PER_VALUE / 1e6
+    ));
     drift.finish();
 }
 

@@ -140,5 +140,27 @@ fn parm_with_its_compute_term_matches_the_code() {
             ],
         );
     }
+    // The range over every Table III layer with N_MP N_ESP > 1, at 100% and 50% of the peak.
+    let range = |tb: &Testbed, peak: f64, sizes: &[usize]| {
+        let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+        for &p in sizes {
+            for l in table3_layers(p, 4.0).iter().filter(|l| l.n_mp * l.n_esp > 1) {
+                let s = parm_layer_with_compute(tb, l, peak)
+                    .expect("Table III layers are valid")
+                    .speedup;
+                lo = lo.min(s);
+                hi = hi.max(s);
+            }
+        }
+        format!("{lo:.2}–{hi:.2}×")
+    };
+    let (ra, rb) = (RTX4090_FP32_FLOP_PER_S, RTX2080TI_FP32_FLOP_PER_S);
+    drift.text(&format!(
+        "**{}** on testbed A and **{}** on testbed B at 100% ({} and {} at 50%)",
+        range(&a, ra, &[8]),
+        range(&b, rb, &[8, 16, 32]),
+        range(&a, 0.5 * ra, &[8]),
+        range(&b, 0.5 * rb, &[8, 16, 32])
+    ));
     drift.finish();
 }
