@@ -35,22 +35,26 @@ pub const BYTES_PER_VALUE: f64 = 2.0;
 pub const VOCAB: f64 = 50304.0;
 
 /// Tokens one worker routes per MoE-layer run: `cf · k · b · s` (8192).
+#[must_use]
 pub fn routed_tokens() -> f64 {
     CAPACITY_FACTOR * TOP_K * MICRO_BATCH as f64 * SEQUENCE
 }
 
 /// Forward FLOP of one token through one expert (two `h x 4h` GEMMs, 2 FLOP per MAC): `16 h²`.
+#[must_use]
 pub fn expert_flop_per_token() -> f64 {
     16.0 * HIDDEN * HIDDEN
 }
 
 /// Parameters of one expert (`h x 4h` and `4h x h`, biases ignored): `8 h²`.
+#[must_use]
 pub fn expert_params() -> f64 {
     8.0 * HIDDEN * HIDDEN
 }
 
 /// Non-expert parameters: attention (`4h² + 4h` + 2 LayerNorms) in all 24 layers, dense FFNs
 /// (`8h² + 5h`) in the 12 non-MoE layers, token and position embeddings, final LayerNorm.
+#[must_use]
 pub fn non_expert_params() -> f64 {
     let h = HIDDEN;
     let moe_layers = (LAYERS / MOE_EVERY) as f64;
@@ -100,6 +104,7 @@ impl Reading {
     /// # Panics
     ///
     /// Above `AristosObjective`'s expert limit (the studies use at most a few hundred).
+    #[must_use]
     pub fn objective(&self, experts: usize) -> AristosObjective {
         let training = TrainingConstants {
             recompute: self.recompute,

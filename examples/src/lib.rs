@@ -6,5 +6,5 @@
 
 pub mod aristos;
 pub mod colocation;
-pub mod lysi_assign;
 pub mod inference;
+pub mod lysi_assign;

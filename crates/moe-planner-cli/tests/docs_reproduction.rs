@@ -65,7 +65,11 @@ fn the_documented_place_totals_are_the_binary_output() {
         .current_dir(root)
         .output()
         .expect("the binary runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let block = text_block("### The CLI on the embedded workload", 1);
     require_lines("the `place` totals", &block, &stdout);

@@ -120,11 +120,7 @@ fn stale_orders_of_q4_match_the_code() {
         drift.cells(
             t.row(&[&batch.to_string()]),
             &[1, 2, 3],
-            &[
-                format!("{r:.3}×"),
-                format!("{w:.3}×"),
-                format!("{sjf:.3}×"),
-            ],
+            &[format!("{r:.3}×"), format!("{w:.3}×"), format!("{sjf:.3}×")],
         );
     }
     drift.finish();

@@ -5,8 +5,7 @@
 use crate::tables::{Drift, Table};
 use moe_planner_examples::aristos::{
     A100_PEAK, BASE, BYTES_PER_VALUE, GLOBAL_BATCH, HIDDEN, LAYERS, MICRO_BATCH, MOE_EVERY,
-    Reading, non_expert_params, random_cluster_study, routed_tokens,
-    single_node_over_best_uniform,
+    Reading, non_expert_params, random_cluster_study, routed_tokens, single_node_over_best_uniform,
 };
 use topology_partition::{
     Partition, TrainingConstants, lysi_group, one_group_per_node, smallest_fitting_groups,

@@ -102,14 +102,12 @@ fn gap_to_the_optimum_matches_the_code() {
     }
     let big = hetero_instance(256, &mut rng).expect("instance");
     let lower = colocate_lower_bound_s(&big).expect("bound");
-    drift.text(&format!(
-        "`colocate_lower_bound_s` ({:.3} ms",
-        lower * 1e3
-    ));
+    drift.text(&format!("`colocate_lower_bound_s` ({:.3} ms", lower * 1e3));
     drift.value(
         "decoupled at n = 256 reaches the bound (doc: both are provably optimal there)",
         "true",
-        &(colocate_decoupled(&big).expect("plan").bottleneck_s <= lower * (1.0 + 1e-12)).to_string(),
+        &(colocate_decoupled(&big).expect("plan").bottleneck_s <= lower * (1.0 + 1e-12))
+            .to_string(),
     );
     drift.finish();
 }

@@ -37,7 +37,11 @@ fn end_to_end_inference_table_matches_the_code() {
             2,
             &format!("{:.2}× ({lo:.2}–{hi:.2})", mean(&s.speedup)),
         );
-        drift.cells(row, &[3], &[format!("{:.1}%", 100.0 * mean(&s.utilization))]);
+        drift.cells(
+            row,
+            &[3],
+            &[format!("{:.1}%", 100.0 * mean(&s.utilization))],
+        );
         if !hetero {
             util[models - 1] = mean(&s.utilization);
         }
@@ -72,7 +76,12 @@ fn lina_s(plan: &InferencePlan) -> f64 {
 fn lina_timed_matches_the_code() {
     let colocated: Value = serde_json::from_str(COLOCATED).expect("JSON");
     let mut mixed = colocated.clone();
-    for g in mixed["gpus"].as_array_mut().expect("gpus").iter_mut().skip(4) {
+    for g in mixed["gpus"]
+        .as_array_mut()
+        .expect("gpus")
+        .iter_mut()
+        .skip(4)
+    {
         *g = json!({"tflops": 60.0, "bandwidth_gbps": 50.0});
     }
     let mut drift = Drift::new("Aurora, Lina timed (prose)");

@@ -144,7 +144,10 @@ fn parm_with_its_compute_term_matches_the_code() {
     let range = |tb: &Testbed, peak: f64, sizes: &[usize]| {
         let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
         for &p in sizes {
-            for l in table3_layers(p, 4.0).iter().filter(|l| l.n_mp * l.n_esp > 1) {
+            for l in table3_layers(p, 4.0)
+                .iter()
+                .filter(|l| l.n_mp * l.n_esp > 1)
+            {
                 let s = parm_layer_with_compute(tb, l, peak)
                     .expect("Table III layers are valid")
                     .speedup;

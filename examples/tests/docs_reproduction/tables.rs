@@ -150,7 +150,9 @@ impl Drift {
     /// Like [`Drift::cells`] for one cell whose documented text goes on after the number
     /// (`1.12× (1.09–1.15) inference time`): the cell must start with `computed`.
     pub(crate) fn cell_start(&mut self, row: &[String], column: usize, computed: &str) {
-        let documented = row.get(column).map_or(String::new(), |d| d.replace("**", ""));
+        let documented = row
+            .get(column)
+            .map_or(String::new(), |d| d.replace("**", ""));
         println!(
             "| {} | … {computed} … |",
             row.first().map_or("", String::as_str)
