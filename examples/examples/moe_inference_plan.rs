@@ -7,7 +7,7 @@
 //!
 //! Run: `cargo run --release -p moe-planner-examples --example moe_inference_plan`
 
-use moe_planner_examples::inference::{GPUS, LAYERS, SEEDS, run};
+use moe_planner_examples::inference::{GPUS, LAYERS, SCENARIOS, SEEDS, run};
 
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
@@ -28,12 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "scenario", "speedup mean", "speedup range", "GPU util", "at bound"
     );
     let mut util = [0.0; 2];
-    for (models, hetero, name) in [
-        (1, false, "exclusive + homogeneous"),
-        (1, true, "exclusive + heterogeneous"),
-        (2, false, "colocating + homogeneous"),
-        (2, true, "colocating + heterogeneous"),
-    ] {
+    for (models, hetero, name) in SCENARIOS {
         let s = run(models, hetero)?;
         let (lo, hi) = range(&s.speedup);
         println!(

@@ -11,6 +11,13 @@ use moe_planner::inference::{
 pub const GPUS: usize = 8;
 /// MoE layers per model.
 pub const LAYERS: u64 = 4;
+/// The four scenarios of Aurora §8.2: models (1 or 2), mixed GPUs, and the name.
+pub const SCENARIOS: [(usize, bool, &str); 4] = [
+    (1, false, "exclusive + homogeneous"),
+    (1, true, "exclusive + heterogeneous"),
+    (2, false, "colocating + homogeneous"),
+    (2, true, "colocating + heterogeneous"),
+];
 /// Seeds per scenario.
 pub const SEEDS: u64 = 20;
 /// Tokens each GPU routes per layer and bytes per token (hidden 4096, fp16).

@@ -3,7 +3,7 @@
 
 use crate::tables::{Drift, Table};
 use moe_planner::inference::{InferencePlan, InferenceSpec, plan_inference};
-use moe_planner_examples::inference::run;
+use moe_planner_examples::inference::{SCENARIOS, run};
 use serde_json::{Value, json};
 
 const COLOCATED: &str = include_str!("../../data/inference_colocated.json");
@@ -21,12 +21,7 @@ fn end_to_end_inference_table_matches_the_code() {
     let mut drift = Drift::new("Aurora, end-to-end inference planning");
     let mut at_bound = true;
     let mut util = [0.0; 2];
-    for (models, hetero, name) in [
-        (1, false, "exclusive + homogeneous"),
-        (1, true, "exclusive + heterogeneous"),
-        (2, false, "colocating + homogeneous"),
-        (2, true, "colocating + heterogeneous"),
-    ] {
+    for (models, hetero, name) in SCENARIOS {
         let s = run(models, hetero).expect("planner");
         at_bound &= s.at_bound;
         let lo = s.speedup.iter().copied().fold(f64::INFINITY, f64::min);

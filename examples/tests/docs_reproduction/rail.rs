@@ -13,7 +13,7 @@ use moe_planner::rail_network::model::{Recompute, model_preset};
 use moe_planner::rail_network::parallel::Parallelization;
 use moe_planner::rail_network::system::system_preset;
 use moe_planner::rail_network::traffic::{
-    CollectiveAlgorithm, TrafficKind, TrafficSummary, job_traffic,
+    CollectiveAlgorithm, KindShare, TrafficKind, TrafficSummary, job_traffic,
 };
 
 fn pct(x: f64) -> String {
@@ -175,11 +175,15 @@ fn traffic(
     job_traffic(&map, algorithm).summary().expect("summary")
 }
 
-fn share(s: &TrafficSummary, kind: TrafficKind) -> f64 {
+fn of_kind(s: &TrafficSummary, kind: TrafficKind) -> &KindShare {
     s.by_kind
         .iter()
         .find(|k| k.kind == kind)
-        .map_or(0.0, |k| k.share)
+        .unwrap_or_else(|| panic!("no {kind:?} traffic"))
+}
+
+fn share(s: &TrafficSummary, kind: TrafficKind) -> f64 {
+    of_kind(s, kind).share
 }
 
 #[test]
@@ -191,11 +195,7 @@ fn gpt_1t_traffic_pattern_matches_the_code() {
         "| {:.3}% idle (of N (N-1) ordered pairs) |",
         100.0 * s.idle_pair_fraction
     ));
-    let tp_pairs = s
-        .by_kind
-        .iter()
-        .find(|k| k.kind == TrafficKind::TpAllGather)
-        .map_or(0, |k| k.pairs);
+    let tp_pairs = of_kind(&s, TrafficKind::TpAllGather).pairs;
     drift.text(&format!(
         "| {:.4}% |",
         100.0 * tp_pairs as f64 / s.ordered_pairs as f64
@@ -224,11 +224,7 @@ fn gpt_1t_traffic_pattern_matches_the_code() {
         "| > 99% pairs idle | {:.3}% |",
         100.0 * s.idle_pair_fraction
     ));
-    let dp = s
-        .by_kind
-        .iter()
-        .find(|k| k.kind == TrafficKind::DpAllReduce)
-        .expect("DP traffic");
+    let dp = of_kind(&s, TrafficKind::DpAllReduce);
     drift.text(&format!(
         "| {:.2}% (= (31/32)",
         100.0 * dp.hb_bytes / dp.bytes
