@@ -8,3 +8,4 @@ pub mod aristos;
 pub mod colocation;
 pub mod inference;
 pub mod lysi_assign;
+pub mod robustness;

@@ -13,5 +13,6 @@ mod measured;
 mod parm;
 mod placement;
 mod rail;
+mod robustness;
 mod tables;
 mod training;
