@@ -102,6 +102,19 @@ impl Table {
     }
 }
 
+/// How a message names a row: its first cell, or its first cells while they are empty (the
+/// continuation rows of a grouped table).
+fn row_name(row: &[String]) -> String {
+    let mut name = Vec::new();
+    for cell in row {
+        name.push(cell.as_str());
+        if !cell.is_empty() {
+            break;
+        }
+    }
+    name.join(" | ")
+}
+
 fn words(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -137,7 +150,7 @@ impl Drift {
             if documented != *value {
                 self.failures.push(format!(
                     "row `{}`, column {c}: the doc says `{documented}`, the code gives `{value}`",
-                    row.first().map_or("", String::as_str)
+                    row_name(row)
                 ));
             }
             if let Some(cell) = printed.get_mut(c) {
@@ -153,14 +166,11 @@ impl Drift {
         let documented = row
             .get(column)
             .map_or(String::new(), |d| d.replace("**", ""));
-        println!(
-            "| {} | … {computed} … |",
-            row.first().map_or("", String::as_str)
-        );
+        println!("| {} | … {computed} … |", row_name(row));
         if !documented.starts_with(computed) {
             self.failures.push(format!(
                 "row `{}`, column {column}: the doc says `{documented}`, the code gives `{computed}`",
-                row.first().map_or("", String::as_str)
+                row_name(row)
             ));
         }
     }
