@@ -9,87 +9,10 @@
 //!
 //! Run: `cargo run --release -p moe-planner-examples --example lysi_assign_quality`
 
-use colocation_matching::{LysiAlgorithm, Worker, lysi_assign_with};
-use comm_cost_model::seeded_rng;
-use rand::RngExt;
+use colocation_matching::{LysiAlgorithm, lysi_assign_with};
+use moe_planner_examples::lysi_assign::{LARGE, SMALL, brute_force, instance};
 
 type Error = Box<dyn std::error::Error>;
-
-struct Instance {
-    costs: Vec<f64>,
-    workers: Vec<Worker>,
-}
-
-/// Ranges of one family of random instances.
-struct Family {
-    experts: (usize, usize),
-    workers: (usize, usize),
-    max_slots: usize,
-    stream: u64,
-}
-
-const SMALL: Family = Family {
-    experts: (3, 8),
-    workers: (2, 4),
-    max_slots: 8,
-    stream: 0,
-};
-
-const LARGE: Family = Family {
-    experts: (16, 48),
-    workers: (3, 8),
-    max_slots: 16,
-    stream: 1,
-};
-
-fn instance(family: &Family, seed: u64) -> Instance {
-    let mut rng = seeded_rng(seed, family.stream);
-    let experts = rng.random_range(family.experts.0..=family.experts.1);
-    let costs = (0..experts)
-        .map(|_| f64::from(rng.random_range(1..=10u32)))
-        .collect();
-    let count = rng.random_range(family.workers.0..=family.workers.1);
-    loop {
-        let workers: Vec<Worker> = (0..count)
-            .map(|_| Worker {
-                flop_per_s: f64::from(rng.random_range(1..=4u32)),
-                expert_slots: rng.random_range(1..=family.max_slots),
-            })
-            .collect();
-        if workers.iter().map(|w| w.expert_slots).sum::<usize>() >= experts {
-            return Instance { costs, workers };
-        }
-    }
-}
-
-/// Smallest makespan over every assignment that respects the slots.
-fn brute_force(inst: &Instance) -> f64 {
-    fn go(x: usize, inst: &Instance, load: &mut [f64], free: &mut [usize], best: &mut f64) {
-        if x == inst.costs.len() {
-            let makespan = load
-                .iter()
-                .zip(&inst.workers)
-                .map(|(l, w)| l / w.flop_per_s)
-                .fold(0.0, f64::max);
-            *best = best.min(makespan);
-            return;
-        }
-        for j in 0..load.len() {
-            if free[j] > 0 {
-                free[j] -= 1;
-                load[j] += inst.costs[x];
-                go(x + 1, inst, load, free, best);
-                load[j] -= inst.costs[x];
-                free[j] += 1;
-            }
-        }
-    }
-    let mut best = f64::INFINITY;
-    let mut load = vec![0.0; inst.workers.len()];
-    let mut free: Vec<usize> = inst.workers.iter().map(|w| w.expert_slots).collect();
-    go(0, inst, &mut load, &mut free, &mut best);
-    best
-}
 
 struct Tally {
     name: &'static str,
