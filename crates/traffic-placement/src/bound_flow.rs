@@ -21,8 +21,7 @@
 //! them. It is the Lagrangian dual of the integer problem, so at least the LP relaxation of this
 //! hosting model, which is at least the relaxation of [`crate::bound`] with the remote load added.
 
-use std::time::Instant;
-
+use crate::cap::Cap;
 use crate::context::Context;
 
 /// Nodes up to which the bound enumerates every hosting set (`2^K - 1` per expert).
@@ -240,9 +239,9 @@ pub(crate) fn flow_bound(
     limit: f64,
     target: f64,
     iterations: usize,
-    deadline: Option<Instant>,
+    cap: &Cap,
 ) -> Option<FlowBound> {
-    ascend(ctx, limit, Scale::EXACT, target, iterations, deadline)
+    ascend(ctx, limit, Scale::EXACT, target, iterations, cap)
 }
 
 /// The ascent on the model with node limits and slots scaled by `scale` (load, slots): with
@@ -254,7 +253,7 @@ pub(crate) fn ascend(
     scale: Scale<'_>,
     target: f64,
     iterations: usize,
-    deadline: Option<Instant>,
+    cap: &Cap,
 ) -> Option<FlowBound> {
     let k = ctx.nodes();
     if k == 0 || k > MAX_FLOW_BOUND_NODES || ctx.experts() == 0 {
@@ -290,7 +289,7 @@ pub(crate) fn ascend(
     let mut theta = 1.0;
     let mut stale = 0;
     for it in 0..iterations.max(1) {
-        if it > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+        if it > 0 && cap.passed() {
             break;
         }
         let value = model.evaluate(&to_lam(&a), &to_mu(&b), &mut choices);
@@ -344,9 +343,9 @@ mod diag {
             let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
             let limit = p.max_gpu_load * 1.01;
             let total = t.total();
-            let old = crate::bound::lower_bound(&ctx, limit, 30, None);
+            let old = crate::bound::lower_bound(&ctx, limit, 30, &Cap::never());
             for target in [total, 0.5 * total, 0.3 * total] {
-                let f = flow_bound(&ctx, limit, target, 2000, None).unwrap();
+                let f = flow_bound(&ctx, limit, target, 2000, &Cap::never()).unwrap();
                 let m = Model::new(&ctx, limit, Scale::EXACT);
                 let mut load = vec![0.0; k];
                 let mut used = vec![0.0; k];
@@ -402,7 +401,7 @@ mod diag {
             let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
             let limit = p.max_gpu_load * 1.01;
             let total = t.total();
-            let f = flow_bound(&ctx, limit, 0.3 * total, 2000, None).unwrap();
+            let f = flow_bound(&ctx, limit, 0.3 * total, 2000, &Cap::never()).unwrap();
             let start = std::time::Instant::now();
             let plans = bound_plans(
                 &ctx,
@@ -410,7 +409,7 @@ mod diag {
                 0.3 * total,
                 0.0,
                 &expert_placement::PlacementOptions::default(),
-                None,
+                &Cap::never(),
             )
             .unwrap();
             println!(

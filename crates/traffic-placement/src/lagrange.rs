@@ -7,11 +7,10 @@
 //! shrinking the slots by a few percent buys the packing its room at a few percent more cross-node
 //! tokens. Which shrink packs best is not monotone, so a small grid is tried, best first.
 
-use std::time::Instant;
-
 use expert_placement::PlacementOptions;
 
 use crate::bound_flow::{Scale, ascend};
+use crate::cap::Cap;
 use crate::construct::pack;
 use crate::context::{Context, replica_gpus};
 use crate::dispatch::{DispatchReport, evaluate};
@@ -40,9 +39,6 @@ const EXTRA_POINTS: usize = 2;
 /// Subgradient iterations of each tightened hosting.
 const PLAN_ITERATIONS: usize = 100;
 
-/// Time budget of one node's packing, seconds.
-const PACKING_TIME_S: f64 = 0.001;
-
 /// A scored candidate plan.
 pub(crate) struct Candidate {
     pub(crate) map: Vec<usize>,
@@ -51,14 +47,14 @@ pub(crate) struct Candidate {
 
 /// The plans of the grid, each scored under the exact dispatch; stops early once a plan within
 /// the limit is within `good_enough` cross-node tokens (e.g. a few percent above the bound), a
-/// grid point after the first plan within the limit, or at the deadline.
+/// grid point after the first plan within the limit, or at the safety cap.
 pub(crate) fn bound_plans(
     ctx: &Context<'_>,
     limit: f64,
     target: f64,
     good_enough: f64,
     placement: &PlacementOptions,
-    deadline: Option<Instant>,
+    safety: &Cap,
 ) -> Result<Vec<Candidate>, TrafficError> {
     let mut out: Vec<Candidate> = Vec::new();
     let tol = limit * 1e-9;
@@ -71,7 +67,7 @@ pub(crate) fn bound_plans(
         extra = extra.map(|x| x - 1);
         let mut cap = vec![1.0; k];
         for _ in 0..FEEDBACK_ROUNDS {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if safety.passed() {
                 return Ok(out);
             }
             let scale = Scale {
@@ -79,7 +75,7 @@ pub(crate) fn bound_plans(
                 slots,
                 replica,
             };
-            let Some(h) = ascend(ctx, limit, scale, target, PLAN_ITERATIONS, deadline) else {
+            let Some(h) = ascend(ctx, limit, scale, target, PLAN_ITERATIONS, safety) else {
                 return Ok(out);
             };
             let mut hosts = h.hosts;
@@ -95,7 +91,7 @@ pub(crate) fn bound_plans(
                 .collect();
             repair_hosts(ctx, &mut hosts, limit, &slot_limit);
             let loads = node_loads(ctx, &hosts, limit);
-            let Some(map) = pack(ctx, &hosts, &loads, placement, PACKING_TIME_S)? else {
+            let Some(map) = pack(ctx, &hosts, &loads, limit, placement, safety)? else {
                 break;
             };
             let report = evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts()));

@@ -2,10 +2,9 @@
 //! `max_moves` slots change expert, chosen to cut the most cross-node tokens within the balance
 //! limit.
 
-use std::time::{Duration, Instant};
-
 use serde::{Deserialize, Serialize};
 
+use crate::cap::Cap;
 use crate::context::{Context, replica_gpus};
 use crate::dispatch::{DispatchReport, check_map, evaluate};
 use crate::error::TrafficError;
@@ -113,9 +112,7 @@ pub fn place_traffic_aware_with_moves(
     } else {
         // The best changes by node-level saving for a share of the budget, then the
         // planner's replica-level local search (balance first, then traffic) with the rest.
-        let deadline = Instant::now().checked_add(
-            Duration::try_from_secs_f64(options.time_budget_s).unwrap_or(Duration::MAX),
-        );
+        let cap = Cap::new(options.time_budget_s);
         let ranked = rank_changes(&ctx, current, &aligned, &changes);
         for share in BUDGET_SHARES {
             // The share of a budget below the change count: a floor, never above the budget.
@@ -127,7 +124,7 @@ pub fn place_traffic_aware_with_moves(
             state.cap_changes(current.to_vec(), max_moves);
             state.run(Budget {
                 steps: options.search_steps.min(REPAIR_STEPS),
-                deadline,
+                cap: &cap,
             });
             candidates.push(state.map);
         }

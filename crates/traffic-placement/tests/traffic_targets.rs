@@ -65,8 +65,16 @@ fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, se
 #[test]
 #[ignore = "the full target table: cargo test --release -p traffic-placement --test traffic_targets -- --ignored --nocapture"]
 fn deepseek_targets() {
+    // `TRAFFIC_GPUS=32` keeps the rows of one GPU count, `TRAFFIC_LOCALITY=0.5` one locality.
+    let only = |var: &str| std::env::var(var).ok().and_then(|v| v.parse::<f64>().ok());
     for (gpus, nodes, slots) in [(16, 2, 18), (16, 2, 20), (32, 4, 9), (32, 4, 10)] {
+        if only("TRAFFIC_GPUS").is_some_and(|g| g != gpus as f64) {
+            continue;
+        }
         for locality in [0.0, 0.3, 0.5, 0.8] {
+            if only("TRAFFIC_LOCALITY").is_some_and(|l| l != locality) {
+                continue;
+            }
             row(gpus, nodes, slots, locality, 8, 1);
         }
     }
