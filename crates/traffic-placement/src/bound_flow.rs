@@ -44,10 +44,16 @@ pub(crate) struct FlowBound {
 struct Model {
     k: usize,
     e_count: usize,
-    /// `[E][mask]`: tokens the nodes of the set send the expert.
-    d_set: Vec<Vec<f64>>,
-    /// `[E][mask]`: replicas the set's own tokens force.
-    q_set: Vec<Vec<f64>>,
+    /// `[E · 2^K]` (expert-major): tokens the nodes of the set send the expert.
+    d_set: Vec<f64>,
+    /// `[E · 2^K]`: replicas the set's own tokens force.
+    q_set: Vec<f64>,
+    /// `[E · K]` (expert-major): `d` and `q` laid out for the per-expert scan.
+    d_by_expert: Vec<f64>,
+    q_by_expert: Vec<f64>,
+    /// Each set's lowest node and the set without it (the subset-sum order of the scan).
+    low: Vec<usize>,
+    rest: Vec<usize>,
     /// `[K][E]`.
     d: Vec<Vec<f64>>,
     q: Vec<Vec<f64>>,
@@ -64,6 +70,8 @@ struct Model {
 pub(crate) struct Scale<'s> {
     pub(crate) cap: &'s [f64],
     pub(crate) slots: f64,
+    /// Slots each node keeps free on top of the scale (spare room to split hot experts).
+    pub(crate) spare: f64,
     pub(crate) replica: f64,
 }
 
@@ -72,6 +80,7 @@ impl Scale<'_> {
     pub(crate) const EXACT: Self = Self {
         cap: &[],
         slots: 1.0,
+        spare: 0.0,
         replica: 1.0,
     };
 }
@@ -91,6 +100,7 @@ impl Model {
         let Scale {
             cap: cap_scale,
             slots: slot_scale,
+            spare,
             replica: replica_scale,
         } = scale;
         let k = ctx.nodes();
@@ -118,21 +128,38 @@ impl Model {
             })
             .collect();
         let masks = 1usize << k;
-        let mut d_set = vec![vec![0.0; masks]; e_count];
-        let mut q_set = vec![vec![0.0; masks]; e_count];
+        let low: Vec<usize> = (0..masks)
+            .map(|mask: usize| mask.trailing_zeros() as usize % k.max(1))
+            .collect();
+        let rest: Vec<usize> = (0..masks).map(|mask| mask & mask.wrapping_sub(1)).collect();
+        let mut d_set = vec![0.0; e_count * masks];
+        let mut q_set = vec![0.0; e_count * masks];
         for e in 0..e_count {
+            let (ds, qs) = (
+                &mut d_set[e * masks..(e + 1) * masks],
+                &mut q_set[e * masks..(e + 1) * masks],
+            );
             for mask in 1..masks {
-                let low = mask.trailing_zeros() as usize;
-                let rest = mask & (mask - 1);
-                d_set[e][mask] = d_set[e][rest] + ctx.by_node[low][e];
-                q_set[e][mask] = q_set[e][rest] + q[low][e];
+                let (l, r) = (low[mask], rest[mask]);
+                ds[mask] = ds[r] + ctx.by_node[l][e];
+                qs[mask] = qs[r] + q[l][e];
             }
         }
+        let d_by_expert = (0..e_count)
+            .flat_map(|e| (0..k).map(move |n| ctx.by_node[n][e]))
+            .collect();
+        let q_by_expert = (0..e_count)
+            .flat_map(|e| (0..k).map(|n| q[n][e]).collect::<Vec<_>>())
+            .collect();
         Self {
             k,
             e_count,
             d_set,
             q_set,
+            d_by_expert,
+            q_by_expert,
+            low,
+            rest,
             d: ctx.by_node.clone(),
             q,
             w: ctx.loads.clone(),
@@ -150,7 +177,10 @@ impl Model {
             slots: ctx
                 .gpus_of_node
                 .iter()
-                .map(|gs| slot_scale * gs.iter().map(|&g| slots_of[g] as f64).sum::<f64>())
+                .map(|gs| {
+                    (slot_scale * gs.iter().map(|&g| slots_of[g] as f64).sum::<f64>() - spare)
+                        .max(0.0)
+                })
                 .collect(),
         }
     }
@@ -175,32 +205,46 @@ impl Model {
                 mmin[rest]
             };
         }
+        // Per set: the remote-token price `1 + min lambda` and the extra-replica price `min mu`.
+        let remote_price: Vec<f64> = lmin.iter().map(|&(l, _)| 1.0 + l).collect();
+        let extra_price: Vec<f64> = mmin.iter().map(|&(m, _)| m).collect();
+        let k = self.k;
         let mut linear = vec![0.0; masks];
+        let (mut lam_d, mut mu_q) = (vec![0.0; k], vec![0.0; k]);
         let mut total = 0.0;
         for (e, slot) in choices.iter_mut().enumerate().take(self.e_count) {
             let (w, r) = (self.w[e], self.r[e]);
-            let mut best = Choice {
-                mask: 1,
-                cost: f64::INFINITY,
-                lam_arg: 0,
-                mu_arg: 0,
-            };
+            let (de, qe) = (
+                &self.d_by_expert[e * k..(e + 1) * k],
+                &self.q_by_expert[e * k..(e + 1) * k],
+            );
+            for n in 0..k {
+                lam_d[n] = lam[n] * de[n];
+                mu_q[n] = mu[n] * qe[n];
+            }
+            let (ds, qs) = (
+                &self.d_set[e * masks..(e + 1) * masks],
+                &self.q_set[e * masks..(e + 1) * masks],
+            );
+            let (mut best_mask, mut best_cost) = (1, f64::INFINITY);
             for mask in 1..masks {
-                let low = mask.trailing_zeros() as usize;
-                let rest = mask & (mask - 1);
-                linear[mask] = linear[rest] + lam[low] * self.d[low][e] + mu[low] * self.q[low][e];
-                let remote = (w - self.d_set[e][mask]).max(0.0);
-                let extra = (r - self.q_set[e][mask]).max(0.0);
-                let cost = remote * (1.0 + lmin[mask].0) + linear[mask] + mmin[mask].0 * extra;
-                if cost < best.cost {
-                    best = Choice {
-                        mask,
-                        cost,
-                        lam_arg: lmin[mask].1,
-                        mu_arg: mmin[mask].1,
-                    };
+                let (low, rest) = (self.low[mask], self.rest[mask]);
+                let lin = linear[rest] + lam_d[low] + mu_q[low];
+                linear[mask] = lin;
+                let remote = (w - ds[mask]).max(0.0);
+                let extra = (r - qs[mask]).max(0.0);
+                let cost = remote * remote_price[mask] + lin + extra_price[mask] * extra;
+                if cost < best_cost {
+                    best_mask = mask;
+                    best_cost = cost;
                 }
             }
+            let best = Choice {
+                mask: best_mask,
+                cost: best_cost,
+                lam_arg: lmin[best_mask].1,
+                mu_arg: mmin[best_mask].1,
+            };
             total += best.cost;
             *slot = best;
         }
@@ -220,8 +264,9 @@ impl Model {
                 load[n] += self.d[n][e];
                 used[n] += self.q[n][e];
             }
-            load[c.lam_arg] += (self.w[e] - self.d_set[e][c.mask]).max(0.0);
-            used[c.mu_arg] += (self.r[e] - self.q_set[e][c.mask]).max(0.0);
+            let masks = 1usize << self.k;
+            load[c.lam_arg] += (self.w[e] - self.d_set[e * masks + c.mask]).max(0.0);
+            used[c.mu_arg] += (self.r[e] - self.q_set[e * masks + c.mask]).max(0.0);
         }
         let norm = |x: f64, c: f64| if c > 0.0 { x / c - 1.0 } else { 0.0 };
         (

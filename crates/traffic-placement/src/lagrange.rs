@@ -18,15 +18,17 @@ use crate::error::TrafficError;
 
 /// (slot scale, replica scale) pairs tried, in about increasing order of the cross-node
 /// tokens they cost.
-const GRID: [(f64, f64); 8] = [
-    (1.0, 1.0),
-    (1.0, 0.5),
-    (0.98, 1.0),
-    (0.98, 0.5),
-    (0.96, 1.0),
-    (0.94, 1.0),
-    (0.92, 1.0),
-    (0.9, 1.0),
+const GRID: [(f64, f64, f64); 10] = [
+    (1.0, 0.0, 1.0),
+    (1.0, 1.0, 1.0),
+    (1.0, 2.0, 1.0),
+    (1.0, 1.0, 0.5),
+    (1.0, 3.0, 1.0),
+    (1.0, 2.0, 0.5),
+    (0.96, 0.0, 1.0),
+    (0.94, 0.0, 1.0),
+    (0.92, 0.0, 1.0),
+    (0.9, 0.0, 1.0),
 ];
 
 /// Rounds of each grid point: a node whose busiest GPU ends above the limit has its load limit
@@ -60,7 +62,7 @@ pub(crate) fn bound_plans(
     let tol = limit * 1e-9;
     let k = ctx.nodes();
     let mut extra: Option<usize> = None;
-    for (slots, replica) in GRID {
+    for (slots, spare, replica) in GRID {
         if extra.is_some_and(|x| x == 0) {
             break;
         }
@@ -73,6 +75,7 @@ pub(crate) fn bound_plans(
             let scale = Scale {
                 cap: &cap,
                 slots,
+                spare,
                 replica,
             };
             let Some(h) = ascend(ctx, limit, scale, target, PLAN_ITERATIONS, safety) else {
@@ -87,6 +90,7 @@ pub(crate) fn bound_plans(
                         * gs.iter()
                             .map(|&g| ctx.cluster.slots_of_gpu()[g])
                             .sum::<usize>() as f64
+                        - spare
                 })
                 .collect();
             repair_hosts(ctx, &mut hosts, limit, &slot_limit);
@@ -275,4 +279,84 @@ pub(crate) fn node_loads(ctx: &Context<'_>, hosts: &[Vec<usize>], limit: f64) ->
         }
     }
     loads
+}
+
+#[cfg(test)]
+mod diag {
+    use super::*;
+    use crate::workload::{LocalityTrace, locality_trace};
+    use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, place};
+
+    #[test]
+    #[ignore = "diagnostics"]
+    fn grid_point_diagnostics() {
+        let (g, k, s) = (32, 4, 9);
+        for seed_layer in 0..3 {
+            let t = &locality_trace(&LocalityTrace::deepseek_like(3, g, k, 0.5), 1).unwrap()
+                [seed_layer];
+            let c = PlacementCluster::uniform(g, s, k).unwrap();
+            let ctx = Context::new(t, &c).unwrap();
+            let w = LayerLoads::new(ctx.loads.clone()).unwrap();
+            let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
+            let limit = p.max_gpu_load * 1.01;
+            let total = t.total();
+            let never = Cap::never();
+            let f = crate::bound_flow::flow_bound(&ctx, limit, 0.3 * total, 400, &never).unwrap();
+            println!("layer {seed_layer}: bound {:.4}", f.value / total);
+            for (slots, replica) in [(1.0, 1.0), (1.0, 0.8), (1.0, 0.5), (0.98, 1.0)] {
+                let cap = vec![1.0; k];
+                let scale = Scale {
+                    cap: &cap,
+                    slots,
+                    spare: 0.0,
+                    replica,
+                };
+                let h = ascend(&ctx, limit, scale, f.value * 1.1, PLAN_ITERATIONS, &never).unwrap();
+                let mut hosts = h.hosts;
+                let cross0: f64 = (0..ctx.experts())
+                    .map(|e| ctx.loads[e] - hosts[e].iter().map(|&n| ctx.by_node[n][e]).sum::<f64>())
+                    .sum();
+                let slot_limit: Vec<f64> = (0..k).map(|_| slots * (s * g / k) as f64).collect();
+                repair_hosts(&ctx, &mut hosts, limit, &slot_limit);
+                let loads = node_loads(&ctx, &hosts, limit);
+                let map = pack(&ctx, &hosts, &loads, limit, &PlacementOptions::default(), &never)
+                    .unwrap();
+                let rep = map
+                    .as_ref()
+                    .map(|m| evaluate(&ctx, &replica_gpus(m, ctx.cluster, ctx.experts())));
+                println!(
+                    "  ({slots}, {replica}): hosting cross {:.4} -> plan {:?}",
+                    cross0 / total,
+                    rep.as_ref().map(|r| (
+                        (r.cross_node_tokens / total * 1e4).round() / 1e4,
+                        (r.max_gpu_load / limit * 1e4).round() / 1e4
+                    ))
+                );
+                let gpl = g / k;
+                for n in 0..k {
+                    let hosted: Vec<usize> =
+                        (0..ctx.experts()).filter(|&e| hosts[e].contains(&n)).collect();
+                    let load: f64 = hosted.iter().map(|&e| loads[n][e]).sum();
+                    let need: f64 = hosted
+                        .iter()
+                        .map(|&e| (loads[n][e] / limit).ceil().max(1.0))
+                        .sum();
+                    let big = hosted.iter().map(|&e| loads[n][e]).fold(0.0, f64::max);
+                    let gpu_max = rep.as_ref().map_or(0.0, |r| {
+                        r.gpu_loads[n * gpl..(n + 1) * gpl]
+                            .iter()
+                            .fold(0.0f64, |a, &b| a.max(b))
+                            / limit
+                    });
+                    println!(
+                        "    node {n}: load/cap {:.4} hosted {} min replicas {need} of {} slots, biggest/limit {:.3}, gpu max/limit {gpu_max:.4}",
+                        load / (limit * gpl as f64),
+                        hosted.len(),
+                        s * gpl,
+                        big / limit
+                    );
+                }
+            }
+        }
+    }
 }
