@@ -384,14 +384,15 @@ fn plan_at(
         steps: options.search_steps,
         cap: &cap,
     };
-    let mut candidates: Vec<Vec<usize>> = Vec::new();
+    // Candidate maps, with their exact dispatch when it is known already.
+    let mut candidates: Vec<(Vec<usize>, Option<DispatchReport>)> = Vec::new();
     let mut start = warm.map_or_else(|| base.map.clone(), <[usize]>::to_vec);
     let mut group_pins = None;
     let mut constructed = false;
     // The certified bound first (the hosting problem's Lagrangian dual, and the older
     // relaxation): it says when a plan is good enough, and the plans from its hosting come next.
-    let base_cross =
-        evaluate(ctx, &replica_gpus(&base.map, ctx.cluster, ctx.experts())).cross_node_tokens;
+    let base_report = evaluate(ctx, &replica_gpus(&base.map, ctx.cluster, ctx.experts()));
+    let base_cross = base_report.cross_node_tokens;
     let flow = flow_bound(ctx, limit, base_cross, FLOW_BOUND_ITERATIONS, &cap);
     let mut bound = lower_bound(ctx, limit, options.bound_rounds, &cap);
     if let Some(f) = &flow {
@@ -452,10 +453,10 @@ fn plan_at(
                 steps: budget.steps.min(REPAIR_STEPS),
                 cap: &cap,
             });
-            candidates.push(state.map);
+            candidates.push((state.map, None));
         }
         constructed = best_met.is_finite();
-        candidates.extend(plans.into_iter().map(|c| c.map));
+        candidates.extend(plans.into_iter().map(|c| (c.map, Some(c.report))));
         // The node-level construction from each expert's heaviest sender, with a growing
         // margin until a plan meets the limit, when the bound's plans found none.
         if !constructed {
@@ -473,8 +474,9 @@ fn plan_at(
                     continue;
                 };
                 let d = evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts()));
-                candidates.push(map.clone());
-                if d.max_gpu_load <= limit {
+                let fits = d.max_gpu_load <= limit;
+                candidates.push((map, Some(d)));
+                if fits {
                     constructed = true;
                     break;
                 }
@@ -491,7 +493,7 @@ fn plan_at(
         }
         let end = state.run(budget);
         let steps = state.steps;
-        candidates.push(state.map);
+        candidates.push((state.map, None));
         (end, steps)
     } else {
         (End::Converged, 0)
@@ -500,24 +502,25 @@ fn plan_at(
     // under the exact dispatch: within the limit first, then fewest cross-node tokens, then
     // least busy.
     if let Some(w) = warm {
-        candidates.push(w.to_vec());
+        candidates.push((w.to_vec(), None));
     }
-    candidates.push(base.map.clone());
+    candidates.push((base.map.clone(), Some(base_report.clone())));
     // The published topology-aware heuristic too, where its shape rules allow it (it has no
     // groups-in-nodes guarantee, so not with groups): the plan is never worse than it at the
     // same balance.
     if options.groups.is_none() {
         if let Ok(loads) = LayerLoads::new(ctx.loads.clone()) {
             if let Ok(map) = topology_greedy(&loads, ctx.cluster, None) {
-                candidates.push(map);
+                candidates.push((map, None));
             }
         }
     }
     let tol = limit * 1e-9;
     let mut best: Option<(Vec<usize>, DispatchReport)> = None;
-    for map in candidates {
-        let reps = replica_gpus(&map, ctx.cluster, ctx.experts());
-        let d = evaluate(ctx, &reps);
+    for (map, known) in candidates {
+        let d = known.unwrap_or_else(|| {
+            evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts()))
+        });
         let key = |d: &DispatchReport| {
             (
                 d.max_gpu_load > limit + tol,
@@ -547,8 +550,6 @@ fn plan_at(
             what: "candidate plans",
         }));
     };
-    let base_reps = replica_gpus(&base.map, ctx.cluster, ctx.experts());
-    let compute_only = evaluate(ctx, &base_reps);
     // One wall-clock budget for the whole layer: the bound takes what the search left (at
     // least one round).
     if let Some(groups) = options.groups {
@@ -578,7 +579,7 @@ fn plan_at(
         physical_to_logical: map,
         replica_count,
         dispatch: report,
-        compute_only,
+        compute_only: base_report,
         compute_only_physical_to_logical: base.map.clone(),
         compute_only_max_gpu_load: base.max_gpu_load,
         compute_lower_bound: base.lower_bound,
