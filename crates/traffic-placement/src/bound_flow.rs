@@ -52,8 +52,7 @@ struct Model {
     d_by_expert: Vec<f64>,
     q_by_expert: Vec<f64>,
     /// Each set's lowest node and the set without it (the subset-sum order of the scan).
-    low: Vec<usize>,
-    rest: Vec<usize>,
+    low_rest: Vec<(usize, usize)>,
     /// `[K][E]`.
     d: Vec<Vec<f64>>,
     q: Vec<Vec<f64>>,
@@ -158,8 +157,7 @@ impl Model {
             q_set,
             d_by_expert,
             q_by_expert,
-            low,
-            rest,
+            low_rest: low.iter().copied().zip(rest.iter().copied()).collect(),
             d: ctx.by_node.clone(),
             q,
             w: ctx.loads.clone(),
@@ -227,13 +225,19 @@ impl Model {
                 &self.q_set[e * masks..(e + 1) * masks],
             );
             let (mut best_mask, mut best_cost) = (1, f64::INFINITY);
-            for mask in 1..masks {
-                let (low, rest) = (self.low[mask], self.rest[mask]);
+            let sets = self.low_rest[1..]
+                .iter()
+                .zip(&ds[1..])
+                .zip(&qs[1..])
+                .zip(&remote_price[1..])
+                .zip(&extra_price[1..]);
+            for (i, ((((&(low, rest), &d), &q), &rp), &ep)) in sets.enumerate() {
+                let mask = i + 1;
                 let lin = linear[rest] + lam_d[low] + mu_q[low];
                 linear[mask] = lin;
-                let remote = (w - ds[mask]).max(0.0);
-                let extra = (r - qs[mask]).max(0.0);
-                let cost = remote * remote_price[mask] + lin + extra_price[mask] * extra;
+                let remote = (w - d).max(0.0);
+                let extra = (r - q).max(0.0);
+                let cost = remote * rp + lin + ep * extra;
                 if cost < best_cost {
                     best_mask = mask;
                     best_cost = cost;

@@ -43,7 +43,10 @@ pub struct TrafficOptions {
     /// [`crate::DEFAULT_BOUND_ROUNDS`]).
     #[serde(default = "default_rounds")]
     pub bound_rounds: usize,
-    /// Budget of the compute-only plan the balance limit is measured from.
+    /// Budget of the compute-only plan the balance limit is measured from (and of the node
+    /// packings with groups in nodes). Its `time_budget_s` is raised to this struct's
+    /// [`TrafficOptions::time_budget_s`] when smaller, so that those searches too stop on their
+    /// counted work rather than on the clock.
     #[serde(default)]
     pub placement: PlacementOptions,
 }
@@ -75,6 +78,15 @@ impl Default for TrafficOptions {
 }
 
 impl TrafficOptions {
+    /// The `expert-placement` options of the compute-only plan: [`TrafficOptions::placement`]
+    /// with its time budget raised to the layer's safety cap.
+    pub(crate) fn compute_only_options(&self) -> PlacementOptions {
+        PlacementOptions {
+            time_budget_s: self.placement.time_budget_s.max(self.time_budget_s),
+            ..self.placement.clone()
+        }
+    }
+
     /// Checks the scalar options.
     ///
     /// # Errors

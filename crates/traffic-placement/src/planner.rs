@@ -342,8 +342,9 @@ fn compute_only(ctx: &Context<'_>, options: &TrafficOptions) -> Result<Base, Tra
         None => PlacementAlgorithm::Optimal,
     };
     let watch = Cap::never();
-    let p = watch.watch(options.placement.time_budget_s, || {
-        place_with(&loads, ctx.cluster, algorithm, &options.placement)
+    let placement = options.compute_only_options();
+    let p = watch.watch(placement.time_budget_s, || {
+        place_with(&loads, ctx.cluster, algorithm, &placement)
     })?;
     let lower_bound = expert_placement::placement_lower_bound(&loads, ctx.cluster)?;
     let largest_replica = ctx
@@ -399,7 +400,14 @@ fn plan_at(
         bound.cross_node_tokens = bound.cross_node_tokens.max(f.value);
     }
     if let Some(groups) = options.groups {
-        let (map, pins) = group_start(ctx, groups, limit, &start, &options.placement, &cap)?;
+        let (map, pins) = group_start(
+            ctx,
+            groups,
+            limit,
+            &start,
+            &options.compute_only_options(),
+            &cap,
+        )?;
         start = map;
         group_pins = Some(pins);
     } else {
