@@ -36,7 +36,7 @@ const GRID: [(f64, f64, f64); 10] = [
 const FEEDBACK_ROUNDS: usize = 4;
 
 /// Grid points tried after the first one with a plan within the limit.
-const EXTRA_POINTS: usize = 4;
+const EXTRA_POINTS: usize = 2;
 
 /// Subgradient iterations of each tightened hosting.
 const PLAN_ITERATIONS: usize = 100;
