@@ -19,6 +19,10 @@ use expert_placement::PlacementCluster;
 /// the local search that restores balance).
 const BUDGET_SHARES: [f64; 5] = [1.0, 0.9, 0.75, 0.5, 0.0];
 
+/// The budgets tried are the given one divided by these (so a doubled or quadrupled budget
+/// tries everything the smaller one did).
+const BUDGET_DIVISORS: [usize; 3] = [1, 2, 4];
+
 /// Step budget of each capped local search.
 const REPAIR_STEPS: u64 = 20_000;
 
@@ -114,19 +118,30 @@ pub fn place_traffic_aware_with_moves(
         // planner's replica-level local search (balance first, then traffic) with the rest.
         let cap = Cap::new(options.time_budget_s);
         let ranked = rank_changes(&ctx, current, &aligned, &changes);
-        for share in BUDGET_SHARES {
-            // The share of a budget below the change count: a floor, never above the budget.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let k = ((max_moves as f64) * share).floor() as usize;
-            let partial = apply(&ctx, current, &aligned, &ranked, k.min(max_moves));
-            candidates.push(partial.clone());
-            let mut state = State::new(&ctx, partial, limit);
-            state.cap_changes(current.to_vec(), max_moves);
-            state.run(Budget {
-                steps: options.search_steps.min(REPAIR_STEPS),
-                cap: &cap,
-            });
-            candidates.push(state.map);
+        // The budget's candidates and those of its half and quarter (each within the budget):
+        // the search is a heuristic whose result is not monotone in its cap, and this way
+        // doubling or quadrupling a budget never gives a worse plan.
+        let mut budgets: Vec<usize> = BUDGET_DIVISORS
+            .iter()
+            .map(|&d| max_moves / d)
+            .filter(|&b| b > 0)
+            .collect();
+        budgets.dedup();
+        for budget in budgets {
+            for share in BUDGET_SHARES {
+                // The share of a budget below the change count: a floor, never above it.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let k = ((budget as f64) * share).floor() as usize;
+                let partial = apply(&ctx, current, &aligned, &ranked, k.min(budget));
+                candidates.push(partial.clone());
+                let mut state = State::new(&ctx, partial, limit);
+                state.cap_changes(current.to_vec(), budget);
+                state.run(Budget {
+                    steps: options.search_steps.min(REPAIR_STEPS),
+                    cap: &cap,
+                });
+                candidates.push(state.map);
+            }
         }
     }
     candidates.push(current.to_vec());

@@ -7,8 +7,8 @@ use traffic_placement::{
     tradeoff_curve,
 };
 
-/// The same layer planned under two generous caps (30 s and 1000 s) gives the same plan, bit
-/// for bit, on 2 and on 4 nodes, with and without groups-in-nodes.
+/// The same layer planned under two generous caps (600 s and 6000 s: generous for a debug build
+/// on a busy machine too) gives the same plan, bit for bit, on 2 and on 4 nodes, with and without groups-in-nodes.
 #[test]
 fn generous_caps_give_identical_plans() {
     for (gpus, nodes, slots, groups) in [(16, 2, 18, None), (32, 4, 9, None), (16, 2, 18, Some(8))]
@@ -23,7 +23,7 @@ fn generous_caps_give_identical_plans() {
             };
             place_traffic_aware(t, &cluster, &options).unwrap()
         };
-        let (a, b) = (plan(30.0), plan(1000.0));
+        let (a, b) = (plan(600.0), plan(6000.0));
         assert_ne!(a.termination, TrafficTermination::TimeCapped);
         assert_eq!(a, b, "G={gpus} K={nodes} slots={slots} groups={groups:?}");
     }
@@ -39,9 +39,10 @@ fn generous_caps_give_identical_curves() {
             time_budget_s: cap,
             ..TrafficOptions::default()
         };
-        tradeoff_curve(t, &cluster, &[0.0, 0.01, 0.05], &options).unwrap()
+        tradeoff_curve(t, &cluster, &[0.005, 0.02], &options).unwrap()
     };
-    assert_eq!(curve(30.0), curve(1000.0));
+    let (a, b) = (curve(600.0), curve(6000.0));
+    assert_eq!(a, b);
 }
 
 /// A cap too small for any search is reported as such, and the plan is still a valid one.
