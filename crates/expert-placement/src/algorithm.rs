@@ -202,7 +202,12 @@ pub fn place_within(
     options.validate()?;
     comm_cost_model::check_entry("target", 0, target)?;
     cluster.check_experts(loads.as_slice().len())?;
-    let s = solve_to(loads, cluster, &options.budget(DEFAULT_SEARCH_STEPS), target);
+    let s = solve_to(
+        loads,
+        cluster,
+        &options.budget(DEFAULT_SEARCH_STEPS),
+        target,
+    );
     let mut p = Placement::scored(loads.as_slice(), cluster, s.map, s.lower_bound)?;
     p.termination = s.termination;
     options.check_cancelled()?;

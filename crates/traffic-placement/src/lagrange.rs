@@ -314,13 +314,22 @@ mod diag {
                 let h = ascend(&ctx, limit, scale, f.value * 1.1, PLAN_ITERATIONS, &never).unwrap();
                 let mut hosts = h.hosts;
                 let cross0: f64 = (0..ctx.experts())
-                    .map(|e| ctx.loads[e] - hosts[e].iter().map(|&n| ctx.by_node[n][e]).sum::<f64>())
+                    .map(|e| {
+                        ctx.loads[e] - hosts[e].iter().map(|&n| ctx.by_node[n][e]).sum::<f64>()
+                    })
                     .sum();
                 let slot_limit: Vec<f64> = (0..k).map(|_| slots * (s * g / k) as f64).collect();
                 repair_hosts(&ctx, &mut hosts, limit, &slot_limit);
                 let loads = node_loads(&ctx, &hosts, limit);
-                let map = pack(&ctx, &hosts, &loads, limit, &PlacementOptions::default(), &never)
-                    .unwrap();
+                let map = pack(
+                    &ctx,
+                    &hosts,
+                    &loads,
+                    limit,
+                    &PlacementOptions::default(),
+                    &never,
+                )
+                .unwrap();
                 let rep = map
                     .as_ref()
                     .map(|m| evaluate(&ctx, &replica_gpus(m, ctx.cluster, ctx.experts())));
@@ -334,8 +343,9 @@ mod diag {
                 );
                 let gpl = g / k;
                 for n in 0..k {
-                    let hosted: Vec<usize> =
-                        (0..ctx.experts()).filter(|&e| hosts[e].contains(&n)).collect();
+                    let hosted: Vec<usize> = (0..ctx.experts())
+                        .filter(|&e| hosts[e].contains(&n))
+                        .collect();
                     let load: f64 = hosted.iter().map(|&e| loads[n][e]).sum();
                     let need: f64 = hosted
                         .iter()

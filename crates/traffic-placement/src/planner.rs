@@ -526,9 +526,8 @@ fn plan_at(
     let tol = limit * 1e-9;
     let mut best: Option<(Vec<usize>, DispatchReport)> = None;
     for (map, known) in candidates {
-        let d = known.unwrap_or_else(|| {
-            evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts()))
-        });
+        let d =
+            known.unwrap_or_else(|| evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts())));
         let key = |d: &DispatchReport| {
             (
                 d.max_gpu_load > limit + tol,
