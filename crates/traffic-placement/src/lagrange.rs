@@ -303,12 +303,12 @@ mod diag {
             let never = Cap::never();
             let f = crate::bound_flow::flow_bound(&ctx, limit, 0.3 * total, 400, &never).unwrap();
             println!("layer {seed_layer}: bound {:.4}", f.value / total);
-            for (slots, replica) in [(1.0, 1.0), (1.0, 0.8), (1.0, 0.5), (0.98, 1.0)] {
+            for (slots, spare, replica) in GRID.into_iter().take(6) {
                 let cap = vec![1.0; k];
                 let scale = Scale {
                     cap: &cap,
                     slots,
-                    spare: 0.0,
+                    spare,
                     replica,
                 };
                 let h = ascend(&ctx, limit, scale, f.value * 1.1, PLAN_ITERATIONS, &never).unwrap();
@@ -318,7 +318,8 @@ mod diag {
                         ctx.loads[e] - hosts[e].iter().map(|&n| ctx.by_node[n][e]).sum::<f64>()
                     })
                     .sum();
-                let slot_limit: Vec<f64> = (0..k).map(|_| slots * (s * g / k) as f64).collect();
+                let slot_limit: Vec<f64> =
+                    (0..k).map(|_| slots * (s * g / k) as f64 - spare).collect();
                 repair_hosts(&ctx, &mut hosts, limit, &slot_limit);
                 let loads = node_loads(&ctx, &hosts, limit);
                 let map = pack(
@@ -334,7 +335,7 @@ mod diag {
                     .as_ref()
                     .map(|m| evaluate(&ctx, &replica_gpus(m, ctx.cluster, ctx.experts())));
                 println!(
-                    "  ({slots}, {replica}): hosting cross {:.4} -> plan {:?}",
+                    "  (slots {slots}, spare {spare}, replica {replica}): hosting cross {:.4} -> plan {:?}",
                     cross0 / total,
                     rep.as_ref().map(|r| (
                         (r.cross_node_tokens / total * 1e4).round() / 1e4,
@@ -342,16 +343,16 @@ mod diag {
                     ))
                 );
                 let gpl = g / k;
-                for n in 0..k {
+                for (n, row) in loads.iter().enumerate() {
                     let hosted: Vec<usize> = (0..ctx.experts())
                         .filter(|&e| hosts[e].contains(&n))
                         .collect();
-                    let load: f64 = hosted.iter().map(|&e| loads[n][e]).sum();
+                    let load: f64 = hosted.iter().map(|&e| row[e]).sum();
                     let need: f64 = hosted
                         .iter()
-                        .map(|&e| (loads[n][e] / limit).ceil().max(1.0))
+                        .map(|&e| (row[e] / limit).ceil().max(1.0))
                         .sum();
-                    let big = hosted.iter().map(|&e| loads[n][e]).fold(0.0, f64::max);
+                    let big = hosted.iter().map(|&e| row[e]).fold(0.0, f64::max);
                     let gpu_max = rep.as_ref().map_or(0.0, |r| {
                         r.gpu_loads[n * gpl..(n + 1) * gpl]
                             .iter()
