@@ -10,7 +10,7 @@ use crate::error::PlacementError;
 use crate::exact::{PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS};
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::node_aware::solve_node_aware;
-use crate::optimal::solve;
+use crate::optimal::{solve, solve_to};
 use crate::options::{
     DEFAULT_EXACT_SEARCH_STEPS, DEFAULT_SEARCH_STEPS, PlacementOptions, Termination,
 };
@@ -160,6 +160,58 @@ pub fn place_with(
     // what the budget would give.
     options.check_cancelled()?;
     plan
+}
+
+/// [`place_with`]'s [`PlacementAlgorithm::Optimal`] that stops searching as soon as its busiest
+/// GPU is at most `target`: a packing step inside another planner that only needs a plan within
+/// a limit (the traffic-aware planner packs each node this way). With a `target` below the
+/// optimum it is [`place_with`]'s optimal plan.
+///
+/// The work is bounded by counts (the heuristic's starts and perturbations, the local search's
+/// move budget, `search_steps` for the branch and bound); [`PlacementOptions::time_budget_s`]
+/// cuts the heuristic's extra starts and perturbations at half of it and everything at all of
+/// it, so a generous time budget gives the same plan on any machine.
+///
+/// # Errors
+///
+/// Those of [`place_with`], and [`PlacementError::Input`] (`InvalidEntry`) for a `target` that
+/// is not a finite non-negative number.
+///
+/// # Complexity
+///
+/// That of [`place_with`] with [`PlacementAlgorithm::Optimal`], less when the target is met
+/// early.
+///
+/// # Examples
+///
+/// ```
+/// use expert_placement::{LayerLoads, PlacementCluster, PlacementOptions, place_within};
+///
+/// let c = PlacementCluster::uniform(8, 2, 1)?;
+/// let w = LayerLoads::new(vec![600.0, 560.0, 120.0, 120.0, 20.0, 10.0, 10.0, 10.0])?;
+/// let p = place_within(&w, &c, 240.0, &PlacementOptions::default())?;
+/// assert!(p.max_gpu_load <= 240.0);
+/// # Ok::<(), expert_placement::PlacementError>(())
+/// ```
+pub fn place_within(
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+    target: f64,
+    options: &PlacementOptions,
+) -> Result<Placement, PlacementError> {
+    options.validate()?;
+    comm_cost_model::check_entry("target", 0, target)?;
+    cluster.check_experts(loads.as_slice().len())?;
+    let s = solve_to(
+        loads,
+        cluster,
+        &options.budget(DEFAULT_SEARCH_STEPS),
+        target,
+    );
+    let mut p = Placement::scored(loads.as_slice(), cluster, s.map, s.lower_bound)?;
+    p.termination = s.termination;
+    options.check_cancelled()?;
+    Ok(p)
 }
 
 /// [`place_with`] after its option check, before its cancellation check.

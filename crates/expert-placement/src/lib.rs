@@ -80,7 +80,7 @@ mod tolerance;
 mod transfer_rounds;
 mod transfers;
 
-pub use algorithm::{PlacementAlgorithm, place, place_layers, place_with};
+pub use algorithm::{PlacementAlgorithm, place, place_layers, place_with, place_within};
 pub use baselines::random_slot_placement;
 pub use bound::placement_lower_bound;
 pub use capped_rebalance::rebalance_within;

@@ -79,7 +79,8 @@ pub struct TrafficSpec {
     /// Steps of one layer's search (default 200,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_steps: Option<u64>,
-    /// Seconds of one layer's search (default 1).
+    /// Wall-clock safety cap of one layer in seconds (default 10; the searches stop on counted
+    /// work, so a plan under the cap is the same on any machine; one over it says `time-capped`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_budget_s: Option<f64>,
     /// The placement serving now, one `physical_to_logical_map` row per layer: each plan keeps

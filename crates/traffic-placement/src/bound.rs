@@ -1,10 +1,9 @@
 //! A certified lower bound on the cross-node tokens of every placement whose busiest GPU stays
 //! within a limit, from the Lagrangian dual of an LP relaxation.
 
-use std::time::Instant;
-
 use serde::{Deserialize, Serialize};
 
+use crate::cap::Cap;
 use crate::context::Context;
 
 /// Default number of coordinate-descent rounds of [`crate::traffic_lower_bound`].
@@ -23,8 +22,8 @@ pub struct TrafficBound {
     /// Coordinate-descent rounds run.
     pub rounds: usize,
     /// Whether the descent stopped because a round no longer improved the bound (`false`: the
-    /// round budget or the time budget ended it; the bound is valid either way, only perhaps
-    /// looser).
+    /// round budget or the planner's time cap ended it; the bound is valid either way, only
+    /// perhaps looser).
     pub converged: bool,
 }
 
@@ -41,7 +40,7 @@ pub(crate) fn lower_bound(
     ctx: &Context<'_>,
     limit: f64,
     rounds: usize,
-    deadline: Option<Instant>,
+    safety: &Cap,
 ) -> TrafficBound {
     let k = ctx.nodes();
     let e_count = ctx.experts();
@@ -88,14 +87,14 @@ pub(crate) fn lower_bound(
     };
     let mut lam = vec![0.0; k];
     let mut mu = vec![0.0; k];
-    let unlimited = free.descend(&mut lam, &mut mu, rounds, false, deadline).0;
+    let unlimited = free.descend(&mut lam, &mut mu, rounds, false, safety).0;
     let relax = Relaxation {
         d: &ctx.by_node,
         q: &q,
         cap: &cap,
         slots: &slots,
     };
-    let (value, used, converged) = relax.descend(&mut lam, &mut mu, rounds, true, deadline);
+    let (value, used, converged) = relax.descend(&mut lam, &mut mu, rounds, true, safety);
     let limited = value.min(unlimited);
     TrafficBound {
         cross_node_tokens: (total - limited).max(0.0),
@@ -144,7 +143,7 @@ impl Relaxation<'_> {
         mu: &mut [f64],
         rounds: usize,
         with_load: bool,
-        deadline: Option<Instant>,
+        cap: &Cap,
     ) -> (f64, usize, bool) {
         let k = self.cap.len();
         let dmax: Vec<f64> = self
@@ -154,8 +153,8 @@ impl Relaxation<'_> {
             .collect();
         let mut best = self.value(lam, mu);
         for round in 0..rounds {
-            // At least one round, so a spent budget still gives a useful bound.
-            if round > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+            // At least one round, so a spent cap still gives a useful bound.
+            if round > 0 && cap.passed() {
                 return (best, round, false);
             }
             let before = best;

@@ -21,8 +21,7 @@
 //! them. It is the Lagrangian dual of the integer problem, so at least the LP relaxation of this
 //! hosting model, which is at least the relaxation of [`crate::bound`] with the remote load added.
 
-use std::time::Instant;
-
+use crate::cap::Cap;
 use crate::context::Context;
 
 /// Nodes up to which the bound enumerates every hosting set (`2^K - 1` per expert).
@@ -45,10 +44,15 @@ pub(crate) struct FlowBound {
 struct Model {
     k: usize,
     e_count: usize,
-    /// `[E][mask]`: tokens the nodes of the set send the expert.
-    d_set: Vec<Vec<f64>>,
-    /// `[E][mask]`: replicas the set's own tokens force.
-    q_set: Vec<Vec<f64>>,
+    /// `[E · 2^K]` (expert-major): tokens the nodes of the set send the expert.
+    d_set: Vec<f64>,
+    /// `[E · 2^K]`: replicas the set's own tokens force.
+    q_set: Vec<f64>,
+    /// `[E · K]` (expert-major): `d` and `q` laid out for the per-expert scan.
+    d_by_expert: Vec<f64>,
+    q_by_expert: Vec<f64>,
+    /// Each set's lowest node and the set without it (the subset-sum order of the scan).
+    low_rest: Vec<(usize, usize)>,
     /// `[K][E]`.
     d: Vec<Vec<f64>>,
     q: Vec<Vec<f64>>,
@@ -65,6 +69,8 @@ struct Model {
 pub(crate) struct Scale<'s> {
     pub(crate) cap: &'s [f64],
     pub(crate) slots: f64,
+    /// Slots each node keeps free on top of the scale (spare room to split hot experts).
+    pub(crate) spare: f64,
     pub(crate) replica: f64,
 }
 
@@ -73,6 +79,7 @@ impl Scale<'_> {
     pub(crate) const EXACT: Self = Self {
         cap: &[],
         slots: 1.0,
+        spare: 0.0,
         replica: 1.0,
     };
 }
@@ -92,6 +99,7 @@ impl Model {
         let Scale {
             cap: cap_scale,
             slots: slot_scale,
+            spare,
             replica: replica_scale,
         } = scale;
         let k = ctx.nodes();
@@ -119,21 +127,37 @@ impl Model {
             })
             .collect();
         let masks = 1usize << k;
-        let mut d_set = vec![vec![0.0; masks]; e_count];
-        let mut q_set = vec![vec![0.0; masks]; e_count];
+        let low: Vec<usize> = (0..masks)
+            .map(|mask: usize| mask.trailing_zeros() as usize % k.max(1))
+            .collect();
+        let rest: Vec<usize> = (0..masks).map(|mask| mask & mask.wrapping_sub(1)).collect();
+        let mut d_set = vec![0.0; e_count * masks];
+        let mut q_set = vec![0.0; e_count * masks];
         for e in 0..e_count {
+            let (ds, qs) = (
+                &mut d_set[e * masks..(e + 1) * masks],
+                &mut q_set[e * masks..(e + 1) * masks],
+            );
             for mask in 1..masks {
-                let low = mask.trailing_zeros() as usize;
-                let rest = mask & (mask - 1);
-                d_set[e][mask] = d_set[e][rest] + ctx.by_node[low][e];
-                q_set[e][mask] = q_set[e][rest] + q[low][e];
+                let (l, r) = (low[mask], rest[mask]);
+                ds[mask] = ds[r] + ctx.by_node[l][e];
+                qs[mask] = qs[r] + q[l][e];
             }
         }
+        let d_by_expert = (0..e_count)
+            .flat_map(|e| (0..k).map(move |n| ctx.by_node[n][e]))
+            .collect();
+        let q_by_expert = (0..e_count)
+            .flat_map(|e| (0..k).map(|n| q[n][e]).collect::<Vec<_>>())
+            .collect();
         Self {
             k,
             e_count,
             d_set,
             q_set,
+            d_by_expert,
+            q_by_expert,
+            low_rest: low.iter().copied().zip(rest.iter().copied()).collect(),
             d: ctx.by_node.clone(),
             q,
             w: ctx.loads.clone(),
@@ -151,7 +175,10 @@ impl Model {
             slots: ctx
                 .gpus_of_node
                 .iter()
-                .map(|gs| slot_scale * gs.iter().map(|&g| slots_of[g] as f64).sum::<f64>())
+                .map(|gs| {
+                    (slot_scale * gs.iter().map(|&g| slots_of[g] as f64).sum::<f64>() - spare)
+                        .max(0.0)
+                })
                 .collect(),
         }
     }
@@ -176,32 +203,52 @@ impl Model {
                 mmin[rest]
             };
         }
+        // Per set: the remote-token price `1 + min lambda` and the extra-replica price `min mu`.
+        let remote_price: Vec<f64> = lmin.iter().map(|&(l, _)| 1.0 + l).collect();
+        let extra_price: Vec<f64> = mmin.iter().map(|&(m, _)| m).collect();
+        let k = self.k;
         let mut linear = vec![0.0; masks];
+        let (mut lam_d, mut mu_q) = (vec![0.0; k], vec![0.0; k]);
         let mut total = 0.0;
         for (e, slot) in choices.iter_mut().enumerate().take(self.e_count) {
             let (w, r) = (self.w[e], self.r[e]);
-            let mut best = Choice {
-                mask: 1,
-                cost: f64::INFINITY,
-                lam_arg: 0,
-                mu_arg: 0,
-            };
-            for mask in 1..masks {
-                let low = mask.trailing_zeros() as usize;
-                let rest = mask & (mask - 1);
-                linear[mask] = linear[rest] + lam[low] * self.d[low][e] + mu[low] * self.q[low][e];
-                let remote = (w - self.d_set[e][mask]).max(0.0);
-                let extra = (r - self.q_set[e][mask]).max(0.0);
-                let cost = remote * (1.0 + lmin[mask].0) + linear[mask] + mmin[mask].0 * extra;
-                if cost < best.cost {
-                    best = Choice {
-                        mask,
-                        cost,
-                        lam_arg: lmin[mask].1,
-                        mu_arg: mmin[mask].1,
-                    };
+            let (de, qe) = (
+                &self.d_by_expert[e * k..(e + 1) * k],
+                &self.q_by_expert[e * k..(e + 1) * k],
+            );
+            for n in 0..k {
+                lam_d[n] = lam[n] * de[n];
+                mu_q[n] = mu[n] * qe[n];
+            }
+            let (ds, qs) = (
+                &self.d_set[e * masks..(e + 1) * masks],
+                &self.q_set[e * masks..(e + 1) * masks],
+            );
+            let (mut best_mask, mut best_cost) = (1, f64::INFINITY);
+            let sets = self.low_rest[1..]
+                .iter()
+                .zip(&ds[1..])
+                .zip(&qs[1..])
+                .zip(&remote_price[1..])
+                .zip(&extra_price[1..]);
+            for (i, ((((&(low, rest), &d), &q), &rp), &ep)) in sets.enumerate() {
+                let mask = i + 1;
+                let lin = linear[rest] + lam_d[low] + mu_q[low];
+                linear[mask] = lin;
+                let remote = (w - d).max(0.0);
+                let extra = (r - q).max(0.0);
+                let cost = remote * rp + lin + ep * extra;
+                if cost < best_cost {
+                    best_mask = mask;
+                    best_cost = cost;
                 }
             }
+            let best = Choice {
+                mask: best_mask,
+                cost: best_cost,
+                lam_arg: lmin[best_mask].1,
+                mu_arg: mmin[best_mask].1,
+            };
             total += best.cost;
             *slot = best;
         }
@@ -221,8 +268,9 @@ impl Model {
                 load[n] += self.d[n][e];
                 used[n] += self.q[n][e];
             }
-            load[c.lam_arg] += (self.w[e] - self.d_set[e][c.mask]).max(0.0);
-            used[c.mu_arg] += (self.r[e] - self.q_set[e][c.mask]).max(0.0);
+            let masks = 1usize << self.k;
+            load[c.lam_arg] += (self.w[e] - self.d_set[e * masks + c.mask]).max(0.0);
+            used[c.mu_arg] += (self.r[e] - self.q_set[e * masks + c.mask]).max(0.0);
         }
         let norm = |x: f64, c: f64| if c > 0.0 { x / c - 1.0 } else { 0.0 };
         (
@@ -240,9 +288,9 @@ pub(crate) fn flow_bound(
     limit: f64,
     target: f64,
     iterations: usize,
-    deadline: Option<Instant>,
+    cap: &Cap,
 ) -> Option<FlowBound> {
-    ascend(ctx, limit, Scale::EXACT, target, iterations, deadline)
+    ascend(ctx, limit, Scale::EXACT, target, iterations, cap)
 }
 
 /// The ascent on the model with node limits and slots scaled by `scale` (load, slots): with
@@ -254,7 +302,7 @@ pub(crate) fn ascend(
     scale: Scale<'_>,
     target: f64,
     iterations: usize,
-    deadline: Option<Instant>,
+    cap: &Cap,
 ) -> Option<FlowBound> {
     let k = ctx.nodes();
     if k == 0 || k > MAX_FLOW_BOUND_NODES || ctx.experts() == 0 {
@@ -290,7 +338,7 @@ pub(crate) fn ascend(
     let mut theta = 1.0;
     let mut stale = 0;
     for it in 0..iterations.max(1) {
-        if it > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+        if it > 0 && cap.passed() {
             break;
         }
         let value = model.evaluate(&to_lam(&a), &to_mu(&b), &mut choices);
@@ -344,9 +392,9 @@ mod diag {
             let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
             let limit = p.max_gpu_load * 1.01;
             let total = t.total();
-            let old = crate::bound::lower_bound(&ctx, limit, 30, None);
+            let old = crate::bound::lower_bound(&ctx, limit, 30, &Cap::never());
             for target in [total, 0.5 * total, 0.3 * total] {
-                let f = flow_bound(&ctx, limit, target, 2000, None).unwrap();
+                let f = flow_bound(&ctx, limit, target, 2000, &Cap::never()).unwrap();
                 let m = Model::new(&ctx, limit, Scale::EXACT);
                 let mut load = vec![0.0; k];
                 let mut used = vec![0.0; k];
@@ -402,7 +450,7 @@ mod diag {
             let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
             let limit = p.max_gpu_load * 1.01;
             let total = t.total();
-            let f = flow_bound(&ctx, limit, 0.3 * total, 2000, None).unwrap();
+            let f = flow_bound(&ctx, limit, 0.3 * total, 2000, &Cap::never()).unwrap();
             let start = std::time::Instant::now();
             let plans = bound_plans(
                 &ctx,
@@ -410,7 +458,7 @@ mod diag {
                 0.3 * total,
                 0.0,
                 &expert_placement::PlacementOptions::default(),
-                None,
+                &Cap::never(),
             )
             .unwrap();
             println!(

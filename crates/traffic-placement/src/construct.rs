@@ -7,20 +7,15 @@
 //! experts, so the node level carries the whole trade-off; packing replicas onto a node's GPUs is
 //! the compute-only problem `expert-placement` solves.
 
-use std::time::Instant;
+use expert_placement::{LayerLoads, PlacementCluster, PlacementOptions, place_within};
 
-use expert_placement::{
-    LayerLoads, PlacementAlgorithm, PlacementCluster, PlacementOptions, place_with,
-};
+use crate::cap::Cap;
 
 use crate::context::Context;
 use crate::error::TrafficError;
 
 /// How many of the most eager experts of each side the improving swaps pair up.
 const SWAP_CANDIDATES: usize = 48;
-
-/// Time budget of one node's packing (`expert-placement`'s optimal planner), seconds.
-const NODE_PACKING_TIME_S: f64 = 0.01;
 
 /// How many of the heaviest experts of the overloaded node, and of the lightest of another,
 /// the repair's swaps pair up.
@@ -185,10 +180,10 @@ pub(crate) fn construct(
     margin: f64,
     tau: f64,
     placement: &PlacementOptions,
-    deadline: Option<Instant>,
+    cap: &Cap,
     start: Option<&[Vec<usize>]>,
 ) -> Result<Option<Vec<usize>>, TrafficError> {
-    let late = || deadline.is_some_and(|d| Instant::now() >= d);
+    let late = || cap.passed();
     let (k, e_count) = (ctx.nodes(), ctx.experts());
     let slots_of = ctx.cluster.slots_of_gpu();
     let mut st = Nodes {
@@ -434,18 +429,21 @@ pub(crate) fn construct(
                 .collect()
         })
         .collect();
-    pack(ctx, &st.hosts, &loads, placement, NODE_PACKING_TIME_S)
+    pack(ctx, &st.hosts, &loads, limit, placement, cap)
 }
 
 /// Packs each node's hosted experts onto its GPUs with `expert-placement`'s optimal planner
-/// (no exact search, at most `time_s` seconds a node), each expert with its load `loads[n][e]` in that
-/// node; `None` when a node's packing fails (too few slots).
+/// (no exact search; it stops once its busiest GPU is within `limit`, and otherwise after its
+/// counted starts and perturbations), each expert with its load `loads[n][e]` in that node;
+/// `None` when a node's packing fails (too few slots). The packer gets what is left of the cap
+/// as its time budget, and a packing that ran for half of it records a hit.
 pub(crate) fn pack(
     ctx: &Context<'_>,
     hosts: &[Vec<usize>],
     node_loads: &[Vec<f64>],
+    limit: f64,
     placement: &PlacementOptions,
-    time_s: f64,
+    cap: &Cap,
 ) -> Result<Option<Vec<usize>>, TrafficError> {
     let e_count = ctx.experts();
     let slots_of = ctx.cluster.slots_of_gpu();
@@ -461,15 +459,15 @@ pub(crate) fn pack(
             vec![0; gpus.len()],
         )?;
         let loads = LayerLoads::new(experts.iter().map(|&e| node_loads[n][e]).collect())?;
-        // The node's packing is a heuristic step inside a heuristic: no exact search, and the
-        // packer's restarts (which run until half its time budget when they cannot reach its
-        // bound) get a few milliseconds.
+        // The node's packing is a heuristic step inside a heuristic: no exact search, and done
+        // as soon as the node's busiest GPU is within the limit.
+        let time_s = cap.left_s();
         let quick = PlacementOptions {
             search_steps: Some(0),
-            time_budget_s: placement.time_budget_s.min(time_s),
+            time_budget_s: time_s,
             cancel: placement.cancel.clone(),
         };
-        let Ok(p) = place_with(&loads, &sub, PlacementAlgorithm::Optimal, &quick) else {
+        let Ok(p) = cap.watch(time_s, || place_within(&loads, &sub, limit, &quick)) else {
             return Ok(None);
         };
         for (i, &g) in gpus.iter().enumerate() {

@@ -10,6 +10,7 @@ use expert_placement::{
     LayerLoads, PlacementAlgorithm, PlacementCluster, PlacementError, PlacementOptions, place_with,
 };
 
+use crate::cap::Cap;
 use crate::context::Context;
 use crate::error::TrafficError;
 
@@ -159,6 +160,7 @@ pub(crate) fn group_start(
     limit: f64,
     current: &[usize],
     placement: &PlacementOptions,
+    cap: &Cap,
 ) -> Result<(Vec<usize>, Pins), TrafficError> {
     let g = groups_of(ctx, groups)?;
     // The current plan's node of each group (its first expert's first slot).
@@ -183,7 +185,9 @@ pub(crate) fn group_start(
             vec![0; gpus.len()],
         )?;
         let loads = LayerLoads::new(experts.iter().map(|&e| ctx.loads[e]).collect())?;
-        let p = place_with(&loads, &sub, PlacementAlgorithm::Optimal, placement)?;
+        let p = cap.watch(placement.time_budget_s, || {
+            place_with(&loads, &sub, PlacementAlgorithm::Optimal, placement)
+        })?;
         for (i, &gpu) in gpus.iter().enumerate() {
             for (sub_slot, slot) in sub.slot_range(i).zip(ctx.cluster.slot_range(gpu)) {
                 map[slot] = experts[p.physical_to_logical[sub_slot]];

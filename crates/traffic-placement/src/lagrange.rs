@@ -7,11 +7,10 @@
 //! shrinking the slots by a few percent buys the packing its room at a few percent more cross-node
 //! tokens. Which shrink packs best is not monotone, so a small grid is tried, best first.
 
-use std::time::Instant;
-
 use expert_placement::PlacementOptions;
 
 use crate::bound_flow::{Scale, ascend};
+use crate::cap::Cap;
 use crate::construct::pack;
 use crate::context::{Context, replica_gpus};
 use crate::dispatch::{DispatchReport, evaluate};
@@ -19,15 +18,17 @@ use crate::error::TrafficError;
 
 /// (slot scale, replica scale) pairs tried, in about increasing order of the cross-node
 /// tokens they cost.
-const GRID: [(f64, f64); 8] = [
-    (1.0, 1.0),
-    (1.0, 0.5),
-    (0.98, 1.0),
-    (0.98, 0.5),
-    (0.96, 1.0),
-    (0.94, 1.0),
-    (0.92, 1.0),
-    (0.9, 1.0),
+const GRID: [(f64, f64, f64); 10] = [
+    (1.0, 0.0, 1.0),
+    (1.0, 1.0, 1.0),
+    (1.0, 2.0, 1.0),
+    (1.0, 1.0, 0.5),
+    (1.0, 3.0, 1.0),
+    (1.0, 2.0, 0.5),
+    (0.96, 0.0, 1.0),
+    (0.94, 0.0, 1.0),
+    (0.92, 0.0, 1.0),
+    (0.9, 0.0, 1.0),
 ];
 
 /// Rounds of each grid point: a node whose busiest GPU ends above the limit has its load limit
@@ -40,9 +41,6 @@ const EXTRA_POINTS: usize = 2;
 /// Subgradient iterations of each tightened hosting.
 const PLAN_ITERATIONS: usize = 100;
 
-/// Time budget of one node's packing, seconds.
-const PACKING_TIME_S: f64 = 0.001;
-
 /// A scored candidate plan.
 pub(crate) struct Candidate {
     pub(crate) map: Vec<usize>,
@@ -51,35 +49,36 @@ pub(crate) struct Candidate {
 
 /// The plans of the grid, each scored under the exact dispatch; stops early once a plan within
 /// the limit is within `good_enough` cross-node tokens (e.g. a few percent above the bound), a
-/// grid point after the first plan within the limit, or at the deadline.
+/// grid point after the first plan within the limit, or at the safety cap.
 pub(crate) fn bound_plans(
     ctx: &Context<'_>,
     limit: f64,
     target: f64,
     good_enough: f64,
     placement: &PlacementOptions,
-    deadline: Option<Instant>,
+    safety: &Cap,
 ) -> Result<Vec<Candidate>, TrafficError> {
     let mut out: Vec<Candidate> = Vec::new();
     let tol = limit * 1e-9;
     let k = ctx.nodes();
     let mut extra: Option<usize> = None;
-    for (slots, replica) in GRID {
+    for (slots, spare, replica) in GRID {
         if extra.is_some_and(|x| x == 0) {
             break;
         }
         extra = extra.map(|x| x - 1);
         let mut cap = vec![1.0; k];
         for _ in 0..FEEDBACK_ROUNDS {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if safety.passed() {
                 return Ok(out);
             }
             let scale = Scale {
                 cap: &cap,
                 slots,
+                spare,
                 replica,
             };
-            let Some(h) = ascend(ctx, limit, scale, target, PLAN_ITERATIONS, deadline) else {
+            let Some(h) = ascend(ctx, limit, scale, target, PLAN_ITERATIONS, safety) else {
                 return Ok(out);
             };
             let mut hosts = h.hosts;
@@ -91,11 +90,12 @@ pub(crate) fn bound_plans(
                         * gs.iter()
                             .map(|&g| ctx.cluster.slots_of_gpu()[g])
                             .sum::<usize>() as f64
+                        - spare
                 })
                 .collect();
             repair_hosts(ctx, &mut hosts, limit, &slot_limit);
             let loads = node_loads(ctx, &hosts, limit);
-            let Some(map) = pack(ctx, &hosts, &loads, placement, PACKING_TIME_S)? else {
+            let Some(map) = pack(ctx, &hosts, &loads, limit, placement, safety)? else {
                 break;
             };
             let report = evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts()));
@@ -279,4 +279,95 @@ pub(crate) fn node_loads(ctx: &Context<'_>, hosts: &[Vec<usize>], limit: f64) ->
         }
     }
     loads
+}
+
+#[cfg(test)]
+mod diag {
+    use super::*;
+    use crate::workload::{LocalityTrace, locality_trace};
+    use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, place};
+
+    #[test]
+    #[ignore = "diagnostics"]
+    fn grid_point_diagnostics() {
+        let (g, k, s) = (32, 4, 9);
+        for seed_layer in 0..3 {
+            let t = &locality_trace(&LocalityTrace::deepseek_like(3, g, k, 0.5), 1).unwrap()
+                [seed_layer];
+            let c = PlacementCluster::uniform(g, s, k).unwrap();
+            let ctx = Context::new(t, &c).unwrap();
+            let w = LayerLoads::new(ctx.loads.clone()).unwrap();
+            let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
+            let limit = p.max_gpu_load * 1.01;
+            let total = t.total();
+            let never = Cap::never();
+            let f = crate::bound_flow::flow_bound(&ctx, limit, 0.3 * total, 400, &never).unwrap();
+            println!("layer {seed_layer}: bound {:.4}", f.value / total);
+            for (slots, spare, replica) in GRID.into_iter().take(6) {
+                let cap = vec![1.0; k];
+                let scale = Scale {
+                    cap: &cap,
+                    slots,
+                    spare,
+                    replica,
+                };
+                let h = ascend(&ctx, limit, scale, f.value * 1.1, PLAN_ITERATIONS, &never).unwrap();
+                let mut hosts = h.hosts;
+                let cross0: f64 = (0..ctx.experts())
+                    .map(|e| {
+                        ctx.loads[e] - hosts[e].iter().map(|&n| ctx.by_node[n][e]).sum::<f64>()
+                    })
+                    .sum();
+                let slot_limit: Vec<f64> =
+                    (0..k).map(|_| slots * (s * g / k) as f64 - spare).collect();
+                repair_hosts(&ctx, &mut hosts, limit, &slot_limit);
+                let loads = node_loads(&ctx, &hosts, limit);
+                let map = pack(
+                    &ctx,
+                    &hosts,
+                    &loads,
+                    limit,
+                    &PlacementOptions::default(),
+                    &never,
+                )
+                .unwrap();
+                let rep = map
+                    .as_ref()
+                    .map(|m| evaluate(&ctx, &replica_gpus(m, ctx.cluster, ctx.experts())));
+                println!(
+                    "  (slots {slots}, spare {spare}, replica {replica}): hosting cross {:.4} -> plan {:?}",
+                    cross0 / total,
+                    rep.as_ref().map(|r| (
+                        (r.cross_node_tokens / total * 1e4).round() / 1e4,
+                        (r.max_gpu_load / limit * 1e4).round() / 1e4
+                    ))
+                );
+                let gpl = g / k;
+                for (n, row) in loads.iter().enumerate() {
+                    let hosted: Vec<usize> = (0..ctx.experts())
+                        .filter(|&e| hosts[e].contains(&n))
+                        .collect();
+                    let load: f64 = hosted.iter().map(|&e| row[e]).sum();
+                    let need: f64 = hosted
+                        .iter()
+                        .map(|&e| (row[e] / limit).ceil().max(1.0))
+                        .sum();
+                    let big = hosted.iter().map(|&e| row[e]).fold(0.0, f64::max);
+                    let gpu_max = rep.as_ref().map_or(0.0, |r| {
+                        r.gpu_loads[n * gpl..(n + 1) * gpl]
+                            .iter()
+                            .fold(0.0f64, |a, &b| a.max(b))
+                            / limit
+                    });
+                    println!(
+                        "    node {n}: load/cap {:.4} hosted {} min replicas {need} of {} slots, biggest/limit {:.3}, gpu max/limit {gpu_max:.4}",
+                        load / (limit * gpl as f64),
+                        hosted.len(),
+                        s * gpl,
+                        big / limit
+                    );
+                }
+            }
+        }
+    }
 }

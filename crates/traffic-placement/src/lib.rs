@@ -54,6 +54,7 @@ struct ReadmeDoctests;
 mod baselines;
 mod bound;
 mod bound_flow;
+mod cap;
 mod construct;
 mod context;
 mod dispatch;
@@ -66,6 +67,7 @@ mod options;
 mod planner;
 mod routed;
 mod search;
+mod termination;
 mod workload;
 
 pub use baselines::topology_greedy;
@@ -81,4 +83,5 @@ pub use planner::{
     CurvePoint, TrafficPlacement, place_traffic_aware, tradeoff_curve, traffic_lower_bound,
 };
 pub use routed::{MAX_ROUTED_PAIRS, MAX_TOPK_ENTRIES, RoutedTokens, TopKRoutes};
+pub use termination::TrafficTermination;
 pub use workload::{LocalityTrace, locality_trace};

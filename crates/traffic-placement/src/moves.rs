@@ -2,10 +2,9 @@
 //! `max_moves` slots change expert, chosen to cut the most cross-node tokens within the balance
 //! limit.
 
-use std::time::{Duration, Instant};
-
 use serde::{Deserialize, Serialize};
 
+use crate::cap::Cap;
 use crate::context::{Context, replica_gpus};
 use crate::dispatch::{DispatchReport, check_map, evaluate};
 use crate::error::TrafficError;
@@ -19,6 +18,10 @@ use expert_placement::PlacementCluster;
 /// Shares of the move budget spent on the best-ranked changes, largest first (the rest goes to
 /// the local search that restores balance).
 const BUDGET_SHARES: [f64; 5] = [1.0, 0.9, 0.75, 0.5, 0.0];
+
+/// The budgets tried are the given one divided by these (so a doubled or quadrupled budget
+/// tries everything the smaller one did).
+const BUDGET_DIVISORS: [usize; 3] = [1, 2, 4];
 
 /// Step budget of each capped local search.
 const REPAIR_STEPS: u64 = 20_000;
@@ -113,23 +116,32 @@ pub fn place_traffic_aware_with_moves(
     } else {
         // The best changes by node-level saving for a share of the budget, then the
         // planner's replica-level local search (balance first, then traffic) with the rest.
-        let deadline = Instant::now().checked_add(
-            Duration::try_from_secs_f64(options.time_budget_s).unwrap_or(Duration::MAX),
-        );
+        let cap = Cap::new(options.time_budget_s);
         let ranked = rank_changes(&ctx, current, &aligned, &changes);
-        for share in BUDGET_SHARES {
-            // The share of a budget below the change count: a floor, never above the budget.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let k = ((max_moves as f64) * share).floor() as usize;
-            let partial = apply(&ctx, current, &aligned, &ranked, k.min(max_moves));
-            candidates.push(partial.clone());
-            let mut state = State::new(&ctx, partial, limit);
-            state.cap_changes(current.to_vec(), max_moves);
-            state.run(Budget {
-                steps: options.search_steps.min(REPAIR_STEPS),
-                deadline,
-            });
-            candidates.push(state.map);
+        // The budget's candidates and those of its half and quarter (each within the budget):
+        // the search is a heuristic whose result is not monotone in its cap, and this way
+        // doubling or quadrupling a budget never gives a worse plan.
+        let mut budgets: Vec<usize> = BUDGET_DIVISORS
+            .iter()
+            .map(|&d| max_moves / d)
+            .filter(|&b| b > 0)
+            .collect();
+        budgets.dedup();
+        for budget in budgets {
+            for share in BUDGET_SHARES {
+                // The share of a budget below the change count: a floor, never above it.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let k = ((budget as f64) * share).floor() as usize;
+                let partial = apply(&ctx, current, &aligned, &ranked, k.min(budget));
+                candidates.push(partial.clone());
+                let mut state = State::new(&ctx, partial, limit);
+                state.cap_changes(current.to_vec(), budget);
+                state.run(Budget {
+                    steps: options.search_steps.min(REPAIR_STEPS),
+                    cap: &cap,
+                });
+                candidates.push(state.map);
+            }
         }
     }
     candidates.push(current.to_vec());

@@ -12,8 +12,9 @@ pub const DEFAULT_TRAFFIC_TOLERANCE: f64 = 0.01;
 /// Default step budget of one layer's traffic search (one step = one move scored).
 pub const DEFAULT_TRAFFIC_SEARCH_STEPS: u64 = 200_000;
 
-/// Default wall-clock budget of one layer's traffic search, seconds.
-pub const DEFAULT_TRAFFIC_TIME_BUDGET_S: f64 = 1.0;
+/// Default wall-clock safety cap of one layer's plan, seconds: about 100 times what a 4-node
+/// DeepSeek-like layer needs, so that only a pathological instance or a stalled machine meets it.
+pub const DEFAULT_TRAFFIC_TIME_BUDGET_S: f64 = 10.0;
 
 /// Options of [`crate::place_traffic_aware`] and [`crate::tradeoff_curve`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,16 +32,21 @@ pub struct TrafficOptions {
     /// Step budget of one layer's search (default [`DEFAULT_TRAFFIC_SEARCH_STEPS`]).
     #[serde(default = "default_steps")]
     pub search_steps: u64,
-    /// Wall-clock budget of one layer in seconds, shared by the construction, the search and the
-    /// bound (which always runs one round) (default [`DEFAULT_TRAFFIC_TIME_BUDGET_S`]); a plan
-    /// it cuts short depends on the machine's speed and says `budget-exhausted`.
+    /// Wall-clock safety cap of one layer in seconds (default [`DEFAULT_TRAFFIC_TIME_BUDGET_S`]).
+    /// Every search stops on counted work (this struct's step and round budgets, fixed grids and
+    /// iteration counts, the node packer's counted starts), so a plan that stays under the cap is
+    /// the same on any machine at any load; a plan the cap cut short (the bound still runs one
+    /// round) says [`crate::TrafficTermination::TimeCapped`] and can differ between runs.
     #[serde(default = "default_time")]
     pub time_budget_s: f64,
     /// Coordinate-descent rounds of the traffic lower bound (default
     /// [`crate::DEFAULT_BOUND_ROUNDS`]).
     #[serde(default = "default_rounds")]
     pub bound_rounds: usize,
-    /// Budget of the compute-only plan the balance limit is measured from.
+    /// Budget of the compute-only plan the balance limit is measured from (and of the node
+    /// packings with groups in nodes). Its `time_budget_s` is raised to this struct's
+    /// [`TrafficOptions::time_budget_s`] when smaller, so that those searches too stop on their
+    /// counted work rather than on the clock.
     #[serde(default)]
     pub placement: PlacementOptions,
 }
@@ -72,6 +78,15 @@ impl Default for TrafficOptions {
 }
 
 impl TrafficOptions {
+    /// The `expert-placement` options of the compute-only plan: [`TrafficOptions::placement`]
+    /// with its time budget raised to the layer's safety cap.
+    pub(crate) fn compute_only_options(&self) -> PlacementOptions {
+        PlacementOptions {
+            time_budget_s: self.placement.time_budget_s.max(self.time_budget_s),
+            ..self.placement.clone()
+        }
+    }
+
     /// Checks the scalar options.
     ///
     /// # Errors

@@ -2,14 +2,14 @@
 //! `(1 + eps)` of the best compute-only plan; the trade-off curve; the bound.
 
 use comm_cost_model::InputError;
-use std::time::{Duration, Instant};
 
-use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, Termination, place_with};
+use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, place_with};
 use serde::{Deserialize, Serialize};
 
 use crate::baselines::topology_greedy;
 use crate::bound::{TrafficBound, lower_bound};
 use crate::bound_flow::{FLOW_BOUND_ITERATIONS, flow_bound};
+use crate::cap::Cap;
 use crate::construct::construct;
 use crate::context::{Context, replica_gpus};
 use crate::dispatch::{DispatchReport, check_map, evaluate};
@@ -19,6 +19,7 @@ use crate::lagrange::{Candidate, bound_plans};
 use crate::options::TrafficOptions;
 use crate::routed::RoutedTokens;
 use crate::search::{Budget, End, State};
+use crate::termination::TrafficTermination;
 use comm_cost_model::check_entry;
 
 /// A traffic-aware placement of one layer, with the figures that judge it.
@@ -50,8 +51,10 @@ pub struct TrafficPlacement {
     /// The certified lower bound on cross-node tokens at the limit.
     pub bound: TrafficBound,
     /// How the search ended: `bound-reached` when the plan's cross-node tokens equal the bound,
-    /// `heuristic` at a local optimum, `budget-exhausted` when a budget stopped it.
-    pub termination: Termination,
+    /// `heuristic` when every search ran to its end, `steps-exhausted` when the step budget
+    /// stopped the local search, `time-capped` when the wall-clock safety cap stopped anything
+    /// (only then can the plan differ between machines and runs).
+    pub termination: TrafficTermination,
     /// Moves scored.
     pub search_steps: u64,
 }
@@ -90,8 +93,10 @@ impl TrafficPlacement {
 /// `2^16` assignments) and the replica-level search do the work. The result is the best of all
 /// candidates, the compute-only plan and the topology-aware heuristic (within the limit first,
 /// then fewest cross-node tokens), so it never sends more tokens across nodes than the
-/// compute-only plan when that plan meets the limit. Node packing and searches have wall-clock
-/// budgets, so the last digits of a plan can differ between runs and machines. The bound is
+/// compute-only plan when that plan meets the limit. Every search stops on counted work
+/// (bound rounds and iterations, grid points, steps, the node packer's starts), so the plan is
+/// the same on any machine at any load; [`TrafficOptions::time_budget_s`] is only a safety cap,
+/// and a plan it cut short says [`TrafficTermination::TimeCapped`]. The bound is
 /// [`traffic_lower_bound`] at the limit (with groups, an exhaustive group-level bound when it is
 /// small enough and tighter). Docs: `docs/algorithms.md#traffic-placement`.
 ///
@@ -108,8 +113,8 @@ impl TrafficPlacement {
 /// The compute-only plan's, plus the bound's (see [`traffic_lower_bound`]), plus at most 8 grid
 /// plans of `O(100 · E · 2^K)` (ascent), a node-level repair of `O(E^2 · K)` per move and one
 /// exact dispatch each, plus at most [`TrafficOptions::search_steps`] local-search moves of
-/// `O(G + c_max)` each; all within one [`TrafficOptions::time_budget_s`] per layer (the bound
-/// always runs at least one round).
+/// `O(G + c_max)` each; a layer stops at the safety cap [`TrafficOptions::time_budget_s`] if
+/// it gets there first (the bound always runs at least one round).
 ///
 /// # Examples
 ///
@@ -282,13 +287,14 @@ pub fn traffic_lower_bound(
 ) -> Result<TrafficBound, TrafficError> {
     check_entry("max_gpu_load_limit", 0, max_gpu_load_limit)?;
     let ctx = Context::new(routed, cluster)?;
-    let mut bound = lower_bound(&ctx, max_gpu_load_limit, rounds, None);
+    let never = Cap::never();
+    let mut bound = lower_bound(&ctx, max_gpu_load_limit, rounds, &never);
     if let Some(f) = flow_bound(
         &ctx,
         max_gpu_load_limit,
         ctx.routed.total(),
         FLOW_BOUND_ITERATIONS,
-        None,
+        &never,
     ) {
         bound.cross_node_tokens = bound.cross_node_tokens.max(f.value);
     }
@@ -324,6 +330,9 @@ pub(crate) struct Base {
     pub(crate) lower_bound: f64,
     /// Its largest replica load `max w_e / c_e`: a replica size that packs well.
     pub(crate) largest_replica: f64,
+    /// Whether its search ran for half its time budget or more (its extra starts may have been
+    /// cut short by the clock).
+    pub(crate) cut_short: bool,
 }
 
 fn compute_only(ctx: &Context<'_>, options: &TrafficOptions) -> Result<Base, TrafficError> {
@@ -332,7 +341,11 @@ fn compute_only(ctx: &Context<'_>, options: &TrafficOptions) -> Result<Base, Tra
         Some(groups) => PlacementAlgorithm::OptimalNodeAware { groups },
         None => PlacementAlgorithm::Optimal,
     };
-    let p = place_with(&loads, ctx.cluster, algorithm, &options.placement)?;
+    let watch = Cap::never();
+    let placement = options.compute_only_options();
+    let p = watch.watch(placement.time_budget_s, || {
+        place_with(&loads, ctx.cluster, algorithm, &placement)
+    })?;
     let lower_bound = expert_placement::placement_lower_bound(&loads, ctx.cluster)?;
     let largest_replica = ctx
         .loads
@@ -345,6 +358,7 @@ fn compute_only(ctx: &Context<'_>, options: &TrafficOptions) -> Result<Base, Tra
         max_gpu_load: p.max_gpu_load,
         lower_bound,
         largest_replica,
+        cut_short: watch.hit(),
     })
 }
 
@@ -363,27 +377,37 @@ fn plan_at(
     options: &TrafficOptions,
     warm: Option<&[usize]>,
 ) -> Result<TrafficPlacement, TrafficError> {
-    let deadline = Instant::now()
-        .checked_add(Duration::try_from_secs_f64(options.time_budget_s).unwrap_or(Duration::MAX));
+    let cap = Cap::new(options.time_budget_s);
+    if base.cut_short {
+        cap.record();
+    }
     let budget = Budget {
         steps: options.search_steps,
-        deadline,
+        cap: &cap,
     };
-    let mut candidates: Vec<Vec<usize>> = Vec::new();
+    // Candidate maps, with their exact dispatch when it is known already.
+    let mut candidates: Vec<(Vec<usize>, Option<DispatchReport>)> = Vec::new();
     let mut start = warm.map_or_else(|| base.map.clone(), <[usize]>::to_vec);
     let mut group_pins = None;
     let mut constructed = false;
     // The certified bound first (the hosting problem's Lagrangian dual, and the older
     // relaxation): it says when a plan is good enough, and the plans from its hosting come next.
-    let base_cross =
-        evaluate(ctx, &replica_gpus(&base.map, ctx.cluster, ctx.experts())).cross_node_tokens;
-    let flow = flow_bound(ctx, limit, base_cross, FLOW_BOUND_ITERATIONS, deadline);
-    let mut bound = lower_bound(ctx, limit, options.bound_rounds, deadline);
+    let base_report = evaluate(ctx, &replica_gpus(&base.map, ctx.cluster, ctx.experts()));
+    let base_cross = base_report.cross_node_tokens;
+    let flow = flow_bound(ctx, limit, base_cross, FLOW_BOUND_ITERATIONS, &cap);
+    let mut bound = lower_bound(ctx, limit, options.bound_rounds, &cap);
     if let Some(f) = &flow {
         bound.cross_node_tokens = bound.cross_node_tokens.max(f.value);
     }
     if let Some(groups) = options.groups {
-        let (map, pins) = group_start(ctx, groups, limit, &start, &options.placement)?;
+        let (map, pins) = group_start(
+            ctx,
+            groups,
+            limit,
+            &start,
+            &options.compute_only_options(),
+            &cap,
+        )?;
         start = map;
         group_pins = Some(pins);
     } else {
@@ -397,7 +421,7 @@ fn plan_at(
             bound.cross_node_tokens * (1.0 + PLAN_TARGET_GAP) + 1e-9 * ctx.routed.total(),
             good_enough,
             &options.placement,
-            deadline,
+            &cap,
         )?;
         // Far from the bound (little locality) the close target misleads the ascents: aim at
         // the compute-only plan's traffic instead when no plan met the limit.
@@ -408,7 +432,7 @@ fn plan_at(
                 base_cross,
                 good_enough,
                 &options.placement,
-                deadline,
+                &cap,
             )?);
         }
         let best_met = plans
@@ -435,12 +459,12 @@ fn plan_at(
             let mut state = State::new(ctx, c.map.clone(), limit);
             state.run(Budget {
                 steps: budget.steps.min(REPAIR_STEPS),
-                deadline,
+                cap: &cap,
             });
-            candidates.push(state.map);
+            candidates.push((state.map, None));
         }
         constructed = best_met.is_finite();
-        candidates.extend(plans.into_iter().map(|c| c.map));
+        candidates.extend(plans.into_iter().map(|c| (c.map, Some(c.report))));
         // The node-level construction from each expert's heaviest sender, with a growing
         // margin until a plan meets the limit, when the bound's plans found none.
         if !constructed {
@@ -451,15 +475,16 @@ fn plan_at(
                     margin,
                     base.largest_replica.max(limit * PACKABLE_REPLICA),
                     &options.placement,
-                    deadline,
+                    &cap,
                     None,
                 )?
                 else {
                     continue;
                 };
                 let d = evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts()));
-                candidates.push(map.clone());
-                if d.max_gpu_load <= limit {
+                let fits = d.max_gpu_load <= limit;
+                candidates.push((map, Some(d)));
+                if fits {
                     constructed = true;
                     break;
                 }
@@ -476,7 +501,7 @@ fn plan_at(
         }
         let end = state.run(budget);
         let steps = state.steps;
-        candidates.push(state.map);
+        candidates.push((state.map, None));
         (end, steps)
     } else {
         (End::Converged, 0)
@@ -485,24 +510,24 @@ fn plan_at(
     // under the exact dispatch: within the limit first, then fewest cross-node tokens, then
     // least busy.
     if let Some(w) = warm {
-        candidates.push(w.to_vec());
+        candidates.push((w.to_vec(), None));
     }
-    candidates.push(base.map.clone());
+    candidates.push((base.map.clone(), Some(base_report.clone())));
     // The published topology-aware heuristic too, where its shape rules allow it (it has no
     // groups-in-nodes guarantee, so not with groups): the plan is never worse than it at the
     // same balance.
     if options.groups.is_none() {
         if let Ok(loads) = LayerLoads::new(ctx.loads.clone()) {
             if let Ok(map) = topology_greedy(&loads, ctx.cluster, None) {
-                candidates.push(map);
+                candidates.push((map, None));
             }
         }
     }
     let tol = limit * 1e-9;
     let mut best: Option<(Vec<usize>, DispatchReport)> = None;
-    for map in candidates {
-        let reps = replica_gpus(&map, ctx.cluster, ctx.experts());
-        let d = evaluate(ctx, &reps);
+    for (map, known) in candidates {
+        let d =
+            known.unwrap_or_else(|| evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts())));
         let key = |d: &DispatchReport| {
             (
                 d.max_gpu_load > limit + tol,
@@ -532,8 +557,6 @@ fn plan_at(
             what: "candidate plans",
         }));
     };
-    let base_reps = replica_gpus(&base.map, ctx.cluster, ctx.experts());
-    let compute_only = evaluate(ctx, &base_reps);
     // One wall-clock budget for the whole layer: the bound takes what the search left (at
     // least one round).
     if let Some(groups) = options.groups {
@@ -544,12 +567,15 @@ fn plan_at(
     let balance_met = report.max_gpu_load <= limit + tol;
     let cross = report.cross_node_tokens;
     // The bound holds only for plans within the limit.
-    let termination = if balance_met && cross <= bound.cross_node_tokens * (1.0 + 1e-9) + 1e-9 {
-        Termination::BoundReached
+    let termination = if cap.hit() {
+        TrafficTermination::TimeCapped
+    } else if balance_met && cross <= bound.cross_node_tokens * (1.0 + 1e-9) + 1e-9 {
+        TrafficTermination::BoundReached
     } else {
         match end {
-            End::Converged => Termination::Heuristic,
-            End::Steps | End::Time => Termination::BudgetExhausted,
+            End::Converged => TrafficTermination::Heuristic,
+            End::Steps => TrafficTermination::StepsExhausted,
+            End::Time => TrafficTermination::TimeCapped,
         }
     };
     let mut replica_count = vec![0usize; ctx.experts()];
@@ -560,7 +586,7 @@ fn plan_at(
         physical_to_logical: map,
         replica_count,
         dispatch: report,
-        compute_only,
+        compute_only: base_report,
         compute_only_physical_to_logical: base.map.clone(),
         compute_only_max_gpu_load: base.max_gpu_load,
         compute_lower_bound: base.lower_bound,
@@ -599,7 +625,7 @@ mod diag {
             let bd = evaluate(&ctx, &replica_gpus(&base.map, &c, ctx.experts()));
             let t_eval = t0.elapsed();
             let t0 = Instant::now();
-            let b = lower_bound(&ctx, limit, 30, None);
+            let b = lower_bound(&ctx, limit, 30, &Cap::never());
             let t_bound = t0.elapsed();
             println!(
                 "G={g} K={k} S={s} loc={loc}: base busiest/limit {:.4} ratio {:.4} | base {t_base:?} eval {t_eval:?} bound {t_bound:?} rounds {}",
@@ -615,7 +641,7 @@ mod diag {
                     m,
                     base.largest_replica.max(limit * PACKABLE_REPLICA),
                     &o.placement,
-                    None,
+                    &Cap::never(),
                     None,
                 )
                 .unwrap();

@@ -4,8 +4,7 @@
 //! Loads in the search are those of the static (even) dispatch, an upper bound on the best
 //! split's ([`crate::dispatch`]), so every plan the search accepts as balanced is balanced.
 
-use std::time::Instant;
-
+use crate::cap::Cap;
 use crate::context::Context;
 
 /// How a search ended.
@@ -15,15 +14,15 @@ pub(crate) enum End {
     Converged,
     /// The step budget ran out.
     Steps,
-    /// The time budget ran out.
+    /// The wall-clock safety cap passed.
     Time,
 }
 
-/// The budget of one search.
+/// The budget of one search: counted steps, and the layer's safety cap.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Budget {
+pub(crate) struct Budget<'t> {
     pub(crate) steps: u64,
-    pub(crate) deadline: Option<Instant>,
+    pub(crate) cap: &'t Cap,
 }
 
 /// The search state: a slot map and everything derived from it.
@@ -327,7 +326,7 @@ impl<'c, 'a> State<'c, 'a> {
     }
 
     /// Local search until no move improves, or the budget ends.
-    pub(crate) fn run(&mut self, budget: Budget) -> End {
+    pub(crate) fn run(&mut self, budget: Budget<'_>) -> End {
         loop {
             let mut improved = false;
             if self.excess(self.busiest()) > 0.0 {
@@ -346,16 +345,12 @@ impl<'c, 'a> State<'c, 'a> {
         }
     }
 
-    fn out_of_budget(&self, budget: Budget) -> Option<End> {
+    fn out_of_budget(&self, budget: Budget<'_>) -> Option<End> {
         if self.steps >= budget.steps {
             return Some(End::Steps);
         }
-        if self.steps % 64 == 0 {
-            if let Some(d) = budget.deadline {
-                if Instant::now() >= d {
-                    return Some(End::Time);
-                }
-            }
+        if self.steps % 64 == 0 && budget.cap.passed() {
+            return Some(End::Time);
         }
         None
     }
@@ -367,7 +362,7 @@ const TRIES_PER_TARGET: usize = 6;
 impl State<'_, '_> {
     /// One pass over the (expert, node) targets by tokens, heaviest first: bring a replica of the
     /// expert into the node by replacing a spare replica there or by a swap.
-    fn traffic_pass(&mut self, budget: Budget) -> Option<End> {
+    fn traffic_pass(&mut self, budget: Budget<'_>) -> Option<End> {
         self.last_pass_improved = false;
         let (e_count, k) = (self.ctx.experts(), self.ctx.nodes());
         let mut targets: Vec<(usize, usize)> = (0..e_count)
@@ -382,10 +377,8 @@ impl State<'_, '_> {
         });
         let mut cands: Vec<Move> = Vec::new();
         for (e, n) in targets {
-            if let Some(d) = budget.deadline {
-                if Instant::now() >= d {
-                    return Some(End::Time);
-                }
+            if budget.cap.passed() {
+                return Some(End::Time);
             }
             if self.in_node[e * k + n] != 0 {
                 continue;
@@ -434,7 +427,7 @@ impl State<'_, '_> {
     }
 
     /// Swaps that lower the busiest GPU: each slot of the busiest GPU against every other slot.
-    fn repair_pass(&mut self, budget: Budget) -> Option<End> {
+    fn repair_pass(&mut self, budget: Budget<'_>) -> Option<End> {
         self.last_pass_improved = false;
         let g = self.ctx.gpus();
         for _ in 0..4 * g {

@@ -42,7 +42,11 @@ fn move_budget_on_a_deepseek_like_layer() {
             if let Some(prev) = previous_met {
                 // More budget, never more traffic (the larger budget's candidates include
                 // shares that the smaller one tried only when ranked alike, so allow a hair).
-                assert!(p.dispatch.cross_node_tokens <= prev * 1.05 + 1e-6);
+                assert!(
+                    p.dispatch.cross_node_tokens <= prev * 1.05 + 1e-6,
+                    "budget {budget}: {} after {prev}",
+                    p.dispatch.cross_node_tokens / total
+                );
             }
             previous_met = Some(p.dispatch.cross_node_tokens);
         }

@@ -65,34 +65,65 @@ fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, se
 #[test]
 #[ignore = "the full target table: cargo test --release -p traffic-placement --test traffic_targets -- --ignored --nocapture"]
 fn deepseek_targets() {
+    // `TRAFFIC_GPUS=32` keeps the rows of one GPU count, `TRAFFIC_LOCALITY=0.5` one locality,
+    // `TRAFFIC_LAYERS=1` plans fewer layers per row (for a profile).
+    let only = |var: &str| std::env::var(var).ok().and_then(|v| v.parse::<f64>().ok());
     for (gpus, nodes, slots) in [(16, 2, 18), (16, 2, 20), (32, 4, 9), (32, 4, 10)] {
+        if only("TRAFFIC_GPUS").is_some_and(|g| g != gpus as f64) {
+            continue;
+        }
         for locality in [0.0, 0.3, 0.5, 0.8] {
-            row(gpus, nodes, slots, locality, 8, 1);
+            if only("TRAFFIC_LOCALITY").is_some_and(|l| l != locality) {
+                continue;
+            }
+            let layers = only("TRAFFIC_LAYERS").map_or(8, |l| l as usize);
+            row(gpus, nodes, slots, locality, layers, 1);
         }
     }
 }
 
 #[test]
-#[ignore = "58 layers in sequence: cargo test --release -p traffic-placement --test traffic_targets -- --ignored fifty_eight --nocapture"]
+#[ignore = "58 layers in sequence and on 2 threads: cargo test --release -p traffic-placement --test traffic_targets -- --ignored fifty_eight --nocapture"]
 fn fifty_eight_layers() {
-    for (gpus, nodes, slots) in [(16, 2, 18), (32, 4, 10)] {
+    for (gpus, nodes, slots) in [(16, 2, 18), (32, 4, 9), (32, 4, 10)] {
         let cluster = PlacementCluster::uniform(gpus, slots, nodes).unwrap();
         let trace = locality_trace(&LocalityTrace::deepseek_like(58, gpus, nodes, 0.5), 1).unwrap();
+        let plan = |t: &traffic_placement::RoutedTokens| {
+            place_traffic_aware(t, &cluster, &TrafficOptions::default()).unwrap()
+        };
         let start = Instant::now();
-        let mut met = 0;
-        for t in &trace {
-            met += usize::from(
-                place_traffic_aware(t, &cluster, &TrafficOptions::default())
-                    .unwrap()
-                    .balance_met,
-            );
-        }
+        let cpu = thread_cpu_s();
+        let met: usize = trace.iter().map(|t| usize::from(plan(t).balance_met)).sum();
+        let sequential = start.elapsed().as_secs_f64();
+        let cpu = thread_cpu_s().zip(cpu).map(|(b, a)| b - a);
+        // The facade plans layers in parallel (rayon); two plain threads show the same here.
+        let threads = 2;
+        let start = Instant::now();
+        std::thread::scope(|scope| {
+            for i in 0..threads {
+                let (trace, plan) = (&trace, &plan);
+                scope.spawn(move || {
+                    for t in trace.iter().skip(i).step_by(threads) {
+                        plan(t);
+                    }
+                });
+            }
+        });
         println!(
-            "G={gpus} K={nodes} R={}: 58 layers in {:.2} s in sequence, {met} within the limit",
+            "G={gpus} K={nodes} R={}: 58 layers in {sequential:.2} s in sequence (CPU {}), {:.2} s on {threads} threads, {met} within the limit",
             gpus * slots,
+            cpu.map_or("unknown".to_owned(), |c| format!("{c:.2} s")),
             start.elapsed().as_secs_f64()
         );
     }
+}
+
+/// CPU time of the calling thread in seconds (Linux `/proc/thread-self/schedstat`), so that the
+/// sequential time can be read on a machine shared with other work.
+fn thread_cpu_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: f64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns * 1e-9)
 }
 
 #[test]
