@@ -164,8 +164,9 @@ pub fn place_with(
 
 /// [`place_with`]'s [`PlacementAlgorithm::Optimal`] that stops searching as soon as its busiest
 /// GPU is at most `target`: a packing step inside another planner that only needs a plan within
-/// a limit (the traffic-aware planner packs each node this way). With a `target` below the
-/// optimum it is [`place_with`]'s optimal plan.
+/// a limit (the traffic-aware planner packs each node this way). With a `target` of 0 it is
+/// [`place_with`]'s optimal plan; a positive `target` also skips the final search over replica
+/// counts (as inside the node-aware planner, whose nodes only need to stay below a limit).
 ///
 /// The work is bounded by counts (the heuristic's starts and perturbations, the local search's
 /// move budget, `search_steps` for the branch and bound); [`PlacementOptions::time_budget_s`]
