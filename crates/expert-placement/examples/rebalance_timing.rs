@@ -5,7 +5,9 @@
 //! (`RAYON_NUM_THREADS=1` for one thread). The criterion bench `rebalance_58x256_on_32x9` in
 //! `benches/benches/placement.rs` measures the same input. With `node`, the groups-in-nodes
 //! rebalance (8 groups, 4 nodes, [`rebalance_node_aware`]) from a node-aware plan, beside the
-//! moves of the relabeled fresh node-aware plan.
+//! moves of the relabeled fresh node-aware plan. With `MOE_REBALANCE_DIGEST=1` it also prints a
+//! hash of every result's JSON (placements, transfers, trade-off lists) per tolerance, to check
+//! that a faster search returns bit-identical rebalances.
 
 use std::time::Instant;
 
@@ -50,6 +52,7 @@ fn main() -> Result<(), PlacementError> {
                 .sum::<f64>()
                 / r.len() as f64;
             summary = (moves, ratio);
+            digest(tolerance, &r);
         }
         times.sort_by(f64::total_cmp);
         println!(
@@ -61,6 +64,22 @@ fn main() -> Result<(), PlacementError> {
         );
     }
     Ok(())
+}
+
+/// With `MOE_REBALANCE_DIGEST` set (first repeat only): an FNV-1a hash of the results' JSON.
+fn digest(tolerance: f64, results: &[expert_placement::Rebalance]) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(u64::MAX);
+    if std::env::var_os("MOE_REBALANCE_DIGEST").is_none()
+        || LAST.swap(tolerance.to_bits(), Ordering::Relaxed) == tolerance.to_bits()
+    {
+        return;
+    }
+    let json = serde_json::to_string(results).unwrap_or_default();
+    let hash = json.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    println!("digest tolerance {tolerance}: {hash:016x} ({} bytes)", json.len());
 }
 
 /// The groups-in-nodes rebalance of every layer (in parallel), per tolerance.
@@ -103,6 +122,7 @@ fn node_aware(
                 .sum::<f64>()
                 / r.len() as f64;
             summary = (moves, relabeled, ratio);
+            digest(tolerance, &r);
         }
         times.sort_by(f64::total_cmp);
         println!(
