@@ -79,7 +79,10 @@ fn digest(tolerance: f64, results: &[expert_placement::Rebalance]) {
     let hash = json.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
-    println!("digest tolerance {tolerance}: {hash:016x} ({} bytes)", json.len());
+    println!(
+        "digest tolerance {tolerance}: {hash:016x} ({} bytes)",
+        json.len()
+    );
 }
 
 /// The groups-in-nodes rebalance of every layer (in parallel), per tolerance.

@@ -25,6 +25,8 @@ pub(crate) fn reduce_excess(
     let tiny = target.abs().max(f64::MIN_POSITIVE) * REL_EPS;
     let over = |l: f64| (l - target).max(0.0);
     let late = || deadline.passed();
+    let (mut share, mut spare, mut next_share) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut lightest, mut fewest) = (Vec::new(), Vec::new());
     for _ in 0..max_moves {
         if late() {
             return Reduced::Cut;
@@ -56,35 +58,64 @@ pub(crate) fn reduce_excess(
             }
         };
         // The moves of `SlotState::moves_touching(g, true)` in its order, each tested cheapest
-        // first (the gain before validity): most are rejected before any look-up.
-        let share: Vec<f64> = s
-            .expert_of_slot
-            .iter()
-            .map(|&e| s.share(0, e, s.count[e]))
-            .collect();
+        // first (the gain before validity): most are rejected before any look-up. The buffers
+        // are reused from step to step.
+        share.clear();
+        share.extend(s.expert_of_slot.iter().map(|&e| s.share(0, e, s.count[e])));
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
-        let spare = s.spare_slots();
-        let next_share: Vec<f64> = (0..s.experts)
-            .map(|b| s.share(0, b, s.count[b] + 1))
-            .collect();
+        spare.clear();
+        spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
+        next_share.clear();
+        next_share.extend((0..s.experts).map(|b| s.share(0, b, s.count[b] + 1)));
+        // Per GPU: its lightest replica's share, and the fewest transfers a swap adds on it
+        // (+1 when it holds only experts it held before: giving one away adds a transfer;
+        // else -1).
+        lightest.clear();
+        lightest.extend((0..s.gpus()).map(|h| {
+            share[s.cluster.slot_range(h)]
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min)
+        }));
+        fewest.clear();
+        fewest.extend((0..s.gpus()).map(|h| {
+            let kept = s
+                .cluster
+                .slot_range(h)
+                .all(|j| origin.holds(h, s.expert_of_slot[j]));
+            if kept { 1_i64 } else { -1 }
+        }));
         for i in s.cluster.slot_range(g) {
             let a = s.expert_of_slot[i];
-            for (j, &sj) in share.iter().enumerate() {
-                let h = s.gpu_of_slot[j];
-                if h == g {
+            // The slots in order, GPU by GPU (slot ranges are consecutive).
+            for h in (0..s.gpus()).filter(|&h| h != g) {
+                let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
+                if lh <= target
+                    && swaps_cannot_win(
+                        best.map(|b| b.1),
+                        lg,
+                        ig,
+                        share[i] - lightest[h],
+                        fewest[g] + fewest[h],
+                        &over,
+                    )
+                {
                     continue;
                 }
-                // Two GPUs change: no need for the general effect. A replica no lighter than
-                // the one it replaces on the busiest GPU gains nothing unless the partner is
-                // above the target too (exactly: `over` is monotone, and 0 below the target).
-                let d = share[i] - sj;
-                let lh = s.gpu_load(0, h);
-                if d <= 0.0 && lh <= target {
-                    continue;
-                }
-                let gain = over(lg) - over(lg - d * ig) + over(lh) - over(lh + d * s.inv_speed(h));
-                if gain > tiny && s.is_valid(Move::Swap(i, j)) {
-                    consider(&mut best, Move::Swap(i, j), gain);
+                let range = s.cluster.slot_range(h);
+                for (j, &sj) in range.clone().zip(&share[range]) {
+                    // Two GPUs change: no need for the general effect. A replica no lighter
+                    // than the one it replaces on the busiest GPU gains nothing unless the
+                    // partner is above the target too (exactly: `over` is monotone, and 0
+                    // below the target).
+                    let d = share[i] - sj;
+                    if d <= 0.0 && lh <= target {
+                        continue;
+                    }
+                    let gain = over(lg) - over(lg - d * ig) + over(lh) - over(lh + d * ih);
+                    if gain > tiny && s.is_valid(Move::Swap(i, j)) {
+                        consider(&mut best, Move::Swap(i, j), gain);
+                    }
                 }
             }
             let a_gpus: Vec<usize> = s.slots_of_expert[a]
@@ -178,6 +209,43 @@ pub(crate) fn reduce_excess(
         after_move(s, mv);
     }
     Reduced::Stuck
+}
+
+/// Whether no swap of a slot of the busiest GPU (load `lg`, inverse speed `ig`) whose share
+/// exceeds the partner's lightest by at most `widest`, with a partner at or below the target,
+/// can beat `best`, the key (free, gain per transfer, gain) of the best candidate so far, when
+/// every such swap adds at least `fewest` transfers. The partner stays at or below the target or
+/// loses gain, so a swap removes at most `over(lg) - over(lg - d ig)` (the same floating-point
+/// expression with the largest `d`: every operation is monotone, so this bounds the computed
+/// gain exactly); its key is then at most that over `fewest`.
+fn swaps_cannot_win(
+    best: Option<(bool, f64, f64)>,
+    lg: f64,
+    ig: f64,
+    widest: f64,
+    fewest: i64,
+    over: &impl Fn(f64) -> f64,
+) -> bool {
+    if widest <= 0.0 {
+        // No swap lightens the busiest GPU, and the partner gains nothing.
+        return true;
+    }
+    let Some((free, per_transfer, gain)) = best else {
+        return false;
+    };
+    let most = over(lg) - over(lg - widest * ig);
+    if free {
+        // Only a free swap removing more could win.
+        return most <= gain;
+    }
+    if fewest <= 0 {
+        // A free swap would win with any gain.
+        return false;
+    }
+    // `fewest` is 1 or 2, exact in `f64`.
+    #[allow(clippy::cast_precision_loss)]
+    let ratio = most / fewest as f64;
+    ratio < per_transfer || (ratio <= per_transfer && most <= gain)
 }
 
 /// How [`reduce_excess`] ended.

@@ -413,11 +413,7 @@ impl Candidates<'_> {
             .saturating_add((s.expert_of_slot.len() + 2 * s.gpus()) as u64);
         let mut share = std::mem::take(&mut self.scratch.share);
         share.clear();
-        share.extend(
-            s.expert_of_slot
-                .iter()
-                .map(|&e| s.share(0, e, s.count[e])),
-        );
+        share.extend(s.expert_of_slot.iter().map(|&e| s.share(0, e, s.count[e])));
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         // Lightest partners first: their swaps can balance the most, so later partners are
         // usually cut by the bound below. Ties by GPU index: the order of a stable sort of
@@ -652,8 +648,8 @@ impl Candidates<'_> {
             let (mut ceiling, mut cap) = (self.ceiling(current), self.cap(current));
             for &j in spare.iter() {
                 let (x, h) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
-                let new_h = s.gpu_load(0, h)
-                    + (next_share[a] - s.share(0, x, s.count[x])) * s.inv_speed(h);
+                let new_h =
+                    s.gpu_load(0, h) + (next_share[a] - s.share(0, x, s.count[x])) * s.inv_speed(h);
                 if new_h >= ceiling || x == a || s.has(h, a) {
                     continue;
                 }

@@ -393,9 +393,24 @@ impl<'a> Path<'a> {
     ) -> Self {
         let mut path = Self::new(start, w, cluster, origin);
         let mut state = SlotState::new(cluster, &[w], start.to_vec());
+        // The map before the latest move, to count transfers by the slots a move changed
+        // (the whole map was recounted after every move).
+        let mut before = start.to_vec();
+        let mut transfers = path.points[0].0;
         search(&mut state, &mut |s, mv| {
             let value = (0..s.gpus()).map(|g| s.gpu_load(0, g)).fold(0.0, f64::max);
-            path.points.push((origin.moves(s), value));
+            let slots: &[usize] = match mv {
+                Move::Swap(i, j) => &[i, j],
+                Move::Replace(i, _) => &[i],
+            };
+            for &slot in slots {
+                let g = s.gpu_of_slot[slot];
+                let (old, new) = (before[slot], s.expert_of_slot[slot]);
+                transfers = transfers + usize::from(!origin.holds(g, new))
+                    - usize::from(!origin.holds(g, old));
+                before[slot] = new;
+            }
+            path.points.push((transfers, value));
             path.moves.push(mv);
         });
         path
