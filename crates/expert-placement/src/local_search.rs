@@ -311,8 +311,16 @@ struct Candidates<'o> {
 struct Scratch {
     /// Per slot: the share of its expert's load one replica carries.
     share: Vec<f64>,
-    /// GPUs a swap with the busiest GPU may improve, lightest first.
-    partners: Vec<usize>,
+    /// GPUs a swap with the busiest GPU may improve, lightest first (with their
+    /// [`order_key`]).
+    partners: Vec<(u64, usize)>,
+    /// A partner's slots by share of their experts (with their [`order_key`]).
+    by_share: Vec<(u64, usize)>,
+    /// The partner's slots a swap with one slot of the busiest GPU passes the tests with.
+    passing: Vec<usize>,
+    /// Experts a replacement on the busiest GPU may bring (those on one GPU that must hold
+    /// them), in index order.
+    bring: Vec<usize>,
     /// Per expert: the share of one replica if it had one more.
     next_share: Vec<f64>,
     /// Slots whose expert has another replica.
@@ -420,19 +428,21 @@ impl Candidates<'_> {
         // the GPUs by load.
         let mut partners = std::mem::take(&mut self.scratch.partners);
         partners.clear();
-        partners.extend((0..s.gpus()).filter(|&h| h != g && s.gpu_load(0, h) < limit));
-        partners.sort_unstable_by(|&a, &b| {
-            s.gpu_load(0, a)
-                .total_cmp(&s.gpu_load(0, b))
-                .then(a.cmp(&b))
-        });
+        partners.extend(
+            (0..s.gpus())
+                .filter(|&h| h != g && s.gpu_load(0, h) < limit)
+                .map(|h| (order_key(s.gpu_load(0, h)), h)),
+        );
+        partners.sort_unstable();
         // Counting transfers: +1 when the busiest GPU holds only its old experts (any swap
         // then adds one there), else -1 (its lowest possible share of a swap's transfers).
+        let mut by_share = std::mem::take(&mut self.scratch.by_share);
+        let mut passing = std::mem::take(&mut self.scratch.passing);
         let g_term = self
             .options
             .origin
             .map(|o| if o.untouched(s, g) { 1 } else { -1 });
-        for &h in &partners {
+        for &(_, h) in &partners {
             if self.work >= WORK_BUDGET {
                 break;
             }
@@ -455,17 +465,38 @@ impl Candidates<'_> {
             }
             let pairs = s.cluster.slot_range(g).len() * s.cluster.slot_range(h).len();
             self.work = self.work.saturating_add(pairs as u64);
+            // The partner's slots by share: for each slot of `g`, the swaps that pass the
+            // tests below are a run of them (see the loop), found without testing every pair.
+            by_share.clear();
+            by_share.extend(s.cluster.slot_range(h).map(|j| (order_key(share[j]), j)));
+            by_share.sort_unstable();
             for i in s.cluster.slot_range(g) {
                 if s.has(h, s.expert_of_slot[i]) {
                     continue;
                 }
-                for j in s.cluster.slot_range(h) {
-                    let d = share[i] - share[j];
-                    let (new_g, new_h) = (lg - d * ig, lh + d * ih);
-                    if d <= 0.0 || new_g >= limit || new_h >= limit || s.has(g, s.expert_of_slot[j])
-                    {
+                // A swap needs `d > 0`, that is a lighter replica (`x - y > 0` exactly when
+                // `x > y`); taking them heaviest first, `d` and so `new_h` only grow (every
+                // operation is monotone): past the first that puts `h` at the limit, none
+                // passes. The others are tested as before, then offered in slot order.
+                passing.clear();
+                for &(_, j) in by_share.iter().rev() {
+                    if !(share[j] < share[i]) {
                         continue;
                     }
+                    let d = share[i] - share[j];
+                    let (new_g, new_h) = (lg - d * ig, lh + d * ih);
+                    if new_h >= limit {
+                        break;
+                    }
+                    if d <= 0.0 || new_g >= limit || s.has(g, s.expert_of_slot[j]) {
+                        continue;
+                    }
+                    passing.push(j);
+                }
+                passing.sort_unstable();
+                for &j in passing.iter() {
+                    let d = share[i] - share[j];
+                    let (new_g, new_h) = (lg - d * ig, lh + d * ih);
                     let mv = Move::Swap(i, j);
                     let sc = Score {
                         objective: others.max(new_g).max(new_h),
@@ -478,6 +509,8 @@ impl Candidates<'_> {
         }
         self.scratch.share = share;
         self.scratch.partners = partners;
+        self.scratch.by_share = by_share;
+        self.scratch.passing = passing;
     }
 
     /// [`Candidates::partner_objective_too_high`], or else (no swap with partner `h` can
@@ -579,6 +612,7 @@ impl Candidates<'_> {
             spare,
             heavy,
             heavier_top,
+            bring,
             ..
         } = scratch;
         spare.clear();
@@ -631,14 +665,29 @@ impl Candidates<'_> {
                 );
                 // `try_replacement`'s first test, inlined (the same expression, against
                 // the ceiling refreshed after each scored move): most replacements end here.
+                // An expert `b` must be on every heavy GPU: when there is one, only its
+                // experts are looked at (in index order, so the moves come in the same order).
                 let mut ceiling = self.ceiling(current);
-                for (b, &nb) in next_share.iter().enumerate() {
+                let mut try_expert = |this: &mut Self, b: usize| {
+                    let nb = next_share[b];
                     if lg + (nb - sa) * ig >= ceiling {
-                        continue;
+                        return;
                     }
                     if b != a && !s.has(g, b) && heavy.iter().all(|&x| s.has(x, b)) {
-                        self.try_replacement(s, tops, Move::Replace(i, b), current);
-                        ceiling = self.ceiling(current);
+                        this.try_replacement(s, tops, Move::Replace(i, b), current);
+                        ceiling = this.ceiling(current);
+                    }
+                };
+                if let Some(&x) = heavy.first() {
+                    bring.clear();
+                    bring.extend(s.cluster.slot_range(x).map(|o| s.expert_of_slot[o]));
+                    bring.sort_unstable();
+                    for &b in bring.iter() {
+                        try_expert(self, b);
+                    }
+                } else {
+                    for b in 0..next_share.len() {
+                        try_expert(self, b);
                     }
                 }
             }
@@ -719,6 +768,18 @@ impl Candidates<'_> {
         }
         let sc = self.score(s, tops, mv);
         self.offer(mv, sc, current);
+    }
+}
+
+/// A key whose integer order is `f64::total_cmp`'s order of `x` (sorting plain integer pairs
+/// is several times cheaper than sorting with a comparison closure).
+#[inline]
+fn order_key(x: f64) -> u64 {
+    let bits = x.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
     }
 }
 
