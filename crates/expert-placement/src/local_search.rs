@@ -1,7 +1,7 @@
 //! Best-improvement local search on the busiest GPU: swaps of two replicas and replica moves
 //! that change two experts' replica counts, optionally counting weight transfers.
 
-use crate::state::{Move, SlotState};
+use crate::state::{Move, SlotState, order_key};
 
 /// How the figures of several load windows combine into one objective.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -314,8 +314,6 @@ struct Scratch {
     /// GPUs a swap with the busiest GPU may improve, lightest first (with their
     /// [`order_key`]).
     partners: Vec<(u64, usize)>,
-    /// A partner's slots by share of their experts (with their [`order_key`]).
-    by_share: Vec<(u64, usize)>,
     /// The partner's slots a swap with one slot of the busiest GPU passes the tests with.
     passing: Vec<usize>,
     /// Experts a replacement on the busiest GPU may bring (those on one GPU that must hold
@@ -436,7 +434,6 @@ impl Candidates<'_> {
         partners.sort_unstable();
         // Counting transfers: +1 when the busiest GPU holds only its old experts (any swap
         // then adds one there), else -1 (its lowest possible share of a swap's transfers).
-        let mut by_share = std::mem::take(&mut self.scratch.by_share);
         let mut passing = std::mem::take(&mut self.scratch.passing);
         let g_term = self
             .options
@@ -465,11 +462,9 @@ impl Candidates<'_> {
             }
             let pairs = s.cluster.slot_range(g).len() * s.cluster.slot_range(h).len();
             self.work = self.work.saturating_add(pairs as u64);
-            // The partner's slots by share: for each slot of `g`, the swaps that pass the
-            // tests below are a run of them (see the loop), found without testing every pair.
-            by_share.clear();
-            by_share.extend(s.cluster.slot_range(h).map(|j| (order_key(share[j]), j)));
-            by_share.sort_unstable();
+            // The partner's slots by share (kept sorted by the state): for each slot of `g`,
+            // the swaps that pass the tests below are a run of them (see the loop), found
+            // without testing every pair.
             for i in s.cluster.slot_range(g) {
                 if s.has(h, s.expert_of_slot[i]) {
                     continue;
@@ -479,7 +474,7 @@ impl Candidates<'_> {
                 // operation is monotone): past the first that puts `h` at the limit, none
                 // passes. The others are tested as before, then offered in slot order.
                 passing.clear();
-                for &(_, j) in by_share.iter().rev() {
+                for &(_, j) in s.slots_by_share(h).iter().rev() {
                     if !(share[j] < share[i]) {
                         continue;
                     }
@@ -509,7 +504,6 @@ impl Candidates<'_> {
         }
         self.scratch.share = share;
         self.scratch.partners = partners;
-        self.scratch.by_share = by_share;
         self.scratch.passing = passing;
     }
 
@@ -768,18 +762,6 @@ impl Candidates<'_> {
         }
         let sc = self.score(s, tops, mv);
         self.offer(mv, sc, current);
-    }
-}
-
-/// A key whose integer order is `f64::total_cmp`'s order of `x` (sorting plain integer pairs
-/// is several times cheaper than sorting with a comparison closure).
-#[inline]
-fn order_key(x: f64) -> u64 {
-    let bits = x.to_bits();
-    if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits | 1 << 63
     }
 }
 
