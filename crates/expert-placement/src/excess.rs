@@ -85,6 +85,9 @@ pub(crate) fn reduce_excess(
                 .all(|j| origin.holds(h, s.expert_of_slot[j]));
             if kept { 1_i64 } else { -1 }
         }));
+        // Whether a GPU other than the busiest is above the target (then a replacement may
+        // also relieve it, and the bound on the busiest GPU's replacements below is not used).
+        let others_over = (0..s.gpus()).any(|h| h != g && s.gpu_load(0, h) > target);
         for i in s.cluster.slot_range(g) {
             let a = s.expert_of_slot[i];
             // The slots in order, GPU by GPU (slot ranges are consecutive).
@@ -124,7 +127,16 @@ pub(crate) fn reduce_excess(
                 .filter(|&x| x != g)
                 .collect();
             let (ca, sa) = (s.count[a], share[i]);
-            if ca >= 2 {
+            // With every other GPU at or below the target, `Replace(i, b)` removes at most
+            // what emptying the slot would (`b`'s share is at least 0, and every other term is
+            // 0 or negative); it adds at least `fewest[g]` transfers.
+            let b_moves_cannot_win = !others_over
+                && cannot_beat(
+                    best.map(|b| b.1),
+                    over(lg) - over(lg + (0.0 - sa) * ig),
+                    fewest[g],
+                );
+            if ca >= 2 && !b_moves_cannot_win {
                 // `a` loses this replica: its other GPUs get heavier by the same amount for
                 // every `b` not on them, so their part of the gain is computed once. For such
                 // a `b` the gain is added up here in `replace_gain`'s order (same value), the
@@ -174,12 +186,27 @@ pub(crate) fn reduce_excess(
                 })
                 .collect();
             let next_a = next_share[a];
+            // Below, a slot on a GPU at or below the target adds no gain there, and `x`'s other
+            // GPUs get heavier: the gain is at most the relief added up in the same order
+            // (each partial sum is at most the relief's, every operation being monotone).
+            let most_relief = relief.iter().fold(0.0, |sum, &t| sum + t);
             for &j in &spare {
                 let x = s.expert_of_slot[j];
-                if x == a || !slot_may_gain(s, j, a, g, target) || s.has(s.gpu_of_slot[j], a) {
+                if x == a {
                     continue;
                 }
+                // `slot_may_gain(s, j, a, g, target)`, inlined (the same expressions).
                 let h = s.gpu_of_slot[j];
+                let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
+                let shift = (next_a - share[j]) * ih;
+                let may_gain = if h == g {
+                    shift < 0.0
+                } else {
+                    lh + shift <= lh.max(target)
+                };
+                if !may_gain || s.has(h, a) {
+                    continue;
+                }
                 let x_gpus = s.slots_of_expert[x]
                     .iter()
                     .filter(|&&o| o != j)
@@ -187,8 +214,10 @@ pub(crate) fn reduce_excess(
                 let gain = if x_gpus.clone().any(|y| s.has(y, a)) {
                     replace_gain(s, j, a, &over)
                 } else {
-                    let lh = s.gpu_load(0, h);
-                    let mut gain = over(lh) - over(lh + (next_a - share[j]) * s.inv_speed(h));
+                    if lh <= target && cannot_beat(best.map(|b| b.1), most_relief, fewest[h]) {
+                        continue;
+                    }
+                    let mut gain = over(lh) - over(lh + shift);
                     let dx = s.share(0, x, s.count[x] - 1) - share[j];
                     for y in x_gpus {
                         let ly = s.gpu_load(0, y);
@@ -213,11 +242,10 @@ pub(crate) fn reduce_excess(
 
 /// Whether no swap of a slot of the busiest GPU (load `lg`, inverse speed `ig`) whose share
 /// exceeds the partner's lightest by at most `widest`, with a partner at or below the target,
-/// can beat `best`, the key (free, gain per transfer, gain) of the best candidate so far, when
-/// every such swap adds at least `fewest` transfers. The partner stays at or below the target or
-/// loses gain, so a swap removes at most `over(lg) - over(lg - d ig)` (the same floating-point
-/// expression with the largest `d`: every operation is monotone, so this bounds the computed
-/// gain exactly); its key is then at most that over `fewest`.
+/// can beat `best`, when every such swap adds at least `fewest` transfers. The partner stays at
+/// or below the target or loses gain, so a swap removes at most `over(lg) - over(lg - d ig)`
+/// (the same floating-point expression with the largest `d`: every operation is monotone, so
+/// this bounds the computed gain exactly).
 fn swaps_cannot_win(
     best: Option<(bool, f64, f64)>,
     lg: f64,
@@ -230,19 +258,26 @@ fn swaps_cannot_win(
         // No swap lightens the busiest GPU, and the partner gains nothing.
         return true;
     }
+    cannot_beat(best, over(lg) - over(lg - widest * ig), fewest)
+}
+
+/// Whether no move removing at most `most` excess and adding at least `fewest` transfers can
+/// beat `best`, the key (free, gain per transfer, gain) of the best candidate so far (the keys
+/// are compared as tuples, a total order: a move that cannot beat the best now cannot beat a
+/// later, better one either).
+fn cannot_beat(best: Option<(bool, f64, f64)>, most: f64, fewest: i64) -> bool {
     let Some((free, per_transfer, gain)) = best else {
         return false;
     };
-    let most = over(lg) - over(lg - widest * ig);
     if free {
-        // Only a free swap removing more could win.
+        // Only a free move removing more could win.
         return most <= gain;
     }
     if fewest <= 0 {
-        // A free swap would win with any gain.
+        // A free move would win with any gain.
         return false;
     }
-    // `fewest` is 1 or 2, exact in `f64`.
+    // `fewest` is 1 or 2, exact in `f64`; a move's key is at most (false, most / fewest, most).
     #[allow(clippy::cast_precision_loss)]
     let ratio = most / fewest as f64;
     ratio < per_transfer || (ratio <= per_transfer && most <= gain)
