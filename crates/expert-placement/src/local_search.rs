@@ -307,6 +307,17 @@ struct Candidates<'o> {
     scratch: Scratch,
 }
 
+/// A slot whose expert has another replica, with what the replacement scan reads of it.
+#[derive(Debug, Clone, Copy)]
+struct Spare {
+    j: usize,
+    x: usize,
+    h: usize,
+    load: f64,
+    share: f64,
+    inv_speed: f64,
+}
+
 /// Per-step buffers of [`Candidates`]: their contents are rebuilt at every use.
 #[derive(Default)]
 struct Scratch {
@@ -317,6 +328,8 @@ struct Scratch {
     partners: Vec<(u64, usize)>,
     /// The partner's slots a swap with one slot of the busiest GPU passes the tests with.
     passing: Vec<usize>,
+    /// Per spare slot: its expert, GPU, the GPU's load and inverse speed, and the share.
+    spare_info: Vec<Spare>,
     /// Experts a replacement on the busiest GPU may bring (those on one GPU that must hold
     /// them), in index order.
     bring: Vec<usize>,
@@ -608,6 +621,7 @@ impl Candidates<'_> {
             heavy,
             heavier_top,
             bring,
+            spare_info,
             ..
         } = scratch;
         spare.clear();
@@ -633,6 +647,19 @@ impl Candidates<'_> {
                 top[1] = (v, y);
             }
         }
+        // The spare slots' figures, looked up once per step rather than once per slot of `g`.
+        spare_info.clear();
+        spare_info.extend(spare.iter().map(|&j| {
+            let (x, h) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
+            Spare {
+                j,
+                x,
+                h,
+                load: s.gpu_load(0, h),
+                share: s.share(0, x, s.count[x]),
+                inv_speed: s.inv_speed(h),
+            }
+        }));
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         for i in s.cluster.slot_range(g) {
             let a = s.expert_of_slot[i];
@@ -690,10 +717,17 @@ impl Candidates<'_> {
             // refreshed after each scored move): the slot's GPU, then the other GPUs of the
             // slot's expert, which get heavier.
             let (mut ceiling, mut cap) = (self.ceiling(current), self.cap(current));
-            for &j in spare.iter() {
-                let (x, h) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
-                let new_h =
-                    s.gpu_load(0, h) + (next_share[a] - s.share(0, x, s.count[x])) * s.inv_speed(h);
+            let next_a = next_share[a];
+            for &Spare {
+                j,
+                x,
+                h,
+                load,
+                share,
+                inv_speed,
+            } in spare_info.iter()
+            {
+                let new_h = load + (next_a - share) * inv_speed;
                 if new_h >= ceiling || x == a || s.has(h, a) {
                     continue;
                 }
