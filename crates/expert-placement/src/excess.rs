@@ -27,6 +27,7 @@ pub(crate) fn reduce_excess(
     let late = || deadline.passed();
     let (mut share, mut spare, mut next_share) = (Vec::new(), Vec::new(), Vec::new());
     let (mut lightest, mut fewest) = (Vec::new(), Vec::new());
+    let mut spare_info: Vec<SpareSlot> = Vec::new();
     for _ in 0..max_moves {
         if late() {
             return Reduced::Cut;
@@ -67,6 +68,30 @@ pub(crate) fn reduce_excess(
         spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
         next_share.clear();
         next_share.extend((0..s.experts).map(|b| s.share(0, b, s.count[b] + 1)));
+        // What the spare-slot scan reads of each spare slot, once per step: with exactly one
+        // other replica of its expert, that GPU's term of the gain (the same expression the
+        // scan would add, so the same value).
+        spare_info.clear();
+        spare_info.extend(spare.iter().map(|&j| {
+            let (x, h) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
+            let other = match s.slots_of_expert[x].as_slice() {
+                &[o1, o2] => {
+                    let y = s.gpu_of_slot[if o1 == j { o2 } else { o1 }];
+                    let dx = s.share(0, x, s.count[x] - 1) - share[j];
+                    let ly = s.gpu_load(0, y);
+                    Some((y, over(ly) - over(ly + dx * s.inv_speed(y))))
+                }
+                _ => None,
+            };
+            SpareSlot {
+                slot: j,
+                expert: x,
+                gpu: h,
+                load: s.gpu_load(0, h),
+                inv_speed: s.inv_speed(h),
+                other,
+            }
+        }));
         // Per GPU: its lightest replica's share, and the fewest transfers a swap adds on it
         // (+1 when it holds only experts it held before: giving one away adds a transfer;
         // else -1).
@@ -150,7 +175,7 @@ pub(crate) fn reduce_excess(
                     })
                     .collect();
                 for (b, &nb) in next_share.iter().enumerate() {
-                    // `slot_may_gain` on the busiest GPU: the slot must get lighter.
+                    // On the busiest GPU the slot must get lighter.
                     let lighter_slot = (nb - sa) * ig < 0.0;
                     if b == a || !lighter_slot || s.has(g, b) {
                         continue;
@@ -190,14 +215,13 @@ pub(crate) fn reduce_excess(
             // GPUs get heavier: the gain is at most the relief added up in the same order
             // (each partial sum is at most the relief's, every operation being monotone).
             let most_relief = relief.iter().fold(0.0, |sum, &t| sum + t);
-            for &j in &spare {
-                let x = s.expert_of_slot[j];
+            for sp in &spare_info {
+                let (j, x, h, lh, ih) = (sp.slot, sp.expert, sp.gpu, sp.load, sp.inv_speed);
                 if x == a {
                     continue;
                 }
-                // `slot_may_gain(s, j, a, g, target)`, inlined (the same expressions).
-                let h = s.gpu_of_slot[j];
-                let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
+                // The slot must get lighter on the busiest GPU, and elsewhere its GPU must not rise
+                // above both its load and the target.
                 let shift = (next_a - share[j]) * ih;
                 let may_gain = if h == g {
                     shift < 0.0
@@ -211,17 +235,25 @@ pub(crate) fn reduce_excess(
                     .iter()
                     .filter(|&&o| o != j)
                     .map(|&o| s.gpu_of_slot[o]);
-                let gain = if x_gpus.clone().any(|y| s.has(y, a)) {
+                let holds_a = match sp.other {
+                    Some((y, _)) => s.has(y, a),
+                    None => x_gpus.clone().any(|y| s.has(y, a)),
+                };
+                let gain = if holds_a {
                     replace_gain(s, j, a, &over)
                 } else {
                     if lh <= target && cannot_beat(best.map(|b| b.1), most_relief, fewest[h]) {
                         continue;
                     }
                     let mut gain = over(lh) - over(lh + shift);
-                    let dx = s.share(0, x, s.count[x] - 1) - share[j];
-                    for y in x_gpus {
-                        let ly = s.gpu_load(0, y);
-                        gain += over(ly) - over(ly + dx * s.inv_speed(y));
+                    if let Some((_, term)) = sp.other {
+                        gain += term;
+                    } else {
+                        let dx = s.share(0, x, s.count[x] - 1) - share[j];
+                        for y in x_gpus {
+                            let ly = s.gpu_load(0, y);
+                            gain += over(ly) - over(ly + dx * s.inv_speed(y));
+                        }
                     }
                     for &t in &relief {
                         gain += t;
@@ -283,6 +315,18 @@ fn cannot_beat(best: Option<(bool, f64, f64)>, most: f64, fewest: i64) -> bool {
     ratio < per_transfer || (ratio <= per_transfer && most <= gain)
 }
 
+/// A slot whose expert has another replica, as [`reduce_excess`]'s spare-slot scan reads it.
+struct SpareSlot {
+    slot: usize,
+    expert: usize,
+    gpu: usize,
+    load: f64,
+    inv_speed: f64,
+    /// With exactly one other replica of the expert: its GPU, and that GPU's term of the gain
+    /// when the expert loses this replica.
+    other: Option<(usize, f64)>,
+}
+
 /// How [`reduce_excess`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reduced {
@@ -319,19 +363,6 @@ fn replace_gain(s: &SlotState, slot: usize, b: usize, over: &impl Fn(f64) -> f64
         }
     }
     gain
-}
-
-/// Cheap filter for a replacement of `slot`'s expert by `b` while GPU `g` is the busiest: on `g`
-/// the slot must get lighter; elsewhere its GPU must not rise above both its load and `target`.
-fn slot_may_gain(s: &SlotState, slot: usize, b: usize, g: usize, target: f64) -> bool {
-    let h = s.gpu_of_slot[slot];
-    let a = s.expert_of_slot[slot];
-    let shift = (s.share(0, b, s.count[b] + 1) - s.share(0, a, s.count[a])) * s.inv_speed(h);
-    if h == g {
-        shift < 0.0
-    } else {
-        s.gpu_load(0, h) + shift <= s.gpu_load(0, h).max(target)
-    }
 }
 
 /// Once every GPU is under `target`: takes back transfers while all loads stay under it, each

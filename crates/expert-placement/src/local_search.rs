@@ -93,10 +93,7 @@ impl Origin {
             .all(|slot| self.holds(g, s.expert_of_slot[slot]))
     }
 
-    /// Number of transfers of the whole state.
-    pub(crate) fn moves(&self, s: &SlotState) -> usize {
-        self.count(&s.gpu_of_slot, &s.expert_of_slot)
-    }
+}
 }
 
 /// Options of [`improve`].
