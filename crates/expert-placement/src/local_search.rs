@@ -92,8 +92,6 @@ impl Origin {
             .slot_range(g)
             .all(|slot| self.holds(g, s.expert_of_slot[slot]))
     }
-
-}
 }
 
 /// Options of [`improve`].
