@@ -321,6 +321,9 @@ struct Scratch {
     /// GPUs a swap with the busiest GPU may improve, lightest first (with their
     /// [`order_key`]).
     partners: Vec<(u64, usize)>,
+    /// A partner's slots, heaviest replica first: (share, slot, whether the busiest GPU holds
+    /// its expert).
+    heaviest_first: Vec<(f64, usize, bool)>,
     /// The partner's slots a swap with one slot of the busiest GPU passes the tests with.
     passing: Vec<usize>,
     /// Per spare slot: its expert, GPU, the GPU's load and inverse speed, and the share.
@@ -444,6 +447,7 @@ impl Candidates<'_> {
         // Counting transfers: +1 when the busiest GPU holds only its old experts (any swap
         // then adds one there), else -1 (its lowest possible share of a swap's transfers).
         let mut passing = std::mem::take(&mut self.scratch.passing);
+        let mut heaviest_first = std::mem::take(&mut self.scratch.heaviest_first);
         let g_term = self
             .options
             .origin
@@ -474,6 +478,15 @@ impl Candidates<'_> {
             // The partner's slots by share (kept sorted by the state): for each slot of `g`,
             // the swaps that pass the tests below are a run of them (see the loop), found
             // without testing every pair.
+            // Per partner slot, heaviest first: its share, the slot, and whether `g` holds its
+            // expert (read once per partner rather than once per slot of `g`).
+            heaviest_first.clear();
+            heaviest_first.extend(
+                s.slots_by_share(h)
+                    .iter()
+                    .rev()
+                    .map(|&(_, j)| (share[j], j, s.has(g, s.expert_of_slot[j]))),
+            );
             for i in s.cluster.slot_range(g) {
                 if s.has(h, s.expert_of_slot[i]) {
                     continue;
@@ -482,17 +495,18 @@ impl Candidates<'_> {
                 // `x > y`); taking them heaviest first, `d` and so `new_h` only grow (every
                 // operation is monotone): past the first that puts `h` at the limit, none
                 // passes. The others are tested as before, then offered in slot order.
+                let si = share[i];
                 passing.clear();
-                for &(_, j) in s.slots_by_share(h).iter().rev() {
-                    if !(share[j] < share[i]) {
+                for &(sj, j, on_g) in heaviest_first.iter() {
+                    if !(sj < si) {
                         continue;
                     }
-                    let d = share[i] - share[j];
+                    let d = si - sj;
                     let (new_g, new_h) = (lg - d * ig, lh + d * ih);
                     if new_h >= limit {
                         break;
                     }
-                    if d <= 0.0 || new_g >= limit || s.has(g, s.expert_of_slot[j]) {
+                    if d <= 0.0 || new_g >= limit || on_g {
                         continue;
                     }
                     passing.push(j);
@@ -514,6 +528,7 @@ impl Candidates<'_> {
         self.scratch.share = share;
         self.scratch.partners = partners;
         self.scratch.passing = passing;
+        self.scratch.heaviest_first = heaviest_first;
     }
 
     /// [`Candidates::partner_objective_too_high`], or else (no swap with partner `h` can
