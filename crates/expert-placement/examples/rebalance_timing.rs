@@ -108,7 +108,11 @@ fn campaign(n: u64) -> Result<(), PlacementError> {
     use rand::RngExt;
     let mut all = 0_u64;
     let mut count = 0;
-    for seed in 0..n {
+    let first: u64 = std::env::var("MOE_CAMPAIGN_FIRST")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    for seed in first..n {
         let mut rng = comm_cost_model::seeded_rng(seed, 20);
         let gpus = 2 * rng.random_range(1..=8_usize);
         let slots = rng.random_range(1..=8_usize);
@@ -174,9 +178,20 @@ fn campaign(n: u64) -> Result<(), PlacementError> {
                 out.push(format!("{:?}", r.map(|r| serde_json::to_string(&r).ok())));
             }
         }
-        for json in out {
-            all = all.rotate_left(5) ^ fnv(&json);
+        for json in &out {
+            all = all.rotate_left(5) ^ fnv(json);
             count += 1;
+        }
+        if std::env::var_os("MOE_CAMPAIGN_VERBOSE").is_some() {
+            let hashes: Vec<String> = out
+                .iter()
+                .map(|j| format!("{:04x}", fnv(j) & 0xffff))
+                .collect();
+            println!(
+                "seed {seed}: {} x {slots} x {gpus}: {}",
+                experts,
+                hashes.join(" ")
+            );
         }
     }
     println!("campaign digest: {all:016x} ({count} results)");

@@ -498,7 +498,8 @@ impl Candidates<'_> {
                 let si = share[i];
                 passing.clear();
                 for &(sj, j, on_g) in heaviest_first.iter() {
-                    if !(sj < si) {
+                    // Not lighter (`sj >= si`; shares are never NaN).
+                    if sj >= si {
                         continue;
                     }
                     let d = si - sj;
