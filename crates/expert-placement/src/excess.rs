@@ -25,6 +25,9 @@ pub(crate) fn reduce_excess(
     let tiny = target.abs().max(f64::MIN_POSITIVE) * REL_EPS;
     let over = |l: f64| (l - target).max(0.0);
     let late = || deadline.passed();
+    let (mut share, mut spare, mut next_share) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut lightest, mut fewest) = (Vec::new(), Vec::new());
+    let mut spare_info: Vec<SpareSlot> = Vec::new();
     for _ in 0..max_moves {
         if late() {
             return Reduced::Cut;
@@ -56,35 +59,91 @@ pub(crate) fn reduce_excess(
             }
         };
         // The moves of `SlotState::moves_touching(g, true)` in its order, each tested cheapest
-        // first (the gain before validity): most are rejected before any look-up.
-        let share: Vec<f64> = s
-            .expert_of_slot
-            .iter()
-            .map(|&e| s.share(0, e, s.count[e]))
-            .collect();
+        // first (the gain before validity): most are rejected before any look-up. The buffers
+        // are reused from step to step.
+        share.clear();
+        share.extend(s.expert_of_slot.iter().map(|&e| s.share(0, e, s.count[e])));
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
-        let spare = s.spare_slots();
-        let next_share: Vec<f64> = (0..s.experts)
-            .map(|b| s.share(0, b, s.count[b] + 1))
-            .collect();
+        spare.clear();
+        spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
+        next_share.clear();
+        next_share.extend((0..s.experts).map(|b| s.share(0, b, s.count[b] + 1)));
+        // What the spare-slot scan reads of each spare slot, once per step: with exactly one
+        // other replica of its expert, that GPU's term of the gain (the same expression the
+        // scan would add, so the same value).
+        spare_info.clear();
+        spare_info.extend(spare.iter().map(|&j| {
+            let (x, h) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
+            let other = match s.slots_of_expert[x].as_slice() {
+                &[o1, o2] => {
+                    let y = s.gpu_of_slot[if o1 == j { o2 } else { o1 }];
+                    let dx = s.share(0, x, s.count[x] - 1) - share[j];
+                    let ly = s.gpu_load(0, y);
+                    Some((y, over(ly) - over(ly + dx * s.inv_speed(y))))
+                }
+                _ => None,
+            };
+            SpareSlot {
+                slot: j,
+                expert: x,
+                gpu: h,
+                load: s.gpu_load(0, h),
+                inv_speed: s.inv_speed(h),
+                other,
+            }
+        }));
+        // Per GPU: its lightest replica's share, and the fewest transfers a swap adds on it
+        // (+1 when it holds only experts it held before: giving one away adds a transfer;
+        // else -1).
+        lightest.clear();
+        lightest.extend((0..s.gpus()).map(|h| {
+            share[s.cluster.slot_range(h)]
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min)
+        }));
+        fewest.clear();
+        fewest.extend((0..s.gpus()).map(|h| {
+            let kept = s
+                .cluster
+                .slot_range(h)
+                .all(|j| origin.holds(h, s.expert_of_slot[j]));
+            if kept { 1_i64 } else { -1 }
+        }));
+        // Whether a GPU other than the busiest is above the target (then a replacement may
+        // also relieve it, and the bound on the busiest GPU's replacements below is not used).
+        let others_over = (0..s.gpus()).any(|h| h != g && s.gpu_load(0, h) > target);
         for i in s.cluster.slot_range(g) {
             let a = s.expert_of_slot[i];
-            for (j, &sj) in share.iter().enumerate() {
-                let h = s.gpu_of_slot[j];
-                if h == g {
+            // The slots in order, GPU by GPU (slot ranges are consecutive).
+            for h in (0..s.gpus()).filter(|&h| h != g) {
+                let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
+                if lh <= target
+                    && swaps_cannot_win(
+                        best.map(|b| b.1),
+                        lg,
+                        ig,
+                        share[i] - lightest[h],
+                        fewest[g] + fewest[h],
+                        &over,
+                    )
+                {
                     continue;
                 }
-                // Two GPUs change: no need for the general effect. A replica no lighter than
-                // the one it replaces on the busiest GPU gains nothing unless the partner is
-                // above the target too (exactly: `over` is monotone, and 0 below the target).
-                let d = share[i] - sj;
-                let lh = s.gpu_load(0, h);
-                if d <= 0.0 && lh <= target {
-                    continue;
-                }
-                let gain = over(lg) - over(lg - d * ig) + over(lh) - over(lh + d * s.inv_speed(h));
-                if gain > tiny && s.is_valid(Move::Swap(i, j)) {
-                    consider(&mut best, Move::Swap(i, j), gain);
+                let range = s.cluster.slot_range(h);
+                for (j, &sj) in range.clone().zip(&share[range]) {
+                    // Two GPUs change: no need for the general effect. A replica no lighter
+                    // than the one it replaces on the busiest GPU gains nothing unless the
+                    // partner is above the target too (exactly: `over` is monotone, and 0
+                    // below the target).
+                    let d = share[i] - sj;
+                    if d <= 0.0 && lh <= target {
+                        continue;
+                    }
+                    let gain = over(lg) - over(lg - d * ig) + over(lh) - over(lh + d * ih);
+                    if gain > tiny && s.is_valid(Move::Swap(i, j)) {
+                        consider(&mut best, Move::Swap(i, j), gain);
+                    }
                 }
             }
             let a_gpus: Vec<usize> = s.slots_of_expert[a]
@@ -93,7 +152,16 @@ pub(crate) fn reduce_excess(
                 .filter(|&x| x != g)
                 .collect();
             let (ca, sa) = (s.count[a], share[i]);
-            if ca >= 2 {
+            // With every other GPU at or below the target, `Replace(i, b)` removes at most
+            // what emptying the slot would (`b`'s share is at least 0, and every other term is
+            // 0 or negative); it adds at least `fewest[g]` transfers.
+            let b_moves_cannot_win = !others_over
+                && cannot_beat(
+                    best.map(|b| b.1),
+                    over(lg) - over(lg + (0.0 - sa) * ig),
+                    fewest[g],
+                );
+            if ca >= 2 && !b_moves_cannot_win {
                 // `a` loses this replica: its other GPUs get heavier by the same amount for
                 // every `b` not on them, so their part of the gain is computed once. For such
                 // a `b` the gain is added up here in `replace_gain`'s order (same value), the
@@ -107,7 +175,7 @@ pub(crate) fn reduce_excess(
                     })
                     .collect();
                 for (b, &nb) in next_share.iter().enumerate() {
-                    // `slot_may_gain` on the busiest GPU: the slot must get lighter.
+                    // On the busiest GPU the slot must get lighter.
                     let lighter_slot = (nb - sa) * ig < 0.0;
                     if b == a || !lighter_slot || s.has(g, b) {
                         continue;
@@ -143,25 +211,49 @@ pub(crate) fn reduce_excess(
                 })
                 .collect();
             let next_a = next_share[a];
-            for &j in &spare {
-                let x = s.expert_of_slot[j];
-                if x == a || !slot_may_gain(s, j, a, g, target) || s.has(s.gpu_of_slot[j], a) {
+            // Below, a slot on a GPU at or below the target adds no gain there, and `x`'s other
+            // GPUs get heavier: the gain is at most the relief added up in the same order
+            // (each partial sum is at most the relief's, every operation being monotone).
+            let most_relief = relief.iter().fold(0.0, |sum, &t| sum + t);
+            for sp in &spare_info {
+                let (j, x, h, lh, ih) = (sp.slot, sp.expert, sp.gpu, sp.load, sp.inv_speed);
+                if x == a {
                     continue;
                 }
-                let h = s.gpu_of_slot[j];
+                // The slot must get lighter on the busiest GPU, and elsewhere its GPU must not rise
+                // above both its load and the target.
+                let shift = (next_a - share[j]) * ih;
+                let may_gain = if h == g {
+                    shift < 0.0
+                } else {
+                    lh + shift <= lh.max(target)
+                };
+                if !may_gain || s.has(h, a) {
+                    continue;
+                }
                 let x_gpus = s.slots_of_expert[x]
                     .iter()
                     .filter(|&&o| o != j)
                     .map(|&o| s.gpu_of_slot[o]);
-                let gain = if x_gpus.clone().any(|y| s.has(y, a)) {
+                let holds_a = match sp.other {
+                    Some((y, _)) => s.has(y, a),
+                    None => x_gpus.clone().any(|y| s.has(y, a)),
+                };
+                let gain = if holds_a {
                     replace_gain(s, j, a, &over)
                 } else {
-                    let lh = s.gpu_load(0, h);
-                    let mut gain = over(lh) - over(lh + (next_a - share[j]) * s.inv_speed(h));
-                    let dx = s.share(0, x, s.count[x] - 1) - share[j];
-                    for y in x_gpus {
-                        let ly = s.gpu_load(0, y);
-                        gain += over(ly) - over(ly + dx * s.inv_speed(y));
+                    if lh <= target && cannot_beat(best.map(|b| b.1), most_relief, fewest[h]) {
+                        continue;
+                    }
+                    let mut gain = over(lh) - over(lh + shift);
+                    if let Some((_, term)) = sp.other {
+                        gain += term;
+                    } else {
+                        let dx = s.share(0, x, s.count[x] - 1) - share[j];
+                        for y in x_gpus {
+                            let ly = s.gpu_load(0, y);
+                            gain += over(ly) - over(ly + dx * s.inv_speed(y));
+                        }
                     }
                     for &t in &relief {
                         gain += t;
@@ -178,6 +270,61 @@ pub(crate) fn reduce_excess(
         after_move(s, mv);
     }
     Reduced::Stuck
+}
+
+/// Whether no swap of a slot of the busiest GPU (load `lg`, inverse speed `ig`) whose share
+/// exceeds the partner's lightest by at most `widest`, with a partner at or below the target,
+/// can beat `best`, when every such swap adds at least `fewest` transfers. The partner stays at
+/// or below the target or loses gain, so a swap removes at most `over(lg) - over(lg - d ig)`
+/// (the same floating-point expression with the largest `d`: every operation is monotone, so
+/// this bounds the computed gain exactly).
+fn swaps_cannot_win(
+    best: Option<(bool, f64, f64)>,
+    lg: f64,
+    ig: f64,
+    widest: f64,
+    fewest: i64,
+    over: &impl Fn(f64) -> f64,
+) -> bool {
+    if widest <= 0.0 {
+        // No swap lightens the busiest GPU, and the partner gains nothing.
+        return true;
+    }
+    cannot_beat(best, over(lg) - over(lg - widest * ig), fewest)
+}
+
+/// Whether no move removing at most `most` excess and adding at least `fewest` transfers can
+/// beat `best`, the key (free, gain per transfer, gain) of the best candidate so far (the keys
+/// are compared as tuples, a total order: a move that cannot beat the best now cannot beat a
+/// later, better one either).
+fn cannot_beat(best: Option<(bool, f64, f64)>, most: f64, fewest: i64) -> bool {
+    let Some((free, per_transfer, gain)) = best else {
+        return false;
+    };
+    if free {
+        // Only a free move removing more could win.
+        return most <= gain;
+    }
+    if fewest <= 0 {
+        // A free move would win with any gain.
+        return false;
+    }
+    // `fewest` is 1 or 2, exact in `f64`; a move's key is at most (false, most / fewest, most).
+    #[allow(clippy::cast_precision_loss)]
+    let ratio = most / fewest as f64;
+    ratio < per_transfer || (ratio <= per_transfer && most <= gain)
+}
+
+/// A slot whose expert has another replica, as [`reduce_excess`]'s spare-slot scan reads it.
+struct SpareSlot {
+    slot: usize,
+    expert: usize,
+    gpu: usize,
+    load: f64,
+    inv_speed: f64,
+    /// With exactly one other replica of the expert: its GPU, and that GPU's term of the gain
+    /// when the expert loses this replica.
+    other: Option<(usize, f64)>,
 }
 
 /// How [`reduce_excess`] ended.
@@ -216,19 +363,6 @@ fn replace_gain(s: &SlotState, slot: usize, b: usize, over: &impl Fn(f64) -> f64
         }
     }
     gain
-}
-
-/// Cheap filter for a replacement of `slot`'s expert by `b` while GPU `g` is the busiest: on `g`
-/// the slot must get lighter; elsewhere its GPU must not rise above both its load and `target`.
-fn slot_may_gain(s: &SlotState, slot: usize, b: usize, g: usize, target: f64) -> bool {
-    let h = s.gpu_of_slot[slot];
-    let a = s.expert_of_slot[slot];
-    let shift = (s.share(0, b, s.count[b] + 1) - s.share(0, a, s.count[a])) * s.inv_speed(h);
-    if h == g {
-        shift < 0.0
-    } else {
-        s.gpu_load(0, h) + shift <= s.gpu_load(0, h).max(target)
-    }
 }
 
 /// Once every GPU is under `target`: takes back transfers while all loads stay under it, each

@@ -1,7 +1,7 @@
 //! Best-improvement local search on the busiest GPU: swaps of two replicas and replica moves
 //! that change two experts' replica counts, optionally counting weight transfers.
 
-use crate::state::{Move, SlotState};
+use crate::state::{Move, SlotState, order_key};
 
 /// How the figures of several load windows combine into one objective.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +58,7 @@ impl Origin {
     }
 
     /// Change in the number of transfers if `mv` is applied to `s`.
+    #[inline]
     pub(crate) fn delta(&self, s: &SlotState, mv: Move) -> i64 {
         match mv {
             Move::Swap(i, j) => {
@@ -83,9 +84,13 @@ impl Origin {
             .count()
     }
 
-    /// Number of transfers of the whole state.
-    pub(crate) fn moves(&self, s: &SlotState) -> usize {
-        self.count(&s.gpu_of_slot, &s.expert_of_slot)
+    /// Whether every replica on GPU `g` is one it held before: then it holds exactly its old
+    /// experts, and a swap giving one of them away for an expert from elsewhere adds a transfer
+    /// on `g` (the lower bound of [`Candidates::swaps_one_window`]'s partner test).
+    fn untouched(&self, s: &SlotState, g: usize) -> bool {
+        s.cluster
+            .slot_range(g)
+            .all(|slot| self.holds(g, s.expert_of_slot[slot]))
     }
 }
 
@@ -242,6 +247,7 @@ pub(crate) fn improve(
         best: None,
         work: 0,
         mask: Vec::new(),
+        scratch: Scratch::default(),
     };
     let mut moves = 0;
     while moves < max_moves && search.work < WORK_BUDGET {
@@ -292,6 +298,48 @@ struct Candidates<'o> {
     work: u64,
     /// Scratch space of [`Tops::untouched_max`].
     mask: Vec<bool>,
+    /// Buffers reused from step to step (the search allocated them at every step).
+    scratch: Scratch,
+}
+
+/// A slot whose expert has another replica, with what the replacement scan reads of it.
+#[derive(Debug, Clone, Copy)]
+struct Spare {
+    j: usize,
+    x: usize,
+    h: usize,
+    load: f64,
+    share: f64,
+    inv_speed: f64,
+}
+
+/// Per-step buffers of [`Candidates`]: their contents are rebuilt at every use.
+#[derive(Default)]
+struct Scratch {
+    /// Per slot: the share of its expert's load one replica carries.
+    share: Vec<f64>,
+    /// GPUs a swap with the busiest GPU may improve, lightest first (with their
+    /// [`order_key`]).
+    partners: Vec<(u64, usize)>,
+    /// A partner's slots, heaviest replica first: (share, slot, whether the busiest GPU holds
+    /// its expert).
+    heaviest_first: Vec<(f64, usize, bool)>,
+    /// The partner's slots a swap with one slot of the busiest GPU passes the tests with.
+    passing: Vec<usize>,
+    /// Per spare slot: its expert, GPU, the GPU's load and inverse speed, and the share.
+    spare_info: Vec<Spare>,
+    /// Experts a replacement on the busiest GPU may bring (those on one GPU that must hold
+    /// them), in index order.
+    bring: Vec<usize>,
+    /// Per expert: the share of one replica if it had one more.
+    next_share: Vec<f64>,
+    /// Slots whose expert has another replica.
+    spare: Vec<usize>,
+    /// GPUs of a slot's expert that end above the cap whatever replaces it.
+    heavy: Vec<usize>,
+    /// Per expert with several replicas: the two largest loads of its GPUs if it lost one
+    /// replica, with their GPUs (`load_of_other_holder` without the other expert's relief).
+    heavier_top: Vec<[(f64, usize); 2]>,
 }
 
 impl Candidates<'_> {
@@ -381,21 +429,32 @@ impl Candidates<'_> {
         self.work = self
             .work
             .saturating_add((s.expert_of_slot.len() + 2 * s.gpus()) as u64);
-        let share: Vec<f64> = s
-            .expert_of_slot
-            .iter()
-            .map(|&e| s.share(0, e, s.count[e]))
-            .collect();
+        let mut share = std::mem::take(&mut self.scratch.share);
+        share.clear();
+        share.extend(s.expert_of_slot.iter().map(|&e| s.share(0, e, s.count[e])));
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         // Lightest partners first: their swaps can balance the most, so later partners are
-        // usually cut by the bound below.
-        let mut partners: Vec<usize> = (0..s.gpus())
-            .filter(|&h| h != g && s.gpu_load(0, h) < limit)
-            .collect();
-        partners.sort_by(|&a, &b| s.gpu_load(0, a).total_cmp(&s.gpu_load(0, b)));
-        for h in partners {
+        // usually cut by the bound below. Ties by GPU index: the order of a stable sort of
+        // the GPUs by load.
+        let mut partners = std::mem::take(&mut self.scratch.partners);
+        partners.clear();
+        partners.extend(
+            (0..s.gpus())
+                .filter(|&h| h != g && s.gpu_load(0, h) < limit)
+                .map(|h| (order_key(s.gpu_load(0, h)), h)),
+        );
+        partners.sort_unstable();
+        // Counting transfers: +1 when the busiest GPU holds only its old experts (any swap
+        // then adds one there), else -1 (its lowest possible share of a swap's transfers).
+        let mut passing = std::mem::take(&mut self.scratch.passing);
+        let mut heaviest_first = std::mem::take(&mut self.scratch.heaviest_first);
+        let g_term = self
+            .options
+            .origin
+            .map(|o| if o.untouched(s, g) { 1 } else { -1 });
+        for &(_, h) in &partners {
             if self.work >= WORK_BUDGET {
-                return;
+                break;
             }
             let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
             let others = tops.top[0]
@@ -403,27 +462,60 @@ impl Candidates<'_> {
                 .find(|&&x| x != g && x != h)
                 .map_or(0.0, |&x| s.gpu_load(0, x));
             // Counting transfers, the sum of squares no longer decides ties of the objective
-            // (fewer transfers first), so only the objective may rule a partner out.
-            let cannot_win = match self.options.origin {
-                None => self.partner_cannot_win(lg, ig, lh, ih, others),
-                Some(_) => self.partner_objective_too_high(lg, ig, lh, ih, others),
+            // (fewer transfers first), so only the objective may rule a partner out, unless
+            // no swap with it can have fewer transfers either.
+            let cannot_win = match (self.options.origin, g_term) {
+                (Some(o), Some(g_term)) => {
+                    self.partner_cannot_win_counting(s, o, (lg, ig, g_term), (h, lh, ih), others)
+                }
+                _ => self.partner_cannot_win(lg, ig, lh, ih, others),
             };
             if cannot_win {
                 continue;
             }
             let pairs = s.cluster.slot_range(g).len() * s.cluster.slot_range(h).len();
             self.work = self.work.saturating_add(pairs as u64);
+            // The partner's slots by share (kept sorted by the state): for each slot of `g`,
+            // the swaps that pass the tests below are a run of them (see the loop), found
+            // without testing every pair.
+            // Per partner slot, heaviest first: its share, the slot, and whether `g` holds its
+            // expert (read once per partner rather than once per slot of `g`).
+            heaviest_first.clear();
+            heaviest_first.extend(
+                s.slots_by_share(h)
+                    .iter()
+                    .rev()
+                    .map(|&(_, j)| (share[j], j, s.has(g, s.expert_of_slot[j]))),
+            );
             for i in s.cluster.slot_range(g) {
                 if s.has(h, s.expert_of_slot[i]) {
                     continue;
                 }
-                for j in s.cluster.slot_range(h) {
-                    let d = share[i] - share[j];
-                    let (new_g, new_h) = (lg - d * ig, lh + d * ih);
-                    if d <= 0.0 || new_g >= limit || new_h >= limit || s.has(g, s.expert_of_slot[j])
-                    {
+                // A swap needs `d > 0`, that is a lighter replica (`x - y > 0` exactly when
+                // `x > y`); taking them heaviest first, `d` and so `new_h` only grow (every
+                // operation is monotone): past the first that puts `h` at the limit, none
+                // passes. The others are tested as before, then offered in slot order.
+                let si = share[i];
+                passing.clear();
+                for &(sj, j, on_g) in heaviest_first.iter() {
+                    // Not lighter (`sj >= si`; shares are never NaN).
+                    if sj >= si {
                         continue;
                     }
+                    let d = si - sj;
+                    let (new_g, new_h) = (lg - d * ig, lh + d * ih);
+                    if new_h >= limit {
+                        break;
+                    }
+                    if d <= 0.0 || new_g >= limit || on_g {
+                        continue;
+                    }
+                    passing.push(j);
+                }
+                passing.sort_unstable();
+                for &j in passing.iter() {
+                    let d = share[i] - share[j];
+                    let (new_g, new_h) = (lg - d * ig, lh + d * ih);
                     let mv = Move::Swap(i, j);
                     let sc = Score {
                         objective: others.max(new_g).max(new_h),
@@ -434,6 +526,46 @@ impl Candidates<'_> {
                 }
             }
         }
+        self.scratch.share = share;
+        self.scratch.partners = partners;
+        self.scratch.passing = passing;
+        self.scratch.heaviest_first = heaviest_first;
+    }
+
+    /// [`Candidates::partner_objective_too_high`], or else (no swap with partner `h` can
+    /// reach an objective below the best candidate's by more than `offer`'s tolerance) whether
+    /// none can add fewer transfers, or as few with a lower sum of squares: a swap adds at least
+    /// `g_term + h_term` transfers (+1 for a GPU holding only its old experts, else -1), and
+    /// its sum-of-squares change is at least `-(lg ig - lh ih)^2 / (ig^2 + ih^2)` (less a
+    /// relative `1e-9` for rounding). Skips only partners none of whose swaps `offer` would
+    /// keep, so the search is unchanged.
+    fn partner_cannot_win_counting(
+        &self,
+        s: &SlotState,
+        origin: &Origin,
+        (lg, ig, g_term): (f64, f64, i64),
+        (h, lh, ih): (usize, f64, f64),
+        others: f64,
+    ) -> bool {
+        let Some((_, best)) = self.best else {
+            return false;
+        };
+        if self.partner_objective_too_high(lg, ig, lh, ih, others) {
+            return true;
+        }
+        // Not below the best objective at all: then no swap is better in objective by
+        // `offer`'s tolerance either, and transfers decide.
+        let cross = (lg * ih + lh * ig) / (ig + ih);
+        if others.max(cross - cross.abs() * 1e-9) < best.objective {
+            return false;
+        }
+        let h_term = if origin.untouched(s, h) { 1 } else { -1 };
+        let transfers = g_term + h_term;
+        if transfers != best.transfers {
+            return transfers > best.transfers;
+        }
+        let ssq = -(lg * ig - lh * ih).powi(2) / (ig * ig + ih * ih);
+        ssq - (lg * lg + lh * lh) * 1e-9 >= best.ssq_change
     }
 
     /// Whether no swap between the busiest GPU (load `lg`, inverse speed `ig`) and a partner
@@ -476,21 +608,84 @@ impl Candidates<'_> {
                 s.replacements_touching(g, |mv| self.try_replacement(s, tops, mv, current));
                 continue;
             }
-            let spare = s.spare_slots();
-            let next_share: Vec<f64> = (0..s.experts)
-                .map(|b| s.share(0, b, s.count[b] + 1))
-                .collect();
-            let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
-            for i in s.cluster.slot_range(g) {
-                let a = s.expert_of_slot[i];
-                let sa = s.share(0, a, s.count[a]);
-                if s.count[a] >= 2 {
-                    // Other replicas of `a` that end above the cap whatever `b` is, unless they
-                    // hold `b` too (then `b`'s share lightens them): computed once for the
-                    // slot, with the cap as it is now (it only falls, so this skips no move
-                    // the exact test below would keep).
-                    let cap = self.cap(current);
-                    let heavy: Vec<usize> = s.slots_of_expert[a]
+            let mut scratch = std::mem::take(&mut self.scratch);
+            self.replacements_one_window(s, tops, g, current, &mut scratch);
+            self.scratch = scratch;
+        }
+    }
+
+    /// [`Candidates::replacements`] of the busiest GPU `g` for a single window, with the cheap
+    /// tests of [`Candidates::try_replacement`] inlined and most of their work done once per
+    /// step (the moves scored, and their order, are those of
+    /// [`SlotState::replacements_touching`] that pass the tests).
+    fn replacements_one_window(
+        &mut self,
+        s: &SlotState,
+        tops: &Tops,
+        g: usize,
+        current: f64,
+        scratch: &mut Scratch,
+    ) {
+        let Scratch {
+            next_share,
+            spare,
+            heavy,
+            heavier_top,
+            bring,
+            spare_info,
+            ..
+        } = scratch;
+        spare.clear();
+        spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
+        next_share.clear();
+        next_share.extend((0..s.experts).map(|b| s.share(0, b, s.count[b] + 1)));
+        let min_next = next_share.iter().copied().fold(f64::INFINITY, f64::min);
+        // Per expert with a spare replica: the two largest loads its GPUs would have if it
+        // lost a replica, each added up as `load_of_other_holder` adds it before the other
+        // expert's relief (which can only lower it): when the larger one off the slot's GPU
+        // is within the cap, no holder ends above it and the exact test below is not needed.
+        heavier_top.clear();
+        heavier_top.resize(s.experts, [(f64::NEG_INFINITY, usize::MAX); 2]);
+        for &j in spare.iter() {
+            let (x, y) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
+            let v = s.gpu_load(0, y)
+                + (s.share(0, x, s.count[x] - 1) - s.share(0, x, s.count[x])) * s.inv_speed(y);
+            let top = &mut heavier_top[x];
+            if v > top[0].0 {
+                top[1] = top[0];
+                top[0] = (v, y);
+            } else if v > top[1].0 {
+                top[1] = (v, y);
+            }
+        }
+        // The spare slots' figures, looked up once per step rather than once per slot of `g`.
+        spare_info.clear();
+        spare_info.extend(spare.iter().map(|&j| {
+            let (x, h) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
+            Spare {
+                j,
+                x,
+                h,
+                load: s.gpu_load(0, h),
+                share: s.share(0, x, s.count[x]),
+                inv_speed: s.inv_speed(h),
+            }
+        }));
+        let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
+        for i in s.cluster.slot_range(g) {
+            let a = s.expert_of_slot[i];
+            let sa = s.share(0, a, s.count[a]);
+            // The slot's new load rises with `b`'s next share (each operation is monotone):
+            // when even the smallest fails the first test below, every `b` does.
+            if s.count[a] >= 2 && lg + (min_next - sa) * ig < self.ceiling(current) {
+                // Other replicas of `a` that end above the cap whatever `b` is, unless they
+                // hold `b` too (then `b`'s share lightens them): computed once for the
+                // slot, with the cap as it is now (it only falls, so this skips no move
+                // the exact test below would keep).
+                let cap = self.cap(current);
+                heavy.clear();
+                heavy.extend(
+                    s.slots_of_expert[a]
                         .iter()
                         .map(|&o| s.gpu_of_slot[o])
                         .filter(|&x| {
@@ -499,40 +694,68 @@ impl Candidates<'_> {
                                     + (s.share(0, a, s.count[a] - 1) - s.share(0, a, s.count[a]))
                                         * s.inv_speed(x)
                                     > cap
-                        })
-                        .collect();
-                    // `try_replacement`'s first test, inlined (the same expression, against
-                    // the ceiling refreshed after each scored move): most replacements end here.
-                    let mut ceiling = self.ceiling(current);
-                    for (b, &nb) in next_share.iter().enumerate() {
-                        if lg + (nb - sa) * ig >= ceiling {
-                            continue;
-                        }
-                        if b != a && !s.has(g, b) && heavy.iter().all(|&x| s.has(x, b)) {
-                            self.try_replacement(s, tops, Move::Replace(i, b), current);
-                            ceiling = self.ceiling(current);
-                        }
+                        }),
+                );
+                // `try_replacement`'s first test, inlined (the same expression, against
+                // the ceiling refreshed after each scored move): most replacements end here.
+                // An expert `b` must be on every heavy GPU: when there is one, only its
+                // experts are looked at (in index order, so the moves come in the same order).
+                let mut ceiling = self.ceiling(current);
+                let mut try_expert = |this: &mut Self, b: usize| {
+                    let nb = next_share[b];
+                    if lg + (nb - sa) * ig >= ceiling {
+                        return;
+                    }
+                    if b != a && !s.has(g, b) && heavy.iter().all(|&x| s.has(x, b)) {
+                        this.try_replacement(s, tops, Move::Replace(i, b), current);
+                        ceiling = this.ceiling(current);
+                    }
+                };
+                if let Some(&x) = heavy.first() {
+                    bring.clear();
+                    bring.extend(s.cluster.slot_range(x).map(|o| s.expert_of_slot[o]));
+                    bring.sort_unstable();
+                    for &b in bring.iter() {
+                        try_expert(self, b);
+                    }
+                } else {
+                    for b in 0..next_share.len() {
+                        try_expert(self, b);
                     }
                 }
-                // `try_replacement`'s two tests, inlined (the same expressions, against bounds
-                // refreshed after each scored move): the slot's GPU, then the other GPUs of the
-                // slot's expert, which get heavier.
-                let (mut ceiling, mut cap) = (self.ceiling(current), self.cap(current));
-                for &j in &spare {
-                    let (x, h) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
-                    let new_h = s.gpu_load(0, h)
-                        + (next_share[a] - s.share(0, x, s.count[x])) * s.inv_speed(h);
-                    if new_h >= ceiling || x == a || s.has(h, a) {
-                        continue;
-                    }
-                    let heavier = s.slots_of_expert[x].iter().any(|&o| {
-                        let y = s.gpu_of_slot[o];
-                        y != h && s.load_of_other_holder(j, a, y) > cap
-                    });
-                    if !heavier {
-                        self.try_replacement(s, tops, Move::Replace(j, a), current);
-                        (ceiling, cap) = (self.ceiling(current), self.cap(current));
-                    }
+            }
+            // `try_replacement`'s two tests, inlined (the same expressions, against bounds
+            // refreshed after each scored move): the slot's GPU, then the other GPUs of the
+            // slot's expert, which get heavier.
+            let (mut ceiling, mut cap) = (self.ceiling(current), self.cap(current));
+            let next_a = next_share[a];
+            for &Spare {
+                j,
+                x,
+                h,
+                load,
+                share,
+                inv_speed,
+            } in spare_info.iter()
+            {
+                let new_h = load + (next_a - share) * inv_speed;
+                if new_h >= ceiling || x == a || s.has(h, a) {
+                    continue;
+                }
+                // The exact test's answer, usually from the cached top two: the heavier one
+                // off `h` decides when it is within the cap (no holder is above it) or when it
+                // does not hold `a` (its load is then exactly the cached value, above the cap).
+                let [(v1, g1), (v2, g2)] = heavier_top[x];
+                let (v, y) = if g1 == h { (v2, g2) } else { (v1, g1) };
+                let heavier = v > cap
+                    && (!s.has(y, a)
+                        || s.slots_of_expert[x].iter().any(|&o| {
+                            let y = s.gpu_of_slot[o];
+                            y != h && s.load_of_other_holder(j, a, y) > cap
+                        }));
+                if !heavier {
+                    self.try_replacement(s, tops, Move::Replace(j, a), current);
+                    (ceiling, cap) = (self.ceiling(current), self.cap(current));
                 }
             }
         }

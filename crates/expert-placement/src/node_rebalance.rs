@@ -13,7 +13,7 @@ use crate::node_aware::{NODE_GAP, Nodes};
 use crate::optimal::solve_to;
 use crate::options::{DEFAULT_SEARCH_STEPS, PlacementOptions};
 use crate::plan::Placement;
-use crate::rebalance::{Rebalance, pareto, rebalance_from, termination};
+use crate::rebalance::{Rebalance, pareto, rebalance_map, termination};
 use crate::transfers::{check_current, count_moves, plan_transfers};
 
 /// Rebalances `current` to new `loads` with every group of `groups` contiguous experts inside
@@ -212,10 +212,12 @@ fn in_place(
         } else {
             tolerance
         };
-        let r = rebalance_from(&sub_current, &sub_loads, &subs[n], slack, options, fresh)?;
+        // Only the node's map is needed: its transfers and figures are computed once for the
+        // whole layer below (they were computed per node too, then dropped).
+        let r = rebalance_map(&sub_current, &sub_loads, &subs[n], slack, options, fresh)?;
         budget_exhausted |= r.budget_exhausted;
         let slots = nodes.gpus[n].iter().flat_map(|&g| cluster.slot_range(g));
-        for (s, &e_local) in slots.zip(&r.placement.physical_to_logical) {
+        for (s, &e_local) in slots.zip(&r.map) {
             map[s] = members[e_local];
         }
     }

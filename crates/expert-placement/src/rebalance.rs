@@ -182,6 +182,48 @@ pub(crate) fn rebalance_from(
     options: &PlacementOptions,
     fresh: Solved,
 ) -> Result<Rebalance, PlacementError> {
+    let w = loads.as_slice();
+    let (lower_bound, fresh_value) = (fresh.lower_bound, fresh.value);
+    let chosen = rebalance_map(current, loads, cluster, tolerance, options, fresh)?;
+    let transfers = plan_transfers(current, &chosen.map, cluster, loads.len())?;
+    let mut placement = Placement::scored(w, cluster, chosen.map, lower_bound)?;
+    placement.termination = termination(&placement, chosen.budget_exhausted);
+    Ok(Rebalance {
+        moves: transfers.len(),
+        moves_proved_fewest: chosen.moves_proved_fewest,
+        budget_exhausted: chosen.budget_exhausted,
+        transfers,
+        placement,
+        best_max_gpu_load: chosen.best,
+        target_max_gpu_load: chosen.target,
+        fresh_max_gpu_load: fresh_value,
+        fresh_moves: chosen.fresh_moves,
+        tradeoff: pareto(chosen.points),
+    })
+}
+
+/// The map [`rebalance_from`] picks, with what it reports about the pick (a node of a
+/// node-aware rebalance needs only the map: its transfers and figures are computed once for the
+/// whole layer).
+pub(crate) struct Chosen {
+    pub(crate) map: Vec<usize>,
+    pub(crate) moves_proved_fewest: bool,
+    pub(crate) budget_exhausted: bool,
+    best: f64,
+    target: f64,
+    fresh_moves: usize,
+    points: Vec<(usize, f64)>,
+}
+
+/// [`rebalance_from`] up to the chosen map.
+pub(crate) fn rebalance_map(
+    current: &[usize],
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+    tolerance: f64,
+    options: &PlacementOptions,
+    fresh: Solved,
+) -> Result<Chosen, PlacementError> {
     options.check_cancelled()?;
     let experts = loads.len();
     let w = loads.as_slice();
@@ -258,21 +300,14 @@ pub(crate) fn rebalance_from(
         }
         moves_proved_fewest = true;
     }
-    let transfers = plan_transfers(current, &map, cluster, experts)?;
-    let points: Vec<(usize, f64)> = candidates.iter().map(|c| (c.0, c.1)).collect();
-    let mut placement = Placement::scored(w, cluster, map, fresh.lower_bound)?;
-    placement.termination = termination(&placement, budget_exhausted);
-    Ok(Rebalance {
-        moves: transfers.len(),
+    Ok(Chosen {
+        map,
         moves_proved_fewest,
         budget_exhausted,
-        transfers,
-        placement,
-        best_max_gpu_load: best,
-        target_max_gpu_load: target,
-        fresh_max_gpu_load: fresh.value,
+        best,
+        target,
         fresh_moves,
-        tradeoff: pareto(points),
+        points: candidates.iter().map(|c| (c.0, c.1)).collect(),
     })
 }
 
@@ -393,9 +428,24 @@ impl<'a> Path<'a> {
     ) -> Self {
         let mut path = Self::new(start, w, cluster, origin);
         let mut state = SlotState::new(cluster, &[w], start.to_vec());
+        // The map before the latest move, to count transfers by the slots a move changed
+        // (the whole map was recounted after every move).
+        let mut before = start.to_vec();
+        let mut transfers = path.points[0].0;
         search(&mut state, &mut |s, mv| {
             let value = (0..s.gpus()).map(|g| s.gpu_load(0, g)).fold(0.0, f64::max);
-            path.points.push((origin.moves(s), value));
+            let slots: &[usize] = match mv {
+                Move::Swap(i, j) => &[i, j],
+                Move::Replace(i, _) => &[i],
+            };
+            for &slot in slots {
+                let g = s.gpu_of_slot[slot];
+                let (old, new) = (before[slot], s.expert_of_slot[slot]);
+                transfers = transfers + usize::from(!origin.holds(g, new))
+                    - usize::from(!origin.holds(g, old));
+                before[slot] = new;
+            }
+            path.points.push((transfers, value));
             path.moves.push(mv);
         });
         path

@@ -33,6 +33,10 @@ pub(crate) struct SlotState<'a> {
     member: Vec<u64>,
     words: usize,
     pub(crate) load: Vec<f64>,
+    /// Each GPU's slots by their replica's share of window 0 (as [`SlotState::share`] gives
+    /// it), lightest first, in the GPU's slot range, with the sort key: kept up to date by
+    /// [`SlotState::apply`], so a search need not sort them at every step.
+    by_share: Vec<(u64, usize)>,
 }
 
 impl<'a> SlotState<'a> {
@@ -52,6 +56,7 @@ impl<'a> SlotState<'a> {
             count: vec![0; experts],
             slots_of_expert: vec![Vec::new(); experts],
             load: vec![0.0; windows.len() * cluster.gpus()],
+            by_share: map.iter().enumerate().map(|(slot, _)| (0, slot)).collect(),
             gpu_of_slot,
             expert_of_slot: map,
         };
@@ -362,8 +367,21 @@ impl<'a> SlotState<'a> {
         }
     }
 
-    /// Recomputes GPU `g`'s loads from its slots.
+    /// GPU `g`'s slots by their replica's share of window 0, lightest first (ties by slot),
+    /// with their [`order_key`].
+    pub(crate) fn slots_by_share(&self, g: usize) -> &[(u64, usize)] {
+        &self.by_share[self.cluster.slot_range(g)]
+    }
+
+    /// Recomputes GPU `g`'s loads and share order from its slots.
     fn refresh(&mut self, g: usize) {
+        let range = self.cluster.slot_range(g);
+        for t in range.clone() {
+            let slot = self.by_share[t].1;
+            let e = self.expert_of_slot[slot];
+            self.by_share[t].0 = order_key(self.share(0, e, self.count[e]));
+        }
+        self.by_share[range].sort_unstable();
         let gpus = self.gpus();
         for k in 0..self.windows {
             let raw: f64 = self
@@ -384,6 +402,18 @@ impl<'a> SlotState<'a> {
     }
 }
 
+/// A key whose integer order is `f64::total_cmp`'s order of `x` (sorting plain integer pairs
+/// is several times cheaper than sorting with a comparison closure).
+#[inline]
+pub(crate) fn order_key(x: f64) -> u64 {
+    let bits = x.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,6 +428,9 @@ mod tests {
             for e in 0..s.experts {
                 assert_eq!(s.has(g, e), fresh.has(g, e));
             }
+            assert_eq!(s.slots_by_share(g), fresh.slots_by_share(g));
+            let keys: Vec<u64> = s.slots_by_share(g).iter().map(|k| k.0).collect();
+            assert!(keys.windows(2).all(|p| p[0] <= p[1]));
         }
     }
 
