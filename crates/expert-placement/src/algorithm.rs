@@ -128,7 +128,8 @@ pub fn place(
 /// # Complexity
 ///
 /// That of [`place`]; the branch and bound stops after `search_steps` steps or
-/// `time_budget_s` seconds, whichever comes first.
+/// `time_budget_s` seconds, whichever comes first (the plan says which: `BudgetExhausted` or
+/// `TimeCapped`).
 ///
 /// # Examples
 ///
@@ -141,7 +142,13 @@ pub fn place(
 /// let w = LayerLoads::new(vec![0.0, 1.0, 5.0, 0.0, 1.0, 1000.0, 20.0, 0.0, 0.0, 5.0, 20.0,
 ///     0.0, 1000.0, 5.0, 5.0, 20.0, 1.0, 5.0])?;
 /// let c = PlacementCluster::uniform(9, 3, 1)?;
-/// let options = PlacementOptions { search_steps: Some(0), ..PlacementOptions::default() };
+/// // No exact search, and a clock generous enough that only counted limits end the search
+/// // (a plan the clock cuts says `TimeCapped`).
+/// let options = PlacementOptions {
+///     search_steps: Some(0),
+///     time_budget_s: 600.0,
+///     ..PlacementOptions::default()
+/// };
 /// let p = place_with(&w, &c, PlacementAlgorithm::Optimal, &options)?;
 /// assert!(p.max_gpu_load <= 251.0);
 /// assert_eq!(p.replica_count[5] + p.replica_count[12], 9);

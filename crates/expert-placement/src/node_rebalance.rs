@@ -11,7 +11,7 @@ use crate::model::{LayerLoads, PlacementCluster};
 use crate::node_align::align_within_nodes;
 use crate::node_aware::{NODE_GAP, Nodes};
 use crate::optimal::solve_to;
-use crate::options::{DEFAULT_SEARCH_STEPS, PlacementOptions};
+use crate::options::{DEFAULT_SEARCH_STEPS, PlacementOptions, Termination};
 use crate::plan::Placement;
 use crate::rebalance::{Rebalance, pareto, rebalance_map, termination};
 use crate::transfers::{check_current, count_moves, plan_transfers};
@@ -108,7 +108,10 @@ pub fn rebalance_node_aware(
     let transfers = plan_transfers(current, &map, cluster, experts)?;
     let mut placement = Placement::scored(w, cluster, map, fresh.lower_bound)?;
     placement.unconstrained_max_gpu_load = fresh.unconstrained_max_gpu_load;
-    placement.termination = termination(&placement, budget_exhausted);
+    placement.termination = termination(
+        &placement,
+        budget_exhausted || fresh.termination == Termination::TimeCapped,
+    );
     Ok(Rebalance {
         moves: transfers.len(),
         moves_proved_fewest: false,

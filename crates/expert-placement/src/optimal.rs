@@ -294,7 +294,7 @@ pub(crate) fn solve_to(
     let small =
         w.len() <= PLACEMENT_EXACT_MAX_EXPERTS && cluster.gpus() <= PLACEMENT_EXACT_MAX_GPUS;
     if solved.proven || !small || budget.steps == 0 || value <= good_enough {
-        return solved;
+        return clocked(solved, budget);
     }
     let outcome = branch_and_bound(w, cluster, solved.value, budget);
     if let Some(map) = outcome.map {
@@ -311,6 +311,15 @@ pub(crate) fn solve_to(
         solved.termination = Termination::BoundReached;
     } else {
         solved.termination = Termination::BudgetExhausted;
+    }
+    clocked(solved, budget)
+}
+
+/// `solved`, marked [`Termination::TimeCapped`] when the clock cut one of its searches and it
+/// is not proved optimal (then another machine or load could have found another plan).
+fn clocked(mut solved: Solved, budget: &Budget) -> Solved {
+    if !solved.termination.is_optimal() && budget.clock_hit() {
+        solved.termination = Termination::TimeCapped;
     }
     solved
 }

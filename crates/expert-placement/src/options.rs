@@ -24,8 +24,8 @@ pub const DEFAULT_TIME_BUDGET_S: f64 = 1.0;
 ///
 /// The branch and bound counts *steps* (each node it opens and each choice of GPUs it tries);
 /// steps are deterministic, so the same input and budget give the same plan on every machine.
-/// The wall-clock limit is a safety net: when it, rather than the step budget, ends a search,
-/// the plan depends on the machine's speed (the plan still says so: `budget-exhausted`).
+/// The wall-clock limit is a safety net: when it, rather than a counted limit, ends a search,
+/// the plan depends on the machine's speed, and the plan says so: `time-capped`.
 ///
 /// # Examples
 ///
@@ -152,16 +152,20 @@ impl PlacementOptions {
             steps: self.search_steps.unwrap_or(default_steps),
             time: Duration::try_from_secs_f64(self.time_budget_s).unwrap_or(Duration::MAX),
             cancel: self.cancel.clone(),
+            clock_hit: Arc::default(),
         }
     }
 }
 
 /// A resolved budget: steps, wall-clock time and the caller's cancel flag.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Budget {
     pub(crate) steps: u64,
     pub(crate) time: Duration,
     pub(crate) cancel: Option<CancelFlag>,
+    /// Set when a deadline of this budget passed its instant (a search was cut by the clock,
+    /// so its plan may differ on another machine or under another load).
+    pub(crate) clock_hit: Arc<AtomicBool>,
 }
 
 /// When a search must stop: a wall-clock instant, the caller's cancel flag, or both.
@@ -169,6 +173,8 @@ pub(crate) struct Budget {
 pub(crate) struct Deadline {
     at: Option<Instant>,
     cancel: Option<CancelFlag>,
+    /// The budget's [`Budget::clock_hit`], set when the instant is found passed.
+    hit: Option<Arc<AtomicBool>>,
 }
 
 impl Deadline {
@@ -179,8 +185,13 @@ impl Deadline {
 
     /// Whether the instant has passed or the flag is raised (reads the clock: nanoseconds).
     pub(crate) fn passed(&self) -> bool {
-        self.at.is_some_and(|d| Instant::now() >= d)
-            || self.cancel.as_ref().is_some_and(CancelFlag::is_cancelled)
+        if self.at.is_some_and(|d| Instant::now() >= d) {
+            if let Some(hit) = &self.hit {
+                hit.store(true, Ordering::Relaxed);
+            }
+            return true;
+        }
+        self.cancel.as_ref().is_some_and(CancelFlag::is_cancelled)
     }
 }
 
@@ -206,7 +217,13 @@ impl Budget {
         Deadline {
             at,
             cancel: self.cancel.clone(),
+            hit: Some(Arc::clone(&self.clock_hit)),
         }
+    }
+
+    /// Whether a deadline of this budget passed its instant: a search was cut by the clock.
+    pub(crate) fn clock_hit(&self) -> bool {
+        self.clock_hit.load(Ordering::Relaxed)
     }
 }
 
@@ -222,13 +239,17 @@ pub enum Termination {
     ProvedOptimal,
     /// The plan's maximum load equals its certified lower bound (optimal, no search needed).
     BoundReached,
-    /// The branch and bound ran out of steps or time: the plan is the best found, its gap to
+    /// The branch and bound ran out of steps: the plan is the best found, its gap to
     /// `lower_bound` is what is certified.
     BudgetExhausted,
     /// The instance is above the exact search's limits (or the step budget is 0): the plan is
     /// the heuristic's, its gap to `lower_bound` is what is certified.
     #[default]
     Heuristic,
+    /// The wall-clock limit (`time_budget_s`), not a counted limit, ended a search: the plan is
+    /// the best found, its gap to `lower_bound` is what is certified, and it may differ on
+    /// another machine or under another load (every other termination is reproducible).
+    TimeCapped,
     /// A baseline (EPLB) or an evaluated map: nothing was searched.
     NotSearched,
 }
@@ -242,6 +263,7 @@ impl Termination {
             Self::BoundReached => "bound-reached",
             Self::BudgetExhausted => "budget-exhausted",
             Self::Heuristic => "heuristic",
+            Self::TimeCapped => "time-capped",
             Self::NotSearched => "not-searched",
         }
     }
@@ -253,10 +275,12 @@ impl Termination {
     }
 
     /// The weaker of two terminations (the one a plan made of several searches reports):
-    /// budget exhausted before heuristic before bound reached before proved optimal.
+    /// time capped before budget exhausted before heuristic before bound reached before proved
+    /// optimal.
     #[must_use]
     pub(crate) fn weakest(self, other: Self) -> Self {
         let rank = |t: Self| match t {
+            Self::TimeCapped => -1,
             Self::BudgetExhausted => 0,
             Self::Heuristic => 1,
             Self::NotSearched => 2,

@@ -184,10 +184,11 @@ pub(crate) fn rebalance_from(
 ) -> Result<Rebalance, PlacementError> {
     let w = loads.as_slice();
     let (lower_bound, fresh_value) = (fresh.lower_bound, fresh.value);
+    let fresh_capped = fresh.termination == Termination::TimeCapped;
     let chosen = rebalance_map(current, loads, cluster, tolerance, options, fresh)?;
     let transfers = plan_transfers(current, &chosen.map, cluster, loads.len())?;
     let mut placement = Placement::scored(w, cluster, chosen.map, lower_bound)?;
-    placement.termination = termination(&placement, chosen.budget_exhausted);
+    placement.termination = termination(&placement, chosen.budget_exhausted || fresh_capped);
     Ok(Rebalance {
         moves: transfers.len(),
         moves_proved_fewest: chosen.moves_proved_fewest,
@@ -313,12 +314,12 @@ pub(crate) fn rebalance_map(
 
 /// How a rebalance ended: the fewest-move search is a heuristic (no exact minimum of moves is
 /// claimed), so the plan is optimal in load only when it meets its bound; otherwise
-/// `budget-exhausted` when the time budget cut a path, `heuristic` when none was cut.
+/// `time-capped` when the time budget cut a path, `heuristic` when none was cut.
 pub(crate) fn termination(placement: &Placement, budget_exhausted: bool) -> Termination {
     if placement.max_gpu_load <= placement.lower_bound * (1.0 + REL_EPS) {
         Termination::BoundReached
     } else if budget_exhausted {
-        Termination::BudgetExhausted
+        Termination::TimeCapped
     } else {
         Termination::Heuristic
     }

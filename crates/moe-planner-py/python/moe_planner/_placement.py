@@ -37,7 +37,8 @@ class PlacementResult:
     for a node-aware plan with more groups valid but loose)."""
     termination: List[str]
     """Per layer, how the search behind the plan ended: ``proved-optimal``, ``bound-reached``,
-    ``budget-exhausted``, ``heuristic`` or ``not-searched`` (EPLB's plan)."""
+    ``budget-exhausted`` (out of steps), ``time-capped`` (the wall clock cut a search: the plan
+    may differ on another machine or load), ``heuristic`` or ``not-searched`` (EPLB's plan)."""
     physical_to_logical_map: np.ndarray
     """``int64 [layers, gpus * slots_per_gpu]``: logical expert of each slot (slot ``s`` on GPU
     ``s // slots_per_gpu``), SGLang's ``physical_to_logical_map``."""

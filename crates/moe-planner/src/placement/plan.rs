@@ -94,8 +94,10 @@ pub struct LayerPlacement {
     pub duplicates_on_gpu: usize,
     /// How the search behind our plan ended: `proved-optimal` (branch and bound finished),
     /// `bound-reached` (the plan meets its lower bound), `budget-exhausted` (the search ran out
-    /// of steps or time; the gap is what is certified), `heuristic` (no exact search: above its
-    /// limits, a rebalance or a robust plan, gap certified), `not-searched` (EPLB's plan).
+    /// of steps; the gap is what is certified), `time-capped` (the wall-clock limit cut a
+    /// search: gap certified, and the plan may differ on another machine or load), `heuristic`
+    /// (no exact search: above its limits, a rebalance or a robust plan, gap certified),
+    /// `not-searched` (EPLB's plan).
     pub termination: String,
     /// Under `optimal-node-aware`, the unconstrained optimum's maximum load (the constraint's
     /// cost is the difference).
@@ -571,9 +573,12 @@ fn assemble_layer(
     if searched_without_proof {
         // The library scores these maps as evaluated; say what the search proved.
         plan.termination = if exceeds(ours.max_gpu_load, ours.lower_bound) {
-            // A rebalance cut by its time budget says so.
-            if ours.termination == Termination::BudgetExhausted {
-                Termination::BudgetExhausted
+            // A search cut by its step or time budget says so.
+            if matches!(
+                ours.termination,
+                Termination::BudgetExhausted | Termination::TimeCapped
+            ) {
+                ours.termination
             } else {
                 Termination::Heuristic
             }

@@ -90,7 +90,7 @@ pub struct PlacementSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_steps: Option<u64>,
     /// Wall-clock limit of one layer's search in seconds (absent: 1). A search it ends depends
-    /// on the machine's speed; the plan's `termination` says `budget-exhausted`.
+    /// on the machine's speed; the plan's `termination` says `time-capped`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_budget_s: Option<f64>,
     /// Stops the plan from another thread (the Python package raises it on Ctrl-C); the plan
