@@ -378,19 +378,13 @@ pub(crate) fn ascend(
 #[cfg(test)]
 mod diag {
     use super::*;
-    use crate::workload::{LocalityTrace, locality_trace};
-    use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, place};
 
     #[test]
     #[ignore = "diagnostics"]
     fn flow_bound_diagnostics() {
         for (g, k, s, loc) in [(16, 2, 18, 0.5), (32, 4, 9, 0.5), (32, 4, 9, 0.8)] {
-            let t = &locality_trace(&LocalityTrace::deepseek_like(1, g, k, loc), 1).unwrap()[0];
-            let c = PlacementCluster::uniform(g, s, k).unwrap();
-            let ctx = Context::new(t, &c).unwrap();
-            let w = LayerLoads::new(ctx.loads.clone()).unwrap();
-            let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
-            let limit = p.max_gpu_load * 1.01;
+            let (t, c, limit) = crate::context::deepseek_case(1, 0, (g, k, s), loc);
+            let ctx = Context::new(&t, &c).unwrap();
             let total = t.total();
             let old = crate::bound::lower_bound(&ctx, limit, 30, &Cap::never());
             for target in [total, 0.5 * total, 0.3 * total] {
@@ -426,7 +420,7 @@ mod diag {
                         .zip(&m.slots)
                         .map(|(l, c)| (l / c * 1000.0).round() / 1000.0)
                         .collect::<Vec<_>>(),
-                    p.max_gpu_load / (total / g as f64),
+                    limit / 1.01 / (total / g as f64),
                     m.r.iter().sum::<f64>(),
                 );
             }
@@ -443,12 +437,8 @@ mod diag {
             (32, 4, 9, 0.8),
             (32, 4, 10, 0.5),
         ] {
-            let t = &locality_trace(&LocalityTrace::deepseek_like(1, g, k, loc), 1).unwrap()[0];
-            let c = PlacementCluster::uniform(g, s, k).unwrap();
-            let ctx = Context::new(t, &c).unwrap();
-            let w = LayerLoads::new(ctx.loads.clone()).unwrap();
-            let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
-            let limit = p.max_gpu_load * 1.01;
+            let (t, c, limit) = crate::context::deepseek_case(1, 0, (g, k, s), loc);
+            let ctx = Context::new(&t, &c).unwrap();
             let total = t.total();
             let f = flow_bound(&ctx, limit, 0.3 * total, 2000, &Cap::never()).unwrap();
             let start = std::time::Instant::now();

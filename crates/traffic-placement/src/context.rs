@@ -148,3 +148,30 @@ pub(crate) fn replica_gpus(
     }
     out
 }
+
+/// A DeepSeek-like layer for the diagnostics: layer `layer` of `layers` locality traces on `g`
+/// GPUs in `k` nodes with `s` slots each, and the balance limit the planner uses by default
+/// (1% above the compute-only optimal plan).
+#[cfg(test)]
+pub(crate) fn deepseek_case(
+    layers: usize,
+    layer: usize,
+    (g, k, s): (usize, usize, usize),
+    locality: f64,
+) -> (RoutedTokens, PlacementCluster, f64) {
+    use crate::workload::{LocalityTrace, locality_trace};
+    use expert_placement::{LayerLoads, PlacementAlgorithm, place};
+    let mut traces = locality_trace(&LocalityTrace::deepseek_like(layers, g, k, locality), 1)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let t = traces.swap_remove(layer);
+    let c = PlacementCluster::uniform(g, s, k).unwrap_or_else(|e| panic!("{e}"));
+    let limit = {
+        let ctx = Context::new(&t, &c).unwrap_or_else(|e| panic!("{e}"));
+        let w = LayerLoads::new(ctx.loads.clone()).unwrap_or_else(|e| panic!("{e}"));
+        place(&w, &c, PlacementAlgorithm::Optimal)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .max_gpu_load
+            * 1.01
+    };
+    (t, c, limit)
+}

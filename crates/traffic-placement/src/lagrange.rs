@@ -284,21 +284,14 @@ pub(crate) fn node_loads(ctx: &Context<'_>, hosts: &[Vec<usize>], limit: f64) ->
 #[cfg(test)]
 mod diag {
     use super::*;
-    use crate::workload::{LocalityTrace, locality_trace};
-    use expert_placement::{LayerLoads, PlacementAlgorithm, PlacementCluster, place};
 
     #[test]
     #[ignore = "diagnostics"]
     fn grid_point_diagnostics() {
         let (g, k, s) = (32, 4, 9);
         for seed_layer in 0..3 {
-            let t = &locality_trace(&LocalityTrace::deepseek_like(3, g, k, 0.5), 1).unwrap()
-                [seed_layer];
-            let c = PlacementCluster::uniform(g, s, k).unwrap();
-            let ctx = Context::new(t, &c).unwrap();
-            let w = LayerLoads::new(ctx.loads.clone()).unwrap();
-            let p = place(&w, &c, PlacementAlgorithm::Optimal).unwrap();
-            let limit = p.max_gpu_load * 1.01;
+            let (t, c, limit) = crate::context::deepseek_case(3, seed_layer, (g, k, s), 0.5);
+            let ctx = Context::new(&t, &c).unwrap();
             let total = t.total();
             let never = Cap::never();
             let f = crate::bound_flow::flow_bound(&ctx, limit, 0.3 * total, 400, &never).unwrap();
