@@ -268,6 +268,25 @@ def test_torch_in_torch_out():
     assert isinstance(rebalance_experts(W, 16, 4, 2, 8)[0], np.ndarray)
 
 
+def test_cuda_tensor_in_gives_the_cpu_answer():
+    # Engines hand over load statistics that live on the GPU; EPLB's own code copies them to the
+    # CPU and returns CPU tensors, and so do the adapters. Runs only where a CUDA device exists.
+    torch = pytest.importorskip("torch", reason="torch is not installed (optional)")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device: run on a GPU machine to test CUDA inputs")
+    cpu = torch.tensor(README_WEIGHT, dtype=torch.float32)
+    gpu = cpu.to("cuda")
+    for want, got in zip(rebalance_experts(cpu, 16, 4, 2, 8), rebalance_experts(gpu, 16, 4, 2, 8)):
+        assert got.device.type == "cpu" and got.dtype == torch.int64 and torch.equal(got, want)
+    old = rebalance_experts(cpu, 16, 4, 2, 8)[0].to(torch.int32)
+    new = MoePlannerEplbPolicy.rebalance_experts(gpu.to(torch.bfloat16), 16, 4, 2, 8, old.to("cuda"))
+    assert torch.equal(new.cpu(), old)
+    s_cpu = sglang_adapter.rebalance_experts(cpu[None], 16, 2, 4, 2, "deepseek")
+    s_gpu = sglang_adapter.rebalance_experts(gpu[None], 16, 2, 4, 2, "deepseek")
+    for want, got in zip(s_cpu, s_gpu):
+        assert torch.equal(got.cpu(), want)
+
+
 class _StandInDtype:
     def __init__(self, np_dtype):
         self.np = np.dtype(np_dtype)
