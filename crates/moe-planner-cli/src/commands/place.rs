@@ -58,7 +58,7 @@ pub(crate) struct Args {
     /// With --current: the rebalance's tolerance and transfer costs.
     #[command(flatten)]
     pub rebalance: super::rebalance_args::RebalanceArgs,
-    /// Steps the exact search of one layer may take [default: 2000000, exact: 20000000; 0
+    /// Steps the exact search of one layer may take [default: 500000, exact: 20000000; 0
     /// skips the exact search].
     #[arg(long)]
     pub search_steps: Option<u64>,

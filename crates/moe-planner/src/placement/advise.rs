@@ -13,7 +13,7 @@ pub const DEFAULT_TARGET_IMBALANCE: f64 = 1.05;
 /// Default steps each layer's exact search may take in the advisor's plans (small instances
 /// only; the default of `place`): a deterministic budget, so the advice depends on the loads
 /// alone, never on the machine's speed.
-pub const ADVISE_SEARCH_STEPS: u64 = 2_000_000;
+pub const ADVISE_SEARCH_STEPS: u64 = expert_placement::DEFAULT_SEARCH_STEPS;
 
 /// The advisor's wall-clock limit per layer, seconds: high enough never to decide (the step
 /// budget does), see [`ADVISE_SEARCH_STEPS`].
