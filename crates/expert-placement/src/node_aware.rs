@@ -4,7 +4,7 @@
 use crate::bound::{basic_bound, lower_bound};
 use crate::error::PlacementError;
 use crate::model::{LayerLoads, PlacementCluster};
-use crate::optimal::{Solved, solve_to};
+use crate::optimal::{Solved, solve_bounded};
 use crate::options::{Budget, Termination};
 use comm_cost_model::InputError;
 use comm_cost_model::check_divides;
@@ -136,7 +136,7 @@ fn solve_assignment(
         // largest node bound of the best assignment, so the plan's certified gap stays small);
         // searching on costs tens of milliseconds per layer for nothing a user would see.
         let good_enough = value.max(b * (1.0 + NODE_GAP));
-        let solved: Solved = solve_to(&sub_loads, sub, budget, good_enough);
+        let solved: Solved = solve_bounded(&sub_loads, sub, budget, good_enough, b);
         value = value.max(solved.value);
         termination = termination.weakest(solved.termination);
         for (g_local, &g) in nodes.gpus[n].iter().enumerate() {

@@ -10,7 +10,7 @@ use crate::local_search::REL_EPS;
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::node_align::align_within_nodes;
 use crate::node_aware::{NODE_GAP, Nodes};
-use crate::optimal::solve_to;
+use crate::optimal::solve_bounded;
 use crate::options::{DEFAULT_SEARCH_STEPS, PlacementOptions, Termination};
 use crate::plan::Placement;
 use crate::rebalance::{Rebalance, pareto, rebalance_map, termination};
@@ -196,11 +196,12 @@ fn in_place(
     let mut best = 0.0f64;
     let mut solved = Vec::with_capacity(parts.len());
     for (n, members, sub_current, sub_loads, bound) in parts {
-        let fresh = solve_to(
+        let fresh = solve_bounded(
             &sub_loads,
             &subs[n],
             &budget,
             best.max(bound * (1.0 + NODE_GAP)),
+            bound,
         );
         best = best.max(fresh.value);
         solved.push((n, members, sub_current, sub_loads, fresh));

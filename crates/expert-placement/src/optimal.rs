@@ -265,8 +265,25 @@ pub(crate) fn solve_to(
     budget: &Budget,
     good_enough: f64,
 ) -> Solved {
+    solve_bounded(
+        loads,
+        cluster,
+        budget,
+        good_enough,
+        lower_bound(loads, cluster),
+    )
+}
+
+/// [`solve_to`] given the instance's [`lower_bound`], which the node-aware callers already
+/// computed to order their nodes (it was computed twice per node).
+pub(crate) fn solve_bounded(
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+    budget: &Budget,
+    good_enough: f64,
+    bound: f64,
+) -> Solved {
     let w = loads.as_slice();
-    let bound = lower_bound(loads, cluster);
     // The heuristic's extra starts and kicks stop at half the time budget, leaving the rest to
     // the exact search.
     let deadline = budget.deadline_after(budget.time / 2);
