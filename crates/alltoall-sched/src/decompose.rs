@@ -347,9 +347,23 @@ impl State {
     }
 
     /// The first free right reached from `root` along alternating paths (recorded in `via`).
+    ///
+    /// With one free right `f` (the usual case) each sender is tested for an edge to `f` when
+    /// it is queued, one bit, and the search stops at the first that has one. That is the
+    /// sender whose row scan would have found `f` (the queue is first in, first out and every
+    /// sender queued before it was tested), so the path is the same; what is saved is
+    /// scanning the rows of all the senders queued in between, most of a layer on dense
+    /// traffic (issue 24).
     fn bfs_free_right(&mut self, root: usize) -> Option<usize> {
+        let single = self.single_free_right();
         self.seen.fill(0);
         self.queue.clear();
+        if let Some(f) = single
+            && self.alive.contains(root, f)
+        {
+            self.via[f] = root;
+            return Some(f);
+        }
         self.queue.push(root);
         let mut head = 0;
         while head < self.queue.len() {
@@ -363,7 +377,15 @@ impl State {
                     self.via[r] = l;
                     match self.matching.right[r] {
                         NONE => return Some(r),
-                        mate => self.queue.push(mate),
+                        mate => {
+                            if let Some(f) = single
+                                && self.alive.contains(mate, f)
+                            {
+                                self.via[f] = mate;
+                                return Some(f);
+                            }
+                            self.queue.push(mate);
+                        }
                     }
                 }
             }
