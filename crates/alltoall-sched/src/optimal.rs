@@ -141,7 +141,7 @@ fn continue_from(
             Some(earlier) => cut = earlier,
         }
     }
-    let mut residual = ticks.q.clone();
+    let mut residual = ticks.q.to_vec();
     let kept = starts.partition_point(|s| s.start < cut);
     let mut head = Vec::with_capacity(kept);
     // The transfer of each sender running at `cut`: its receiver and the ticks sent before.
