@@ -101,8 +101,8 @@ enum Outcome {
 }
 
 /// Size of the tick matrix above which the greedy reads durations from a copy by rank and
-/// fetches the next ones ahead ([`Board::touch_next`]): about a core's L2 cache (1 MiB, 362
-/// GPUs). Below it the matrix stays in cache and the copy would only cost its `n^2` writes.
+/// fetches the next ones ahead ([`Board::touch_next`]): about a core's L2 cache (1 MiB: from 363
+/// GPUs on). Below it the matrix stays in cache and the copy would only cost its `n^2` writes.
 const RANKED_BYTES: usize = 1 << 20;
 
 /// Tight ports whose next partner is kept free for them.
