@@ -56,7 +56,7 @@ pub fn aurora_greedy(
 
 fn greedy_starts(ticks: &Ticks, seed: u64) -> Starts {
     let n = ticks.n;
-    let mut q = ticks.q.clone();
+    let mut q = ticks.q.to_vec();
     let mut ports = Ports::new(n);
     let mut starts = Starts::new();
     let traffic = |q: &[u64], g: usize| {

@@ -83,13 +83,23 @@ fn runs_estimate(padded: &[u64], n: usize) -> usize {
     entries.saturating_mul(2).saturating_add(n)
 }
 
-struct State {
+/// What is left of one pair, both counts side by side: ending or starting a run reads and
+/// writes one cache line of this `n^2` matrix where three separate matrices (remaining,
+/// remaining real, real sent) cost three misses at 2048 GPUs (issue 24).
+#[derive(Debug, Clone, Copy)]
+struct Left {
+    /// Remaining ticks (as of its run start while matched).
+    all: u64,
+    /// Remaining real ticks (those sent are `real - this`).
+    real: u64,
+}
+
+struct State<'a> {
     n: usize,
-    /// Remaining ticks per pair (as of its run start while matched).
-    rem: Vec<u64>,
-    /// Remaining real ticks per pair, and real ticks already sent.
-    real_rem: Vec<u64>,
-    real_done: Vec<u64>,
+    /// What is left of each pair.
+    left: Vec<Left>,
+    /// Real ticks per pair (the input).
+    real: &'a [u64],
     /// Bit `(i, j)` is set while pair `(i, j)` has remaining ticks.
     alive: BitRows,
     /// Receivers whose current run carries only padding (bitset).
@@ -118,16 +128,21 @@ struct State {
     queue: Vec<usize>,
 }
 
-impl State {
-    fn new(n: usize, real: &[u64], padded: Vec<u64>) -> Self {
+impl<'a> State<'a> {
+    fn new(n: usize, real: &'a [u64], padded: Vec<u64>) -> Self {
         let alive = BitRows::nonzero(&padded, n);
         let width = alive.width();
         let runs = runs_estimate(&padded, n);
+        let left = padded
+            .iter()
+            .zip(real)
+            .map(|(&all, &real)| Left { all, real })
+            .collect();
+        drop(padded);
         Self {
             n,
-            rem: padded,
-            real_rem: real.to_vec(),
-            real_done: vec![0; n * n],
+            left,
+            real,
             alive,
             padding_runs: vec![0; width],
             matching: Matching::empty(n, n),
@@ -194,21 +209,24 @@ impl State {
         let k = i * self.n + j;
         let start = self.run_start[i];
         let elapsed = now - start;
-        let used = self.real_rem[k].min(elapsed);
+        let left = self.left[k];
+        let used = left.real.min(elapsed);
         if used > 0 {
-            self.emit(i, j, start, used);
+            self.emit(i, j, start, used, self.real[k] - left.real);
         }
-        self.real_rem[k] -= used;
-        self.real_done[k] += used;
-        self.rem[k] -= elapsed;
-        if self.rem[k] == 0 {
+        let all = left.all - elapsed;
+        self.left[k] = Left {
+            all,
+            real: left.real - used,
+        };
+        if all == 0 {
             self.alive.remove(i, j);
         }
     }
 
-    /// Records `used > 0` real ticks of sender `i`'s run to `j` that started at `start`.
-    fn emit(&mut self, i: usize, j: usize, start: u64, used: u64) {
-        let offset = self.real_done[i * self.n + j];
+    /// Records `used > 0` real ticks of sender `i`'s run to `j` that started at `start`,
+    /// `offset` real ticks of the pair having been sent before.
+    fn emit(&mut self, i: usize, j: usize, start: u64, used: u64, offset: u64) {
         // A sender's pieces end in time order, so a touching piece of the same pair can only
         // be the sender's latest one.
         if let Some(last) = self.pieces.get_mut(self.last_piece[i])
@@ -230,7 +248,8 @@ impl State {
         self.matching.right[j] = i;
         bitset::remove(&mut self.free_rights, j);
         self.run_start[i] = now;
-        if self.real_rem[i * self.n + j] == 0 {
+        let left = self.left[i * self.n + j];
+        if left.real == 0 {
             bitset::insert(&mut self.padding_runs, j);
         } else {
             bitset::remove(&mut self.padding_runs, j);
@@ -243,7 +262,7 @@ impl State {
             end: now,
             offset: 0,
         });
-        self.finish.set(i, Some(now + self.rem[i * self.n + j]));
+        self.finish.set(i, Some(now + left.all));
     }
 
     fn rematch(&mut self, now: u64) {
@@ -347,9 +366,23 @@ impl State {
     }
 
     /// The first free right reached from `root` along alternating paths (recorded in `via`).
+    ///
+    /// With one free right `f` (the usual case) each sender is tested for an edge to `f` when
+    /// it is queued, one bit, and the search stops at the first that has one. That is the
+    /// sender whose row scan would have found `f` (the queue is first in, first out and every
+    /// sender queued before it was tested), so the path is the same; what is saved is
+    /// scanning the rows of all the senders queued in between, most of a layer on dense
+    /// traffic (issue 24).
     fn bfs_free_right(&mut self, root: usize) -> Option<usize> {
+        let single = self.single_free_right();
         self.seen.fill(0);
         self.queue.clear();
+        if let Some(f) = single
+            && self.alive.contains(root, f)
+        {
+            self.via[f] = root;
+            return Some(f);
+        }
         self.queue.push(root);
         let mut head = 0;
         while head < self.queue.len() {
@@ -363,7 +396,15 @@ impl State {
                     self.via[r] = l;
                     match self.matching.right[r] {
                         NONE => return Some(r),
-                        mate => self.queue.push(mate),
+                        mate => {
+                            if let Some(f) = single
+                                && self.alive.contains(mate, f)
+                            {
+                                self.via[f] = mate;
+                                return Some(f);
+                            }
+                            self.queue.push(mate);
+                        }
                     }
                 }
             }

@@ -55,8 +55,10 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// repair costs `O(n)` bit tests at most (usually a few) plus `O(log n)` for the finish-time
 /// tree; a breadth-first repair costs `O(n^2 / 64)` word operations, and the fallback
 /// Hopcroft–Karp (unreachable on regular matrices) `O(n^2.5)`. Memory is `O(n^2)` words (the
-/// tick matrix, the greedy's 16-byte starts, and when it falls behind the residual and the
-/// decomposition's state) plus the output, into which the pieces are converted in place.
+/// tick matrix, none for integer bytes with one bandwidth, whose entries are the ticks; from
+/// 363 GPUs on the greedy's copy of it by rank; the greedy's 16-byte starts; and when it falls
+/// behind the residual and the decomposition's state) plus the output, into which the pieces
+/// are converted in place.
 ///
 /// # Examples
 ///
@@ -141,7 +143,7 @@ fn continue_from(
             Some(earlier) => cut = earlier,
         }
     }
-    let mut residual = ticks.q.clone();
+    let mut residual = ticks.q.to_vec();
     let kept = starts.partition_point(|s| s.start < cut);
     let mut head = Vec::with_capacity(kept);
     // The transfer of each sender running at `cut`: its receiver and the ticks sent before.
