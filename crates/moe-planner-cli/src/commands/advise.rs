@@ -60,7 +60,7 @@ pub(crate) struct Args {
     #[command(flatten)]
     pub rebalance: super::rebalance_args::RebalanceArgs,
     /// Steps each layer's exact search may take (small instances; deterministic, no time limit)
-    /// [default: 500000].
+    /// [default: 2000000].
     #[arg(long)]
     pub search_steps: Option<u64>,
     /// Write a plot to this SVG file: balance against redundant experts, ours and EPLB's, with

@@ -50,7 +50,7 @@ def advise(
         expert_bytes: bytes of one expert's weights (gives transfer bytes and time).
         bandwidth_gbps: per-GPU bandwidth for weight transfers.
         peer_limit: copies one GPU may send, and receive, per migration round.
-        search_steps: each layer's exact search budget (small instances; default 500,000;
+        search_steps: each layer's exact search budget (small instances; default 2,000,000;
             deterministic, no wall-clock limit).
 
     Returns:
