@@ -467,3 +467,109 @@ mod diag {
         }
     }
 }
+
+#[cfg(test)]
+mod diag_iters {
+    use super::*;
+
+    #[test]
+    #[ignore = "diagnostics"]
+    fn flow_bound_iterations() {
+        for loc in [0.3, 0.5, 0.8] {
+            for layer in 0..8 {
+                let (t, c, limit) = crate::context::deepseek_case(8, layer, (32, 4, 9), loc);
+                let ctx = Context::new(&t, &c).unwrap();
+                let total = t.total();
+                let vals: Vec<f64> = [(400, 1.0), (400, 0.3), (4000, 0.3), (20000, 0.3)]
+                    .iter()
+                    .map(|&(it, tg)| {
+                        flow_bound(&ctx, limit, tg * total, it, &Cap::never())
+                            .unwrap()
+                            .value
+                            / total
+                    })
+                    .collect();
+                println!("loc {loc} layer {layer}: {vals:.5?}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod diag_lp {
+    use super::*;
+    use good_lp::{Expression, ProblemVariables, Solution, SolverModel, constraint, microlp, variable};
+
+    /// The LP over the convex hull of every expert's choices (hosting set, node of its remote
+    /// tokens, node of its extra replicas): the best any multipliers can give.
+    fn lp(ctx: &Context<'_>, limit: f64) -> f64 {
+        let m = Model::new(ctx, limit, Scale::EXACT);
+        let k = m.k;
+        let masks = 1usize << k;
+        let mut vars = ProblemVariables::new();
+        let mut cross = Expression::from(0.0);
+        let mut load: Vec<Expression> = (0..k).map(|_| Expression::from(0.0)).collect();
+        let mut used: Vec<Expression> = (0..k).map(|_| Expression::from(0.0)).collect();
+        let mut convex = Vec::new();
+        for e in 0..m.e_count {
+            let mut one = Expression::from(0.0);
+            for mask in 1..masks {
+                let rem = (m.w[e] - m.d_set[e * masks + mask]).max(0.0);
+                let ext = (m.r[e] - m.q_set[e * masks + mask]).max(0.0);
+                let y = vars.add(variable().min(0.0));
+                one += y;
+                cross += rem * y;
+                for n in (0..k).filter(|&n| mask >> n & 1 == 1) {
+                    load[n] += m.d[n][e] * y;
+                    used[n] += m.q[n][e] * y;
+                }
+                let mut ra = Expression::from(0.0);
+                let mut xb = Expression::from(0.0);
+                for n in (0..k).filter(|&n| mask >> n & 1 == 1) {
+                    if rem > 0.0 {
+                        let a = vars.add(variable().min(0.0));
+                        ra += a;
+                        load[n] += rem * a;
+                    }
+                    if ext > 0.0 {
+                        let b = vars.add(variable().min(0.0));
+                        xb += b;
+                        used[n] += ext * b;
+                    }
+                }
+                if rem > 0.0 {
+                    convex.push(constraint!(ra - y == 0.0));
+                }
+                if ext > 0.0 {
+                    convex.push(constraint!(xb - y == 0.0));
+                }
+            }
+            convex.push(constraint!(one == 1.0));
+        }
+        let mut model = vars.minimise(cross.clone()).using(microlp);
+        for c in convex {
+            model = model.with(c);
+        }
+        for n in 0..k {
+            model = model.with(constraint!(load[n].clone() <= m.cap[n]));
+            model = model.with(constraint!(used[n].clone() <= m.slots[n]));
+        }
+        let s = model.solve().unwrap();
+        s.eval(&cross)
+    }
+
+    #[test]
+    #[ignore = "diagnostics"]
+    fn flow_bound_against_its_lp() {
+        for loc in [0.3, 0.5, 0.8] {
+            for layer in 0..2 {
+                let (t, c, limit) = crate::context::deepseek_case(8, layer, (32, 4, 9), loc);
+                let ctx = Context::new(&t, &c).unwrap();
+                let total = t.total();
+                let start = std::time::Instant::now();
+                let v = lp(&ctx, limit) / total;
+                println!("loc {loc} layer {layer}: LP {v:.5} in {:?}", start.elapsed());
+            }
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! The node-level exchange search: moves hosts of experts between nodes for fewer cross-node
+//! tokens, judged by whether the locality dispatch can still keep every node within its load
+//! limit, not by an even split.
+//!
+//! Under the locality dispatch a node serves its own sources' tokens to the experts it hosts, and
+//! an expert's remote tokens (those of nodes without a replica) go to any of its hosting nodes,
+//! split as the balance needs. Whether some split keeps every node `n` within `cap[n]` is a
+//! transportation problem whose Hall condition reads: for every set `U` of nodes, the nodes'
+//! own tokens to the experts they host plus the remote tokens of the experts hosted only inside
+//! `U` fit in `sum_{n in U} cap[n]`. With at most 8 nodes that is `2^K` sums, kept by a subset
+//! transform in `O(K 2^K)` per check, so a move is judged exactly and cheaply. A move adds a node
+//! to an expert's hosts, moves a host, or pairs such a gain with a host given up in the same node
+//! (dropped, or moved elsewhere), whenever the pair sends fewer tokens across nodes; the search
+//! takes the best feasible move until none is left or the move budget is spent. Slots are
+//! counted as the bound counts them (`max(1, ceil(D[n][e] / (limit · v_max)))` per hosted expert,
+//! within each node's slot limit), so the result still packs as well as its start.
+
+use crate::context::Context;
+use crate::flow::Network;
+
+/// Single moves paired with a host given up in their node.
+const PAIRED_MOVES: usize = 32;
+
+/// The node-level hosting being improved.
+struct Hosting<'c, 'a> {
+    ctx: &'c Context<'a>,
+    k: usize,
+    mask: Vec<usize>,
+    /// `[K][E]`: slots a hosted expert takes in a node.
+    q: Vec<Vec<f64>>,
+    /// Own tokens each node serves.
+    local: Vec<f64>,
+    /// Remote tokens of the experts of each hosting set.
+    remote_of_set: Vec<f64>,
+    used: Vec<f64>,
+    cap: Vec<f64>,
+    slots: Vec<f64>,
+    /// Scratch of the subset transform.
+    scratch: Vec<f64>,
+}
+
+/// A move: up to two experts change their hosting sets.
+#[derive(Clone, Copy)]
+struct Move {
+    gain: f64,
+    changes: [(usize, usize); 2],
+    len: usize,
+}
+
+impl Hosting<'_, '_> {
+    fn local_of(&self, e: usize, mask: usize) -> f64 {
+        (0..self.k)
+            .filter(|&n| mask >> n & 1 == 1)
+            .map(|n| self.ctx.by_node[n][e])
+            .sum()
+    }
+
+    fn remote_of(&self, e: usize, mask: usize) -> f64 {
+        (self.ctx.loads[e] - self.local_of(e, mask)).max(0.0)
+    }
+
+    /// Applies (`sign = 1`) or takes back (`sign = -1`) expert `e` hosted by `mask`.
+    fn account(&mut self, e: usize, mask: usize, sign: f64) {
+        for n in (0..self.k).filter(|&n| mask >> n & 1 == 1) {
+            self.local[n] += sign * self.ctx.by_node[n][e];
+            self.used[n] += sign * self.q[n][e];
+        }
+        self.remote_of_set[mask] += sign * self.remote_of(e, mask);
+    }
+
+    fn set(&mut self, e: usize, mask: usize) {
+        let old = self.mask[e];
+        self.account(e, old, -1.0);
+        self.account(e, mask, 1.0);
+        self.mask[e] = mask;
+    }
+
+    /// Whether every node's slots and every node set's load fit (Hall's condition of the
+    /// remote tokens' transportation problem).
+    fn feasible(&mut self) -> bool {
+        let k = self.k;
+        let tol = 1e-9 * self.cap.iter().sum::<f64>();
+        if (0..k).any(|n| self.used[n] > self.slots[n] + 1e-9) {
+            return false;
+        }
+        let g = &mut self.scratch;
+        g.copy_from_slice(&self.remote_of_set);
+        for bit in 0..k {
+            for u in 0..g.len() {
+                if u >> bit & 1 == 1 {
+                    g[u] += g[u ^ (1 << bit)];
+                }
+            }
+        }
+        (1..g.len()).all(|u| {
+            let (own, room) = (0..k).filter(|&n| u >> n & 1 == 1).fold((0.0, 0.0), |acc, n| {
+                (acc.0 + self.local[n], acc.1 + self.cap[n])
+            });
+            own + g[u] <= room + tol
+        })
+    }
+
+    /// Applies `mv` if the result is feasible; otherwise leaves the hosting as it was.
+    fn try_move(&mut self, mv: &Move) -> bool {
+        let old: Vec<(usize, usize)> = mv.changes[..mv.len]
+            .iter()
+            .map(|&(e, _)| (e, self.mask[e]))
+            .collect();
+        for &(e, m) in &mv.changes[..mv.len] {
+            self.set(e, m);
+        }
+        if self.feasible() {
+            return true;
+        }
+        for &(e, m) in old.iter().rev() {
+            self.set(e, m);
+        }
+        false
+    }
+
+    /// The improving moves, best first (ties in generation order).
+    fn moves(&self) -> Vec<Move> {
+        let (k, d) = (self.k, &self.ctx.by_node);
+        let e_count = self.mask.len();
+        let mut singles: Vec<(Move, usize)> = Vec::new();
+        for e in 0..e_count {
+            let mask = self.mask[e];
+            for n in (0..k).filter(|&n| mask >> n & 1 == 0) {
+                let one = |m: usize, gain: f64| Move {
+                    gain,
+                    changes: [(e, m), (0, 0)],
+                    len: 1,
+                };
+                singles.push((one(mask | 1 << n, d[n][e]), n));
+                for m in (0..k).filter(|&m| mask >> m & 1 == 1) {
+                    let gain = d[n][e] - d[m][e];
+                    if gain > 0.0 {
+                        singles.push((one((mask | 1 << n) & !(1 << m), gain), n));
+                    }
+                }
+            }
+        }
+        singles.sort_by(|a, b| b.0.gain.total_cmp(&a.0.gain));
+        let mut out: Vec<Move> = singles.iter().map(|s| s.0).collect();
+        // Pair the best gains into a node with a host that node gives up.
+        for &(mv, n) in singles.iter().take(PAIRED_MOVES) {
+            let e = mv.changes[0].0;
+            for h in (0..e_count).filter(|&h| h != e && self.mask[h] >> n & 1 == 1) {
+                let mask = self.mask[h];
+                let without = mask & !(1 << n);
+                let mut give_up = |m: usize, loss: f64| {
+                    if mv.gain - loss > 0.0 {
+                        out.push(Move {
+                            gain: mv.gain - loss,
+                            changes: [mv.changes[0], (h, m)],
+                            len: 2,
+                        });
+                    }
+                };
+                if without != 0 {
+                    give_up(without, d[n][h]);
+                }
+                for m in (0..k).filter(|&m| mask >> m & 1 == 0) {
+                    give_up(without | 1 << m, d[n][h] - d[m][h]);
+                }
+            }
+        }
+        out.sort_by(|a, b| b.gain.total_cmp(&a.gain));
+        out
+    }
+}
+
+/// Improves `hosts` (hosting nodes of each expert, ascending) for fewer cross-node tokens with
+/// every node's load within `cap[n]` under the best split of remote tokens and its slots within
+/// `slot_limit[n]`, by at most `budget` moves; returns the moves made. A hosting that is not
+/// feasible to start with, or more than 8 nodes, is left as it is.
+pub(crate) fn exchange_hosts(
+    ctx: &Context<'_>,
+    hosts: &mut [Vec<usize>],
+    limit: f64,
+    cap: &[f64],
+    slot_limit: &[f64],
+    budget: usize,
+) -> usize {
+    let k = ctx.nodes();
+    if k == 0 || k > 8 || budget == 0 {
+        return 0;
+    }
+    let vmax: Vec<f64> = ctx
+        .gpus_of_node
+        .iter()
+        .map(|gs| gs.iter().map(|&g| ctx.speed[g]).fold(0.0, f64::max))
+        .collect();
+    let q: Vec<Vec<f64>> = (0..k)
+        .map(|n| {
+            ctx.by_node[n]
+                .iter()
+                .map(|&t| {
+                    let per = limit * vmax[n];
+                    if per > 0.0 && per.is_finite() {
+                        (t / per).ceil().max(1.0)
+                    } else {
+                        1.0
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let mut h = Hosting {
+        ctx,
+        k,
+        mask: hosts
+            .iter()
+            .map(|hs| hs.iter().fold(0usize, |m, &n| m | 1 << n))
+            .collect(),
+        q,
+        local: vec![0.0; k],
+        remote_of_set: vec![0.0; 1 << k],
+        used: vec![0.0; k],
+        cap: cap.to_vec(),
+        slots: slot_limit.to_vec(),
+        scratch: vec![0.0; 1 << k],
+    };
+    if h.mask.contains(&0) {
+        return 0;
+    }
+    for e in 0..h.mask.len() {
+        h.account(e, h.mask[e], 1.0);
+    }
+    if !h.feasible() {
+        return 0;
+    }
+    let mut made = 0;
+    while made < budget {
+        let moves = h.moves();
+        let Some(mv) = moves.iter().find(|mv| h.try_move(mv)) else {
+            break;
+        };
+        let _ = mv;
+        made += 1;
+    }
+    for (e, hs) in hosts.iter_mut().enumerate() {
+        *hs = (0..k).filter(|&n| h.mask[e] >> n & 1 == 1).collect();
+    }
+    made
+}
+
+/// Each hosted expert's load in each of its nodes with every node within `cap[n]`: the node's
+/// own tokens plus a share of the remote ones, by a maximum flow; `None` when no split fits.
+pub(crate) fn allocate(ctx: &Context<'_>, hosts: &[Vec<usize>], cap: &[f64]) -> Option<Vec<Vec<f64>>> {
+    let (k, e_count) = (ctx.nodes(), ctx.experts());
+    let mut loads = vec![vec![0.0; e_count]; k];
+    let mut room = cap.to_vec();
+    let mut remote = vec![0.0; e_count];
+    for (e, hs) in hosts.iter().enumerate() {
+        let mut local = 0.0;
+        for &n in hs {
+            loads[n][e] = ctx.by_node[n][e];
+            room[n] -= ctx.by_node[n][e];
+            local += ctx.by_node[n][e];
+        }
+        remote[e] = (ctx.loads[e] - local).max(0.0);
+    }
+    let demand: f64 = remote.iter().sum();
+    let eps = 1e-12 * ctx.routed.total().max(1.0);
+    let (src, sink) = (0, 1);
+    let mut net = Network::new(2 + e_count + k, eps);
+    let mut edges = Vec::new();
+    for (e, &r) in remote.iter().enumerate() {
+        if r > 0.0 {
+            net.add_edge(src, 2 + e, r);
+            for &n in &hosts[e] {
+                edges.push((e, n, net.add_edge(2 + e, 2 + e_count + n, r)));
+            }
+        }
+    }
+    for (n, &r) in room.iter().enumerate() {
+        net.add_edge(2 + e_count + n, sink, r.max(0.0));
+    }
+    if net.max_flow(src, sink) < demand - 1e-9 * demand.max(1.0) {
+        return None;
+    }
+    for (e, n, id) in edges {
+        loads[n][e] += net.flow(id);
+    }
+    Some(loads)
+}
