@@ -498,7 +498,9 @@ mod diag_iters {
 #[cfg(test)]
 mod diag_lp {
     use super::*;
-    use good_lp::{Expression, ProblemVariables, Solution, SolverModel, constraint, microlp, variable};
+    use good_lp::{
+        Expression, ProblemVariables, Solution, SolverModel, constraint, microlp, variable,
+    };
 
     /// The LP over the convex hull of every expert's choices (hosting set, node of its remote
     /// tokens, node of its extra replicas): the best any multipliers can give.
@@ -568,7 +570,10 @@ mod diag_lp {
                 let total = t.total();
                 let start = std::time::Instant::now();
                 let v = lp(&ctx, limit) / total;
-                println!("loc {loc} layer {layer}: LP {v:.5} in {:?}", start.elapsed());
+                println!(
+                    "loc {loc} layer {layer}: LP {v:.5} in {:?}",
+                    start.elapsed()
+                );
             }
         }
     }

@@ -93,9 +93,11 @@ impl Hosting<'_, '_> {
             }
         }
         (1..g.len()).all(|u| {
-            let (own, room) = (0..k).filter(|&n| u >> n & 1 == 1).fold((0.0, 0.0), |acc, n| {
-                (acc.0 + self.local[n], acc.1 + self.cap[n])
-            });
+            let (own, room) = (0..k)
+                .filter(|&n| u >> n & 1 == 1)
+                .fold((0.0, 0.0), |acc, n| {
+                    (acc.0 + self.local[n], acc.1 + self.cap[n])
+                });
             own + g[u] <= room + tol
         })
     }
@@ -247,7 +249,11 @@ pub(crate) fn exchange_hosts(
 
 /// Each hosted expert's load in each of its nodes with every node within `cap[n]`: the node's
 /// own tokens plus a share of the remote ones, by a maximum flow; `None` when no split fits.
-pub(crate) fn allocate(ctx: &Context<'_>, hosts: &[Vec<usize>], cap: &[f64]) -> Option<Vec<Vec<f64>>> {
+pub(crate) fn allocate(
+    ctx: &Context<'_>,
+    hosts: &[Vec<usize>],
+    cap: &[f64],
+) -> Option<Vec<Vec<f64>>> {
     let (k, e_count) = (ctx.nodes(), ctx.experts());
     let mut loads = vec![vec![0.0; e_count]; k];
     let mut room = cap.to_vec();
@@ -284,4 +290,111 @@ pub(crate) fn allocate(ctx: &Context<'_>, hosts: &[Vec<usize>], cap: &[f64]) -> 
         loads[n][e] += net.flow(id);
     }
     Some(loads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::routed::RoutedTokens;
+    use expert_placement::PlacementCluster;
+    use rand::RngExt;
+
+    fn cross(ctx: &Context<'_>, hosts: &[Vec<usize>]) -> f64 {
+        hosts
+            .iter()
+            .enumerate()
+            .map(|(e, h)| ctx.loads[e] - h.iter().map(|&n| ctx.by_node[n][e]).sum::<f64>())
+            .sum()
+    }
+
+    /// Random tokens of 6 GPUs in 3 nodes to 9 experts, node caps and a random hosting.
+    fn instance(seed: u64) -> (RoutedTokens, PlacementCluster, Vec<Vec<usize>>, Vec<f64>) {
+        let mut rng = comm_cost_model::seeded_rng(2301, seed);
+        let rows: Vec<Vec<f64>> = (0..6)
+            .map(|_| {
+                (0..9)
+                    .map(|_| f64::from(rng.random_range(0..20u32)))
+                    .collect()
+            })
+            .collect();
+        let t = RoutedTokens::new(rows).unwrap();
+        let c = PlacementCluster::uniform(6, 4, 3).unwrap();
+        let hosts: Vec<Vec<usize>> = (0..9)
+            .map(|_| {
+                let mask = rng.random_range(1..8usize);
+                (0..3).filter(|&n| mask >> n & 1 == 1).collect()
+            })
+            .collect();
+        let share = rng.random_range(0.34..0.6);
+        let cap = vec![share * t.total(); 3];
+        (t, c, hosts, cap)
+    }
+
+    /// Hall's condition over node sets says exactly what a maximum flow of the remote tokens
+    /// says: some split keeps every node within its cap.
+    #[test]
+    fn hall_condition_matches_the_flow() {
+        let (mut yes, mut no) = (0, 0);
+        for seed in 0..300 {
+            let (t, c, hosts, cap) = instance(seed);
+            let ctx = Context::new(&t, &c).unwrap();
+            let mut h = Hosting {
+                ctx: &ctx,
+                k: 3,
+                mask: hosts
+                    .iter()
+                    .map(|hs| hs.iter().fold(0usize, |m, &n| m | 1 << n))
+                    .collect(),
+                q: vec![vec![1.0; 9]; 3],
+                local: vec![0.0; 3],
+                remote_of_set: vec![0.0; 8],
+                used: vec![0.0; 3],
+                cap: cap.clone(),
+                slots: vec![100.0; 3],
+                scratch: vec![0.0; 8],
+            };
+            for e in 0..9 {
+                h.account(e, h.mask[e], 1.0);
+            }
+            let hall = h.feasible();
+            let flow = allocate(&ctx, &hosts, &cap).is_some();
+            assert_eq!(hall, flow, "seed {seed}");
+            if hall { yes += 1 } else { no += 1 }
+        }
+        assert!(yes > 20 && no > 20, "{yes} feasible, {no} not");
+    }
+
+    /// The search never sends more tokens across nodes, keeps every expert hosted, the slots
+    /// within their limits and the node loads within their caps (checked by the flow).
+    #[test]
+    fn exchange_improves_and_stays_feasible() {
+        let mut improved = 0;
+        for seed in 0..200 {
+            let (t, c, mut hosts, cap) = instance(seed);
+            let ctx = Context::new(&t, &c).unwrap();
+            if allocate(&ctx, &hosts, &cap).is_none() {
+                continue;
+            }
+            let slots = vec![6.0; 3];
+            if (0..3).any(|n| hosts.iter().filter(|h| h.contains(&n)).count() > 6) {
+                continue;
+            }
+            let before = cross(&ctx, &hosts);
+            let limit = t.total();
+            let made = exchange_hosts(&ctx, &mut hosts, limit, &cap, &slots, 50);
+            let after = cross(&ctx, &hosts);
+            assert!(after <= before + 1e-9, "seed {seed}: {before} -> {after}");
+            assert!(hosts.iter().all(|h| !h.is_empty()));
+            assert!((0..3).all(|n| hosts.iter().filter(|h| h.contains(&n)).count() <= 6));
+            let loads = allocate(&ctx, &hosts, &cap).expect("feasible after the search");
+            for (n, row) in loads.iter().enumerate() {
+                assert!(
+                    row.iter().sum::<f64>() <= cap[n] * (1.0 + 1e-9),
+                    "seed {seed}"
+                );
+            }
+            improved += usize::from(made > 0 && after < before);
+        }
+        assert!(improved > 20, "improved {improved}");
+    }
 }

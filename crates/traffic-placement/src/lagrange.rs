@@ -102,10 +102,19 @@ pub(crate) fn bound_plans(
                 .iter()
                 .zip(&cap)
                 .map(|(gs, &c)| {
-                    c * (1.0 - REPAIR_MARGIN) * limit * gs.iter().map(|&g| ctx.speed[g]).sum::<f64>()
+                    c * (1.0 - REPAIR_MARGIN)
+                        * limit
+                        * gs.iter().map(|&g| ctx.speed[g]).sum::<f64>()
                 })
                 .collect();
-            exchange_hosts(ctx, &mut hosts, limit, &node_cap, &slot_limit, EXCHANGE_MOVES);
+            exchange_hosts(
+                ctx,
+                &mut hosts,
+                limit,
+                &node_cap,
+                &slot_limit,
+                EXCHANGE_MOVES,
+            );
             let mut loads = node_loads(ctx, &hosts, limit);
             let fits = loads
                 .iter()

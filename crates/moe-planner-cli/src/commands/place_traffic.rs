@@ -188,6 +188,26 @@ fn print_report(plan: &TrafficPlan) -> Result<(), CliError> {
         plan.layers.len(),
         t.worst_load_over_limit
     )?;
+    let mut endings: Vec<(&str, usize)> = Vec::new();
+    for l in &plan.layers {
+        match endings.iter_mut().find(|(name, _)| *name == l.termination) {
+            Some((_, n)) => *n += 1,
+            None => endings.push((&l.termination, 1)),
+        }
+    }
+    let endings: Vec<String> = endings
+        .iter()
+        .map(|(name, n)| format!("{name} on {n}"))
+        .collect();
+    report!("search ended: {} (layers)", endings.join(", "))?;
+    if !plan.curve.is_empty() {
+        let points: Vec<String> = plan
+            .curve
+            .iter()
+            .map(|p| format!("eps {} {}", p.tolerance, p.termination))
+            .collect();
+        report!("trade-off curve search ended: {}", points.join(", "))?;
+    }
     if let Some(moves) = plan.layers.iter().map(|l| l.moves).sum::<Option<usize>>() {
         let current: f64 = plan
             .layers
