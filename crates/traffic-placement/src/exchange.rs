@@ -45,7 +45,17 @@ struct Move {
     gain: f64,
     changes: [(usize, usize); 2],
     len: usize,
+    /// Generation order: ties of gain are tried in it.
+    order: usize,
 }
+
+/// Best gain first, ties in generation order (a total order, so any sort gives one sequence).
+fn best_first(a: &Move, b: &Move) -> std::cmp::Ordering {
+    b.gain.total_cmp(&a.gain).then(a.order.cmp(&b.order))
+}
+
+/// Moves sorted a chunk at a time: the first feasible move is usually among the best few.
+const SORT_CHUNK: usize = 64;
 
 impl Hosting<'_, '_> {
     fn local_of(&self, e: usize, mask: usize) -> f64 {
@@ -120,7 +130,22 @@ impl Hosting<'_, '_> {
         false
     }
 
-    /// The improving moves, best first (ties in generation order).
+    /// Whether a move keeps every node within its slots (checked before the loads).
+    fn slots_fit(&self, mv: &Move) -> bool {
+        let mut delta = [0.0f64; 8];
+        for &(e, m) in &mv.changes[..mv.len] {
+            let old = self.mask[e];
+            for (n, dn) in delta.iter_mut().enumerate().take(self.k) {
+                let (was, is) = (old >> n & 1 == 1, m >> n & 1 == 1);
+                if was != is {
+                    *dn += if is { self.q[n][e] } else { -self.q[n][e] };
+                }
+            }
+        }
+        (0..self.k).all(|n| delta[n] <= 0.0 || self.used[n] + delta[n] <= self.slots[n] + 1e-9)
+    }
+
+    /// The improving moves, unsorted, in generation order (`order`).
     fn moves(&self) -> Vec<Move> {
         let (k, d) = (self.k, &self.ctx.by_node);
         let e_count = self.mask.len();
@@ -128,24 +153,29 @@ impl Hosting<'_, '_> {
         for e in 0..e_count {
             let mask = self.mask[e];
             for n in (0..k).filter(|&n| mask >> n & 1 == 0) {
-                let one = |m: usize, gain: f64| Move {
+                let one = |m: usize, gain: f64, order: usize| Move {
                     gain,
                     changes: [(e, m), (0, 0)],
                     len: 1,
+                    order,
                 };
-                singles.push((one(mask | 1 << n, d[n][e]), n));
+                singles.push((one(mask | 1 << n, d[n][e], singles.len()), n));
                 for m in (0..k).filter(|&m| mask >> m & 1 == 1) {
                     let gain = d[n][e] - d[m][e];
                     if gain > 0.0 {
-                        singles.push((one((mask | 1 << n) & !(1 << m), gain), n));
+                        singles.push((one((mask | 1 << n) & !(1 << m), gain, singles.len()), n));
                     }
                 }
             }
         }
-        singles.sort_by(|a, b| b.0.gain.total_cmp(&a.0.gain));
-        let mut out: Vec<Move> = singles.iter().map(|s| s.0).collect();
+        let top = PAIRED_MOVES.min(singles.len());
+        if top > 0 && top < singles.len() {
+            singles.select_nth_unstable_by(top - 1, |a, b| best_first(&a.0, &b.0));
+        }
+        singles[..top].sort_unstable_by(|a, b| best_first(&a.0, &b.0));
+        let mut out: Vec<Move> = Vec::with_capacity(singles.len() * 2);
         // Pair the best gains into a node with a host that node gives up.
-        for &(mv, n) in singles.iter().take(PAIRED_MOVES) {
+        for &(mv, n) in &singles[..top] {
             let e = mv.changes[0].0;
             for h in (0..e_count).filter(|&h| h != e && self.mask[h] >> n & 1 == 1) {
                 let mask = self.mask[h];
@@ -156,6 +186,7 @@ impl Hosting<'_, '_> {
                             gain: mv.gain - loss,
                             changes: [mv.changes[0], (h, m)],
                             len: 2,
+                            order: 0,
                         });
                     }
                 };
@@ -167,8 +198,15 @@ impl Hosting<'_, '_> {
                 }
             }
         }
-        out.sort_by(|a, b| b.gain.total_cmp(&a.gain));
-        out
+        // Singles first in generation order, then the pairs.
+        let mut all: Vec<Move> = singles.into_iter().map(|s| s.0).collect();
+        all.sort_unstable_by_key(|m| m.order);
+        all.extend(out);
+        for (i, m) in all.iter_mut().enumerate() {
+            m.order = i;
+        }
+        all.retain(|m| self.slots_fit(m));
+        all
     }
 }
 
@@ -233,13 +271,23 @@ pub(crate) fn exchange_hosts(
         return 0;
     }
     let mut made = 0;
-    while made < budget {
-        let moves = h.moves();
-        let Some(mv) = moves.iter().find(|mv| h.try_move(mv)) else {
-            break;
-        };
-        let _ = mv;
-        made += 1;
+    'search: while made < budget {
+        let mut moves = h.moves();
+        let mut rest = &mut moves[..];
+        while !rest.is_empty() {
+            let take = SORT_CHUNK.min(rest.len());
+            if take < rest.len() {
+                rest.select_nth_unstable_by(take - 1, best_first);
+            }
+            let (head, tail) = rest.split_at_mut(take);
+            head.sort_unstable_by(best_first);
+            if head.iter().any(|mv| h.try_move(mv)) {
+                made += 1;
+                continue 'search;
+            }
+            rest = tail;
+        }
+        break;
     }
     for (e, hs) in hosts.iter_mut().enumerate() {
         *hs = (0..k).filter(|&n| h.mask[e] >> n & 1 == 1).collect();
