@@ -405,18 +405,40 @@ mod diag_plans {
     #[test]
     #[ignore = "diagnostics"]
     fn bound_plan_candidates() {
-        let loc: f64 = std::env::var("LOC").ok().and_then(|v| v.parse().ok()).unwrap_or(0.8);
+        let loc: f64 = std::env::var("LOC")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.8);
         for layer in 0..8 {
             let (t, c, limit) = crate::context::deepseek_case(8, layer, (32, 4, 9), loc);
             let ctx = Context::new(&t, &c).unwrap();
             let never = Cap::never();
             let b = crate::bound_flow::flow_bound(&ctx, limit, t.total(), 400, &never).unwrap();
-            let plans = bound_plans(&ctx, limit, b.value * 1.1, 0.0, &PlacementOptions::default(), &never).unwrap();
+            let plans = bound_plans(
+                &ctx,
+                limit,
+                b.value * 1.1,
+                0.0,
+                &PlacementOptions::default(),
+                &never,
+            )
+            .unwrap();
             let v: Vec<String> = plans
                 .iter()
-                .map(|c| format!("{:.4}/{:.4}", c.report.cross_node_tokens / b.value, c.report.max_gpu_load / limit))
+                .map(|c| {
+                    format!(
+                        "{:.4}/{:.4}",
+                        c.report.cross_node_tokens / b.value,
+                        c.report.max_gpu_load / limit
+                    )
+                })
                 .collect();
-            let p = crate::planner::place_traffic_aware(&t, &c, &crate::options::TrafficOptions::default()).unwrap();
+            let p = crate::planner::place_traffic_aware(
+                &t,
+                &c,
+                &crate::options::TrafficOptions::default(),
+            )
+            .unwrap();
             println!(
                 "layer {layer}: final {:.4}/{:.4} {} | {}",
                 p.dispatch.cross_node_tokens / p.bound.cross_node_tokens,

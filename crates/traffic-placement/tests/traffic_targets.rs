@@ -96,8 +96,13 @@ fn fifty_eight_layers() {
         let met: usize = trace.iter().map(|t| usize::from(plan(t).balance_met)).sum();
         let sequential = start.elapsed().as_secs_f64();
         let cpu = thread_cpu_s().zip(cpu).map(|(b, a)| b - a);
-        // The facade plans layers in parallel (rayon); two plain threads show the same here.
-        let threads = 2;
+        // The facade plans layers in parallel (rayon); plain threads show the same here
+        // (`TRAFFIC_THREADS`, default 2).
+        let threads = std::env::var("TRAFFIC_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(2)
+            .max(1);
         let start = Instant::now();
         std::thread::scope(|scope| {
             for i in 0..threads {
