@@ -48,9 +48,6 @@ struct Model {
     d_set: Vec<f64>,
     /// `[E · 2^K]`: replicas the set's own tokens force.
     q_set: Vec<f64>,
-    /// `[E · K]` (expert-major): `d` and `q` laid out for the per-expert scan.
-    d_by_expert: Vec<f64>,
-    q_by_expert: Vec<f64>,
     /// Each set's lowest node and the set without it (the subset-sum order of the scan).
     low_rest: Vec<(usize, usize)>,
     /// `[2^K · E]` (set-major): the remote tokens `max(0, W - D_S)` and the extra replicas
@@ -87,6 +84,9 @@ impl Scale<'_> {
         replica: 1.0,
     };
 }
+
+/// A set's smallest multiplier and the node that has it.
+type Cheapest = (f64, usize);
 
 /// Scratch space of [`Model::evaluate`], allocated once per ascent.
 struct Scan {
@@ -181,19 +181,11 @@ impl Model {
                 extra_by_set[mask * e_count + e] = (r[e] - q_set[e * masks + mask]).max(0.0);
             }
         }
-        let d_by_expert = (0..e_count)
-            .flat_map(|e| (0..k).map(move |n| ctx.by_node[n][e]))
-            .collect();
-        let q_by_expert = (0..e_count)
-            .flat_map(|e| (0..k).map(|n| q[n][e]).collect::<Vec<_>>())
-            .collect();
         Self {
             k,
             e_count,
             d_set,
             q_set,
-            d_by_expert,
-            q_by_expert,
             low_rest: low.iter().copied().zip(rest.iter().copied()).collect(),
             remote_by_set,
             extra_by_set,
@@ -223,7 +215,7 @@ impl Model {
     }
 
     /// Per set: the cheapest node's multiplier and index, for lambda and for mu.
-    fn cheapest(&self, lam: &[f64], mu: &[f64]) -> (Vec<(f64, usize)>, Vec<(f64, usize)>) {
+    fn cheapest(&self, lam: &[f64], mu: &[f64]) -> (Vec<Cheapest>, Vec<Cheapest>) {
         let masks = 1usize << self.k;
         let mut lmin = vec![(f64::INFINITY, 0usize); masks];
         let mut mmin = vec![(f64::INFINITY, 0usize); masks];
@@ -341,13 +333,9 @@ impl Model {
         let mut total = 0.0;
         for (e, slot) in choices.iter_mut().enumerate().take(self.e_count) {
             let (w, r) = (self.w[e], self.r[e]);
-            let (de, qe) = (
-                &self.d_by_expert[e * k..(e + 1) * k],
-                &self.q_by_expert[e * k..(e + 1) * k],
-            );
             for n in 0..k {
-                lam_d[n] = lam[n] * de[n];
-                mu_q[n] = mu[n] * qe[n];
+                lam_d[n] = lam[n] * self.d[n][e];
+                mu_q[n] = mu[n] * self.q[n][e];
             }
             let (ds, qs) = (
                 &self.d_set[e * masks..(e + 1) * masks],

@@ -149,9 +149,8 @@ impl Hosting<'_, '_> {
     fn moves(&self) -> Vec<Move> {
         let (k, d) = (self.k, &self.ctx.by_node);
         let e_count = self.mask.len();
-        let mut singles: Vec<(Move, usize)> = Vec::new();
-        for e in 0..e_count {
-            let mask = self.mask[e];
+        let mut singles: Vec<(Move, usize)> = Vec::with_capacity(e_count * k * k);
+        for (e, &mask) in self.mask.iter().enumerate() {
             for n in (0..k).filter(|&n| mask >> n & 1 == 0) {
                 let one = |m: usize, gain: f64, order: usize| Move {
                     gain,
