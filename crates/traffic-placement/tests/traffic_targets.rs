@@ -66,7 +66,8 @@ fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, se
 #[ignore = "the full target table: cargo test --release -p traffic-placement --test traffic_targets -- --ignored --nocapture"]
 fn deepseek_targets() {
     // `TRAFFIC_GPUS=32` keeps the rows of one GPU count, `TRAFFIC_LOCALITY=0.5` one locality,
-    // `TRAFFIC_LAYERS=1` plans fewer layers per row (for a profile).
+    // `TRAFFIC_LAYERS=1` plans fewer layers per row (for a profile), `TRAFFIC_SEED=2` another
+    // trace (seed 1 by default).
     let only = |var: &str| std::env::var(var).ok().and_then(|v| v.parse::<f64>().ok());
     for (gpus, nodes, slots) in [(16, 2, 18), (16, 2, 20), (32, 4, 9), (32, 4, 10)] {
         if only("TRAFFIC_GPUS").is_some_and(|g| g != gpus as f64) {
@@ -77,7 +78,11 @@ fn deepseek_targets() {
                 continue;
             }
             let layers = only("TRAFFIC_LAYERS").map_or(8, |l| l as usize);
-            row(gpus, nodes, slots, locality, layers, 1);
+            let seed = std::env::var("TRAFFIC_SEED")
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(1);
+            row(gpus, nodes, slots, locality, layers, seed);
         }
     }
 }
@@ -209,3 +214,4 @@ fn deepseek_slice() {
         }
     }
 }
+
