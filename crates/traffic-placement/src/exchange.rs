@@ -35,6 +35,9 @@ struct Hosting<'c, 'a> {
     used: Vec<f64>,
     cap: Vec<f64>,
     slots: Vec<f64>,
+    /// Load each node set may carry: its nodes' caps, or its load at the start where that was
+    /// more (a start over a limit may stay there, never go further over it).
+    room: Vec<f64>,
     /// Scratch of the subset transform.
     scratch: Vec<f64>,
 }
@@ -103,13 +106,32 @@ impl Hosting<'_, '_> {
             }
         }
         (1..g.len()).all(|u| {
-            let (own, room) = (0..k)
+            let own: f64 = (0..k)
                 .filter(|&n| u >> n & 1 == 1)
-                .fold((0.0, 0.0), |acc, n| {
-                    (acc.0 + self.local[n], acc.1 + self.cap[n])
-                });
-            own + g[u] <= room + tol
+                .map(|n| self.local[n])
+                .sum();
+            own + g[u] <= self.room[u] + tol
         })
+    }
+
+    /// The load of every node set (own tokens plus the remote tokens hosted only inside it).
+    fn set_loads(&self) -> Vec<f64> {
+        let k = self.k;
+        let mut g = self.remote_of_set.clone();
+        for bit in 0..k {
+            for u in 0..g.len() {
+                if u >> bit & 1 == 1 {
+                    g[u] += g[u ^ (1 << bit)];
+                }
+            }
+        }
+        for (u, x) in g.iter_mut().enumerate() {
+            *x += (0..k)
+                .filter(|&n| u >> n & 1 == 1)
+                .map(|n| self.local[n])
+                .sum::<f64>();
+        }
+        g
     }
 
     /// Applies `mv` if the result is feasible; otherwise leaves the hosting as it was.
@@ -211,8 +233,9 @@ impl Hosting<'_, '_> {
 
 /// Improves `hosts` (hosting nodes of each expert, ascending) for fewer cross-node tokens with
 /// every node's load within `cap[n]` under the best split of remote tokens and its slots within
-/// `slot_limit[n]`, by at most `budget` moves; returns the moves made. A hosting that is not
-/// feasible to start with, or more than 8 nodes, is left as it is.
+/// `slot_limit[n]`, by at most `budget` moves; returns the moves made. A start over a limit is
+/// searched too, with every node set's load and every node's slots kept within the larger of
+/// the limit and the start's. More than 8 nodes are left as they are.
 pub(crate) fn exchange_hosts(
     ctx: &Context<'_>,
     hosts: &mut [Vec<usize>],
@@ -258,6 +281,9 @@ pub(crate) fn exchange_hosts(
         used: vec![0.0; k],
         cap: cap.to_vec(),
         slots: slot_limit.to_vec(),
+        room: (0..1usize << k)
+            .map(|u| (0..k).filter(|&n| u >> n & 1 == 1).map(|n| cap[n]).sum())
+            .collect(),
         scratch: vec![0.0; 1 << k],
     };
     if h.mask.contains(&0) {
@@ -266,8 +292,15 @@ pub(crate) fn exchange_hosts(
     for e in 0..h.mask.len() {
         h.account(e, h.mask[e], 1.0);
     }
-    if !h.feasible() {
-        return 0;
+    // A start over a node set's limit (the repair could not restore it, or the feedback
+    // lowered the limits since) is searched too: no set may end over both its limit and its
+    // start, so the hosting gets no less balanced anywhere.
+    let start = h.set_loads();
+    for (room, load) in h.room.iter_mut().zip(start) {
+        *room = room.max(load);
+    }
+    for (n, slots) in h.slots.iter_mut().enumerate() {
+        *slots = slots.max(h.used[n]);
     }
     let mut made = 0;
     'search: while made < budget {
@@ -398,6 +431,9 @@ mod tests {
                 used: vec![0.0; 3],
                 cap: cap.clone(),
                 slots: vec![100.0; 3],
+                room: (0..8usize)
+                    .map(|u| (0..3).filter(|&n| u >> n & 1 == 1).map(|n| cap[n]).sum())
+                    .collect(),
                 scratch: vec![0.0; 8],
             };
             for e in 0..9 {
