@@ -19,6 +19,7 @@ fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, se
         (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     let (mut total, mut worst_bal, mut met) = (0.0, 0.0f64, 0);
     let mut time = 0.0;
+    let mut capped = 0;
     for t in &trace {
         let w = LayerLoads::new(t.expert_loads()).unwrap();
         let start = Instant::now();
@@ -45,9 +46,10 @@ fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, se
         total += p.dispatch.total_tokens;
         worst_bal = worst_bal.max(p.dispatch.max_gpu_load / p.compute_only_max_gpu_load);
         met += usize::from(p.balance_met);
+        capped += usize::from(p.termination == traffic_placement::TrafficTermination::TimeCapped);
     }
     println!(
-        "G={gpus:>2} K={nodes} R={:>3} loc={locality:.2}: ratio ours {:.4} co {:.4} hier {:.4} glob {:.4} topo {:.4} bound {:.4} | cut vs hier {:>5.1}% | gap to bound {:>5.2}% | busiest/C max {:.4} met {met}/{layers} | {:.1} ms/layer",
+        "G={gpus:>2} K={nodes} R={:>3} loc={locality:.2}: ratio ours {:.4} co {:.4} hier {:.4} glob {:.4} topo {:.4} bound {:.4} | cut vs hier {:>5.1}% | gap to bound {:>5.2}% | busiest/C max {:.4} met {met}/{layers} | {:.1} ms/layer{}",
         gpus * slots,
         ours / total,
         co / total,
@@ -59,6 +61,11 @@ fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, se
         100.0 * (ours / bound - 1.0),
         worst_bal,
         1e3 * time / layers as f64,
+        if capped > 0 {
+            format!(" | {capped} time-capped")
+        } else {
+            String::new()
+        },
     );
 }
 
