@@ -447,6 +447,59 @@ mod tests {
         assert!(yes > 20 && no > 20, "{yes} feasible, {no} not");
     }
 
+    /// Every node set's load (own tokens plus the remote tokens hosted only inside it).
+    fn set_loads(ctx: &Context<'_>, hosts: &[Vec<usize>]) -> Vec<f64> {
+        (0..8usize)
+            .map(|u| {
+                hosts
+                    .iter()
+                    .enumerate()
+                    .map(|(e, h)| {
+                        let own: f64 = h
+                            .iter()
+                            .filter(|&&n| u >> n & 1 == 1)
+                            .map(|&n| ctx.by_node[n][e])
+                            .sum();
+                        let inside = h.iter().all(|&n| u >> n & 1 == 1);
+                        let local: f64 = h.iter().map(|&n| ctx.by_node[n][e]).sum();
+                        own + if inside { ctx.loads[e] - local } else { 0.0 }
+                    })
+                    .sum()
+            })
+            .collect()
+    }
+
+    /// From a start over a limit the search never takes a node set further over its limit than
+    /// it started, and never sends more tokens across nodes.
+    #[test]
+    fn over_limit_start_gets_no_worse() {
+        let mut searched = 0;
+        for seed in 0..200 {
+            let (t, c, mut hosts, cap) = instance(seed);
+            let ctx = Context::new(&t, &c).unwrap();
+            if allocate(&ctx, &hosts, &cap).is_some() {
+                continue;
+            }
+            let before = set_loads(&ctx, &hosts);
+            let cross_before = cross(&ctx, &hosts);
+            let slots = vec![9.0; 3];
+            exchange_hosts(&ctx, &mut hosts, t.total(), &cap, &slots, 50);
+            let after = set_loads(&ctx, &hosts);
+            for u in 1..8usize {
+                let room: f64 = (0..3).filter(|&n| u >> n & 1 == 1).map(|n| cap[n]).sum();
+                assert!(
+                    after[u] <= room.max(before[u]) * (1.0 + 1e-9) + 1e-9,
+                    "seed {seed} set {u}: {} -> {} (room {room})",
+                    before[u],
+                    after[u]
+                );
+            }
+            assert!(cross(&ctx, &hosts) <= cross_before + 1e-9);
+            searched += 1;
+        }
+        assert!(searched > 20, "{searched}");
+    }
+
     /// The search never sends more tokens across nodes, keeps every expert hosted, the slots
     /// within their limits and the node loads within their caps (checked by the flow).
     #[test]

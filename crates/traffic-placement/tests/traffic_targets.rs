@@ -221,4 +221,3 @@ fn deepseek_slice() {
         }
     }
 }
-
