@@ -20,10 +20,18 @@ fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, se
     let (mut total, mut worst_bal, mut met) = (0.0, 0.0f64, 0);
     let mut time = 0.0;
     let mut capped = 0;
+    // `TRAFFIC_TIME_BUDGET_S=1000` lifts the safety cap (for valgrind, 50 times slower).
+    let options = TrafficOptions {
+        time_budget_s: std::env::var("TRAFFIC_TIME_BUDGET_S")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(traffic_placement::DEFAULT_TRAFFIC_TIME_BUDGET_S),
+        ..TrafficOptions::default()
+    };
     for t in &trace {
         let w = LayerLoads::new(t.expert_loads()).unwrap();
         let start = Instant::now();
-        let p = place_traffic_aware(t, &cluster, &TrafficOptions::default()).unwrap();
+        let p = place_traffic_aware(t, &cluster, &options).unwrap();
         time += start.elapsed().as_secs_f64();
         let h = place(
             &w,
