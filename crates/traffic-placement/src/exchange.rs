@@ -136,17 +136,15 @@ impl Hosting<'_, '_> {
 
     /// Applies `mv` if the result is feasible; otherwise leaves the hosting as it was.
     fn try_move(&mut self, mv: &Move) -> bool {
-        let old: Vec<(usize, usize)> = mv.changes[..mv.len]
-            .iter()
-            .map(|&(e, _)| (e, self.mask[e]))
-            .collect();
-        for &(e, m) in &mv.changes[..mv.len] {
+        let mut old = [(0usize, 0usize); 2];
+        for (o, &(e, m)) in old.iter_mut().zip(&mv.changes[..mv.len]) {
+            *o = (e, self.mask[e]);
             self.set(e, m);
         }
         if self.feasible() {
             return true;
         }
-        for &(e, m) in old.iter().rev() {
+        for &(e, m) in old[..mv.len].iter().rev() {
             self.set(e, m);
         }
         false
@@ -167,11 +165,18 @@ impl Hosting<'_, '_> {
         (0..self.k).all(|n| delta[n] <= 0.0 || self.used[n] + delta[n] <= self.slots[n] + 1e-9)
     }
 
-    /// The improving moves, unsorted, in generation order (`order`).
-    fn moves(&self) -> Vec<Move> {
+    /// The improving moves that fit the slots, unsorted, into `out`: the single moves in
+    /// generation order, then the pairs (`order` numbers them so); `singles` and `top` are
+    /// scratch.
+    fn moves(
+        &self,
+        out: &mut Vec<Move>,
+        singles: &mut Vec<(Move, usize)>,
+        top: &mut Vec<(Move, usize)>,
+    ) {
         let (k, d) = (self.k, &self.ctx.by_node);
         let e_count = self.mask.len();
-        let mut singles: Vec<(Move, usize)> = Vec::with_capacity(e_count * k * k);
+        singles.clear();
         for (e, &mask) in self.mask.iter().enumerate() {
             for n in (0..k).filter(|&n| mask >> n & 1 == 0) {
                 let one = |m: usize, gain: f64, order: usize| Move {
@@ -189,26 +194,35 @@ impl Hosting<'_, '_> {
                 }
             }
         }
-        let top = PAIRED_MOVES.min(singles.len());
-        if top > 0 && top < singles.len() {
-            singles.select_nth_unstable_by(top - 1, |a, b| best_first(&a.0, &b.0));
+        top.clear();
+        top.extend_from_slice(singles);
+        let best = PAIRED_MOVES.min(top.len());
+        if best > 0 && best < top.len() {
+            top.select_nth_unstable_by(best - 1, |a, b| best_first(&a.0, &b.0));
         }
-        singles[..top].sort_unstable_by(|a, b| best_first(&a.0, &b.0));
-        let mut out: Vec<Move> = Vec::with_capacity(singles.len() * 2);
+        top.truncate(best);
+        top.sort_unstable_by(|a, b| best_first(&a.0, &b.0));
+        out.clear();
+        out.extend(singles.iter().map(|s| s.0).filter(|m| self.slots_fit(m)));
+        let mut order = singles.len();
         // Pair the best gains into a node with a host that node gives up.
-        for &(mv, n) in &singles[..top] {
+        for &(mv, n) in top.iter() {
             let e = mv.changes[0].0;
             for h in (0..e_count).filter(|&h| h != e && self.mask[h] >> n & 1 == 1) {
                 let mask = self.mask[h];
                 let without = mask & !(1 << n);
                 let mut give_up = |m: usize, loss: f64| {
                     if mv.gain - loss > 0.0 {
-                        out.push(Move {
+                        let pair = Move {
                             gain: mv.gain - loss,
                             changes: [mv.changes[0], (h, m)],
                             len: 2,
-                            order: 0,
-                        });
+                            order,
+                        };
+                        order += 1;
+                        if self.slots_fit(&pair) {
+                            out.push(pair);
+                        }
                     }
                 };
                 if without != 0 {
@@ -219,15 +233,6 @@ impl Hosting<'_, '_> {
                 }
             }
         }
-        // Singles first in generation order, then the pairs.
-        let mut all: Vec<Move> = singles.into_iter().map(|s| s.0).collect();
-        all.sort_unstable_by_key(|m| m.order);
-        all.extend(out);
-        for (i, m) in all.iter_mut().enumerate() {
-            m.order = i;
-        }
-        all.retain(|m| self.slots_fit(m));
-        all
     }
 }
 
@@ -303,8 +308,9 @@ pub(crate) fn exchange_hosts(
         *slots = slots.max(h.used[n]);
     }
     let mut made = 0;
+    let (mut moves, mut singles, mut top) = (Vec::new(), Vec::new(), Vec::new());
     'search: while made < budget {
-        let mut moves = h.moves();
+        h.moves(&mut moves, &mut singles, &mut top);
         let mut rest = &mut moves[..];
         while !rest.is_empty() {
             let take = SORT_CHUNK.min(rest.len());
