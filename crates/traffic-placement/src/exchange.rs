@@ -57,7 +57,7 @@ fn best_first(a: &Move, b: &Move) -> std::cmp::Ordering {
     b.gain.total_cmp(&a.gain).then(a.order.cmp(&b.order))
 }
 
-/// Moves sorted a chunk at a time: the first feasible move is usually among the best few.
+/// Moves sorted first: the first feasible move is usually among the best few.
 const SORT_CHUNK: usize = 64;
 
 impl Hosting<'_, '_> {
@@ -311,19 +311,22 @@ pub(crate) fn exchange_hosts(
     let (mut moves, mut singles, mut top) = (Vec::new(), Vec::new(), Vec::new());
     'search: while made < budget {
         h.moves(&mut moves, &mut singles, &mut top);
-        let mut rest = &mut moves[..];
-        while !rest.is_empty() {
-            let take = SORT_CHUNK.min(rest.len());
-            if take < rest.len() {
-                rest.select_nth_unstable_by(take - 1, best_first);
-            }
-            let (head, tail) = rest.split_at_mut(take);
-            head.sort_unstable_by(best_first);
-            if head.iter().any(|mv| h.try_move(mv)) {
-                made += 1;
-                continue 'search;
-            }
-            rest = tail;
+        // The best chunk first (a feasible move is usually there); when none of it is, the
+        // rest sorted whole.
+        let take = SORT_CHUNK.min(moves.len());
+        if take < moves.len() {
+            moves.select_nth_unstable_by(take.saturating_sub(1), best_first);
+        }
+        let (head, tail) = moves.split_at_mut(take);
+        head.sort_unstable_by(best_first);
+        if head.iter().any(|mv| h.try_move(mv)) {
+            made += 1;
+            continue 'search;
+        }
+        tail.sort_unstable_by(best_first);
+        if tail.iter().any(|mv| h.try_move(mv)) {
+            made += 1;
+            continue 'search;
         }
         break;
     }
