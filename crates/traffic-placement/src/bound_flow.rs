@@ -307,23 +307,7 @@ impl Model {
     #[cfg(test)]
     fn evaluate_by_expert(&self, lam: &[f64], mu: &[f64], choices: &mut [Choice]) -> f64 {
         let masks = 1usize << self.k;
-        // Per set: the cheapest node's multiplier and index, for lambda and for mu.
-        let mut lmin = vec![(f64::INFINITY, 0usize); masks];
-        let mut mmin = vec![(f64::INFINITY, 0usize); masks];
-        for mask in 1..masks {
-            let low = mask.trailing_zeros() as usize;
-            let rest = mask & (mask - 1);
-            lmin[mask] = if lam[low] < lmin[rest].0 {
-                (lam[low], low)
-            } else {
-                lmin[rest]
-            };
-            mmin[mask] = if mu[low] < mmin[rest].0 {
-                (mu[low], low)
-            } else {
-                mmin[rest]
-            };
-        }
+        let (lmin, mmin) = self.cheapest(lam, mu);
         // Per set: the remote-token price `1 + min lambda` and the extra-replica price `min mu`.
         let remote_price: Vec<f64> = lmin.iter().map(|&(l, _)| 1.0 + l).collect();
         let extra_price: Vec<f64> = mmin.iter().map(|&(m, _)| m).collect();

@@ -188,18 +188,10 @@ fn print_report(plan: &TrafficPlan) -> Result<(), CliError> {
         plan.layers.len(),
         t.worst_load_over_limit
     )?;
-    let mut endings: Vec<(&str, usize)> = Vec::new();
-    for l in &plan.layers {
-        match endings.iter_mut().find(|(name, _)| *name == l.termination) {
-            Some((_, n)) => *n += 1,
-            None => endings.push((&l.termination, 1)),
-        }
-    }
-    let endings: Vec<String> = endings
-        .iter()
-        .map(|(name, n)| format!("{name} on {n}"))
-        .collect();
-    report!("search ended: {} (layers)", endings.join(", "))?;
+    report!(
+        "search ended: {} (layers)",
+        crate::format::endings(plan.layers.iter().map(|l| l.termination.as_str()))
+    )?;
     if !plan.curve.is_empty() {
         let points: Vec<String> = plan
             .curve
