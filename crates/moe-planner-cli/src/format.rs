@@ -80,6 +80,23 @@ pub(crate) fn json_name<T: serde::Serialize>(value: &T) -> String {
     }
 }
 
+/// How many layers ended each way, in order of first appearance: `heuristic on 3, bound-reached
+/// on 1` (the `search ended:` line of `place`).
+pub(crate) fn endings<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for name in names {
+        match counts.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((name, 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(name, n)| format!("{name} on {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,6 +113,11 @@ fn report_svg_and_engine_file() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("cross-node ratio"), "{text}");
+    assert!(text.contains("search ended: "), "{text}");
+    assert!(
+        text.contains("trade-off curve search ended: eps 0 "),
+        "{text}"
+    );
     assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
     let map: Value = serde_json::from_str(&std::fs::read_to_string(&engine).unwrap()).unwrap();
     assert_eq!(

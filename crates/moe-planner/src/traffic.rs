@@ -193,7 +193,8 @@ pub struct TrafficLayer {
     pub compute_lower_bound: f64,
     /// A lower bound on the cross-node tokens of any plan within the limit.
     pub traffic_lower_bound: f64,
-    /// How the search ended.
+    /// How the search ended (`bound-reached`, `heuristic`, `steps-exhausted`, `time-capped`);
+    /// with `current`, the budgeted plan's search.
     pub termination: String,
     /// With `current`: slots whose expert differs from the current placement's.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -241,6 +242,9 @@ pub struct TrafficCurvePoint {
     pub lower_bound_ratio: f64,
     /// Whether the plan meets its limit.
     pub balance_met: bool,
+    /// How the point's search ended (`bound-reached`, `heuristic`, `steps-exhausted`,
+    /// `time-capped`).
+    pub termination: String,
 }
 
 /// The traffic-aware plan of every layer.
@@ -351,6 +355,7 @@ pub fn plan_traffic(spec: &TrafficSpec) -> Result<TrafficPlan, PlanError> {
                 cross_node_ratio: ratio(p.cross_node_tokens),
                 lower_bound_ratio: ratio(p.bound_cross_node_tokens),
                 balance_met: p.balance_met,
+                termination: p.termination.name().to_owned(),
             })
             .collect()
     };
@@ -386,6 +391,7 @@ fn plan_layer(
                 m.moves,
                 m.current,
                 m.balance_met,
+                m.termination,
             );
             (m.target, Some(moved))
         }
@@ -410,14 +416,22 @@ fn plan_layer(
     };
     let topology = topology_greedy(&loads, cluster, spec.groups).ok();
     // Under a move budget the layer's plan is the budgeted one; the bound still holds for it.
-    let (map, report, balance_met, moves, current) = match moved {
-        None => (p.physical_to_logical, p.dispatch, p.balance_met, None, None),
-        Some((map, report, moves, current, met)) => (
+    let (map, report, balance_met, moves, current, termination) = match moved {
+        None => (
+            p.physical_to_logical,
+            p.dispatch,
+            p.balance_met,
+            None,
+            None,
+            p.termination,
+        ),
+        Some((map, report, moves, current, met, termination)) => (
             map,
             report,
             met,
             Some(moves),
             Some(TrafficFigures::of(&current, bytes)),
+            termination,
         ),
     };
     Ok(TrafficLayer {
@@ -432,7 +446,7 @@ fn plan_layer(
         balance_met,
         compute_lower_bound: p.compute_lower_bound,
         traffic_lower_bound: p.bound.cross_node_tokens,
-        termination: p.termination.name().to_owned(),
+        termination: termination.name().to_owned(),
         physical_to_logical_map: map,
         moves,
         current,

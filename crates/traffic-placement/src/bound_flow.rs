@@ -48,11 +48,12 @@ struct Model {
     d_set: Vec<f64>,
     /// `[E · 2^K]`: replicas the set's own tokens force.
     q_set: Vec<f64>,
-    /// `[E · K]` (expert-major): `d` and `q` laid out for the per-expert scan.
-    d_by_expert: Vec<f64>,
-    q_by_expert: Vec<f64>,
     /// Each set's lowest node and the set without it (the subset-sum order of the scan).
     low_rest: Vec<(usize, usize)>,
+    /// `[2^K · E]` (set-major): the remote tokens `max(0, W - D_S)` and the extra replicas
+    /// `max(0, R - Q_S)` of each expert and set, for the scan over experts of one set.
+    remote_by_set: Vec<f64>,
+    extra_by_set: Vec<f64>,
     /// `[K][E]`.
     d: Vec<Vec<f64>>,
     q: Vec<Vec<f64>>,
@@ -82,6 +83,32 @@ impl Scale<'_> {
         spare: 0.0,
         replica: 1.0,
     };
+}
+
+/// A set's smallest multiplier and the node that has it.
+type Cheapest = (f64, usize);
+
+/// Scratch space of [`Model::evaluate`], allocated once per ascent.
+struct Scan {
+    /// `[K · E]`: `lambda_n D[n][e]` and `mu_n q[n][e]`.
+    lam_d: Vec<f64>,
+    mu_q: Vec<f64>,
+    /// `[2^K · E]`: the linear part of each set's cost.
+    linear: Vec<f64>,
+    best_cost: Vec<f64>,
+    best_mask: Vec<usize>,
+}
+
+impl Scan {
+    fn new(k: usize, e_count: usize) -> Self {
+        Self {
+            lam_d: vec![0.0; k * e_count],
+            mu_q: vec![0.0; k * e_count],
+            linear: vec![0.0; (1usize << k) * e_count],
+            best_cost: Vec::with_capacity(e_count),
+            best_mask: Vec::with_capacity(e_count),
+        }
+    }
 }
 
 /// Per-expert choice at given multipliers.
@@ -144,24 +171,28 @@ impl Model {
                 qs[mask] = qs[r] + q[l][e];
             }
         }
-        let d_by_expert = (0..e_count)
-            .flat_map(|e| (0..k).map(move |n| ctx.by_node[n][e]))
-            .collect();
-        let q_by_expert = (0..e_count)
-            .flat_map(|e| (0..k).map(|n| q[n][e]).collect::<Vec<_>>())
-            .collect();
+        let w: Vec<f64> = ctx.loads.clone();
+        let r: Vec<f64> = ctx.loads.iter().map(|&w| replicas(w, vmax)).collect();
+        let mut remote_by_set = vec![0.0; e_count * masks];
+        let mut extra_by_set = vec![0.0; e_count * masks];
+        for mask in 1..masks {
+            for e in 0..e_count {
+                remote_by_set[mask * e_count + e] = (w[e] - d_set[e * masks + mask]).max(0.0);
+                extra_by_set[mask * e_count + e] = (r[e] - q_set[e * masks + mask]).max(0.0);
+            }
+        }
         Self {
             k,
             e_count,
             d_set,
             q_set,
-            d_by_expert,
-            q_by_expert,
             low_rest: low.iter().copied().zip(rest.iter().copied()).collect(),
+            remote_by_set,
+            extra_by_set,
             d: ctx.by_node.clone(),
             q,
-            w: ctx.loads.clone(),
-            r: ctx.loads.iter().map(|&w| replicas(w, vmax)).collect(),
+            w,
+            r,
             cap: ctx
                 .gpus_of_node
                 .iter()
@@ -183,10 +214,9 @@ impl Model {
         }
     }
 
-    /// The dual function at `(lam, mu)` and each expert's choice.
-    fn evaluate(&self, lam: &[f64], mu: &[f64], choices: &mut [Choice]) -> f64 {
+    /// Per set: the cheapest node's multiplier and index, for lambda and for mu.
+    fn cheapest(&self, lam: &[f64], mu: &[f64]) -> (Vec<Cheapest>, Vec<Cheapest>) {
         let masks = 1usize << self.k;
-        // Per set: the cheapest node's multiplier and index, for lambda and for mu.
         let mut lmin = vec![(f64::INFINITY, 0usize); masks];
         let mut mmin = vec![(f64::INFINITY, 0usize); masks];
         for mask in 1..masks {
@@ -203,6 +233,81 @@ impl Model {
                 mmin[rest]
             };
         }
+        (lmin, mmin)
+    }
+
+    /// The dual function at `(lam, mu)` and each expert's choice. The scan runs set by set over
+    /// all experts (each set's linear part is its set-without-lowest-node's plus one node's
+    /// term), so the inner loop is a flat pass over experts the compiler can vectorize; the
+    /// sums are formed in the same order as an expert-by-expert scan, so the choices and the
+    /// value are the same to the bit.
+    fn evaluate(&self, lam: &[f64], mu: &[f64], choices: &mut [Choice], scan: &mut Scan) -> f64 {
+        let (k, e_count) = (self.k, self.e_count);
+        let masks = 1usize << k;
+        let (lmin, mmin) = self.cheapest(lam, mu);
+        for n in 0..k {
+            let (ld, mq) = (
+                &mut scan.lam_d[n * e_count..(n + 1) * e_count],
+                &mut scan.mu_q[n * e_count..(n + 1) * e_count],
+            );
+            for e in 0..e_count {
+                ld[e] = lam[n] * self.d[n][e];
+                mq[e] = mu[n] * self.q[n][e];
+            }
+        }
+        scan.best_cost.clear();
+        scan.best_cost.resize(e_count, f64::INFINITY);
+        scan.best_mask.clear();
+        scan.best_mask.resize(e_count, 1);
+        scan.linear[..e_count].fill(0.0);
+        for mask in 1..masks {
+            let (low, rest) = self.low_rest[mask];
+            // Per set: the remote-token price `1 + min lambda` and the extra-replica price
+            // `min mu`.
+            let (rp, ep) = (1.0 + lmin[mask].0, mmin[mask].0);
+            let (done, now) = scan.linear.split_at_mut(mask * e_count);
+            let prev = &done[rest * e_count..(rest + 1) * e_count];
+            let now = &mut now[..e_count];
+            let ld = &scan.lam_d[low * e_count..(low + 1) * e_count];
+            let mq = &scan.mu_q[low * e_count..(low + 1) * e_count];
+            let remote = &self.remote_by_set[mask * e_count..(mask + 1) * e_count];
+            let extra = &self.extra_by_set[mask * e_count..(mask + 1) * e_count];
+            let best_cost = &mut scan.best_cost[..e_count];
+            let best_mask = &mut scan.best_mask[..e_count];
+            let terms = prev.iter().zip(ld).zip(mq).zip(remote).zip(extra);
+            let best = best_cost.iter_mut().zip(best_mask.iter_mut());
+            for ((((((&p, &l), &m), &r), &x), now), (bc, bm)) in terms.zip(now).zip(best) {
+                let lin = p + l + m;
+                *now = lin;
+                let cost = r * rp + lin + ep * x;
+                // Branch-free, so that the pass vectorizes.
+                let better = cost < *bc;
+                *bc = if better { cost } else { *bc };
+                *bm = if better { mask } else { *bm };
+            }
+        }
+        let mut total = 0.0;
+        for (e, slot) in choices.iter_mut().enumerate().take(e_count) {
+            let best_mask = scan.best_mask[e];
+            *slot = Choice {
+                mask: best_mask,
+                cost: scan.best_cost[e],
+                lam_arg: lmin[best_mask].1,
+                mu_arg: mmin[best_mask].1,
+            };
+            total += slot.cost;
+        }
+        for n in 0..self.k {
+            total -= lam[n] * self.cap[n] + mu[n] * self.slots[n];
+        }
+        total
+    }
+
+    /// The expert-by-expert scan [`Model::evaluate`] replaced (kept to check it).
+    #[cfg(test)]
+    fn evaluate_by_expert(&self, lam: &[f64], mu: &[f64], choices: &mut [Choice]) -> f64 {
+        let masks = 1usize << self.k;
+        let (lmin, mmin) = self.cheapest(lam, mu);
         // Per set: the remote-token price `1 + min lambda` and the extra-replica price `min mu`.
         let remote_price: Vec<f64> = lmin.iter().map(|&(l, _)| 1.0 + l).collect();
         let extra_price: Vec<f64> = mmin.iter().map(|&(m, _)| m).collect();
@@ -212,13 +317,9 @@ impl Model {
         let mut total = 0.0;
         for (e, slot) in choices.iter_mut().enumerate().take(self.e_count) {
             let (w, r) = (self.w[e], self.r[e]);
-            let (de, qe) = (
-                &self.d_by_expert[e * k..(e + 1) * k],
-                &self.q_by_expert[e * k..(e + 1) * k],
-            );
             for n in 0..k {
-                lam_d[n] = lam[n] * de[n];
-                mu_q[n] = mu[n] * qe[n];
+                lam_d[n] = lam[n] * self.d[n][e];
+                mu_q[n] = mu[n] * self.q[n][e];
             }
             let (ds, qs) = (
                 &self.d_set[e * masks..(e + 1) * masks],
@@ -333,6 +434,7 @@ pub(crate) fn ascend(
         };
         ctx.experts()
     ];
+    let mut scan = Scan::new(k, ctx.experts());
     let mut best_value = f64::NEG_INFINITY;
     let mut best_masks: Vec<usize> = Vec::new();
     let mut theta = 1.0;
@@ -341,7 +443,7 @@ pub(crate) fn ascend(
         if it > 0 && cap.passed() {
             break;
         }
-        let value = model.evaluate(&to_lam(&a), &to_mu(&b), &mut choices);
+        let value = model.evaluate(&to_lam(&a), &to_mu(&b), &mut choices, &mut scan);
         if best_masks.is_empty() || value > best_value + 1e-12 * (1.0 + best_value.abs()) {
             best_value = value;
             best_masks = choices.iter().map(|c| c.mask).collect();
@@ -463,6 +565,153 @@ mod diag {
                     c.report.cross_node_tokens / total,
                     c.report.max_gpu_load / limit
                 );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod diag_iters {
+    use super::*;
+
+    #[test]
+    #[ignore = "diagnostics"]
+    fn flow_bound_iterations() {
+        for loc in [0.3, 0.5, 0.8] {
+            for layer in 0..8 {
+                let (t, c, limit) = crate::context::deepseek_case(8, layer, (32, 4, 9), loc);
+                let ctx = Context::new(&t, &c).unwrap();
+                let total = t.total();
+                let vals: Vec<f64> = [(400, 1.0), (400, 0.3), (4000, 0.3), (20000, 0.3)]
+                    .iter()
+                    .map(|&(it, tg)| {
+                        flow_bound(&ctx, limit, tg * total, it, &Cap::never())
+                            .unwrap()
+                            .value
+                            / total
+                    })
+                    .collect();
+                println!("loc {loc} layer {layer}: {vals:.5?}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod diag_lp {
+    use super::*;
+    use good_lp::{
+        Expression, ProblemVariables, Solution, SolverModel, constraint, microlp, variable,
+    };
+
+    /// The LP over the convex hull of every expert's choices (hosting set, node of its remote
+    /// tokens, node of its extra replicas): the best any multipliers can give.
+    fn lp(ctx: &Context<'_>, limit: f64) -> f64 {
+        let m = Model::new(ctx, limit, Scale::EXACT);
+        let k = m.k;
+        let masks = 1usize << k;
+        let mut vars = ProblemVariables::new();
+        let mut cross = Expression::from(0.0);
+        let mut load: Vec<Expression> = (0..k).map(|_| Expression::from(0.0)).collect();
+        let mut used: Vec<Expression> = (0..k).map(|_| Expression::from(0.0)).collect();
+        let mut convex = Vec::new();
+        for e in 0..m.e_count {
+            let mut one = Expression::from(0.0);
+            for mask in 1..masks {
+                let rem = (m.w[e] - m.d_set[e * masks + mask]).max(0.0);
+                let ext = (m.r[e] - m.q_set[e * masks + mask]).max(0.0);
+                let y = vars.add(variable().min(0.0));
+                one += y;
+                cross += rem * y;
+                for n in (0..k).filter(|&n| mask >> n & 1 == 1) {
+                    load[n] += m.d[n][e] * y;
+                    used[n] += m.q[n][e] * y;
+                }
+                let mut ra = Expression::from(0.0);
+                let mut xb = Expression::from(0.0);
+                for n in (0..k).filter(|&n| mask >> n & 1 == 1) {
+                    if rem > 0.0 {
+                        let a = vars.add(variable().min(0.0));
+                        ra += a;
+                        load[n] += rem * a;
+                    }
+                    if ext > 0.0 {
+                        let b = vars.add(variable().min(0.0));
+                        xb += b;
+                        used[n] += ext * b;
+                    }
+                }
+                if rem > 0.0 {
+                    convex.push(constraint!(ra - y == 0.0));
+                }
+                if ext > 0.0 {
+                    convex.push(constraint!(xb - y == 0.0));
+                }
+            }
+            convex.push(constraint!(one == 1.0));
+        }
+        let mut model = vars.minimise(cross.clone()).using(microlp);
+        for c in convex {
+            model = model.with(c);
+        }
+        for n in 0..k {
+            model = model.with(constraint!(load[n].clone() <= m.cap[n]));
+            model = model.with(constraint!(used[n].clone() <= m.slots[n]));
+        }
+        let s = model.solve().unwrap();
+        s.eval(&cross)
+    }
+
+    #[test]
+    #[ignore = "diagnostics"]
+    fn flow_bound_against_its_lp() {
+        for loc in [0.3, 0.5, 0.8] {
+            for layer in 0..2 {
+                let (t, c, limit) = crate::context::deepseek_case(8, layer, (32, 4, 9), loc);
+                let ctx = Context::new(&t, &c).unwrap();
+                let total = t.total();
+                let start = std::time::Instant::now();
+                let v = lp(&ctx, limit) / total;
+                println!(
+                    "loc {loc} layer {layer}: LP {v:.5} in {:?}",
+                    start.elapsed()
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod scan_tests {
+    use super::*;
+    use rand::RngExt;
+
+    /// The set-by-set scan gives the expert-by-expert scan's value and choices to the bit.
+    #[test]
+    fn set_major_scan_matches_the_expert_scan() {
+        let mut rng = comm_cost_model::seeded_rng(2302, 0);
+        for (g, k, s, loc) in [(16, 2, 18, 0.5), (32, 4, 9, 0.8), (24, 3, 12, 0.3)] {
+            let (t, c, limit) = crate::context::deepseek_case(1, 0, (g, k, s), loc);
+            let ctx = Context::new(&t, &c).unwrap();
+            let m = Model::new(&ctx, limit, Scale::EXACT);
+            let mut scan = Scan::new(k, ctx.experts());
+            let blank = Choice {
+                mask: 1,
+                cost: 0.0,
+                lam_arg: 0,
+                mu_arg: 0,
+            };
+            for _ in 0..20 {
+                let lam: Vec<f64> = (0..k).map(|_| rng.random_range(0.0..2.0)).collect();
+                let mu: Vec<f64> = (0..k).map(|_| rng.random_range(0.0..50.0)).collect();
+                let (mut a, mut b) = (vec![blank; ctx.experts()], vec![blank; ctx.experts()]);
+                let va = m.evaluate(&lam, &mu, &mut a, &mut scan);
+                let vb = m.evaluate_by_expert(&lam, &mu, &mut b);
+                assert_eq!(va.to_bits(), vb.to_bits());
+                for (x, y) in a.iter().zip(&b) {
+                    assert_eq!((x.mask, x.lam_arg, x.mu_arg), (y.mask, y.lam_arg, y.mu_arg));
+                    assert_eq!(x.cost.to_bits(), y.cost.to_bits());
+                }
             }
         }
     }

@@ -15,6 +15,7 @@ use crate::construct::pack;
 use crate::context::{Context, replica_gpus};
 use crate::dispatch::{DispatchReport, evaluate};
 use crate::error::TrafficError;
+use crate::exchange::{allocate, exchange_hosts};
 
 /// (slot scale, replica scale) pairs tried, in about increasing order of the cross-node
 /// tokens they cost.
@@ -94,7 +95,36 @@ pub(crate) fn bound_plans(
                 })
                 .collect();
             repair_hosts(ctx, &mut hosts, limit, &slot_limit);
-            let loads = node_loads(ctx, &hosts, limit);
+            // Trade hosts between nodes for fewer cross-node tokens, with each node's load
+            // judged by the best split of remote tokens (within the feedback's lowered limits).
+            let node_cap: Vec<f64> = ctx
+                .gpus_of_node
+                .iter()
+                .zip(&cap)
+                .map(|(gs, &c)| {
+                    c * (1.0 - REPAIR_MARGIN)
+                        * limit
+                        * gs.iter().map(|&g| ctx.speed[g]).sum::<f64>()
+                })
+                .collect();
+            exchange_hosts(
+                ctx,
+                &mut hosts,
+                limit,
+                &node_cap,
+                &slot_limit,
+                EXCHANGE_MOVES,
+            );
+            let mut loads = node_loads(ctx, &hosts, limit);
+            let fits = loads
+                .iter()
+                .zip(&node_cap)
+                .all(|(row, &c)| row.iter().sum::<f64>() <= c * (1.0 + 1e-9));
+            if !fits {
+                if let Some(exact) = allocate(ctx, &hosts, &node_cap) {
+                    loads = exact;
+                }
+            }
             let Some(map) = pack(ctx, &hosts, &loads, limit, placement, safety)? else {
                 break;
             };
@@ -123,6 +153,9 @@ pub(crate) fn bound_plans(
     }
     Ok(out)
 }
+
+/// Moves of the node-level exchange search per hosting.
+const EXCHANGE_MOVES: usize = 400;
 
 /// Extra share a node's load limit is lowered by after an overshoot.
 const FEEDBACK_MARGIN: f64 = 0.001;
@@ -361,6 +394,58 @@ mod diag {
                     );
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod diag_plans {
+    use super::*;
+
+    #[test]
+    #[ignore = "diagnostics"]
+    fn bound_plan_candidates() {
+        let loc: f64 = std::env::var("LOC")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.8);
+        for layer in 0..8 {
+            let (t, c, limit) = crate::context::deepseek_case(8, layer, (32, 4, 9), loc);
+            let ctx = Context::new(&t, &c).unwrap();
+            let never = Cap::never();
+            let b = crate::bound_flow::flow_bound(&ctx, limit, t.total(), 400, &never).unwrap();
+            let plans = bound_plans(
+                &ctx,
+                limit,
+                b.value * 1.1,
+                0.0,
+                &PlacementOptions::default(),
+                &never,
+            )
+            .unwrap();
+            let v: Vec<String> = plans
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{:.4}/{:.4}",
+                        c.report.cross_node_tokens / b.value,
+                        c.report.max_gpu_load / limit
+                    )
+                })
+                .collect();
+            let p = crate::planner::place_traffic_aware(
+                &t,
+                &c,
+                &crate::options::TrafficOptions::default(),
+            )
+            .unwrap();
+            println!(
+                "layer {layer}: final {:.4}/{:.4} {} | {}",
+                p.dispatch.cross_node_tokens / p.bound.cross_node_tokens,
+                p.dispatch.max_gpu_load / limit,
+                p.termination,
+                v.join(" ")
+            );
         }
     }
 }

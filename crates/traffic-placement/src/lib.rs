@@ -59,6 +59,7 @@ mod construct;
 mod context;
 mod dispatch;
 mod error;
+mod exchange;
 mod flow;
 mod groups;
 mod lagrange;

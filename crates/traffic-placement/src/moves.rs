@@ -11,7 +11,8 @@ use crate::error::TrafficError;
 use crate::options::TrafficOptions;
 use crate::planner::{TrafficPlacement, place_traffic_aware};
 use crate::routed::RoutedTokens;
-use crate::search::{Budget, State};
+use crate::search::{Budget, End, State};
+use crate::termination::TrafficTermination;
 use comm_cost_model::InputError;
 use expert_placement::PlacementCluster;
 
@@ -45,6 +46,11 @@ pub struct MoveBudgetPlacement {
     /// The unconstrained traffic-aware plan, with its limit and certified bound (the bound
     /// holds for every placement within the limit, so for this one too).
     pub target: TrafficPlacement,
+    /// How the budgeted plan's search ended: the target's termination when the target fits the
+    /// budget; otherwise `bound-reached` when the plan meets the limit at the target's bound,
+    /// `time-capped` when the safety cap stopped the target or any capped local search,
+    /// `steps-exhausted` when a capped local search used its step budget, else `heuristic`.
+    pub termination: TrafficTermination,
 }
 
 /// [`place_traffic_aware`] combined with fewest-move rebalancing: the plan changes at most
@@ -111,6 +117,9 @@ pub fn place_traffic_aware_with_moves(
     let score = |map: &[usize]| evaluate(&ctx, &replica_gpus(map, cluster, ctx.experts()));
     let current_report = score(current);
     let mut candidates: Vec<Vec<usize>> = Vec::new();
+    // How the capped searches ended (none ran when the target fits the budget).
+    let mut ends: Vec<End> = Vec::new();
+    let mut capped = false;
     if target_moves <= max_moves {
         candidates.push(aligned);
     } else {
@@ -136,13 +145,14 @@ pub fn place_traffic_aware_with_moves(
                 candidates.push(partial.clone());
                 let mut state = State::new(&ctx, partial, limit);
                 state.cap_changes(current.to_vec(), budget);
-                state.run(Budget {
+                ends.push(state.run(Budget {
                     steps: options.search_steps.min(REPAIR_STEPS),
                     cap: &cap,
-                });
+                }));
                 candidates.push(state.map);
             }
         }
+        capped = cap.hit();
     }
     candidates.push(current.to_vec());
     let tol = limit * 1e-9;
@@ -172,15 +182,49 @@ pub fn place_traffic_aware_with_moves(
         }));
     };
     let moves = map.iter().zip(current).filter(|(a, b)| a != b).count();
+    let balance_met = dispatch.max_gpu_load <= limit + tol;
+    let termination = budgeted_termination(
+        &target,
+        &ends,
+        capped,
+        balance_met
+            && dispatch.cross_node_tokens <= target.bound.cross_node_tokens * (1.0 + 1e-9) + 1e-9,
+    );
     Ok(MoveBudgetPlacement {
         physical_to_logical: map,
         moves,
-        balance_met: dispatch.max_gpu_load <= limit + tol,
+        balance_met,
         dispatch,
         current: current_report,
         target_moves,
         target,
+        termination,
     })
+}
+
+/// The budgeted plan's termination from the target's, the capped searches' ends (empty when
+/// the target fits the budget), whether the safety cap stopped anything and whether the plan
+/// meets the limit at the bound.
+fn budgeted_termination(
+    target: &TrafficPlacement,
+    ends: &[End],
+    capped: bool,
+    at_bound: bool,
+) -> TrafficTermination {
+    if ends.is_empty() {
+        target.termination
+    } else if capped
+        || target.termination == TrafficTermination::TimeCapped
+        || ends.contains(&End::Time)
+    {
+        TrafficTermination::TimeCapped
+    } else if at_bound {
+        TrafficTermination::BoundReached
+    } else if ends.contains(&End::Steps) {
+        TrafficTermination::StepsExhausted
+    } else {
+        TrafficTermination::Heuristic
+    }
 }
 
 /// `next` with each GPU's experts reordered so that every expert the GPU already holds in

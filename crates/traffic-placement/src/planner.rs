@@ -168,6 +168,10 @@ pub struct CurvePoint {
     pub balance_met: bool,
     /// The plan's slot map.
     pub physical_to_logical: Vec<usize>,
+    /// How the point's search ended ([`TrafficPlacement::termination`]; `bound-reached`
+    /// compares with the point's own bound, which may be above
+    /// [`CurvePoint::bound_cross_node_tokens`], the smallest bound up to this tolerance).
+    pub termination: TrafficTermination,
 }
 
 /// The trade-off between cross-node tokens and the busiest GPU: [`place_traffic_aware`] at each
@@ -233,6 +237,7 @@ pub fn tradeoff_curve(
             bound_cross_node_tokens: best_bound,
             balance_met: p.balance_met,
             physical_to_logical: p.physical_to_logical,
+            termination: p.termination,
         };
         // A balanced plan stays balanced at a larger limit: carry it forward.
         if point.balance_met {

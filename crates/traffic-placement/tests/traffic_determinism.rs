@@ -43,6 +43,21 @@ fn generous_caps_give_identical_curves() {
     };
     let (a, b) = (curve(600.0), curve(6000.0));
     assert_eq!(a, b);
+    // Each point says how its search ended; counted work only, so never the clock.
+    assert!(
+        a.iter()
+            .all(|p| p.termination != TrafficTermination::TimeCapped)
+    );
+    let tiny = TrafficOptions {
+        time_budget_s: 0.0,
+        ..TrafficOptions::default()
+    };
+    let capped = tradeoff_curve(t, &cluster, &[0.005, 0.02], &tiny).unwrap();
+    assert!(
+        capped
+            .iter()
+            .all(|p| p.termination == TrafficTermination::TimeCapped)
+    );
 }
 
 /// A cap too small for any search is reported as such, and the plan is still a valid one.

@@ -4,7 +4,8 @@
 
 use expert_placement::{EplbPolicy, LayerLoads, PlacementAlgorithm, PlacementCluster, place};
 use traffic_placement::{
-    LocalityTrace, TrafficOptions, dispatch, locality_trace, place_traffic_aware_with_moves,
+    LocalityTrace, TrafficOptions, TrafficTermination, dispatch, locality_trace,
+    place_traffic_aware_with_moves,
 };
 
 #[test]
@@ -38,6 +39,16 @@ fn move_budget_on_a_deepseek_like_layer() {
         if budget == 0 {
             assert_eq!(p.physical_to_logical, current);
         }
+        // Counted work only under the default cap: never time-capped; a budget the target fits
+        // reports the target's ending.
+        assert_ne!(
+            p.termination,
+            TrafficTermination::TimeCapped,
+            "budget {budget}"
+        );
+        if p.target_moves <= budget {
+            assert_eq!(p.termination, p.target.termination);
+        }
         if p.balance_met {
             if let Some(prev) = previous_met {
                 // More budget, never more traffic (the larger budget's candidates include
@@ -51,7 +62,7 @@ fn move_budget_on_a_deepseek_like_layer() {
             previous_met = Some(p.dispatch.cross_node_tokens);
         }
         println!(
-            "budget {budget:>3}: moves {:>3} (target plan {:>3}) ratio {:.4} (current {:.4}, target {:.4}, bound {:.4}) busiest/limit {:.4} met {}",
+            "budget {budget:>3}: moves {:>3} (target plan {:>3}) ratio {:.4} (current {:.4}, target {:.4}, bound {:.4}) busiest/limit {:.4} met {} {}",
             p.moves,
             p.target_moves,
             p.dispatch.cross_node_tokens / total,
@@ -59,7 +70,8 @@ fn move_budget_on_a_deepseek_like_layer() {
             p.target.dispatch.cross_node_tokens / total,
             p.target.bound.cross_node_tokens / total,
             p.dispatch.max_gpu_load / p.target.max_gpu_load_limit,
-            p.balance_met
+            p.balance_met,
+            p.termination
         );
     }
 }
@@ -75,4 +87,22 @@ fn bad_current_placement_is_an_error() {
                 .is_err()
         );
     }
+}
+
+/// A cap too small for any search makes the budgeted plan say so too.
+#[test]
+fn tiny_cap_is_reported_under_a_budget() {
+    let cluster = PlacementCluster::uniform(16, 18, 2).unwrap();
+    let t = &locality_trace(&LocalityTrace::deepseek_like(1, 16, 2, 0.5), 2).unwrap()[0];
+    let w = LayerLoads::new(t.expert_loads()).unwrap();
+    let current = place(&w, &cluster, PlacementAlgorithm::Optimal)
+        .unwrap()
+        .physical_to_logical;
+    let options = TrafficOptions {
+        time_budget_s: 0.0,
+        ..TrafficOptions::default()
+    };
+    let p = place_traffic_aware_with_moves(t, &cluster, &current, 8, &options).unwrap();
+    assert_eq!(p.termination, TrafficTermination::TimeCapped);
+    assert!(p.moves <= 8);
 }

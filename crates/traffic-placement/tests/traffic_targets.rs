@@ -19,10 +19,19 @@ fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, se
         (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     let (mut total, mut worst_bal, mut met) = (0.0, 0.0f64, 0);
     let mut time = 0.0;
+    let mut capped = 0;
+    // `TRAFFIC_TIME_BUDGET_S=1000` lifts the safety cap (for valgrind, 50 times slower).
+    let options = TrafficOptions {
+        time_budget_s: std::env::var("TRAFFIC_TIME_BUDGET_S")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(traffic_placement::DEFAULT_TRAFFIC_TIME_BUDGET_S),
+        ..TrafficOptions::default()
+    };
     for t in &trace {
         let w = LayerLoads::new(t.expert_loads()).unwrap();
         let start = Instant::now();
-        let p = place_traffic_aware(t, &cluster, &TrafficOptions::default()).unwrap();
+        let p = place_traffic_aware(t, &cluster, &options).unwrap();
         time += start.elapsed().as_secs_f64();
         let h = place(
             &w,
@@ -45,9 +54,10 @@ fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, se
         total += p.dispatch.total_tokens;
         worst_bal = worst_bal.max(p.dispatch.max_gpu_load / p.compute_only_max_gpu_load);
         met += usize::from(p.balance_met);
+        capped += usize::from(p.termination == traffic_placement::TrafficTermination::TimeCapped);
     }
     println!(
-        "G={gpus:>2} K={nodes} R={:>3} loc={locality:.2}: ratio ours {:.4} co {:.4} hier {:.4} glob {:.4} topo {:.4} bound {:.4} | cut vs hier {:>5.1}% | gap to bound {:>5.2}% | busiest/C max {:.4} met {met}/{layers} | {:.1} ms/layer",
+        "G={gpus:>2} K={nodes} R={:>3} loc={locality:.2}: ratio ours {:.4} co {:.4} hier {:.4} glob {:.4} topo {:.4} bound {:.4} | cut vs hier {:>5.1}% | gap to bound {:>5.2}% | busiest/C max {:.4} met {met}/{layers} | {:.1} ms/layer{}",
         gpus * slots,
         ours / total,
         co / total,
@@ -59,6 +69,11 @@ fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, se
         100.0 * (ours / bound - 1.0),
         worst_bal,
         1e3 * time / layers as f64,
+        if capped > 0 {
+            format!(" | {capped} time-capped")
+        } else {
+            String::new()
+        },
     );
 }
 
@@ -66,7 +81,8 @@ fn row(gpus: usize, nodes: usize, slots: usize, locality: f64, layers: usize, se
 #[ignore = "the full target table: cargo test --release -p traffic-placement --test traffic_targets -- --ignored --nocapture"]
 fn deepseek_targets() {
     // `TRAFFIC_GPUS=32` keeps the rows of one GPU count, `TRAFFIC_LOCALITY=0.5` one locality,
-    // `TRAFFIC_LAYERS=1` plans fewer layers per row (for a profile).
+    // `TRAFFIC_LAYERS=1` plans fewer layers per row (for a profile), `TRAFFIC_SEED=2` another
+    // trace (seed 1 by default).
     let only = |var: &str| std::env::var(var).ok().and_then(|v| v.parse::<f64>().ok());
     for (gpus, nodes, slots) in [(16, 2, 18), (16, 2, 20), (32, 4, 9), (32, 4, 10)] {
         if only("TRAFFIC_GPUS").is_some_and(|g| g != gpus as f64) {
@@ -77,7 +93,11 @@ fn deepseek_targets() {
                 continue;
             }
             let layers = only("TRAFFIC_LAYERS").map_or(8, |l| l as usize);
-            row(gpus, nodes, slots, locality, layers, 1);
+            let seed = std::env::var("TRAFFIC_SEED")
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(1);
+            row(gpus, nodes, slots, locality, layers, seed);
         }
     }
 }
@@ -96,8 +116,13 @@ fn fifty_eight_layers() {
         let met: usize = trace.iter().map(|t| usize::from(plan(t).balance_met)).sum();
         let sequential = start.elapsed().as_secs_f64();
         let cpu = thread_cpu_s().zip(cpu).map(|(b, a)| b - a);
-        // The facade plans layers in parallel (rayon); two plain threads show the same here.
-        let threads = 2;
+        // The facade plans layers in parallel (rayon); plain threads show the same here
+        // (`TRAFFIC_THREADS`, default 2).
+        let threads = std::env::var("TRAFFIC_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(2)
+            .max(1);
         let start = Instant::now();
         std::thread::scope(|scope| {
             for i in 0..threads {

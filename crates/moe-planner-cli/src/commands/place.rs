@@ -304,18 +304,10 @@ fn print_report(plan: &PlacementPlan) -> Result<(), CliError> {
         t.layers,
         t.layers_worse_than_baseline
     )?;
-    let mut endings: Vec<(&str, usize)> = Vec::new();
-    for l in &plan.layers {
-        match endings.iter_mut().find(|(name, _)| *name == l.termination) {
-            Some((_, n)) => *n += 1,
-            None => endings.push((&l.termination, 1)),
-        }
-    }
-    let endings: Vec<String> = endings
-        .iter()
-        .map(|(name, n)| format!("{name} on {n}"))
-        .collect();
-    report!("search ended: {} (layers)", endings.join(", "))?;
+    report!(
+        "search ended: {} (layers)",
+        crate::format::endings(plan.layers.iter().map(|l| l.termination.as_str()))
+    )?;
     report!(
         "duplicate replicas on one GPU: {} (EPLB {})",
         t.duplicates_on_gpu,

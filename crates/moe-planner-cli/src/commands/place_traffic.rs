@@ -188,6 +188,18 @@ fn print_report(plan: &TrafficPlan) -> Result<(), CliError> {
         plan.layers.len(),
         t.worst_load_over_limit
     )?;
+    report!(
+        "search ended: {} (layers)",
+        crate::format::endings(plan.layers.iter().map(|l| l.termination.as_str()))
+    )?;
+    if !plan.curve.is_empty() {
+        let points: Vec<String> = plan
+            .curve
+            .iter()
+            .map(|p| format!("eps {} {}", p.tolerance, p.termination))
+            .collect();
+        report!("trade-off curve search ended: {}", points.join(", "))?;
+    }
     if let Some(moves) = plan.layers.iter().map(|l| l.moves).sum::<Option<usize>>() {
         let current: f64 = plan
             .layers
