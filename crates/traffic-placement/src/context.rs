@@ -62,7 +62,7 @@ impl<'a> Context<'a> {
     /// split evenly over that node's replicas; sources of nodes without one split evenly over
     /// all replicas. Calls `add(gpu, tokens)` for each replica GPU (each once) and returns the
     /// cross-node tokens. Any split the planners compare against is at least as balanced
-    /// ([`crate::dispatch`] finds the best), so loads from this one are upper bounds.
+    /// ([`crate::dispatch()`] finds the best), so loads from this one are upper bounds.
     pub(crate) fn proxy_contribution(
         &self,
         e: usize,

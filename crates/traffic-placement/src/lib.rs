@@ -7,7 +7,7 @@
 //! expert parallelism the dispatch and combine all-to-alls then cross nodes whenever a token's
 //! expert has no replica in the sender's node. This crate takes per-source routing
 //! ([`RoutedTokens`], optionally per-token [`TopKRoutes`]), models the locality dispatch
-//! SGLang's static dispatch uses ([`dispatch`]: same GPU, then same node, then remote, with the
+//! SGLang's static dispatch uses ([`dispatch()`]: same GPU, then same node, then remote, with the
 //! most balanced split), and plans placements that trade compute balance against cross-node
 //! traffic explicitly.
 //!
@@ -16,7 +16,7 @@
 //! | fewest cross-node tokens within a balance limit | [`place_traffic_aware`], [`tradeoff_curve`], options [`TrafficOptions`] (groups-in-nodes optional) | `expert_placement`'s compute-only plan, EPLB hierarchical and global, [`topology_greedy`] (SGLang PR 19772 / 19811) |
 //! | the same from a current placement with at most a number of slot changes | [`place_traffic_aware_with_moves`] ([`MoveBudgetPlacement`]) | the current placement |
 //! | certified bound | [`traffic_lower_bound`] ([`TrafficBound`]) | — |
-//! | scoring a placement | [`dispatch`] ([`DispatchReport`]), [`cross_node_sends`] (DeepEP's per-node dedup) | — |
+//! | scoring a placement | [`dispatch()`] ([`DispatchReport`]), [`cross_node_sends`] (DeepEP's per-node dedup) | — |
 //! | router traces with locality | [`locality_trace`] ([`LocalityTrace`]) | no-locality control (`locality = 0`) |
 //!
 //! Sources: SGLang PR 9849 (the static dispatch's locality order), RFC 19487 and PRs 19772 /

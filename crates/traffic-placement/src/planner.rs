@@ -87,7 +87,7 @@ impl TrafficPlacement {
 /// grid of tightened models (fewer slots, smaller replicas, so that hot experts can be split
 /// over GPUs), each repaired at the node level (moves, swaps and dropped hosts by fewest
 /// cross-node tokens per token of excess), packed per node by `expert-placement` and scored under
-/// the exact dispatch ([`crate::dispatch`]); it stops within 2% of the bound. Plans slightly over
+/// the exact dispatch ([`crate::dispatch()`]); it stops within 2% of the bound. Plans slightly over
 /// the limit get a replica-level local search; when no plan meets the limit, the older node-level
 /// construction runs. With groups, a search over group-to-node assignments (exhaustive for up to
 /// `2^16` assignments) and the replica-level search do the work. The result is the best of all

@@ -2,7 +2,7 @@
 //! send their experts the most tokens, as long as the busiest GPU stays within the limit.
 //!
 //! Loads in the search are those of the static (even) dispatch, an upper bound on the best
-//! split's ([`crate::dispatch`]), so every plan the search accepts as balanced is balanced.
+//! split's ([`crate::dispatch()`]), so every plan the search accepts as balanced is balanced.
 
 use crate::cap::Cap;
 use crate::context::Context;
