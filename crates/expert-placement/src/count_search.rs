@@ -62,7 +62,7 @@ pub(crate) fn applies(cluster: &PlacementCluster) -> bool {
 
 /// Whether the sorted pairing scores a count vector exactly (up to the one-expert-per-GPU
 /// rule): every GPU has two slots and all run at one speed.
-fn pairing(cluster: &PlacementCluster) -> bool {
+pub(crate) fn pairing(cluster: &PlacementCluster) -> bool {
     let speed = cluster.speed_of_gpu();
     cluster.slots_of_gpu().iter().all(|&s| s == 2) && speed.iter().all(|&v| v == speed[0])
 }
@@ -79,10 +79,7 @@ pub(crate) fn count_search(
 ) -> Option<Vec<usize>> {
     let gpus = cluster.gpus();
     let mut scorer = Scorer::new(w, cluster);
-    let mut budget = std::env::var("BUDGET")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .map_or(COUNT_SEARCH_WORK, |b| 1usize << b);
+    let mut budget = COUNT_SEARCH_WORK;
     let mut best: Option<(Vec<usize>, Sums)> = None;
     for start in starts {
         let valid = start.len() == w.len()

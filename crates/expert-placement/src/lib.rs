@@ -69,6 +69,7 @@ mod node_rebalance;
 mod optimal;
 mod options;
 mod pack;
+mod pair_exact;
 mod partner_bound;
 mod plan;
 mod rebalance;

@@ -308,9 +308,25 @@ pub(crate) fn solve_bounded(
             Termination::Heuristic
         },
     };
+    if solved.proven || budget.steps == 0 || value <= good_enough {
+        return clocked(solved, budget);
+    }
+    // On 2-slot GPUs of one speed the count-level branch and bound is exact at any size (within
+    // its budget): it proves the plan, or finds a lower one and raises the bound.
     let small =
         w.len() <= PLACEMENT_EXACT_MAX_EXPERTS && cluster.gpus() <= PLACEMENT_EXACT_MAX_GPUS;
-    if solved.proven || !small || budget.steps == 0 || value <= good_enough {
+    if crate::count_search::pairing(cluster)
+        && good_enough <= 0.0
+        && cluster.gpus() <= crate::pair_exact::PAIR_EXACT_MAX_GPUS
+    {
+        solved = pair_exact_solve(w, cluster, budget, solved);
+        // Where the one-expert-per-GPU rule binds, the relaxation cannot prove the plan: the
+        // general branch and bound below still can on small instances.
+        if solved.proven || !small {
+            return clocked(solved, budget);
+        }
+    }
+    if !small {
         return clocked(solved, budget);
     }
     let outcome = branch_and_bound(w, cluster, solved.value, budget);
@@ -322,7 +338,7 @@ pub(crate) fn solve_bounded(
         solved.proven = true;
         solved.lower_bound = solved.value;
         solved.termination = Termination::ProvedOptimal;
-    } else if solved.value <= bound * (1.0 + crate::local_search::REL_EPS) {
+    } else if solved.value <= solved.lower_bound * (1.0 + crate::local_search::REL_EPS) {
         // The search ran out of budget after finding a plan at the bound: optimal anyway.
         solved.proven = true;
         solved.termination = Termination::BoundReached;
@@ -330,6 +346,47 @@ pub(crate) fn solve_bounded(
         solved.termination = Termination::BudgetExhausted;
     }
     clocked(solved, budget)
+}
+
+/// [`crate::pair_exact::minimize`] from the heuristic's plan `solved`: the lower counts it
+/// finds, packed without duplicates, replace the plan; the targets it proves infeasible raise
+/// the certified bound; a plan within [`crate::pair_exact`]'s tolerance of that bound is
+/// proved optimal.
+fn pair_exact_solve(
+    w: &[f64],
+    cluster: &PlacementCluster,
+    budget: &Budget,
+    mut solved: Solved,
+) -> Solved {
+    let mut steps = budget.steps;
+    let found = crate::pair_exact::minimize(
+        w,
+        cluster.gpus(),
+        solved.lower_bound,
+        solved.value,
+        &mut steps,
+        &budget.deadline(),
+    );
+    if let Some((map, _)) = found.map {
+        let value = max_load(w, cluster, &map);
+        if value < solved.value * (1.0 - crate::local_search::REL_EPS) {
+            solved.value = value;
+            solved.map = map;
+        }
+    }
+    // The relaxation's infeasible targets bound every placement from below.
+    solved.lower_bound = solved.lower_bound.max(found.lower_bound.min(solved.value));
+    if solved.value <= found.lower_bound * (1.0 + crate::pair_exact::PROOF_GAP) {
+        solved.proven = true;
+        solved.lower_bound = solved.value;
+        solved.termination = Termination::ProvedOptimal;
+    } else if solved.value <= solved.lower_bound * (1.0 + crate::local_search::REL_EPS) {
+        solved.proven = true;
+        solved.termination = Termination::BoundReached;
+    } else {
+        solved.termination = Termination::BudgetExhausted;
+    }
+    solved
 }
 
 /// `solved`, marked [`Termination::TimeCapped`] when the clock cut one of its searches and it

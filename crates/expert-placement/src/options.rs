@@ -239,13 +239,14 @@ impl Budget {
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Termination {
-    /// The branch and bound finished: the plan is optimal and its `lower_bound` equals its
-    /// maximum load.
+    /// The branch and bound finished (on GPUs of two slots and one speed, the exact count
+    /// search proved the plan within a relative `1e-9`): the plan is optimal and its
+    /// `lower_bound` equals its maximum load.
     ProvedOptimal,
     /// The plan's maximum load equals its certified lower bound (optimal, no search needed).
     BoundReached,
-    /// The branch and bound ran out of steps: the plan is the best found, its gap to
-    /// `lower_bound` is what is certified.
+    /// The branch and bound (or the exact 2-slot count search) ran out of steps: the plan is
+    /// the best found, its gap to `lower_bound` is what is certified.
     BudgetExhausted,
     /// The instance is above the exact search's limits (or the step budget is 0): the plan is
     /// the heuristic's, its gap to `lower_bound` is what is certified.
