@@ -27,7 +27,9 @@ pub enum PlacementAlgorithm {
     /// Replica counts and packing that minimize the maximum GPU load: greedy replication,
     /// conflict-free packing and local search, then branch and bound on small instances (up to
     /// [`PLACEMENT_EXACT_MAX_EXPERTS`] experts and [`PLACEMENT_EXACT_MAX_GPUS`] GPUs, within a node budget), which
-    /// proves the result optimal (`lower_bound == max_gpu_load`) when it finishes.
+    /// proves the result optimal (`lower_bound == max_gpu_load`) when it finishes. On GPUs of
+    /// two slots and one speed, up to 64 GPUs at any expert count, an exact search over replica
+    /// counts does the same within the budget, and raises `lower_bound` when it cannot finish.
     Optimal,
     /// [`PlacementAlgorithm::Optimal`] with every replica of each of `groups` contiguous expert
     /// groups inside one node. The plan reports the unconstrained optimum beside it

@@ -440,3 +440,76 @@ fn rebalance_of_a_large_layer_stops_at_its_time_budget() {
     // the paths alone ran for minutes there. Wide room for a loaded CI machine.
     assert!(took < 30.0, "took {took} s");
 }
+
+/// A duplicate-free 2-slot map for `counts` (sum `2G`): the two experts with the most
+/// replicas left share each GPU in turn.
+fn pair_up(counts: &[usize]) -> Option<Vec<usize>> {
+    let mut left = counts.to_vec();
+    let mut map = Vec::new();
+    while left.iter().any(|&c| c > 0) {
+        let mut order: Vec<usize> = (0..left.len()).filter(|&e| left[e] > 0).collect();
+        order.sort_by_key(|&e| std::cmp::Reverse(left[e]));
+        let (&a, &b) = (order.first()?, order.get(1)?);
+        left[a] -= 1;
+        left[b] -= 1;
+        map.extend([a, b]);
+    }
+    Some(map)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    /// On 2-slot GPUs the exact count search raises the bound: it must stay at or below every
+    /// duplicate-free placement (here random counts paired without conflict), and the plan's
+    /// figures must still recompute from its map.
+    #[test]
+    fn two_slot_bound_never_exceeds_a_valid_placement(
+        w in proptest::collection::vec(0u32..200, 3..=12),
+        gpus in 2usize..=8,
+        hot in 0u32..3000,
+        extra in proptest::collection::vec(0usize..64, 16),
+    ) {
+        let mut w: Vec<f64> = w.into_iter().map(f64::from).collect();
+        w[0] += f64::from(hot);
+        let experts = w.len();
+        proptest::prop_assume!(2 * gpus >= experts);
+        let l = layer(&w);
+        let c = PlacementCluster::uniform(gpus, 2, 1).unwrap();
+        let fast = PlacementOptions {
+            search_steps: Some(50_000),
+            time_budget_s: 600.0,
+            ..PlacementOptions::default()
+        };
+        let p = place_with(&l, &c, PlacementAlgorithm::Optimal, &fast).unwrap();
+        proptest::prop_assert!(p.lower_bound <= p.max_gpu_load * (1.0 + 1e-12));
+        proptest::prop_assert_eq!(p.duplicates_on_gpu, 0);
+        let again = Placement::evaluate(&l, &c, p.physical_to_logical.clone()).unwrap();
+        proptest::prop_assert!((again.max_gpu_load - p.max_gpu_load).abs() <= 1e-9 * p.max_gpu_load.max(1.0));
+        // Random counts: one each, the rest spread by the drawn numbers (at most G each).
+        let mut counts = vec![1usize; experts];
+        let mut k = 0;
+        while counts.iter().sum::<usize>() < 2 * gpus {
+            let e = extra[k % extra.len()] % experts;
+            k += 1;
+            if counts[e] < gpus {
+                counts[e] += 1;
+            } else if let Some(f) = (0..experts).find(|&f| counts[f] < gpus) {
+                counts[f] += 1;
+            }
+        }
+        if let Some(map) = pair_up(&counts) {
+            let other = Placement::evaluate(&l, &c, map).unwrap();
+            if other.duplicates_on_gpu == 0 {
+                proptest::prop_assert!(
+                    p.lower_bound <= other.max_gpu_load * (1.0 + 1e-12),
+                    "bound {} above a valid plan {}", p.lower_bound, other.max_gpu_load
+                );
+            }
+        }
+        let base = eplb(&l, &c, EplbPolicy::Global).unwrap();
+        if base.duplicates_on_gpu == 0 {
+            proptest::prop_assert!(p.lower_bound <= base.max_gpu_load * (1.0 + 1e-12));
+            proptest::prop_assert!(p.max_gpu_load <= base.max_gpu_load * (1.0 + 1e-12));
+        }
+    }
+}

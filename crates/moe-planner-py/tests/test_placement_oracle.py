@@ -2,8 +2,9 @@
 
 The oracle is written from the problem statement (an integer program over replica counts,
 solved by HiGHS through SciPy), not from the Rust planner. Three campaign instances whose
-optimum it proves (issue 20): the plan is never below the optimum, within 2% of it, and below
-what the planner returned before the count search. Needs SciPy; skipped without it
+optimum it proves (issue 20): the plan equals the optimum, says `proved-optimal` with the optimum
+as its bound (the exact 2-slot count search), and is below what the planner returned before the
+count search. Needs SciPy; skipped without it
 (`pip install scipy` to run it).
 """
 
@@ -46,12 +47,12 @@ def test_two_slot_plan_against_the_pairing_oracle(oracle, case, loads, gpus, bef
     assert plan.termination[0] != "time-capped"
     ours = float(plan.max_gpu_load[0])
     bound = float(plan.lower_bound[0])
-    # Searched below the old plan, so the oracle builds its own optimal plan (below ours it
-    # would only prove that nothing beats ours when ours is optimal).
-    lo, hi, realized, pairs = oracle.solve_pairs(loads, gpus, bound, before, 120.0)
+    # Searched below the old plan from its own lower end (not our bound, which is now the
+    # optimum itself), so the oracle builds its own optimal plan and its own proof.
+    lo, hi, realized, pairs = oracle.solve_pairs(loads, gpus, 0.97 * optimum, before, 120.0)
     # The oracle proves the pinned optimum: its relaxation's lower end and a valid plan meet.
     assert realized and hi == pytest.approx(optimum, rel=1e-9)
-    assert lo <= optimum * (1 + 1e-6)
+    assert optimum * (1 - 1e-6) <= lo <= optimum * (1 + 1e-6)
     # Its plan is valid: every expert placed, 2 replicas per GPU, never one expert twice.
     experts = [e for pair in pairs for (_, e) in pair]
     counts = np.bincount(experts, minlength=len(loads))
@@ -59,7 +60,9 @@ def test_two_slot_plan_against_the_pairing_oracle(oracle, case, loads, gpus, bef
     assert all(a[1] != b[1] for a, b in pairs)
     w = np.asarray(loads, dtype=float)
     assert max(w[a[1]] / counts[a[1]] + w[b[1]] / counts[b[1]] for a, b in pairs) == pytest.approx(optimum)
-    # Ours: never below the optimum, within 2%, better than before the count search.
-    assert ours >= optimum * (1 - 1e-9)
-    assert ours <= 1.02 * optimum
+    # Ours: the optimum, proved by our own search (its bound is the optimum), better than
+    # before the count search.
+    assert ours == pytest.approx(optimum, rel=1e-9)
+    assert plan.termination[0] == "proved-optimal"
+    assert bound == pytest.approx(optimum, rel=1e-9)
     assert ours < before
