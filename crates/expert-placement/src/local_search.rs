@@ -340,6 +340,12 @@ struct Scratch {
     /// Per expert with several replicas: the two largest loads of its GPUs if it lost one
     /// replica, with their GPUs (`load_of_other_holder` without the other expert's relief).
     heavier_top: Vec<[(f64, usize); 2]>,
+    /// Indices in `spare_info` of the spare slots not doomed at the step's cap, in order.
+    live: Vec<usize>,
+    /// The doomed ones as (their heavier other GPU, index), sorted.
+    doomed: Vec<(usize, usize)>,
+    /// The indices one slot of the busiest GPU tests, in order.
+    visit: Vec<usize>,
 }
 
 impl Candidates<'_> {
@@ -633,6 +639,9 @@ impl Candidates<'_> {
             heavier_top,
             bring,
             spare_info,
+            live,
+            doomed,
+            visit,
             ..
         } = scratch;
         spare.clear();
@@ -671,6 +680,23 @@ impl Candidates<'_> {
                 inv_speed: s.inv_speed(h),
             }
         }));
+        // Spare slots whose heavier other GPU `y` (off the slot's GPU) ends above the cap
+        // whatever expert the slot takes are doomed: the test below rejects them unless `y`
+        // holds that expert (then its relief may save it). The cap only falls during the
+        // scan except by `offer`'s tolerance, which the scan watches for (see below).
+        let sorted_cap = self.cap(current);
+        live.clear();
+        doomed.clear();
+        for (k, sp) in spare_info.iter().enumerate() {
+            let [(v1, g1), (v2, g2)] = heavier_top[sp.x];
+            let (v, y) = if g1 == sp.h { (v2, g2) } else { (v1, g1) };
+            if v > sorted_cap {
+                doomed.push((y, k));
+            } else {
+                live.push(k);
+            }
+        }
+        doomed.sort_unstable();
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         for i in s.cluster.slot_range(g) {
             let a = s.expert_of_slot[i];
@@ -729,15 +755,44 @@ impl Candidates<'_> {
             // slot's expert, which get heavier.
             let (mut ceiling, mut cap) = (self.ceiling(current), self.cap(current));
             let next_a = next_share[a];
-            for &Spare {
-                j,
-                x,
-                h,
-                load,
-                share,
-                inv_speed,
-            } in spare_info.iter()
-            {
+            // The spare slots the test below may pass, in slot order: the live ones and the
+            // doomed ones whose heavier GPU holds `a` (`a`'s GPUs are few). Should the cap
+            // ever rise above the one the slots were sorted with (a later best may be worse
+            // by `offer`'s tolerance), the remaining slots are all tested, as before.
+            visit.clear();
+            visit.extend_from_slice(live);
+            for &o in &s.slots_of_expert[a] {
+                let y = s.gpu_of_slot[o];
+                let from = doomed.partition_point(|&(z, _)| z < y);
+                let to = doomed.partition_point(|&(z, _)| z <= y);
+                visit.extend(doomed[from..to].iter().map(|&(_, k)| k));
+            }
+            if visit.len() > live.len() {
+                visit.sort_unstable();
+            }
+            let mut next = 0;
+            let mut all_from: Option<usize> = None;
+            loop {
+                let k = match all_from {
+                    Some(k) if k < spare_info.len() => {
+                        all_from = Some(k + 1);
+                        k
+                    }
+                    Some(_) => break,
+                    None if next < visit.len() => {
+                        next += 1;
+                        visit[next - 1]
+                    }
+                    None => break,
+                };
+                let Spare {
+                    j,
+                    x,
+                    h,
+                    load,
+                    share,
+                    inv_speed,
+                } = spare_info[k];
                 let new_h = load + (next_a - share) * inv_speed;
                 if new_h >= ceiling || x == a || s.has(h, a) {
                     continue;
@@ -756,6 +811,9 @@ impl Candidates<'_> {
                 if !heavier {
                     self.try_replacement(s, tops, Move::Replace(j, a), current);
                     (ceiling, cap) = (self.ceiling(current), self.cap(current));
+                    if cap > sorted_cap && all_from.is_none() {
+                        all_from = Some(k + 1);
+                    }
                 }
             }
         }
