@@ -132,11 +132,11 @@ pub(crate) fn reduce_excess(
                 if lh <= target
                     && swaps_cannot_win(
                         best.map(|b| b.1),
-                        lg,
-                        ig,
+                        (lg, ig),
+                        (lh, ih),
                         share[i] - lightest[h],
                         fewest[g] + fewest[h],
-                        &over,
+                        target,
                     )
                 {
                     continue;
@@ -311,17 +311,26 @@ pub(crate) fn reduce_excess(
 /// this bounds the computed gain exactly).
 fn swaps_cannot_win(
     best: Option<(bool, f64, f64)>,
-    lg: f64,
-    ig: f64,
+    (lg, ig): (f64, f64),
+    (lh, ih): (f64, f64),
     widest: f64,
     fewest: i64,
-    over: &impl Fn(f64) -> f64,
+    target: f64,
 ) -> bool {
     if widest <= 0.0 {
         // No swap lightens the busiest GPU, and the partner gains nothing.
         return true;
     }
-    cannot_beat(best, over(lg) - over(lg - widest * ig), fewest)
+    let over = |l: f64| (l - target).max(0.0);
+    let mut most = over(lg) - over(lg - widest * ig);
+    if ih == ig && target.is_finite() {
+        // Same speed: moving `p` off the busiest GPU removes at most `min(p, over(lg))`, and
+        // past the partner's room `target - lh` adds as much to the partner's excess, so a
+        // swap removes at most `target - lh` (exactly; the margin covers the computed gain's
+        // rounding, at most about `5e-15 (lg + lh)`).
+        most = most.min(target - lh + (lg + lh + target) * 1e-13);
+    }
+    cannot_beat(best, most, fewest)
 }
 
 /// Whether no swap between the busiest GPU (load `lg`) and a partner of the same speed also
