@@ -44,11 +44,8 @@ pub(crate) fn reduce_excess(
         }
         // (free move, gain per transfer, gain) of the best candidate.
         let mut best: Option<(Move, (bool, f64, f64))> = None;
-        let consider = |best: &mut Option<(Move, (bool, f64, f64))>, mv: Move, gain: f64| {
-            if gain <= tiny {
-                return;
-            }
-            let cost = origin.delta(s, mv);
+        // `consider` with the move's transfers already known.
+        let offer = |best: &mut Option<(Move, (bool, f64, f64))>, mv: Move, gain: f64, cost: i64| {
             let key = if cost <= 0 {
                 (true, gain, gain)
             } else {
@@ -57,6 +54,12 @@ pub(crate) fn reduce_excess(
             if best.is_none_or(|b| key > b.1) {
                 *best = Some((mv, key));
             }
+        };
+        let consider = |best: &mut Option<(Move, (bool, f64, f64))>, mv: Move, gain: f64| {
+            if gain <= tiny {
+                return;
+            }
+            offer(best, mv, gain, origin.delta(s, mv));
         };
         // The moves of `SlotState::moves_touching(g, true)` in its order, each tested cheapest
         // first (the gain before validity): most are rejected before any look-up. The buffers
@@ -91,6 +94,21 @@ pub(crate) fn reduce_excess(
                 }
                 _ => None,
             };
+            // What `x`'s other GPUs lose, added up from 0 in the scan's order.
+            let damage = match other {
+                Some((_, term)) => 0.0 + term,
+                None => {
+                    let dx = s.share(0, x, s.count[x] - 1) - share[j];
+                    s.slots_of_expert[x]
+                        .iter()
+                        .filter(|&&o| o != j)
+                        .fold(0.0, |sum, &o| {
+                            let y = s.gpu_of_slot[o];
+                            let ly = s.gpu_load(0, y);
+                            sum + (over(ly) - over(ly + dx * s.inv_speed(y)))
+                        })
+                }
+            };
             SpareSlot {
                 slot: j,
                 expert: x,
@@ -98,6 +116,8 @@ pub(crate) fn reduce_excess(
                 load: s.gpu_load(0, h),
                 inv_speed: s.inv_speed(h),
                 other,
+                damage,
+                kept_cost: i64::from(!origin.holds(h, x)),
             }
         }));
         // Per GPU: its lightest replica's share, and the fewest transfers a swap adds on it
@@ -276,6 +296,21 @@ pub(crate) fn reduce_excess(
                     if lh <= target && cannot_beat(best.map(|b| b.1), most_relief, fewest[h]) {
                         continue;
                     }
+                    // The slot's GPU at or below the target adds at most 0 (its term is 0
+                    // minus an excess): the gain is at most the relief added to what `x`'s
+                    // other GPUs lose, summed in the same order (each partial sum at most
+                    // the gain's, every operation being monotone). The move's transfers are
+                    // known exactly here.
+                    let cost = i64::from(!origin.holds(h, a)) - sp.kept_cost;
+                    if lh <= target {
+                        let mut most = sp.damage;
+                        for &t in &relief {
+                            most += t;
+                        }
+                        if most <= tiny || cannot_beat(best.map(|b| b.1), most, cost) {
+                            continue;
+                        }
+                    }
                     let mut gain = over(lh) - over(lh + shift);
                     if let Some((_, term)) = sp.other {
                         gain += term;
@@ -289,7 +324,10 @@ pub(crate) fn reduce_excess(
                     for &t in &relief {
                         gain += t;
                     }
-                    gain
+                    if gain > tiny {
+                        offer(&mut best, Move::Replace(j, a), gain, cost);
+                    }
+                    continue;
                 };
                 consider(&mut best, Move::Replace(j, a), gain);
             }
@@ -381,6 +419,10 @@ struct SpareSlot {
     /// With exactly one other replica of the expert: its GPU, and that GPU's term of the gain
     /// when the expert loses this replica.
     other: Option<(usize, f64)>,
+    /// What the other GPUs of the expert lose when it loses this replica, added up from 0.
+    damage: f64,
+    /// 1 when the slot's GPU did not hold its expert before (replacing it removes a transfer).
+    kept_cost: i64,
 }
 
 /// How [`reduce_excess`] ended.
