@@ -25,7 +25,7 @@ pub(crate) fn reduce_excess(
     let tiny = target.abs().max(f64::MIN_POSITIVE) * REL_EPS;
     let over = |l: f64| (l - target).max(0.0);
     let late = || deadline.passed();
-    let (mut share, mut spare, mut next_share) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut share, mut spare) = (Vec::new(), Vec::new());
     let (mut lightest, mut fewest, mut b_excess) = (Vec::new(), Vec::new(), Vec::new());
     let mut spare_info: Vec<SpareSlot> = Vec::new();
     for _ in 0..max_moves {
@@ -65,12 +65,11 @@ pub(crate) fn reduce_excess(
         // first (the gain before validity): most are rejected before any look-up. The buffers
         // are reused from step to step.
         share.clear();
-        share.extend(s.expert_of_slot.iter().map(|&e| s.share(0, e, s.count[e])));
+        share.extend(s.expert_of_slot.iter().map(|&e| s.share_now[e]));
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         spare.clear();
         spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
-        next_share.clear();
-        next_share.extend((0..s.experts).map(|b| s.share(0, b, s.count[b] + 1)));
+        let next_share = &s.share_more;
         // Per expert: the excess of its GPUs added up (0 exactly when none is above the
         // target), the most a replica more of it can remove there.
         b_excess.clear();
@@ -88,7 +87,7 @@ pub(crate) fn reduce_excess(
             let other = match s.slots_of_expert[x].as_slice() {
                 &[o1, o2] => {
                     let y = s.gpu_of_slot[if o1 == j { o2 } else { o1 }];
-                    let dx = s.share(0, x, s.count[x] - 1) - share[j];
+                    let dx = s.share_less[x] - share[j];
                     let ly = s.gpu_load(0, y);
                     Some((y, over(ly) - over(ly + dx * s.inv_speed(y))))
                 }
@@ -98,7 +97,7 @@ pub(crate) fn reduce_excess(
             let damage = match other {
                 Some((_, term)) => 0.0 + term,
                 None => {
-                    let dx = s.share(0, x, s.count[x] - 1) - share[j];
+                    let dx = s.share_less[x] - share[j];
                     s.slots_of_expert[x]
                         .iter()
                         .filter(|&&o| o != j)
@@ -197,7 +196,7 @@ pub(crate) fn reduce_excess(
                 // every `b` not on them, so their part of the gain is computed once. For such
                 // a `b` the gain is added up here in `replace_gain`'s order (same value), the
                 // others go through `replace_gain` itself.
-                let da = s.share(0, a, ca - 1) - s.share(0, a, ca);
+                let da = s.share_less[a] - s.share_now[a];
                 let a_terms: Vec<f64> = a_gpus
                     .iter()
                     .map(|&x| {
@@ -238,7 +237,7 @@ pub(crate) fn reduce_excess(
                         {
                             continue;
                         }
-                        let db = nb - s.share(0, b, s.count[b]);
+                        let db = nb - s.share_now[b];
                         for &o in &s.slots_of_expert[b] {
                             let y = s.gpu_of_slot[o];
                             let ly = s.gpu_load(0, y);
@@ -252,7 +251,7 @@ pub(crate) fn reduce_excess(
             // `a` gains a replica in a spare slot elsewhere: its GPUs get lighter by the same
             // amount whatever the slot. As above, the gain is added up here in `replace_gain`'s
             // order unless a GPU holds both experts.
-            let da_gain = s.share(0, a, ca + 1) - s.share(0, a, ca);
+            let da_gain = s.share_more[a] - s.share_now[a];
             let relief: Vec<f64> = s.slots_of_expert[a]
                 .iter()
                 .map(|&o| {
@@ -315,7 +314,7 @@ pub(crate) fn reduce_excess(
                     if let Some((_, term)) = sp.other {
                         gain += term;
                     } else {
-                        let dx = s.share(0, x, s.count[x] - 1) - share[j];
+                        let dx = s.share_less[x] - share[j];
                         for y in x_gpus {
                             let ly = s.gpu_load(0, y);
                             gain += over(ly) - over(ly + dx * s.inv_speed(y));
@@ -442,10 +441,8 @@ pub(crate) enum Reduced {
 /// summing over its touched GPUs, without building them.
 fn replace_gain(s: &SlotState, slot: usize, b: usize, over: &impl Fn(f64) -> f64) -> f64 {
     let (h, a) = (s.gpu_of_slot[slot], s.expert_of_slot[slot]);
-    let (ca, cb) = (s.count[a], s.count[b]);
     let lh = s.gpu_load(0, h);
-    let mut gain =
-        over(lh) - over(lh + (s.share(0, b, cb + 1) - s.share(0, a, ca)) * s.inv_speed(h));
+    let mut gain = over(lh) - over(lh + (s.share_more[b] - s.share_now[a]) * s.inv_speed(h));
     for &o in &s.slots_of_expert[a] {
         let x = s.gpu_of_slot[o];
         if o != slot {
@@ -457,7 +454,7 @@ fn replace_gain(s: &SlotState, slot: usize, b: usize, over: &impl Fn(f64) -> f64
         if !s.has(y, a) {
             let ly = s.gpu_load(0, y);
             gain +=
-                over(ly) - over(ly + (s.share(0, b, cb + 1) - s.share(0, b, cb)) * s.inv_speed(y));
+                over(ly) - over(ly + (s.share_more[b] - s.share_now[b]) * s.inv_speed(y));
         }
     }
     gain

@@ -331,8 +331,6 @@ struct Scratch {
     /// Experts a replacement on the busiest GPU may bring (those on one GPU that must hold
     /// them), in index order.
     bring: Vec<usize>,
-    /// Per expert: the share of one replica if it had one more.
-    next_share: Vec<f64>,
     /// Slots whose expert has another replica.
     spare: Vec<usize>,
     /// GPUs of a slot's expert that end above the cap whatever replaces it.
@@ -437,7 +435,7 @@ impl Candidates<'_> {
             .saturating_add((s.expert_of_slot.len() + 2 * s.gpus()) as u64);
         let mut share = std::mem::take(&mut self.scratch.share);
         share.clear();
-        share.extend(s.expert_of_slot.iter().map(|&e| s.share(0, e, s.count[e])));
+        share.extend(s.expert_of_slot.iter().map(|&e| s.share_now[e]));
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         // Lightest partners first: their swaps can balance the most, so later partners are
         // usually cut by the bound below. Ties by GPU index: the order of a stable sort of
@@ -633,7 +631,6 @@ impl Candidates<'_> {
         scratch: &mut Scratch,
     ) {
         let Scratch {
-            next_share,
             spare,
             heavy,
             heavier_top,
@@ -646,8 +643,7 @@ impl Candidates<'_> {
         } = scratch;
         spare.clear();
         spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
-        next_share.clear();
-        next_share.extend((0..s.experts).map(|b| s.share(0, b, s.count[b] + 1)));
+        let next_share = &s.share_more;
         let min_next = next_share.iter().copied().fold(f64::INFINITY, f64::min);
         // Per expert with a spare replica: the two largest loads its GPUs would have if it
         // lost a replica, each added up as `load_of_other_holder` adds it before the other
@@ -658,7 +654,7 @@ impl Candidates<'_> {
         for &j in spare.iter() {
             let (x, y) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
             let v = s.gpu_load(0, y)
-                + (s.share(0, x, s.count[x] - 1) - s.share(0, x, s.count[x])) * s.inv_speed(y);
+                + (s.share_less[x] - s.share_now[x]) * s.inv_speed(y);
             let top = &mut heavier_top[x];
             if v > top[0].0 {
                 top[1] = top[0];
@@ -676,7 +672,7 @@ impl Candidates<'_> {
                 x,
                 h,
                 load: s.gpu_load(0, h),
-                share: s.share(0, x, s.count[x]),
+                share: s.share_now[x],
                 inv_speed: s.inv_speed(h),
             }
         }));
@@ -700,7 +696,7 @@ impl Candidates<'_> {
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         for i in s.cluster.slot_range(g) {
             let a = s.expert_of_slot[i];
-            let sa = s.share(0, a, s.count[a]);
+            let sa = s.share_now[a];
             // The slot's new load rises with `b`'s next share (each operation is monotone):
             // when even the smallest fails the first test below, every `b` does.
             if s.count[a] >= 2 && lg + (min_next - sa) * ig < self.ceiling(current) {
@@ -717,7 +713,7 @@ impl Candidates<'_> {
                         .filter(|&x| {
                             x != g
                                 && s.gpu_load(0, x)
-                                    + (s.share(0, a, s.count[a] - 1) - s.share(0, a, s.count[a]))
+                                    + (s.share_less[a] - s.share_now[a])
                                         * s.inv_speed(x)
                                     > cap
                         }),
@@ -880,6 +876,6 @@ fn replaced_slot_load(s: &SlotState, slot: usize, b: usize) -> Option<f64> {
     let a = s.expert_of_slot[slot];
     Some(
         s.gpu_load(0, g)
-            + (s.share(0, b, s.count[b] + 1) - s.share(0, a, s.count[a])) * s.inv_speed(g),
+            + (s.share_more[b] - s.share_now[a]) * s.inv_speed(g),
     )
 }
