@@ -289,6 +289,19 @@ pub(crate) fn reduce_excess(
                     Some((y, _)) => s.has(y, a),
                     None => x_gpus.clone().any(|y| s.has(y, a)),
                 };
+                if let (Some((_, term)), false) = (sp.other, holds_a) {
+                    // One other replica: the gain is cheaper to compute than to bound.
+                    let mut gain = over(lh) - over(lh + shift);
+                    gain += term;
+                    for &t in &relief {
+                        gain += t;
+                    }
+                    if gain > tiny {
+                        let cost = i64::from(!origin.holds(h, a)) - sp.kept_cost;
+                        offer(&mut best, Move::Replace(j, a), gain, cost);
+                    }
+                    continue;
+                }
                 let gain = if holds_a {
                     replace_gain(s, j, a, &over)
                 } else {
