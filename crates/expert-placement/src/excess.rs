@@ -204,6 +204,7 @@ pub(crate) fn reduce_excess(
                         over(lx) - over(lx + da * s.inv_speed(x))
                     })
                     .collect();
+                let a_cost = i64::from(!origin.holds(g, a));
                 for (b, &nb) in next_share.iter().enumerate() {
                     // On the busiest GPU the slot must get lighter.
                     let lighter_slot = (nb - sa) * ig < 0.0;
@@ -222,19 +223,18 @@ pub(crate) fn reduce_excess(
                         // added (with a margin for the order of the additions) cannot beat
                         // the best, neither can the move.
                         let most = b_excess[b];
+                        // The move's transfers (`origin.delta`, inlined).
+                        let cost = || i64::from(!origin.holds(g, b)) - a_cost;
                         if most == 0.0 {
-                            consider(&mut best, Move::Replace(i, b), gain);
+                            if gain > tiny {
+                                offer(&mut best, Move::Replace(i, b), gain, cost());
+                            }
                             continue;
                         }
+                        let cost = cost();
                         let n = s.slots_of_expert[b].len() as f64;
                         let bound = gain + most + (gain.abs() + most) * 1e-14 * (n + 1.0);
-                        if bound <= tiny
-                            || cannot_beat(
-                                best.map(|b| b.1),
-                                bound,
-                                origin.delta(s, Move::Replace(i, b)),
-                            )
-                        {
+                        if bound <= tiny || cannot_beat(best.map(|b| b.1), bound, cost) {
                             continue;
                         }
                         let db = nb - s.share_now[b];
@@ -243,7 +243,10 @@ pub(crate) fn reduce_excess(
                             let ly = s.gpu_load(0, y);
                             gain += over(ly) - over(ly + db * s.inv_speed(y));
                         }
-                        gain
+                        if gain > tiny {
+                            offer(&mut best, Move::Replace(i, b), gain, cost);
+                        }
+                        continue;
                     };
                     consider(&mut best, Move::Replace(i, b), gain);
                 }
