@@ -340,8 +340,11 @@ struct Scratch {
     heavier_top: Vec<[(f64, usize); 2]>,
     /// Indices in `spare_info` of the spare slots not doomed at the step's cap, in order.
     live: Vec<usize>,
-    /// The doomed ones as (their heavier other GPU, index), sorted.
+    /// The doomed ones as (their heavier other GPU, index).
     doomed: Vec<(usize, usize)>,
+    /// Their indices grouped by that GPU (group `y` is `doomed_start[y]..doomed_start[y + 1]`).
+    doomed_by_gpu: Vec<usize>,
+    doomed_start: Vec<usize>,
     /// The indices one slot of the busiest GPU tests, in order.
     visit: Vec<usize>,
 }
@@ -638,6 +641,8 @@ impl Candidates<'_> {
             spare_info,
             live,
             doomed,
+            doomed_start,
+            doomed_by_gpu,
             visit,
             ..
         } = scratch;
@@ -683,16 +688,33 @@ impl Candidates<'_> {
         let sorted_cap = self.cap(current);
         live.clear();
         doomed.clear();
+        doomed_start.clear();
+        doomed_start.resize(s.gpus() + 1, 0);
         for (k, sp) in spare_info.iter().enumerate() {
             let [(v1, g1), (v2, g2)] = heavier_top[sp.x];
             let (v, y) = if g1 == sp.h { (v2, g2) } else { (v1, g1) };
             if v > sorted_cap {
                 doomed.push((y, k));
+                doomed_start[y + 1] += 1;
             } else {
                 live.push(k);
             }
         }
-        doomed.sort_unstable();
+        // Grouped by their heavier GPU (a counting sort: each group in index order).
+        for y in 0..s.gpus() {
+            doomed_start[y + 1] += doomed_start[y];
+        }
+        doomed_by_gpu.clear();
+        doomed_by_gpu.resize(doomed.len(), 0);
+        for &(y, k) in doomed.iter() {
+            doomed_by_gpu[doomed_start[y]] = k;
+            doomed_start[y] += 1;
+        }
+        // `doomed_start[y]` is now where group `y + 1` starts; shift back.
+        for y in (0..s.gpus()).rev() {
+            doomed_start[y + 1] = doomed_start[y];
+        }
+        doomed_start[0] = 0;
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         for i in s.cluster.slot_range(g) {
             let a = s.expert_of_slot[i];
@@ -759,9 +781,7 @@ impl Candidates<'_> {
             visit.extend_from_slice(live);
             for &o in &s.slots_of_expert[a] {
                 let y = s.gpu_of_slot[o];
-                let from = doomed.partition_point(|&(z, _)| z < y);
-                let to = doomed.partition_point(|&(z, _)| z <= y);
-                visit.extend(doomed[from..to].iter().map(|&(_, k)| k));
+                visit.extend_from_slice(&doomed_by_gpu[doomed_start[y]..doomed_start[y + 1]]);
             }
             if visit.len() > live.len() {
                 visit.sort_unstable();
