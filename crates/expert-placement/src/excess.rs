@@ -27,6 +27,7 @@ pub(crate) fn reduce_excess(
     let late = || deadline.passed();
     let (mut share, mut spare) = (Vec::new(), Vec::new());
     let (mut lightest, mut fewest, mut b_excess) = (Vec::new(), Vec::new(), Vec::new());
+    let mut partners: Vec<(usize, f64, f64)> = Vec::new();
     let mut spare_info: Vec<SpareSlot> = Vec::new();
     for _ in 0..max_moves {
         if late() {
@@ -140,14 +141,21 @@ pub(crate) fn reduce_excess(
         // Whether a GPU other than the busiest is above the target (then a replacement may
         // also relieve it, and the bound on the busiest GPU's replacements below is not used).
         let others_over = (0..s.gpus()).any(|h| h != g && s.gpu_load(0, h) > target);
+        // The GPUs a swap with the busiest one may help, in order, with their loads and
+        // inverse speeds (the same for every slot of the busiest GPU).
+        partners.clear();
+        partners.extend(
+            (0..s.gpus())
+                .filter(|&h| h != g)
+                .map(|h| (h, s.gpu_load(0, h), s.inv_speed(h)))
+                .filter(|&(_, lh, ih)| {
+                    !(lh > target && ih == ig && swaps_over_target_lose(lg, lh, target))
+                }),
+        );
         for i in s.cluster.slot_range(g) {
             let a = s.expert_of_slot[i];
             // The slots in order, GPU by GPU (slot ranges are consecutive).
-            for h in (0..s.gpus()).filter(|&h| h != g) {
-                let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
-                if lh > target && ih == ig && swaps_over_target_lose(lg, lh, target) {
-                    continue;
-                }
+            for &(h, lh, ih) in &partners {
                 if lh <= target
                     && swaps_cannot_win(
                         best.map(|b| b.1),
