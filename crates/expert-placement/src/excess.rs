@@ -29,6 +29,18 @@ pub(crate) fn reduce_excess(
     let (mut lightest, mut fewest, mut b_excess) = (Vec::new(), Vec::new(), Vec::new());
     let mut partners: Vec<(usize, f64, f64)> = Vec::new();
     let mut spare_info: Vec<SpareSlot> = Vec::new();
+    // Per slot its replica's share, and per GPU the fewest transfers a swap adds on it (+1
+    // when it holds only experts it held before: giving one away adds a transfer; else -1),
+    // both updated after each move where it changed them.
+    let kept = |s: &SlotState, h: usize| {
+        let kept = s
+            .cluster
+            .slot_range(h)
+            .all(|j| origin.holds(h, s.expert_of_slot[j]));
+        if kept { 1_i64 } else { -1 }
+    };
+    share.extend(s.expert_of_slot.iter().map(|&e| s.share_now[e]));
+    fewest.extend((0..s.gpus()).map(|h| kept(s, h)));
     for _ in 0..max_moves {
         if late() {
             return Reduced::Cut;
@@ -65,8 +77,6 @@ pub(crate) fn reduce_excess(
         // The moves of `SlotState::moves_touching(g, true)` in its order, each tested cheapest
         // first (the gain before validity): most are rejected before any look-up. The buffers
         // are reused from step to step.
-        share.clear();
-        share.extend(s.expert_of_slot.iter().map(|&e| s.share_now[e]));
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         spare.clear();
         spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
@@ -125,18 +135,10 @@ pub(crate) fn reduce_excess(
         // else -1).
         lightest.clear();
         lightest.extend((0..s.gpus()).map(|h| {
-            share[s.cluster.slot_range(h)]
-                .iter()
-                .copied()
-                .fold(f64::INFINITY, f64::min)
-        }));
-        fewest.clear();
-        fewest.extend((0..s.gpus()).map(|h| {
-            let kept = s
-                .cluster
-                .slot_range(h)
-                .all(|j| origin.holds(h, s.expert_of_slot[j]));
-            if kept { 1_i64 } else { -1 }
+            // The state keeps each GPU's slots sorted by share, lightest first.
+            s.slots_by_share(h)
+                .first()
+                .map_or(f64::INFINITY, |&(_, j)| share[j])
         }));
         // Whether a GPU other than the busiest is above the target (then a replacement may
         // also relieve it, and the bound on the busiest GPU's replacements below is not used).
@@ -358,7 +360,29 @@ pub(crate) fn reduce_excess(
         let Some((mv, _)) = best else {
             return Reduced::Stuck;
         };
+        let old_expert = match mv {
+            Move::Replace(i, _) => s.expert_of_slot[i],
+            Move::Swap(..) => 0,
+        };
         s.apply(mv);
+        match mv {
+            Move::Swap(i, j) => {
+                for slot in [i, j] {
+                    share[slot] = s.share_now[s.expert_of_slot[slot]];
+                    fewest[s.gpu_of_slot[slot]] = kept(s, s.gpu_of_slot[slot]);
+                }
+            }
+            Move::Replace(i, b) => {
+                // The slot's old expert (now one replica fewer) and `b` change share.
+                let a = old_expert;
+                for &e in &[a, b] {
+                    for &slot in &s.slots_of_expert[e] {
+                        share[slot] = s.share_now[e];
+                    }
+                }
+                fewest[s.gpu_of_slot[i]] = kept(s, s.gpu_of_slot[i]);
+            }
+        }
         after_move(s, mv);
     }
     Reduced::Stuck
