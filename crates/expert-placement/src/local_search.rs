@@ -249,6 +249,10 @@ pub(crate) fn improve(
         mask: Vec::new(),
         scratch: Scratch::default(),
     };
+    search
+        .scratch
+        .share
+        .extend(s.expert_of_slot.iter().map(|&e| s.share_now[e]));
     let mut moves = 0;
     while moves < max_moves && search.work < WORK_BUDGET {
         // The clock is read before every move (a move costs microseconds to, on thousands of
@@ -270,7 +274,12 @@ pub(crate) fn improve(
             search.replacements(s, &tops, &hot, current);
         }
         let Some((mv, _)) = search.best else { break };
+        let old_expert = match mv {
+            Move::Replace(i, _) => s.expert_of_slot[i],
+            Move::Swap(i, _) => s.expert_of_slot[i],
+        };
         s.apply(mv);
+        search.scratch.moved(s, mv, old_expert);
         tops.refresh(s);
         moves += 1;
         after_move(s, mv, tops.objective(aggregate));
@@ -316,7 +325,8 @@ struct Spare {
 /// Per-step buffers of [`Candidates`]: their contents are rebuilt at every use.
 #[derive(Default)]
 struct Scratch {
-    /// Per slot: the share of its expert's load one replica carries.
+    /// Per slot: the share of its expert's load one replica carries (window 0), kept up to
+    /// date by [`improve`] after each move.
     share: Vec<f64>,
     /// GPUs a swap with the busiest GPU may improve, lightest first (with their
     /// [`order_key`]).
@@ -347,6 +357,27 @@ struct Scratch {
     doomed_start: Vec<usize>,
     /// The indices one slot of the busiest GPU tests, in order.
     visit: Vec<usize>,
+}
+
+impl Scratch {
+    /// Updates the per-slot shares after `mv` (whose replaced expert was `old_expert`): a swap
+    /// changes its two slots, a replacement every slot of the two experts whose count changed.
+    fn moved(&mut self, s: &SlotState, mv: Move, old_expert: usize) {
+        match mv {
+            Move::Swap(i, j) => {
+                for slot in [i, j] {
+                    self.share[slot] = s.share_now[s.expert_of_slot[slot]];
+                }
+            }
+            Move::Replace(_, b) => {
+                for e in [old_expert, b] {
+                    for &slot in &s.slots_of_expert[e] {
+                        self.share[slot] = s.share_now[e];
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl Candidates<'_> {
@@ -436,9 +467,8 @@ impl Candidates<'_> {
         self.work = self
             .work
             .saturating_add((s.expert_of_slot.len() + 2 * s.gpus()) as u64);
-        let mut share = std::mem::take(&mut self.scratch.share);
-        share.clear();
-        share.extend(s.expert_of_slot.iter().map(|&e| s.share_now[e]));
+        // Kept up to date by `improve` after each move.
+        let share = std::mem::take(&mut self.scratch.share);
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         // Lightest partners first: their swaps can balance the most, so later partners are
         // usually cut by the bound below. Ties by GPU index: the order of a stable sort of
