@@ -58,7 +58,7 @@ impl Origin {
     }
 
     /// Change in the number of transfers if `mv` is applied to `s`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn delta(&self, s: &SlotState, mv: Move) -> i64 {
         match mv {
             Move::Swap(i, j) => {
