@@ -28,6 +28,7 @@ pub(crate) fn reduce_excess(
     let (mut share, mut spare) = (Vec::new(), Vec::new());
     let (mut lightest, mut fewest, mut b_excess) = (Vec::new(), Vec::new(), Vec::new());
     let mut partners: Vec<(usize, f64, f64)> = Vec::new();
+    let mut listed: Vec<usize> = Vec::new();
     let mut spare_info: Vec<SpareSlot> = Vec::new();
     // Per slot its replica's share, and per GPU the fewest transfers a swap adds on it (+1
     // when it holds only experts it held before: giving one away adds a transfer; else -1),
@@ -89,6 +90,9 @@ pub(crate) fn reduce_excess(
                 .iter()
                 .fold(0.0, |sum, &o| sum + over(s.gpu_load(0, s.gpu_of_slot[o])))
         }));
+        let max_excess = b_excess.iter().copied().fold(0.0, f64::max);
+        let min_next = next_share.iter().copied().fold(f64::INFINITY, f64::min);
+        let max_replicas = s.count.iter().copied().max().unwrap_or(0);
         // What the spare-slot scan reads of each spare slot, once per step: with exactly one
         // other replica of its expert, that GPU's term of the gain (the same expression the
         // scan would add, so the same value).
@@ -215,11 +219,12 @@ pub(crate) fn reduce_excess(
                     })
                     .collect();
                 let a_cost = i64::from(!origin.holds(g, a));
-                for (b, &nb) in next_share.iter().enumerate() {
+                let one = |best: &mut Option<(Move, (bool, f64, f64))>, b: usize| {
+                    let nb = next_share[b];
                     // On the busiest GPU the slot must get lighter.
                     let lighter_slot = (nb - sa) * ig < 0.0;
                     if b == a || !lighter_slot || s.has(g, b) {
-                        continue;
+                        return;
                     }
                     let gain = if a_gpus.iter().any(|&x| s.has(x, b)) {
                         replace_gain(s, i, b, &over)
@@ -237,15 +242,15 @@ pub(crate) fn reduce_excess(
                         let cost = || i64::from(!origin.holds(g, b)) - a_cost;
                         if most == 0.0 {
                             if gain > tiny {
-                                offer(&mut best, Move::Replace(i, b), gain, cost());
+                                offer(best, Move::Replace(i, b), gain, cost());
                             }
-                            continue;
+                            return;
                         }
                         let cost = cost();
                         let n = s.slots_of_expert[b].len() as f64;
                         let bound = gain + most + (gain.abs() + most) * 1e-14 * (n + 1.0);
-                        if bound <= tiny || cannot_beat(best.map(|b| b.1), bound, cost) {
-                            continue;
+                        if bound <= tiny || cannot_beat(best.map(|x| x.1), bound, cost) {
+                            return;
                         }
                         let db = nb - s.share_now[b];
                         for &o in &s.slots_of_expert[b] {
@@ -254,11 +259,38 @@ pub(crate) fn reduce_excess(
                             gain += over(ly) - over(ly + db * s.inv_speed(y));
                         }
                         if gain > tiny {
-                            offer(&mut best, Move::Replace(i, b), gain, cost);
+                            offer(best, Move::Replace(i, b), gain, cost);
                         }
-                        continue;
+                        return;
                     };
-                    consider(&mut best, Move::Replace(i, b), gain);
+                    consider(best, Move::Replace(i, b), gain);
+                };
+                // A `b` on none of `a`'s other GPUs removes at most what the smallest next
+                // share would on the busiest GPU, plus the other replicas' terms, plus the
+                // largest excess of any expert's GPUs (with a margin for the order of the
+                // additions), adding at least -1 transfer. When that cannot beat the best,
+                // only the experts on `a`'s other GPUs (whose gain can be larger: such a GPU
+                // gets lighter by `b`'s share too) are scored, in the same order.
+                let mut most = over(lg) - over(lg + (min_next - sa) * ig);
+                for &t in &a_terms {
+                    most += t;
+                }
+                let n = (a_terms.len() + max_replicas) as f64;
+                most += max_excess + (most.abs() + max_excess) * 1e-14 * (n + 2.0);
+                if most <= tiny || cannot_beat(best.map(|x| x.1), most, -1) {
+                    listed.clear();
+                    for &x in &a_gpus {
+                        listed.extend(s.cluster.slot_range(x).map(|o| s.expert_of_slot[o]));
+                    }
+                    listed.sort_unstable();
+                    listed.dedup();
+                    for &b in &listed {
+                        one(&mut best, b);
+                    }
+                } else {
+                    for b in 0..next_share.len() {
+                        one(&mut best, b);
+                    }
                 }
             }
             // `a` gains a replica in a spare slot elsewhere: its GPUs get lighter by the same
