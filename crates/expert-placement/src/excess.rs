@@ -59,16 +59,17 @@ pub(crate) fn reduce_excess(
         // (free move, gain per transfer, gain) of the best candidate.
         let mut best: Option<(Move, (bool, f64, f64))> = None;
         // `consider` with the move's transfers already known.
-        let offer = |best: &mut Option<(Move, (bool, f64, f64))>, mv: Move, gain: f64, cost: i64| {
-            let key = if cost <= 0 {
-                (true, gain, gain)
-            } else {
-                (false, gain / cost as f64, gain)
+        let offer =
+            |best: &mut Option<(Move, (bool, f64, f64))>, mv: Move, gain: f64, cost: i64| {
+                let key = if cost <= 0 {
+                    (true, gain, gain)
+                } else {
+                    (false, gain / cost as f64, gain)
+                };
+                if best.is_none_or(|b| key > b.1) {
+                    *best = Some((mv, key));
+                }
             };
-            if best.is_none_or(|b| key > b.1) {
-                *best = Some((mv, key));
-            }
-        };
         let consider = |best: &mut Option<(Move, (bool, f64, f64))>, mv: Move, gain: f64| {
             if gain <= tiny {
                 return;
@@ -134,9 +135,7 @@ pub(crate) fn reduce_excess(
                 kept_cost: i64::from(!origin.holds(h, x)),
             }
         }));
-        // Per GPU: its lightest replica's share, and the fewest transfers a swap adds on it
-        // (+1 when it holds only experts it held before: giving one away adds a transfer;
-        // else -1).
+        // Per GPU: its lightest replica's share.
         lightest.clear();
         lightest.extend((0..s.gpus()).map(|h| {
             // The state keeps each GPU's slots sorted by share, lightest first.
@@ -533,8 +532,7 @@ fn replace_gain(s: &SlotState, slot: usize, b: usize, over: &impl Fn(f64) -> f64
         let y = s.gpu_of_slot[o];
         if !s.has(y, a) {
             let ly = s.gpu_load(0, y);
-            gain +=
-                over(ly) - over(ly + (s.share_more[b] - s.share_now[b]) * s.inv_speed(y));
+            gain += over(ly) - over(ly + (s.share_more[b] - s.share_now[b]) * s.inv_speed(y));
         }
     }
     gain

@@ -688,8 +688,7 @@ impl Candidates<'_> {
         heavier_top.resize(s.experts, [(f64::NEG_INFINITY, usize::MAX); 2]);
         for &j in spare.iter() {
             let (x, y) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
-            let v = s.gpu_load(0, y)
-                + (s.share_less[x] - s.share_now[x]) * s.inv_speed(y);
+            let v = s.gpu_load(0, y) + (s.share_less[x] - s.share_now[x]) * s.inv_speed(y);
             let top = &mut heavier_top[x];
             if v > top[0].0 {
                 top[1] = top[0];
@@ -765,8 +764,7 @@ impl Candidates<'_> {
                         .filter(|&x| {
                             x != g
                                 && s.gpu_load(0, x)
-                                    + (s.share_less[a] - s.share_now[a])
-                                        * s.inv_speed(x)
+                                    + (s.share_less[a] - s.share_now[a]) * s.inv_speed(x)
                                     > cap
                         }),
                 );
@@ -924,8 +922,5 @@ fn replaced_slot_load(s: &SlotState, slot: usize, b: usize) -> Option<f64> {
     }
     let g = s.gpu_of_slot[slot];
     let a = s.expert_of_slot[slot];
-    Some(
-        s.gpu_load(0, g)
-            + (s.share_more[b] - s.share_now[a]) * s.inv_speed(g),
-    )
+    Some(s.gpu_load(0, g) + (s.share_more[b] - s.share_now[a]) * s.inv_speed(g))
 }

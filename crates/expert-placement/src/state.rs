@@ -170,7 +170,8 @@ impl<'a> SlotState<'a> {
     #[inline]
     pub(crate) fn load_of_other_holder(&self, slot: usize, b: usize, x: usize) -> f64 {
         let a = self.expert_of_slot[slot];
-        let mut load = self.gpu_load(0, x) + (self.share_less[a] - self.share_now[a]) * self.inv_speed[x];
+        let mut load =
+            self.gpu_load(0, x) + (self.share_less[a] - self.share_now[a]) * self.inv_speed[x];
         if self.has(x, b) {
             load += (self.share_more[b] - self.share_now[b]) * self.inv_speed[x];
         }
