@@ -815,7 +815,8 @@ impl Candidates<'_> {
                 visit.sort_unstable();
             }
             let mut next = 0;
-            let mut all_from: Option<usize> = None;
+            // A replacement scored above (this slot's experts) may have raised it already.
+            let mut all_from: Option<usize> = (cap > sorted_cap).then_some(0);
             loop {
                 let k = match all_from {
                     Some(k) if k < spare_info.len() => {
