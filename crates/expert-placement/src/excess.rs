@@ -424,7 +424,8 @@ pub(crate) fn reduce_excess(
 /// can beat `best`, when every such swap adds at least `fewest` transfers. The partner stays at
 /// or below the target or loses gain, so a swap removes at most `over(lg) - over(lg - d ig)`
 /// (the same floating-point expression with the largest `d`: every operation is monotone, so
-/// this bounds the computed gain exactly).
+/// this bounds the computed gain exactly). A partner (load `lh`, inverse speed `ih`) of the
+/// same speed bounds it by its room to the `target` too.
 fn swaps_cannot_win(
     best: Option<(bool, f64, f64)>,
     (lg, ig): (f64, f64),
