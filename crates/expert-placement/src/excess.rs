@@ -25,9 +25,23 @@ pub(crate) fn reduce_excess(
     let tiny = target.abs().max(f64::MIN_POSITIVE) * REL_EPS;
     let over = |l: f64| (l - target).max(0.0);
     let late = || deadline.passed();
-    let (mut share, mut spare, mut next_share) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut lightest, mut fewest) = (Vec::new(), Vec::new());
+    let (mut share, mut spare) = (Vec::new(), Vec::new());
+    let (mut lightest, mut fewest, mut b_excess) = (Vec::new(), Vec::new(), Vec::new());
+    let mut partners: Vec<(usize, f64, f64)> = Vec::new();
+    let mut listed: Vec<usize> = Vec::new();
     let mut spare_info: Vec<SpareSlot> = Vec::new();
+    // Per slot its replica's share, and per GPU the fewest transfers a swap adds on it (+1
+    // when it holds only experts it held before: giving one away adds a transfer; else -1),
+    // both updated after each move where it changed them.
+    let kept = |s: &SlotState, h: usize| {
+        let kept = s
+            .cluster
+            .slot_range(h)
+            .all(|j| origin.holds(h, s.expert_of_slot[j]));
+        if kept { 1_i64 } else { -1 }
+    };
+    share.extend(s.expert_of_slot.iter().map(|&e| s.share_now[e]));
+    fewest.extend((0..s.gpus()).map(|h| kept(s, h)));
     for _ in 0..max_moves {
         if late() {
             return Reduced::Cut;
@@ -44,30 +58,42 @@ pub(crate) fn reduce_excess(
         }
         // (free move, gain per transfer, gain) of the best candidate.
         let mut best: Option<(Move, (bool, f64, f64))> = None;
+        // `consider` with the move's transfers already known.
+        let offer =
+            |best: &mut Option<(Move, (bool, f64, f64))>, mv: Move, gain: f64, cost: i64| {
+                let key = if cost <= 0 {
+                    (true, gain, gain)
+                } else {
+                    (false, gain / cost as f64, gain)
+                };
+                if best.is_none_or(|b| key > b.1) {
+                    *best = Some((mv, key));
+                }
+            };
         let consider = |best: &mut Option<(Move, (bool, f64, f64))>, mv: Move, gain: f64| {
             if gain <= tiny {
                 return;
             }
-            let cost = origin.delta(s, mv);
-            let key = if cost <= 0 {
-                (true, gain, gain)
-            } else {
-                (false, gain / cost as f64, gain)
-            };
-            if best.is_none_or(|b| key > b.1) {
-                *best = Some((mv, key));
-            }
+            offer(best, mv, gain, origin.delta(s, mv));
         };
         // The moves of `SlotState::moves_touching(g, true)` in its order, each tested cheapest
         // first (the gain before validity): most are rejected before any look-up. The buffers
         // are reused from step to step.
-        share.clear();
-        share.extend(s.expert_of_slot.iter().map(|&e| s.share(0, e, s.count[e])));
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         spare.clear();
         spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
-        next_share.clear();
-        next_share.extend((0..s.experts).map(|b| s.share(0, b, s.count[b] + 1)));
+        let next_share = &s.share_more;
+        // Per expert: the excess of its GPUs added up (0 exactly when none is above the
+        // target), the most a replica more of it can remove there.
+        b_excess.clear();
+        b_excess.extend(s.slots_of_expert.iter().map(|slots| {
+            slots
+                .iter()
+                .fold(0.0, |sum, &o| sum + over(s.gpu_load(0, s.gpu_of_slot[o])))
+        }));
+        let max_excess = b_excess.iter().copied().fold(0.0, f64::max);
+        let min_next = next_share.iter().copied().fold(f64::INFINITY, f64::min);
+        let max_replicas = s.count.iter().copied().max().unwrap_or(0);
         // What the spare-slot scan reads of each spare slot, once per step: with exactly one
         // other replica of its expert, that GPU's term of the gain (the same expression the
         // scan would add, so the same value).
@@ -77,11 +103,26 @@ pub(crate) fn reduce_excess(
             let other = match s.slots_of_expert[x].as_slice() {
                 &[o1, o2] => {
                     let y = s.gpu_of_slot[if o1 == j { o2 } else { o1 }];
-                    let dx = s.share(0, x, s.count[x] - 1) - share[j];
+                    let dx = s.share_less[x] - share[j];
                     let ly = s.gpu_load(0, y);
                     Some((y, over(ly) - over(ly + dx * s.inv_speed(y))))
                 }
                 _ => None,
+            };
+            // What `x`'s other GPUs lose, added up from 0 in the scan's order.
+            let damage = match other {
+                Some((_, term)) => 0.0 + term,
+                None => {
+                    let dx = s.share_less[x] - share[j];
+                    s.slots_of_expert[x]
+                        .iter()
+                        .filter(|&&o| o != j)
+                        .fold(0.0, |sum, &o| {
+                            let y = s.gpu_of_slot[o];
+                            let ly = s.gpu_load(0, y);
+                            sum + (over(ly) - over(ly + dx * s.inv_speed(y)))
+                        })
+                }
             };
             SpareSlot {
                 slot: j,
@@ -90,42 +131,44 @@ pub(crate) fn reduce_excess(
                 load: s.gpu_load(0, h),
                 inv_speed: s.inv_speed(h),
                 other,
+                damage,
+                kept_cost: i64::from(!origin.holds(h, x)),
             }
         }));
-        // Per GPU: its lightest replica's share, and the fewest transfers a swap adds on it
-        // (+1 when it holds only experts it held before: giving one away adds a transfer;
-        // else -1).
+        // Per GPU: its lightest replica's share.
         lightest.clear();
         lightest.extend((0..s.gpus()).map(|h| {
-            share[s.cluster.slot_range(h)]
-                .iter()
-                .copied()
-                .fold(f64::INFINITY, f64::min)
-        }));
-        fewest.clear();
-        fewest.extend((0..s.gpus()).map(|h| {
-            let kept = s
-                .cluster
-                .slot_range(h)
-                .all(|j| origin.holds(h, s.expert_of_slot[j]));
-            if kept { 1_i64 } else { -1 }
+            // The state keeps each GPU's slots sorted by share, lightest first.
+            s.slots_by_share(h)
+                .first()
+                .map_or(f64::INFINITY, |&(_, j)| share[j])
         }));
         // Whether a GPU other than the busiest is above the target (then a replacement may
         // also relieve it, and the bound on the busiest GPU's replacements below is not used).
         let others_over = (0..s.gpus()).any(|h| h != g && s.gpu_load(0, h) > target);
+        // The GPUs a swap with the busiest one may help, in order, with their loads and
+        // inverse speeds (the same for every slot of the busiest GPU).
+        partners.clear();
+        partners.extend(
+            (0..s.gpus())
+                .filter(|&h| h != g)
+                .map(|h| (h, s.gpu_load(0, h), s.inv_speed(h)))
+                .filter(|&(_, lh, ih)| {
+                    !(lh > target && ih == ig && swaps_over_target_lose(lg, lh, target))
+                }),
+        );
         for i in s.cluster.slot_range(g) {
             let a = s.expert_of_slot[i];
             // The slots in order, GPU by GPU (slot ranges are consecutive).
-            for h in (0..s.gpus()).filter(|&h| h != g) {
-                let (lh, ih) = (s.gpu_load(0, h), s.inv_speed(h));
+            for &(h, lh, ih) in &partners {
                 if lh <= target
                     && swaps_cannot_win(
                         best.map(|b| b.1),
-                        lg,
-                        ig,
+                        (lg, ig),
+                        (lh, ih),
                         share[i] - lightest[h],
                         fewest[g] + fewest[h],
-                        &over,
+                        target,
                     )
                 {
                     continue;
@@ -166,7 +209,7 @@ pub(crate) fn reduce_excess(
                 // every `b` not on them, so their part of the gain is computed once. For such
                 // a `b` the gain is added up here in `replace_gain`'s order (same value), the
                 // others go through `replace_gain` itself.
-                let da = s.share(0, a, ca - 1) - s.share(0, a, ca);
+                let da = s.share_less[a] - s.share_now[a];
                 let a_terms: Vec<f64> = a_gpus
                     .iter()
                     .map(|&x| {
@@ -174,11 +217,13 @@ pub(crate) fn reduce_excess(
                         over(lx) - over(lx + da * s.inv_speed(x))
                     })
                     .collect();
-                for (b, &nb) in next_share.iter().enumerate() {
+                let a_cost = i64::from(!origin.holds(g, a));
+                let one = |best: &mut Option<(Move, (bool, f64, f64))>, b: usize| {
+                    let nb = next_share[b];
                     // On the busiest GPU the slot must get lighter.
                     let lighter_slot = (nb - sa) * ig < 0.0;
                     if b == a || !lighter_slot || s.has(g, b) {
-                        continue;
+                        return;
                     }
                     let gain = if a_gpus.iter().any(|&x| s.has(x, b)) {
                         replace_gain(s, i, b, &over)
@@ -187,21 +232,70 @@ pub(crate) fn reduce_excess(
                         for &t in &a_terms {
                             gain += t;
                         }
-                        let db = nb - s.share(0, b, s.count[b]);
+                        // `b`'s GPUs get lighter: each adds at most its excess. None above the
+                        // target: each adds exactly 0. Otherwise, when even every excess
+                        // added (with a margin for the order of the additions) cannot beat
+                        // the best, neither can the move.
+                        let most = b_excess[b];
+                        // The move's transfers (`origin.delta`, inlined).
+                        let cost = || i64::from(!origin.holds(g, b)) - a_cost;
+                        if most == 0.0 {
+                            if gain > tiny {
+                                offer(best, Move::Replace(i, b), gain, cost());
+                            }
+                            return;
+                        }
+                        let cost = cost();
+                        let n = s.slots_of_expert[b].len() as f64;
+                        let bound = gain + most + (gain.abs() + most) * 1e-14 * (n + 1.0);
+                        if bound <= tiny || cannot_beat(best.map(|x| x.1), bound, cost) {
+                            return;
+                        }
+                        let db = nb - s.share_now[b];
                         for &o in &s.slots_of_expert[b] {
                             let y = s.gpu_of_slot[o];
                             let ly = s.gpu_load(0, y);
                             gain += over(ly) - over(ly + db * s.inv_speed(y));
                         }
-                        gain
+                        if gain > tiny {
+                            offer(best, Move::Replace(i, b), gain, cost);
+                        }
+                        return;
                     };
-                    consider(&mut best, Move::Replace(i, b), gain);
+                    consider(best, Move::Replace(i, b), gain);
+                };
+                // A `b` on none of `a`'s other GPUs removes at most what the smallest next
+                // share would on the busiest GPU, plus the other replicas' terms, plus the
+                // largest excess of any expert's GPUs (with a margin for the order of the
+                // additions), adding at least -1 transfer. When that cannot beat the best,
+                // only the experts on `a`'s other GPUs (whose gain can be larger: such a GPU
+                // gets lighter by `b`'s share too) are scored, in the same order.
+                let mut most = over(lg) - over(lg + (min_next - sa) * ig);
+                for &t in &a_terms {
+                    most += t;
+                }
+                let n = (a_terms.len() + max_replicas) as f64;
+                most += max_excess + (most.abs() + max_excess) * 1e-14 * (n + 2.0);
+                if most <= tiny || cannot_beat(best.map(|x| x.1), most, -1) {
+                    listed.clear();
+                    for &x in &a_gpus {
+                        listed.extend(s.cluster.slot_range(x).map(|o| s.expert_of_slot[o]));
+                    }
+                    listed.sort_unstable();
+                    listed.dedup();
+                    for &b in &listed {
+                        one(&mut best, b);
+                    }
+                } else {
+                    for b in 0..next_share.len() {
+                        one(&mut best, b);
+                    }
                 }
             }
             // `a` gains a replica in a spare slot elsewhere: its GPUs get lighter by the same
             // amount whatever the slot. As above, the gain is added up here in `replace_gain`'s
             // order unless a GPU holds both experts.
-            let da_gain = s.share(0, a, ca + 1) - s.share(0, a, ca);
+            let da_gain = s.share_more[a] - s.share_now[a];
             let relief: Vec<f64> = s.slots_of_expert[a]
                 .iter()
                 .map(|&o| {
@@ -239,17 +333,45 @@ pub(crate) fn reduce_excess(
                     Some((y, _)) => s.has(y, a),
                     None => x_gpus.clone().any(|y| s.has(y, a)),
                 };
+                if let (Some((_, term)), false) = (sp.other, holds_a) {
+                    // One other replica: the gain is cheaper to compute than to bound.
+                    let mut gain = over(lh) - over(lh + shift);
+                    gain += term;
+                    for &t in &relief {
+                        gain += t;
+                    }
+                    if gain > tiny {
+                        let cost = i64::from(!origin.holds(h, a)) - sp.kept_cost;
+                        offer(&mut best, Move::Replace(j, a), gain, cost);
+                    }
+                    continue;
+                }
                 let gain = if holds_a {
                     replace_gain(s, j, a, &over)
                 } else {
                     if lh <= target && cannot_beat(best.map(|b| b.1), most_relief, fewest[h]) {
                         continue;
                     }
+                    // The slot's GPU at or below the target adds at most 0 (its term is 0
+                    // minus an excess): the gain is at most the relief added to what `x`'s
+                    // other GPUs lose, summed in the same order (each partial sum at most
+                    // the gain's, every operation being monotone). The move's transfers are
+                    // known exactly here.
+                    let cost = i64::from(!origin.holds(h, a)) - sp.kept_cost;
+                    if lh <= target {
+                        let mut most = sp.damage;
+                        for &t in &relief {
+                            most += t;
+                        }
+                        if most <= tiny || cannot_beat(best.map(|b| b.1), most, cost) {
+                            continue;
+                        }
+                    }
                     let mut gain = over(lh) - over(lh + shift);
                     if let Some((_, term)) = sp.other {
                         gain += term;
                     } else {
-                        let dx = s.share(0, x, s.count[x] - 1) - share[j];
+                        let dx = s.share_less[x] - share[j];
                         for y in x_gpus {
                             let ly = s.gpu_load(0, y);
                             gain += over(ly) - over(ly + dx * s.inv_speed(y));
@@ -258,7 +380,10 @@ pub(crate) fn reduce_excess(
                     for &t in &relief {
                         gain += t;
                     }
-                    gain
+                    if gain > tiny {
+                        offer(&mut best, Move::Replace(j, a), gain, cost);
+                    }
+                    continue;
                 };
                 consider(&mut best, Move::Replace(j, a), gain);
             }
@@ -266,7 +391,29 @@ pub(crate) fn reduce_excess(
         let Some((mv, _)) = best else {
             return Reduced::Stuck;
         };
+        let old_expert = match mv {
+            Move::Replace(i, _) => s.expert_of_slot[i],
+            Move::Swap(..) => 0,
+        };
         s.apply(mv);
+        match mv {
+            Move::Swap(i, j) => {
+                for slot in [i, j] {
+                    share[slot] = s.share_now[s.expert_of_slot[slot]];
+                    fewest[s.gpu_of_slot[slot]] = kept(s, s.gpu_of_slot[slot]);
+                }
+            }
+            Move::Replace(i, b) => {
+                // The slot's old expert (now one replica fewer) and `b` change share.
+                let a = old_expert;
+                for &e in &[a, b] {
+                    for &slot in &s.slots_of_expert[e] {
+                        share[slot] = s.share_now[e];
+                    }
+                }
+                fewest[s.gpu_of_slot[i]] = kept(s, s.gpu_of_slot[i]);
+            }
+        }
         after_move(s, mv);
     }
     Reduced::Stuck
@@ -277,20 +424,46 @@ pub(crate) fn reduce_excess(
 /// can beat `best`, when every such swap adds at least `fewest` transfers. The partner stays at
 /// or below the target or loses gain, so a swap removes at most `over(lg) - over(lg - d ig)`
 /// (the same floating-point expression with the largest `d`: every operation is monotone, so
-/// this bounds the computed gain exactly).
+/// this bounds the computed gain exactly). A partner (load `lh`, inverse speed `ih`) of the
+/// same speed bounds it by its room to the `target` too.
 fn swaps_cannot_win(
     best: Option<(bool, f64, f64)>,
-    lg: f64,
-    ig: f64,
+    (lg, ig): (f64, f64),
+    (lh, ih): (f64, f64),
     widest: f64,
     fewest: i64,
-    over: &impl Fn(f64) -> f64,
+    target: f64,
 ) -> bool {
     if widest <= 0.0 {
         // No swap lightens the busiest GPU, and the partner gains nothing.
         return true;
     }
-    cannot_beat(best, over(lg) - over(lg - widest * ig), fewest)
+    let over = |l: f64| (l - target).max(0.0);
+    let mut most = over(lg) - over(lg - widest * ig);
+    if ih == ig && target.is_finite() {
+        // Same speed: moving `p` off the busiest GPU removes at most `min(p, over(lg))`, and
+        // past the partner's room `target - lh` adds as much to the partner's excess, so a
+        // swap removes at most `target - lh` (exactly; the margin covers the computed gain's
+        // rounding, at most about `5e-15 (lg + lh)`).
+        most = most.min(target - lh + (lg + lh + target) * 1e-13);
+    }
+    cannot_beat(best, most, fewest)
+}
+
+/// Whether no swap between the busiest GPU (load `lg`) and a partner of the same speed also
+/// above the target (load `lh`) can remove more than `tiny = target · REL_EPS` excess, so the
+/// partner's swaps need not be scored (a third to a half of the swaps scanned at tolerance 0).
+///
+/// With both GPUs above the target and the same inverse speed, a swap shifting `p = d · ig`
+/// from one to the other lowers one GPU's excess by at most `|p|` and raises the other's by
+/// exactly `|p|`: its exact gain is at most 0. The computed gain differs from the exact one of
+/// its rounded inputs by at most about `10 · 2^-53` times its largest intermediate value, at
+/// most `4 (lg + lh)` (`|p|` is at most the larger GPU load); with `lg + lh <= 64 · target`
+/// that is below `3e-14 · target`, well under `tiny` (`1e-12 · target`), so the computed gain
+/// never passes `gain > tiny` either and skipping the partner changes nothing. Targets near
+/// the subnormal range are not skipped (rounding is no longer relative there).
+fn swaps_over_target_lose(lg: f64, lh: f64, target: f64) -> bool {
+    target >= 1e-250 && target.is_finite() && lg + lh <= 64.0 * target
 }
 
 /// Whether no move removing at most `most` excess and adding at least `fewest` transfers can
@@ -325,6 +498,10 @@ struct SpareSlot {
     /// With exactly one other replica of the expert: its GPU, and that GPU's term of the gain
     /// when the expert loses this replica.
     other: Option<(usize, f64)>,
+    /// What the other GPUs of the expert lose when it loses this replica, added up from 0.
+    damage: f64,
+    /// 1 when the slot's GPU did not hold its expert before (replacing it removes a transfer).
+    kept_cost: i64,
 }
 
 /// How [`reduce_excess`] ended.
@@ -344,10 +521,8 @@ pub(crate) enum Reduced {
 /// summing over its touched GPUs, without building them.
 fn replace_gain(s: &SlotState, slot: usize, b: usize, over: &impl Fn(f64) -> f64) -> f64 {
     let (h, a) = (s.gpu_of_slot[slot], s.expert_of_slot[slot]);
-    let (ca, cb) = (s.count[a], s.count[b]);
     let lh = s.gpu_load(0, h);
-    let mut gain =
-        over(lh) - over(lh + (s.share(0, b, cb + 1) - s.share(0, a, ca)) * s.inv_speed(h));
+    let mut gain = over(lh) - over(lh + (s.share_more[b] - s.share_now[a]) * s.inv_speed(h));
     for &o in &s.slots_of_expert[a] {
         let x = s.gpu_of_slot[o];
         if o != slot {
@@ -358,8 +533,7 @@ fn replace_gain(s: &SlotState, slot: usize, b: usize, over: &impl Fn(f64) -> f64
         let y = s.gpu_of_slot[o];
         if !s.has(y, a) {
             let ly = s.gpu_load(0, y);
-            gain +=
-                over(ly) - over(ly + (s.share(0, b, cb + 1) - s.share(0, b, cb)) * s.inv_speed(y));
+            gain += over(ly) - over(ly + (s.share_more[b] - s.share_now[b]) * s.inv_speed(y));
         }
     }
     gain

@@ -58,7 +58,7 @@ impl Origin {
     }
 
     /// Change in the number of transfers if `mv` is applied to `s`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn delta(&self, s: &SlotState, mv: Move) -> i64 {
         match mv {
             Move::Swap(i, j) => {
@@ -249,6 +249,10 @@ pub(crate) fn improve(
         mask: Vec::new(),
         scratch: Scratch::default(),
     };
+    search
+        .scratch
+        .share
+        .extend(s.expert_of_slot.iter().map(|&e| s.share_now[e]));
     let mut moves = 0;
     while moves < max_moves && search.work < WORK_BUDGET {
         // The clock is read before every move (a move costs microseconds to, on thousands of
@@ -270,7 +274,12 @@ pub(crate) fn improve(
             search.replacements(s, &tops, &hot, current);
         }
         let Some((mv, _)) = search.best else { break };
+        let old_expert = match mv {
+            Move::Replace(i, _) => s.expert_of_slot[i],
+            Move::Swap(i, _) => s.expert_of_slot[i],
+        };
         s.apply(mv);
+        search.scratch.moved(s, mv, old_expert);
         tops.refresh(s);
         moves += 1;
         after_move(s, mv, tops.objective(aggregate));
@@ -316,7 +325,8 @@ struct Spare {
 /// Per-step buffers of [`Candidates`]: their contents are rebuilt at every use.
 #[derive(Default)]
 struct Scratch {
-    /// Per slot: the share of its expert's load one replica carries.
+    /// Per slot: the share of its expert's load one replica carries (window 0), kept up to
+    /// date by [`improve`] after each move.
     share: Vec<f64>,
     /// GPUs a swap with the busiest GPU may improve, lightest first (with their
     /// [`order_key`]).
@@ -331,8 +341,6 @@ struct Scratch {
     /// Experts a replacement on the busiest GPU may bring (those on one GPU that must hold
     /// them), in index order.
     bring: Vec<usize>,
-    /// Per expert: the share of one replica if it had one more.
-    next_share: Vec<f64>,
     /// Slots whose expert has another replica.
     spare: Vec<usize>,
     /// GPUs of a slot's expert that end above the cap whatever replaces it.
@@ -340,6 +348,36 @@ struct Scratch {
     /// Per expert with several replicas: the two largest loads of its GPUs if it lost one
     /// replica, with their GPUs (`load_of_other_holder` without the other expert's relief).
     heavier_top: Vec<[(f64, usize); 2]>,
+    /// Indices in `spare_info` of the spare slots not doomed at the step's cap, in order.
+    live: Vec<usize>,
+    /// The doomed ones as (their heavier other GPU, index).
+    doomed: Vec<(usize, usize)>,
+    /// Their indices grouped by that GPU (group `y` is `doomed_start[y]..doomed_start[y + 1]`).
+    doomed_by_gpu: Vec<usize>,
+    doomed_start: Vec<usize>,
+    /// The indices one slot of the busiest GPU tests, in order.
+    visit: Vec<usize>,
+}
+
+impl Scratch {
+    /// Updates the per-slot shares after `mv` (whose replaced expert was `old_expert`): a swap
+    /// changes its two slots, a replacement every slot of the two experts whose count changed.
+    fn moved(&mut self, s: &SlotState, mv: Move, old_expert: usize) {
+        match mv {
+            Move::Swap(i, j) => {
+                for slot in [i, j] {
+                    self.share[slot] = s.share_now[s.expert_of_slot[slot]];
+                }
+            }
+            Move::Replace(_, b) => {
+                for e in [old_expert, b] {
+                    for &slot in &s.slots_of_expert[e] {
+                        self.share[slot] = s.share_now[e];
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl Candidates<'_> {
@@ -429,9 +467,8 @@ impl Candidates<'_> {
         self.work = self
             .work
             .saturating_add((s.expert_of_slot.len() + 2 * s.gpus()) as u64);
-        let mut share = std::mem::take(&mut self.scratch.share);
-        share.clear();
-        share.extend(s.expert_of_slot.iter().map(|&e| s.share(0, e, s.count[e])));
+        // Kept up to date by `improve` after each move.
+        let share = std::mem::take(&mut self.scratch.share);
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         // Lightest partners first: their swaps can balance the most, so later partners are
         // usually cut by the bound below. Ties by GPU index: the order of a stable sort of
@@ -627,18 +664,21 @@ impl Candidates<'_> {
         scratch: &mut Scratch,
     ) {
         let Scratch {
-            next_share,
             spare,
             heavy,
             heavier_top,
             bring,
             spare_info,
+            live,
+            doomed,
+            doomed_start,
+            doomed_by_gpu,
+            visit,
             ..
         } = scratch;
         spare.clear();
         spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
-        next_share.clear();
-        next_share.extend((0..s.experts).map(|b| s.share(0, b, s.count[b] + 1)));
+        let next_share = &s.share_more;
         let min_next = next_share.iter().copied().fold(f64::INFINITY, f64::min);
         // Per expert with a spare replica: the two largest loads its GPUs would have if it
         // lost a replica, each added up as `load_of_other_holder` adds it before the other
@@ -648,8 +688,7 @@ impl Candidates<'_> {
         heavier_top.resize(s.experts, [(f64::NEG_INFINITY, usize::MAX); 2]);
         for &j in spare.iter() {
             let (x, y) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
-            let v = s.gpu_load(0, y)
-                + (s.share(0, x, s.count[x] - 1) - s.share(0, x, s.count[x])) * s.inv_speed(y);
+            let v = s.gpu_load(0, y) + (s.share_less[x] - s.share_now[x]) * s.inv_speed(y);
             let top = &mut heavier_top[x];
             if v > top[0].0 {
                 top[1] = top[0];
@@ -667,14 +706,48 @@ impl Candidates<'_> {
                 x,
                 h,
                 load: s.gpu_load(0, h),
-                share: s.share(0, x, s.count[x]),
+                share: s.share_now[x],
                 inv_speed: s.inv_speed(h),
             }
         }));
+        // Spare slots whose heavier other GPU `y` (off the slot's GPU) ends above the cap
+        // whatever expert the slot takes are doomed: the test below rejects them unless `y`
+        // holds that expert (then its relief may save it). The cap only falls during the
+        // scan except by `offer`'s tolerance, which the scan watches for (see below).
+        let sorted_cap = self.cap(current);
+        live.clear();
+        doomed.clear();
+        doomed_start.clear();
+        doomed_start.resize(s.gpus() + 1, 0);
+        for (k, sp) in spare_info.iter().enumerate() {
+            let [(v1, g1), (v2, g2)] = heavier_top[sp.x];
+            let (v, y) = if g1 == sp.h { (v2, g2) } else { (v1, g1) };
+            if v > sorted_cap {
+                doomed.push((y, k));
+                doomed_start[y + 1] += 1;
+            } else {
+                live.push(k);
+            }
+        }
+        // Grouped by their heavier GPU (a counting sort: each group in index order).
+        for y in 0..s.gpus() {
+            doomed_start[y + 1] += doomed_start[y];
+        }
+        doomed_by_gpu.clear();
+        doomed_by_gpu.resize(doomed.len(), 0);
+        for &(y, k) in doomed.iter() {
+            doomed_by_gpu[doomed_start[y]] = k;
+            doomed_start[y] += 1;
+        }
+        // `doomed_start[y]` is now where group `y + 1` starts; shift back.
+        for y in (0..s.gpus()).rev() {
+            doomed_start[y + 1] = doomed_start[y];
+        }
+        doomed_start[0] = 0;
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
         for i in s.cluster.slot_range(g) {
             let a = s.expert_of_slot[i];
-            let sa = s.share(0, a, s.count[a]);
+            let sa = s.share_now[a];
             // The slot's new load rises with `b`'s next share (each operation is monotone):
             // when even the smallest fails the first test below, every `b` does.
             if s.count[a] >= 2 && lg + (min_next - sa) * ig < self.ceiling(current) {
@@ -691,8 +764,7 @@ impl Candidates<'_> {
                         .filter(|&x| {
                             x != g
                                 && s.gpu_load(0, x)
-                                    + (s.share(0, a, s.count[a] - 1) - s.share(0, a, s.count[a]))
-                                        * s.inv_speed(x)
+                                    + (s.share_less[a] - s.share_now[a]) * s.inv_speed(x)
                                     > cap
                         }),
                 );
@@ -729,15 +801,43 @@ impl Candidates<'_> {
             // slot's expert, which get heavier.
             let (mut ceiling, mut cap) = (self.ceiling(current), self.cap(current));
             let next_a = next_share[a];
-            for &Spare {
-                j,
-                x,
-                h,
-                load,
-                share,
-                inv_speed,
-            } in spare_info.iter()
-            {
+            // The spare slots the test below may pass, in slot order: the live ones and the
+            // doomed ones whose heavier GPU holds `a` (`a`'s GPUs are few). Should the cap
+            // ever rise above the one the slots were sorted with (a later best may be worse
+            // by `offer`'s tolerance), the remaining slots are all tested, as before.
+            visit.clear();
+            visit.extend_from_slice(live);
+            for &o in &s.slots_of_expert[a] {
+                let y = s.gpu_of_slot[o];
+                visit.extend_from_slice(&doomed_by_gpu[doomed_start[y]..doomed_start[y + 1]]);
+            }
+            if visit.len() > live.len() {
+                visit.sort_unstable();
+            }
+            let mut next = 0;
+            // A replacement scored above (this slot's experts) may have raised it already.
+            let mut all_from: Option<usize> = (cap > sorted_cap).then_some(0);
+            loop {
+                let k = match all_from {
+                    Some(k) if k < spare_info.len() => {
+                        all_from = Some(k + 1);
+                        k
+                    }
+                    Some(_) => break,
+                    None if next < visit.len() => {
+                        next += 1;
+                        visit[next - 1]
+                    }
+                    None => break,
+                };
+                let Spare {
+                    j,
+                    x,
+                    h,
+                    load,
+                    share,
+                    inv_speed,
+                } = spare_info[k];
                 let new_h = load + (next_a - share) * inv_speed;
                 if new_h >= ceiling || x == a || s.has(h, a) {
                     continue;
@@ -756,6 +856,9 @@ impl Candidates<'_> {
                 if !heavier {
                     self.try_replacement(s, tops, Move::Replace(j, a), current);
                     (ceiling, cap) = (self.ceiling(current), self.cap(current));
+                    if cap > sorted_cap && all_from.is_none() {
+                        all_from = Some(k + 1);
+                    }
                 }
             }
         }
@@ -820,8 +923,5 @@ fn replaced_slot_load(s: &SlotState, slot: usize, b: usize) -> Option<f64> {
     }
     let g = s.gpu_of_slot[slot];
     let a = s.expert_of_slot[slot];
-    Some(
-        s.gpu_load(0, g)
-            + (s.share(0, b, s.count[b] + 1) - s.share(0, a, s.count[a])) * s.inv_speed(g),
-    )
+    Some(s.gpu_load(0, g) + (s.share_more[b] - s.share_now[a]) * s.inv_speed(g))
 }

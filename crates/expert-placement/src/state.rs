@@ -37,6 +37,13 @@ pub(crate) struct SlotState<'a> {
     /// it), lightest first, in the GPU's slot range, with the sort key: kept up to date by
     /// [`SlotState::apply`], so a search need not sort them at every step.
     by_share: Vec<(u64, usize)>,
+    /// Per expert, window 0: the share of one replica with its replica count as it is, with one
+    /// more, and with one fewer (exactly [`SlotState::share`]'s values, kept up to date by
+    /// [`SlotState::apply`]: the searches read them for every slot and expert at every step,
+    /// and a division is slow).
+    pub(crate) share_now: Vec<f64>,
+    pub(crate) share_more: Vec<f64>,
+    pub(crate) share_less: Vec<f64>,
 }
 
 impl<'a> SlotState<'a> {
@@ -59,12 +66,18 @@ impl<'a> SlotState<'a> {
             by_share: map.iter().enumerate().map(|(slot, _)| (0, slot)).collect(),
             gpu_of_slot,
             expert_of_slot: map,
+            share_now: vec![0.0; experts],
+            share_more: vec![0.0; experts],
+            share_less: vec![0.0; experts],
         };
         for (slot, &e) in s.expert_of_slot.iter().enumerate() {
             s.count[e] += 1;
             s.slots_of_expert[e].push(slot);
             let g = s.gpu_of_slot[slot];
             s.member[g * words + e / 64] |= 1 << (e % 64);
+        }
+        for e in 0..experts {
+            s.update_shares(e);
         }
         for g in 0..cluster.gpus() {
             s.refresh(g);
@@ -157,11 +170,10 @@ impl<'a> SlotState<'a> {
     #[inline]
     pub(crate) fn load_of_other_holder(&self, slot: usize, b: usize, x: usize) -> f64 {
         let a = self.expert_of_slot[slot];
-        let (ca, cb) = (self.count[a], self.count[b]);
-        let mut load = self.gpu_load(0, x)
-            + (self.share(0, a, ca - 1) - self.share(0, a, ca)) * self.inv_speed[x];
+        let mut load =
+            self.gpu_load(0, x) + (self.share_less[a] - self.share_now[a]) * self.inv_speed[x];
         if self.has(x, b) {
-            load += (self.share(0, b, cb + 1) - self.share(0, b, cb)) * self.inv_speed[x];
+            load += (self.share_more[b] - self.share_now[b]) * self.inv_speed[x];
         }
         load
     }
@@ -342,6 +354,8 @@ impl<'a> SlotState<'a> {
                 self.set_slot(i, b);
                 self.count[a] -= 1;
                 self.count[b] += 1;
+                self.update_shares(a);
+                self.update_shares(b);
                 self.slots_of_expert[a].retain(|&s| s != i);
                 self.slots_of_expert[b].push(i);
             }
@@ -349,6 +363,15 @@ impl<'a> SlotState<'a> {
         for g in dirty {
             self.refresh(g);
         }
+    }
+
+    /// Recomputes expert `e`'s cached shares after its replica count changed (a count of 1
+    /// gives `share_less` the same infinite or NaN value [`SlotState::share`] would).
+    fn update_shares(&mut self, e: usize) {
+        let c = self.count[e];
+        self.share_now[e] = self.share(0, e, c);
+        self.share_more[e] = self.share(0, e, c + 1);
+        self.share_less[e] = self.share(0, e, c.saturating_sub(1));
     }
 
     /// Puts `e` in `slot`, updating the membership bits (counts and lists are the caller's).
@@ -379,7 +402,7 @@ impl<'a> SlotState<'a> {
         for t in range.clone() {
             let slot = self.by_share[t].1;
             let e = self.expert_of_slot[slot];
-            self.by_share[t].0 = order_key(self.share(0, e, self.count[e]));
+            self.by_share[t].0 = order_key(self.share_now[e]);
         }
         self.by_share[range].sort_unstable();
         let gpus = self.gpus();
