@@ -96,7 +96,8 @@ struct Scan {
     /// `[2^K · E]`: the linear part of each set's cost.
     linear: Vec<f64>,
     best_cost: Vec<f64>,
-    best_mask: Vec<usize>,
+    /// Each expert's best set so far, as a float (see [`Model::evaluate`]).
+    best_mask: Vec<f64>,
 }
 
 impl Scan {
@@ -250,24 +251,30 @@ impl Model {
                 &mut scan.lam_d[n * e_count..(n + 1) * e_count],
                 &mut scan.mu_q[n * e_count..(n + 1) * e_count],
             );
-            for e in 0..e_count {
-                ld[e] = lam[n] * self.d[n][e];
-                mq[e] = mu[n] * self.q[n][e];
+            let (l, m) = (lam[n], mu[n]);
+            for (x, &d) in ld.iter_mut().zip(&self.d[n]) {
+                *x = l * d;
+            }
+            for (x, &q) in mq.iter_mut().zip(&self.q[n]) {
+                *x = m * q;
             }
         }
         scan.best_cost.clear();
         scan.best_cost.resize(e_count, f64::INFINITY);
         scan.best_mask.clear();
-        scan.best_mask.resize(e_count, 1);
+        scan.best_mask.resize(e_count, 1.0);
         scan.linear[..e_count].fill(0.0);
         for mask in 1..masks {
             let (low, rest) = self.low_rest[mask];
             // Per set: the remote-token price `1 + min lambda` and the extra-replica price
             // `min mu`.
             let (rp, ep) = (1.0 + lmin[mask].0, mmin[mask].0);
+            // The mask as a float (exact below 2^53), so that the choice is a plain blend of
+            // floats like the cost's and the pass has no per-lane branch.
+            #[allow(clippy::cast_precision_loss)]
+            let mask_f = mask as f64;
             let (done, now) = scan.linear.split_at_mut(mask * e_count);
             let prev = &done[rest * e_count..(rest + 1) * e_count];
-            let now = &mut now[..e_count];
             let ld = &scan.lam_d[low * e_count..(low + 1) * e_count];
             let mq = &scan.mu_q[low * e_count..(low + 1) * e_count];
             let remote = &self.remote_by_set[mask * e_count..(mask + 1) * e_count];
@@ -276,19 +283,34 @@ impl Model {
             let best_mask = &mut scan.best_mask[..e_count];
             let terms = prev.iter().zip(ld).zip(mq).zip(remote).zip(extra);
             let best = best_cost.iter_mut().zip(best_mask.iter_mut());
-            for ((((((&p, &l), &m), &r), &x), now), (bc, bm)) in terms.zip(now).zip(best) {
-                let lin = p + l + m;
-                *now = lin;
-                let cost = r * rp + lin + ep * x;
-                // Branch-free, so that the pass vectorizes.
-                let better = cost < *bc;
-                *bc = if better { cost } else { *bc };
-                *bm = if better { mask } else { *bm };
+            if mask & 1 == 1 {
+                // A set with the lowest node is never another set's `rest`: its linear part
+                // need not be kept.
+                for (((((&p, &l), &m), &r), &x), (bc, bm)) in terms.zip(best) {
+                    let lin = p + l + m;
+                    let cost = r * rp + lin + ep * x;
+                    let better = cost < *bc;
+                    *bc = if better { cost } else { *bc };
+                    *bm = if better { mask_f } else { *bm };
+                }
+            } else {
+                let now = &mut now[..e_count];
+                for ((((((&p, &l), &m), &r), &x), now), (bc, bm)) in terms.zip(now).zip(best) {
+                    let lin = p + l + m;
+                    *now = lin;
+                    let cost = r * rp + lin + ep * x;
+                    // Branch-free, so that the pass vectorizes.
+                    let better = cost < *bc;
+                    *bc = if better { cost } else { *bc };
+                    *bm = if better { mask_f } else { *bm };
+                }
             }
         }
         let mut total = 0.0;
         for (e, slot) in choices.iter_mut().enumerate().take(e_count) {
-            let best_mask = scan.best_mask[e];
+            // An exact small integer (a set of at most 8 nodes).
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let best_mask = scan.best_mask[e] as usize;
             *slot = Choice {
                 mask: best_mask,
                 cost: scan.best_cost[e],
