@@ -63,6 +63,11 @@ pub(crate) fn bound_plans(
     let tol = limit * 1e-9;
     let k = ctx.nodes();
     let mut extra: Option<usize> = None;
+    // The fewest cross-node tokens of a plan within the limit so far: a hosting that sends more
+    // cannot become the chosen plan, so it is not packed (cross-node tokens depend only on the
+    // hosting), and its grid point ends there.
+    let mut best_met = f64::INFINITY;
+    let slack = 1e-9 * ctx.routed.total();
     for (slots, spare, replica) in GRID {
         if extra.is_some_and(|x| x == 0) {
             break;
@@ -115,6 +120,9 @@ pub(crate) fn bound_plans(
                 &slot_limit,
                 EXCHANGE_MOVES,
             );
+            if hosting_cross(ctx, &hosts) > best_met * (1.0 + 1e-9) + slack {
+                break;
+            }
             let mut loads = node_loads(ctx, &hosts, limit);
             let fits = loads
                 .iter()
@@ -138,6 +146,7 @@ pub(crate) fn bound_plans(
             let cross = report.cross_node_tokens;
             out.push(Candidate { map, report });
             if met {
+                best_met = best_met.min(cross);
                 if cross <= good_enough {
                     return Ok(out);
                 }
@@ -152,6 +161,15 @@ pub(crate) fn bound_plans(
         }
     }
     Ok(out)
+}
+
+/// Cross-node tokens of a hosting: each expert's tokens from the nodes without a replica.
+fn hosting_cross(ctx: &Context<'_>, hosts: &[Vec<usize>]) -> f64 {
+    hosts
+        .iter()
+        .enumerate()
+        .map(|(e, h)| (ctx.loads[e] - h.iter().map(|&n| ctx.by_node[n][e]).sum::<f64>()).max(0.0))
+        .sum()
 }
 
 /// Moves of the node-level exchange search per hosting.
