@@ -448,11 +448,19 @@ pub(crate) fn pack(
     let e_count = ctx.experts();
     let slots_of = ctx.cluster.slots_of_gpu();
     let mut map = vec![0usize; ctx.cluster.total_slots()];
-    for (n, gpus) in ctx.gpus_of_node.iter().enumerate() {
-        let experts: Vec<usize> = (0..e_count).filter(|&e| hosts[e].contains(&n)).collect();
-        if experts.is_empty() {
+    let hosted: Vec<Vec<usize>> = (0..ctx.nodes())
+        .map(|n| (0..e_count).filter(|&e| hosts[e].contains(&n)).collect())
+        .collect();
+    // A node that cannot take its experts (none, more than its slots, or fewer than a GPU's
+    // slots: `place_within` refuses those) fails the plan; found before any node is packed.
+    for (gpus, experts) in ctx.gpus_of_node.iter().zip(&hosted) {
+        let slots: usize = gpus.iter().map(|&g| slots_of[g]).sum();
+        let widest = gpus.iter().map(|&g| slots_of[g]).max().unwrap_or(0);
+        if experts.is_empty() || experts.len() > slots || experts.len() < widest {
             return Ok(None);
         }
+    }
+    for (n, (gpus, experts)) in ctx.gpus_of_node.iter().zip(&hosted).enumerate() {
         let sub = PlacementCluster::new(
             gpus.iter().map(|&g| slots_of[g]).collect(),
             gpus.iter().map(|&g| ctx.speed[g]).collect(),

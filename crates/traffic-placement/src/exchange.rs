@@ -152,17 +152,29 @@ impl Hosting<'_, '_> {
 
     /// Whether a move keeps every node within its slots (checked before the loads).
     fn slots_fit(&self, mv: &Move) -> bool {
+        // Only the nodes whose hosting changes are visited (the slot counts are small integers,
+        // so the sums are exact in any order).
         let mut delta = [0.0f64; 8];
+        let mut touched = 0usize;
         for &(e, m) in &mv.changes[..mv.len] {
             let old = self.mask[e];
-            for (n, dn) in delta.iter_mut().enumerate().take(self.k) {
-                let (was, is) = (old >> n & 1 == 1, m >> n & 1 == 1);
-                if was != is {
-                    *dn += if is { self.q[n][e] } else { -self.q[n][e] };
-                }
+            let mut diff = old ^ m;
+            touched |= diff;
+            while diff != 0 {
+                let n = diff.trailing_zeros() as usize;
+                diff &= diff - 1;
+                let q = self.q[n][e];
+                delta[n] += if m >> n & 1 == 1 { q } else { -q };
             }
         }
-        (0..self.k).all(|n| delta[n] <= 0.0 || self.used[n] + delta[n] <= self.slots[n] + 1e-9)
+        while touched != 0 {
+            let n = touched.trailing_zeros() as usize;
+            touched &= touched - 1;
+            if delta[n] > 0.0 && self.used[n] + delta[n] > self.slots[n] + 1e-9 {
+                return false;
+            }
+        }
+        true
     }
 
     /// The improving moves that fit the slots, unsorted, into `out`: the single moves in
