@@ -53,6 +53,9 @@ pub(crate) struct State<'c, 'a> {
     origin: Option<(Vec<usize>, usize)>,
     /// Slots that differ from the origin.
     changed: usize,
+    /// Scratch of [`State::busiest_after`].
+    scratch_delta: Vec<(usize, f64)>,
+    scratch_load: Vec<f64>,
 }
 
 /// A candidate move: slot `slot` takes expert `incoming`; with `swap_from`, that slot takes the
@@ -91,6 +94,8 @@ impl<'c, 'a> State<'c, 'a> {
             last_pass_improved: false,
             origin: None,
             changed: 0,
+            scratch_delta: Vec::with_capacity(16),
+            scratch_load: Vec::with_capacity(g),
         };
         for s in 0..st.map.len() {
             let (e, gpu) = (st.map[s], st.gpu_of_slot[s]);
@@ -162,8 +167,11 @@ impl<'c, 'a> State<'c, 'a> {
 
     /// The busiest GPU after replacing the contributions of the experts in `changed` by those
     /// of their new replica lists.
-    fn busiest_after(&self, changed: &[(usize, &[usize])]) -> (f64, f64) {
-        let mut delta: Vec<(usize, f64)> = Vec::with_capacity(16);
+    fn busiest_after(&mut self, changed: &[(usize, &[usize])]) -> (f64, f64) {
+        // Scratch buffers kept between moves (the same sums in the same order as fresh ones).
+        let mut delta = std::mem::take(&mut self.scratch_delta);
+        let mut load = std::mem::take(&mut self.scratch_load);
+        delta.clear();
         let mut cross = 0.0;
         for &(e, new) in changed {
             self.ctx
@@ -173,8 +181,9 @@ impl<'c, 'a> State<'c, 'a> {
                 .proxy_contribution(e, new, |gpu, t| delta.push((gpu, t)))
                 - self.cross[e];
         }
-        let mut load = self.load.clone();
-        for (gpu, d) in delta {
+        load.clear();
+        load.extend_from_slice(&self.load);
+        for &(gpu, d) in &delta {
             load[gpu] += d;
         }
         let busiest = load
@@ -182,6 +191,8 @@ impl<'c, 'a> State<'c, 'a> {
             .zip(&self.ctx.speed)
             .map(|(t, v)| t / v)
             .fold(0.0, f64::max);
+        self.scratch_delta = delta;
+        self.scratch_load = load;
         (busiest, cross)
     }
 
