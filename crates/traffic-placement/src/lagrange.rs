@@ -307,8 +307,18 @@ pub(crate) fn node_loads(ctx: &Context<'_>, hosts: &[Vec<usize>], limit: f64) ->
         if r <= 0.0 {
             continue;
         }
-        // Fill the hosts' room in order of room, the rest to the roomiest.
-        let mut h = hosts[e].clone();
+        // Fill the hosts' room in order of room, the rest to the roomiest (on the stack for up
+        // to 8 hosts: this runs for every expert at every step of the repair).
+        let mut stack = [0usize; 8];
+        let mut heap = Vec::new();
+        let h: &mut [usize] = if hosts[e].len() <= stack.len() {
+            let h = &mut stack[..hosts[e].len()];
+            h.copy_from_slice(&hosts[e]);
+            h
+        } else {
+            heap.extend_from_slice(&hosts[e]);
+            &mut heap
+        };
         h.sort_by(|&a, &b| {
             (cap[b] - node_load[b])
                 .total_cmp(&(cap[a] - node_load[a]))

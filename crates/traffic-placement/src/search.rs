@@ -197,7 +197,7 @@ impl<'c, 'a> State<'c, 'a> {
     }
 
     /// The replica lists after `mv`.
-    fn lists_after(&self, mv: &Move) -> Vec<(usize, Vec<usize>)> {
+    fn lists_after(&self, mv: &Move) -> [(usize, Vec<usize>); 2] {
         let to = self.gpu_of_slot[mv.slot];
         let out = self.map[mv.slot];
         let mut inc: Vec<usize> = self.replicas[mv.incoming].clone();
@@ -215,7 +215,7 @@ impl<'c, 'a> State<'c, 'a> {
             }
             None => inc.push(to),
         }
-        vec![(mv.incoming, inc), (out, outl)]
+        [(mv.incoming, inc), (out, outl)]
     }
 
     /// Traffic change of `mv` from the per-node replica counts alone (`O(1)`).
@@ -280,8 +280,10 @@ impl<'c, 'a> State<'c, 'a> {
         }
         let before = self.busiest();
         let lists = self.lists_after(mv);
-        let changed: Vec<(usize, &[usize])> =
-            lists.iter().map(|(e, l)| (*e, l.as_slice())).collect();
+        let changed = [
+            (lists[0].0, lists[0].1.as_slice()),
+            (lists[1].0, lists[1].1.as_slice()),
+        ];
         let (after, dcross) = self.busiest_after(&changed);
         let (ex0, ex1) = (self.excess(before), self.excess(after));
         let tol = 1e-12 * (1.0 + self.limit.abs());
@@ -304,7 +306,7 @@ impl<'c, 'a> State<'c, 'a> {
         better
     }
 
-    fn apply(&mut self, mv: &Move, lists: Vec<(usize, Vec<usize>)>) {
+    fn apply(&mut self, mv: &Move, lists: [(usize, Vec<usize>); 2]) {
         let (e_count, k) = (self.ctx.experts(), self.ctx.nodes());
         let to = self.gpu_of_slot[mv.slot];
         let out = self.map[mv.slot];
@@ -326,11 +328,8 @@ impl<'c, 'a> State<'c, 'a> {
             let load = &mut self.load;
             self.ctx
                 .proxy_contribution(e, &old, |gpu, t| load[gpu] -= t);
-            let new = self.replicas[e].clone();
-            let load = &mut self.load;
-            let c = self
-                .ctx
-                .proxy_contribution(e, &new, |gpu, t| load[gpu] += t);
+            let (ctx, new, load) = (self.ctx, &self.replicas[e], &mut self.load);
+            let c = ctx.proxy_contribution(e, new, |gpu, t| load[gpu] += t);
             self.traffic += c - self.cross[e];
             self.cross[e] = c;
         }
