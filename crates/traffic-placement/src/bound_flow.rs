@@ -85,6 +85,9 @@ impl Scale<'_> {
     };
 }
 
+/// `2^52`: a float in `[2^52, 2^53)` holds an integer in its low mantissa bits.
+const TWO_52: f64 = 4_503_599_627_370_496.0;
+
 /// A set's smallest multiplier and the node that has it.
 type Cheapest = (f64, usize);
 
@@ -308,9 +311,10 @@ impl Model {
         }
         let mut total = 0.0;
         for (e, slot) in choices.iter_mut().enumerate().take(e_count) {
-            // An exact small integer (a set of at most 8 nodes).
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let best_mask = scan.best_mask[e] as usize;
+            // An exact small integer (a set of at most 8 nodes), read from the float's bits:
+            // adding 2^52 puts it in the low mantissa bits (cheaper than a saturating cast).
+            #[allow(clippy::cast_possible_truncation)]
+            let best_mask = ((scan.best_mask[e] + TWO_52).to_bits() - TWO_52.to_bits()) as usize;
             *slot = Choice {
                 mask: best_mask,
                 cost: scan.best_cost[e],
@@ -386,14 +390,19 @@ impl Model {
     fn subgradient(&self, choices: &[Choice]) -> (Vec<f64>, Vec<f64>) {
         let mut load = vec![0.0; self.k];
         let mut used = vec![0.0; self.k];
+        let e_count = self.e_count;
         for (e, c) in choices.iter().enumerate() {
-            for n in (0..self.k).filter(|&n| c.mask >> n & 1 == 1) {
+            // The set's nodes in ascending order, as a filter over `0..K` visits them.
+            let mut bits = c.mask;
+            while bits != 0 {
+                let n = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
                 load[n] += self.d[n][e];
                 used[n] += self.q[n][e];
             }
-            let masks = 1usize << self.k;
-            load[c.lam_arg] += (self.w[e] - self.d_set[e * masks + c.mask]).max(0.0);
-            used[c.mu_arg] += (self.r[e] - self.q_set[e * masks + c.mask]).max(0.0);
+            // `max(0, W - D_S)` and `max(0, R - Q_S)`, kept set-major by the model.
+            load[c.lam_arg] += self.remote_by_set[c.mask * e_count + e];
+            used[c.mu_arg] += self.extra_by_set[c.mask * e_count + e];
         }
         let norm = |x: f64, c: f64| if c > 0.0 { x / c - 1.0 } else { 0.0 };
         (
