@@ -261,6 +261,13 @@ fn plan_digests() {
                     cross += p.dispatch.cross_node_tokens;
                     bound += p.bound.cross_node_tokens;
                     total += p.dispatch.total_tokens;
+                    if std::env::var("TRAFFIC_PER_LAYER").is_ok() {
+                        println!(
+                            "  layer cross {:.3} busiest/limit {:.6}",
+                            p.dispatch.cross_node_tokens,
+                            p.dispatch.max_gpu_load / p.max_gpu_load_limit
+                        );
+                    }
                 }
                 println!(
                     "G={gpus} K={nodes} R={} seed {seed} loc {locality:.1}: ratio {:.5} bound {:.5} gap {:.2}% digest {:016x}",
