@@ -44,9 +44,12 @@ pub(crate) struct FlowBound {
 struct Model {
     k: usize,
     e_count: usize,
-    /// `[E · 2^K]` (expert-major): tokens the nodes of the set send the expert.
+    /// `[E · 2^K]` (expert-major): tokens the nodes of the set send the expert (kept for the
+    /// tests' expert-by-expert scan and LP; the scan reads `remote_by_set`).
+    #[cfg(test)]
     d_set: Vec<f64>,
     /// `[E · 2^K]`: replicas the set's own tokens force.
+    #[cfg(test)]
     q_set: Vec<f64>,
     /// Each set's lowest node and the set without it (the subset-sum order of the scan).
     low_rest: Vec<(usize, usize)>,
@@ -57,7 +60,9 @@ struct Model {
     /// `[K][E]`.
     d: Vec<Vec<f64>>,
     q: Vec<Vec<f64>>,
+    #[cfg(test)]
     w: Vec<f64>,
+    #[cfg(test)]
     r: Vec<f64>,
     cap: Vec<f64>,
     slots: Vec<f64>,
@@ -188,14 +193,18 @@ impl Model {
         Self {
             k,
             e_count,
+            #[cfg(test)]
             d_set,
+            #[cfg(test)]
             q_set,
             low_rest: low.iter().copied().zip(rest.iter().copied()).collect(),
             remote_by_set,
             extra_by_set,
             d: ctx.by_node.clone(),
             q,
+            #[cfg(test)]
             w,
+            #[cfg(test)]
             r,
             cap: ctx
                 .gpus_of_node

@@ -429,7 +429,7 @@ pub(crate) fn construct(
                 .collect()
         })
         .collect();
-    pack(ctx, &st.hosts, &loads, limit, placement, cap)
+    pack(ctx, &st.hosts, &loads, limit, placement, cap, None)
 }
 
 /// Packs each node's hosted experts onto its GPUs with `expert-placement`'s optimal planner
@@ -444,6 +444,7 @@ pub(crate) fn pack(
     limit: f64,
     placement: &PlacementOptions,
     cap: &Cap,
+    hopeless: Option<f64>,
 ) -> Result<Option<Vec<usize>>, TrafficError> {
     let e_count = ctx.experts();
     let slots_of = ctx.cluster.slots_of_gpu();
@@ -460,6 +461,7 @@ pub(crate) fn pack(
             return Ok(None);
         }
     }
+    let mut nodes = Vec::with_capacity(ctx.nodes());
     for (n, (gpus, experts)) in ctx.gpus_of_node.iter().zip(&hosted).enumerate() {
         let sub = PlacementCluster::new(
             gpus.iter().map(|&g| slots_of[g]).collect(),
@@ -467,17 +469,58 @@ pub(crate) fn pack(
             vec![0; gpus.len()],
         )?;
         let loads = LayerLoads::new(experts.iter().map(|&e| node_loads[n][e]).collect())?;
-        // The node's packing is a heuristic step inside a heuristic: no exact search, and done
-        // as soon as the node's busiest GPU is within the limit.
+        nodes.push((sub, loads));
+    }
+    // The node's packing is a heuristic step inside a heuristic: no exact search, and done as
+    // soon as the node's busiest GPU is within the limit.
+    let run = |sub: &PlacementCluster, loads: &LayerLoads, target: f64| {
         let time_s = cap.left_s();
         let quick = PlacementOptions {
             search_steps: Some(0),
             time_budget_s: time_s,
             cancel: placement.cancel.clone(),
         };
-        let Ok(p) = cap.watch(time_s, || place_within(&loads, &sub, limit, &quick)) else {
-            return Ok(None);
-        };
+        cap.watch(time_s, || place_within(loads, sub, target, &quick))
+    };
+    let mut packed = Vec::with_capacity(nodes.len());
+    match hopeless {
+        None => {
+            for (sub, loads) in &nodes {
+                let Ok(p) = run(sub, loads, limit) else {
+                    return Ok(None);
+                };
+                packed.push(p);
+            }
+        }
+        Some(excess) => {
+            // The first descent of every node first (what the search returns when it is within
+            // the limit); the full search only for the nodes above it, and only when no node is
+            // more than `excess` above it.
+            for (sub, loads) in &nodes {
+                let Ok(p) = run(sub, loads, f64::MAX) else {
+                    return Ok(None);
+                };
+                packed.push(p);
+            }
+            let worst = packed.iter().map(|p| p.max_gpu_load).fold(0.0, f64::max);
+            if worst <= limit * (1.0 + excess) {
+                for ((sub, loads), p) in nodes.iter().zip(packed.iter_mut()) {
+                    if p.max_gpu_load > limit {
+                        let Ok(full) = run(sub, loads, limit) else {
+                            return Ok(None);
+                        };
+                        *p = full;
+                    }
+                }
+            }
+        }
+    }
+    for ((gpus, experts), (sub, p)) in ctx
+        .gpus_of_node
+        .iter()
+        .zip(&hosted)
+        .zip(nodes.iter().map(|(sub, _)| sub).zip(&packed))
+    {
         for (i, &g) in gpus.iter().enumerate() {
             for (sub_slot, slot) in sub.slot_range(i).zip(ctx.cluster.slot_range(g)) {
                 map[slot] = experts[p.physical_to_logical[sub_slot]];

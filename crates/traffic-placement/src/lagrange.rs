@@ -133,7 +133,7 @@ pub(crate) fn bound_plans(
                     loads = exact;
                 }
             }
-            let Some(map) = pack(ctx, &hosts, &loads, limit, placement, safety)? else {
+            let Some(map) = pack(ctx, &hosts, &loads, limit, placement, safety, HOPELESS)? else {
                 break;
             };
             let report = evaluate(ctx, &replica_gpus(&map, ctx.cluster, ctx.experts()));
@@ -171,6 +171,10 @@ fn hosting_cross(ctx: &Context<'_>, hosts: &[Vec<usize>]) -> f64 {
         .map(|(e, h)| (ctx.loads[e] - h.iter().map(|&n| ctx.by_node[n][e]).sum::<f64>()).max(0.0))
         .sum()
 }
+
+/// A grid plan whose first packing leaves a node this share above the limit is not searched
+/// further (kept as packed first).
+const HOPELESS: Option<f64> = Some(0.03);
 
 /// Moves of the node-level exchange search per hosting.
 const EXCHANGE_MOVES: usize = 400;
@@ -383,6 +387,7 @@ mod diag {
                     limit,
                     &PlacementOptions::default(),
                     &never,
+                    None,
                 )
                 .unwrap();
                 let rep = map
