@@ -201,7 +201,6 @@ impl Hosting<'_, '_> {
         head_only: bool,
     ) -> bool {
         let (k, d) = (self.k, &self.ctx.by_node);
-        let e_count = self.mask.len();
         singles.clear();
         for (e, &mask) in self.mask.iter().enumerate() {
             for n in (0..k).filter(|&n| mask >> n & 1 == 0) {
@@ -242,13 +241,24 @@ impl Hosting<'_, '_> {
         };
         let mut left_out = false;
         let mut order = singles.len();
+        // The experts each node hosts, ascending (the pairs' partners).
+        let mut hosted_by: Vec<Vec<usize>> = vec![Vec::new(); k];
+        if !top.is_empty() {
+            for (h, &mask) in self.mask.iter().enumerate() {
+                let mut bits = mask;
+                while bits != 0 {
+                    hosted_by[bits.trailing_zeros() as usize].push(h);
+                    bits &= bits - 1;
+                }
+            }
+        }
         // Pair the best gains into a node with a host that node gives up.
         for &(mv, n) in top.iter() {
             let e = mv.changes[0].0;
             // The single's own slot change, once for all its pairs.
             let mut first = [0.0f64; 8];
             let first_touched = self.slot_delta(e, mv.changes[0].1, &mut first);
-            for h in (0..e_count).filter(|&h| h != e && self.mask[h] >> n & 1 == 1) {
+            for &h in hosted_by[n].iter().filter(|&&h| h != e) {
                 let mask = self.mask[h];
                 let without = mask & !(1 << n);
                 let mut give_up = |m: usize, loss: f64| {
