@@ -281,21 +281,3 @@ fn plan_digests() {
         }
     }
 }
-
-#[test]
-#[ignore = "tmp"]
-fn tmp_bound_timing() {
-    let cluster = PlacementCluster::uniform(32, 9, 4).unwrap();
-    let trace = locality_trace(&LocalityTrace::deepseek_like(8, 32, 4, 0.5), 1).unwrap();
-    let mut best = f64::INFINITY;
-    for _ in 0..7 {
-        let start = Instant::now();
-        let mut s = 0.0;
-        for t in &trace {
-            s += traffic_placement::traffic_lower_bound(t, &cluster, 1e5, 30).unwrap().cross_node_tokens;
-        }
-        best = best.min(start.elapsed().as_secs_f64());
-        assert!(s > 0.0);
-    }
-    println!("bound timing min {:.2} ms", best * 1e3);
-}
