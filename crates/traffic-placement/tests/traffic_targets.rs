@@ -263,9 +263,11 @@ fn plan_digests() {
                     total += p.dispatch.total_tokens;
                     if std::env::var("TRAFFIC_PER_LAYER").is_ok() {
                         println!(
-                            "  layer cross {:.3} busiest/limit {:.6}",
+                            "  layer cross {:.3} busiest/limit {:.6} gap {:.2}% {}",
                             p.dispatch.cross_node_tokens,
-                            p.dispatch.max_gpu_load / p.max_gpu_load_limit
+                            p.dispatch.max_gpu_load / p.max_gpu_load_limit,
+                            100.0 * p.traffic_gap(),
+                            p.termination
                         );
                     }
                 }
