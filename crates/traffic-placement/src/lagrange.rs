@@ -35,7 +35,7 @@ const GRID: [(f64, f64, f64); 10] = [
 /// Grid points tried after [`GRID`] when its best plan within the limit is still more than
 /// [`FAR_GAP`] above the bound: other replica scales, which split hot experts differently. On
 /// the 4-node, 288-slot trace of seed 2 at locality 0.8 they take the gap from 5.51% to 5.01%
-/// at 1% more work on the timing trace; `(1, 1, 0.75)` as well would reach 4.50%, at 9% more
+/// at 1% more work on the timing trace; `(1, 1, 0.75)` as well would reach 4.50%, at 8% more
 /// (its plans mostly overshoot, and the node packer searches those longest).
 const FAR_GRID: [(f64, f64, f64); 3] = [(1.0, 1.0, 0.35), (1.0, 2.0, 0.75), (1.0, 1.0, 0.25)];
 
