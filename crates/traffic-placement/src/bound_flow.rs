@@ -589,7 +589,6 @@ mod diag {
                 limit,
                 0.3 * total,
                 0.0,
-                f64::INFINITY,
                 &expert_placement::PlacementOptions::default(),
                 &Cap::never(),
             )

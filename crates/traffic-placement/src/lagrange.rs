@@ -32,16 +32,6 @@ const GRID: [(f64, f64, f64); 10] = [
     (0.9, 0.0, 1.0),
 ];
 
-/// Grid points tried after [`GRID`] when its best plan within the limit is still more than
-/// [`FAR_GAP`] above the bound: other replica scales, which split hot experts differently. On
-/// the 4-node, 288-slot trace of seed 2 at locality 0.8 they take the gap from 5.51% to 5.01%
-/// at 1% more work on the timing trace; `(1, 1, 0.75)` as well would reach 4.50%, at 8% more
-/// (its plans mostly overshoot, and the node packer searches those longest).
-const FAR_GRID: [(f64, f64, f64); 3] = [(1.0, 1.0, 0.35), (1.0, 2.0, 0.75), (1.0, 1.0, 0.25)];
-
-/// The share above the bound past which [`FAR_GRID`] is tried.
-pub(crate) const FAR_GAP: f64 = 0.04;
-
 /// Rounds of each grid point: a node whose busiest GPU ends above the limit has its load limit
 /// lowered by that excess, and the hosting is planned again.
 const FEEDBACK_ROUNDS: usize = 4;
@@ -66,7 +56,6 @@ pub(crate) fn bound_plans(
     limit: f64,
     target: f64,
     good_enough: f64,
-    far: f64,
     placement: &PlacementOptions,
     safety: &Cap,
 ) -> Result<Vec<Candidate>, TrafficError> {
@@ -79,17 +68,11 @@ pub(crate) fn bound_plans(
     // hosting), and its grid point ends there.
     let mut best_met = f64::INFINITY;
     let slack = 1e-9 * ctx.routed.total();
-    for (i, &(slots, spare, replica)) in GRID.iter().chain(&FAR_GRID).enumerate() {
-        if i >= GRID.len() {
-            // The far points only for a plan within the limit that is still far from the bound.
-            if !(best_met.is_finite() && best_met > far) {
-                break;
-            }
-        } else if extra.is_some_and(|x| x == 0) {
-            continue;
-        } else {
-            extra = extra.map(|x| x - 1);
+    for (slots, spare, replica) in GRID {
+        if extra.is_some_and(|x| x == 0) {
+            break;
         }
+        extra = extra.map(|x| x - 1);
         let mut cap = vec![1.0; k];
         for _ in 0..FEEDBACK_ROUNDS {
             if safety.passed() {
@@ -473,7 +456,6 @@ mod diag_plans {
                 limit,
                 b.value * 1.1,
                 0.0,
-                f64::INFINITY,
                 &PlacementOptions::default(),
                 &never,
             )

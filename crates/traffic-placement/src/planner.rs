@@ -15,7 +15,7 @@ use crate::context::{Context, replica_gpus};
 use crate::dispatch::{DispatchReport, check_map, evaluate};
 use crate::error::TrafficError;
 use crate::groups::{group_bound, group_start};
-use crate::lagrange::{Candidate, FAR_GAP, bound_plans};
+use crate::lagrange::{Candidate, bound_plans};
 use crate::options::TrafficOptions;
 use crate::routed::RoutedTokens;
 use crate::search::{Budget, End, State};
@@ -418,7 +418,6 @@ fn plan_at(
     } else {
         let tol = limit * 1e-9;
         let good_enough = bound.cross_node_tokens * (1.0 + GOOD_ENOUGH_GAP);
-        let far = bound.cross_node_tokens * (1.0 + FAR_GAP);
         // The Polyak target of the tightened ascents: a little above the bound, where their
         // optima lie (a far target makes long first steps).
         let mut plans = bound_plans(
@@ -426,7 +425,6 @@ fn plan_at(
             limit,
             bound.cross_node_tokens * (1.0 + PLAN_TARGET_GAP) + 1e-9 * ctx.routed.total(),
             good_enough,
-            far,
             &options.placement,
             &cap,
         )?;
@@ -438,7 +436,6 @@ fn plan_at(
                 limit,
                 base_cross,
                 good_enough,
-                far,
                 &options.placement,
                 &cap,
             )?);
