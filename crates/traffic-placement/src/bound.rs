@@ -195,11 +195,12 @@ impl Relaxation<'_> {
             .map(|m| lam[m] * self.cap[m] + mu[m] * self.slots[m])
             .sum();
         let (lam_n, mu_n) = (lam[n], mu[n]);
+        let (d_n, q_n) = (&self.d[n], &self.q[n]);
         let eval = |x: f64| -> f64 {
             let (l, u) = if is_lam { (x, mu_n) } else { (lam_n, x) };
             let mut sum = constant + l * self.cap[n] + u * self.slots[n];
-            for (e, &(po, bo)) in others.iter().enumerate() {
-                let c = self.d[n][e] * (1.0 - l) - u * self.q[n][e];
+            for ((&d, &q), &(po, bo)) in d_n.iter().zip(q_n).zip(&others) {
+                let c = d * (1.0 - l) - u * q;
                 let pos = po + c.max(0.0);
                 sum += if pos > 0.0 { pos } else { bo.max(c) };
             }

@@ -44,9 +44,12 @@ pub(crate) struct FlowBound {
 struct Model {
     k: usize,
     e_count: usize,
-    /// `[E · 2^K]` (expert-major): tokens the nodes of the set send the expert.
+    /// `[E · 2^K]` (expert-major): tokens the nodes of the set send the expert (kept for the
+    /// tests' expert-by-expert scan and LP; the scan reads `remote_by_set`).
+    #[cfg(test)]
     d_set: Vec<f64>,
     /// `[E · 2^K]`: replicas the set's own tokens force.
+    #[cfg(test)]
     q_set: Vec<f64>,
     /// Each set's lowest node and the set without it (the subset-sum order of the scan).
     low_rest: Vec<(usize, usize)>,
@@ -57,7 +60,9 @@ struct Model {
     /// `[K][E]`.
     d: Vec<Vec<f64>>,
     q: Vec<Vec<f64>>,
+    #[cfg(test)]
     w: Vec<f64>,
+    #[cfg(test)]
     r: Vec<f64>,
     cap: Vec<f64>,
     slots: Vec<f64>,
@@ -85,6 +90,9 @@ impl Scale<'_> {
     };
 }
 
+/// `2^52`: a float in `[2^52, 2^53)` holds an integer in its low mantissa bits.
+const TWO_52: f64 = 4_503_599_627_370_496.0;
+
 /// A set's smallest multiplier and the node that has it.
 type Cheapest = (f64, usize);
 
@@ -96,7 +104,8 @@ struct Scan {
     /// `[2^K · E]`: the linear part of each set's cost.
     linear: Vec<f64>,
     best_cost: Vec<f64>,
-    best_mask: Vec<usize>,
+    /// Each expert's best set so far, as a float (see [`Model::evaluate`]).
+    best_mask: Vec<f64>,
 }
 
 impl Scan {
@@ -184,14 +193,18 @@ impl Model {
         Self {
             k,
             e_count,
+            #[cfg(test)]
             d_set,
+            #[cfg(test)]
             q_set,
             low_rest: low.iter().copied().zip(rest.iter().copied()).collect(),
             remote_by_set,
             extra_by_set,
             d: ctx.by_node.clone(),
             q,
+            #[cfg(test)]
             w,
+            #[cfg(test)]
             r,
             cap: ctx
                 .gpus_of_node
@@ -250,24 +263,30 @@ impl Model {
                 &mut scan.lam_d[n * e_count..(n + 1) * e_count],
                 &mut scan.mu_q[n * e_count..(n + 1) * e_count],
             );
-            for e in 0..e_count {
-                ld[e] = lam[n] * self.d[n][e];
-                mq[e] = mu[n] * self.q[n][e];
+            let (l, m) = (lam[n], mu[n]);
+            for (x, &d) in ld.iter_mut().zip(&self.d[n]) {
+                *x = l * d;
+            }
+            for (x, &q) in mq.iter_mut().zip(&self.q[n]) {
+                *x = m * q;
             }
         }
         scan.best_cost.clear();
         scan.best_cost.resize(e_count, f64::INFINITY);
         scan.best_mask.clear();
-        scan.best_mask.resize(e_count, 1);
+        scan.best_mask.resize(e_count, 1.0);
         scan.linear[..e_count].fill(0.0);
         for mask in 1..masks {
             let (low, rest) = self.low_rest[mask];
             // Per set: the remote-token price `1 + min lambda` and the extra-replica price
             // `min mu`.
             let (rp, ep) = (1.0 + lmin[mask].0, mmin[mask].0);
+            // The mask as a float (exact below 2^53), so that the choice is a plain blend of
+            // floats like the cost's and the pass has no per-lane branch.
+            #[allow(clippy::cast_precision_loss)]
+            let mask_f = mask as f64;
             let (done, now) = scan.linear.split_at_mut(mask * e_count);
             let prev = &done[rest * e_count..(rest + 1) * e_count];
-            let now = &mut now[..e_count];
             let ld = &scan.lam_d[low * e_count..(low + 1) * e_count];
             let mq = &scan.mu_q[low * e_count..(low + 1) * e_count];
             let remote = &self.remote_by_set[mask * e_count..(mask + 1) * e_count];
@@ -276,19 +295,35 @@ impl Model {
             let best_mask = &mut scan.best_mask[..e_count];
             let terms = prev.iter().zip(ld).zip(mq).zip(remote).zip(extra);
             let best = best_cost.iter_mut().zip(best_mask.iter_mut());
-            for ((((((&p, &l), &m), &r), &x), now), (bc, bm)) in terms.zip(now).zip(best) {
-                let lin = p + l + m;
-                *now = lin;
-                let cost = r * rp + lin + ep * x;
-                // Branch-free, so that the pass vectorizes.
-                let better = cost < *bc;
-                *bc = if better { cost } else { *bc };
-                *bm = if better { mask } else { *bm };
+            if mask & 1 == 1 {
+                // A set with the lowest node is never another set's `rest`: its linear part
+                // need not be kept.
+                for (((((&p, &l), &m), &r), &x), (bc, bm)) in terms.zip(best) {
+                    let lin = p + l + m;
+                    let cost = r * rp + lin + ep * x;
+                    let better = cost < *bc;
+                    *bc = if better { cost } else { *bc };
+                    *bm = if better { mask_f } else { *bm };
+                }
+            } else {
+                let now = &mut now[..e_count];
+                for ((((((&p, &l), &m), &r), &x), now), (bc, bm)) in terms.zip(now).zip(best) {
+                    let lin = p + l + m;
+                    *now = lin;
+                    let cost = r * rp + lin + ep * x;
+                    // Branch-free, so that the pass vectorizes.
+                    let better = cost < *bc;
+                    *bc = if better { cost } else { *bc };
+                    *bm = if better { mask_f } else { *bm };
+                }
             }
         }
         let mut total = 0.0;
         for (e, slot) in choices.iter_mut().enumerate().take(e_count) {
-            let best_mask = scan.best_mask[e];
+            // An exact small integer (a set of at most 8 nodes), read from the float's bits:
+            // adding 2^52 puts it in the low mantissa bits (cheaper than a saturating cast).
+            #[allow(clippy::cast_possible_truncation)]
+            let best_mask = ((scan.best_mask[e] + TWO_52).to_bits() - TWO_52.to_bits()) as usize;
             *slot = Choice {
                 mask: best_mask,
                 cost: scan.best_cost[e],
@@ -364,14 +399,19 @@ impl Model {
     fn subgradient(&self, choices: &[Choice]) -> (Vec<f64>, Vec<f64>) {
         let mut load = vec![0.0; self.k];
         let mut used = vec![0.0; self.k];
+        let e_count = self.e_count;
         for (e, c) in choices.iter().enumerate() {
-            for n in (0..self.k).filter(|&n| c.mask >> n & 1 == 1) {
+            // The set's nodes in ascending order, as a filter over `0..K` visits them.
+            let mut bits = c.mask;
+            while bits != 0 {
+                let n = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
                 load[n] += self.d[n][e];
                 used[n] += self.q[n][e];
             }
-            let masks = 1usize << self.k;
-            load[c.lam_arg] += (self.w[e] - self.d_set[e * masks + c.mask]).max(0.0);
-            used[c.mu_arg] += (self.r[e] - self.q_set[e * masks + c.mask]).max(0.0);
+            // `max(0, W - D_S)` and `max(0, R - Q_S)`, kept set-major by the model.
+            load[c.lam_arg] += self.remote_by_set[c.mask * e_count + e];
+            used[c.mu_arg] += self.extra_by_set[c.mask * e_count + e];
         }
         let norm = |x: f64, c: f64| if c > 0.0 { x / c - 1.0 } else { 0.0 };
         (

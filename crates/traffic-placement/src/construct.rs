@@ -429,7 +429,7 @@ pub(crate) fn construct(
                 .collect()
         })
         .collect();
-    pack(ctx, &st.hosts, &loads, limit, placement, cap)
+    pack(ctx, &st.hosts, &loads, limit, placement, cap, None)
 }
 
 /// Packs each node's hosted experts onto its GPUs with `expert-placement`'s optimal planner
@@ -444,32 +444,83 @@ pub(crate) fn pack(
     limit: f64,
     placement: &PlacementOptions,
     cap: &Cap,
+    hopeless: Option<f64>,
 ) -> Result<Option<Vec<usize>>, TrafficError> {
     let e_count = ctx.experts();
     let slots_of = ctx.cluster.slots_of_gpu();
     let mut map = vec![0usize; ctx.cluster.total_slots()];
-    for (n, gpus) in ctx.gpus_of_node.iter().enumerate() {
-        let experts: Vec<usize> = (0..e_count).filter(|&e| hosts[e].contains(&n)).collect();
-        if experts.is_empty() {
+    let hosted: Vec<Vec<usize>> = (0..ctx.nodes())
+        .map(|n| (0..e_count).filter(|&e| hosts[e].contains(&n)).collect())
+        .collect();
+    // A node that cannot take its experts (none, more than its slots, or fewer than a GPU's
+    // slots: `place_within` refuses those) fails the plan; found before any node is packed.
+    for (gpus, experts) in ctx.gpus_of_node.iter().zip(&hosted) {
+        let slots: usize = gpus.iter().map(|&g| slots_of[g]).sum();
+        let widest = gpus.iter().map(|&g| slots_of[g]).max().unwrap_or(0);
+        if experts.is_empty() || experts.len() > slots || experts.len() < widest {
             return Ok(None);
         }
+    }
+    let mut nodes = Vec::with_capacity(ctx.nodes());
+    for (n, (gpus, experts)) in ctx.gpus_of_node.iter().zip(&hosted).enumerate() {
         let sub = PlacementCluster::new(
             gpus.iter().map(|&g| slots_of[g]).collect(),
             gpus.iter().map(|&g| ctx.speed[g]).collect(),
             vec![0; gpus.len()],
         )?;
         let loads = LayerLoads::new(experts.iter().map(|&e| node_loads[n][e]).collect())?;
-        // The node's packing is a heuristic step inside a heuristic: no exact search, and done
-        // as soon as the node's busiest GPU is within the limit.
+        nodes.push((sub, loads));
+    }
+    // The node's packing is a heuristic step inside a heuristic: no exact search, and done as
+    // soon as the node's busiest GPU is within the limit.
+    let run = |sub: &PlacementCluster, loads: &LayerLoads, target: f64| {
         let time_s = cap.left_s();
         let quick = PlacementOptions {
             search_steps: Some(0),
             time_budget_s: time_s,
             cancel: placement.cancel.clone(),
         };
-        let Ok(p) = cap.watch(time_s, || place_within(&loads, &sub, limit, &quick)) else {
-            return Ok(None);
-        };
+        cap.watch(time_s, || place_within(loads, sub, target, &quick))
+    };
+    let mut packed = Vec::with_capacity(nodes.len());
+    match hopeless {
+        None => {
+            for (sub, loads) in &nodes {
+                let Ok(p) = run(sub, loads, limit) else {
+                    return Ok(None);
+                };
+                packed.push(p);
+            }
+        }
+        Some(excess) => {
+            // The first descent of every node first (what the search returns when it is within
+            // the limit); the full search only for the nodes above it, and only when no node is
+            // more than `excess` above it.
+            for (sub, loads) in &nodes {
+                let Ok(p) = run(sub, loads, f64::MAX) else {
+                    return Ok(None);
+                };
+                packed.push(p);
+            }
+            let worst = packed.iter().map(|p| p.max_gpu_load).fold(0.0, f64::max);
+            if worst <= limit * (1.0 + excess) {
+                for ((sub, loads), p) in nodes.iter().zip(packed.iter_mut()) {
+                    if p.max_gpu_load > limit {
+                        let Ok(full) = run(sub, loads, limit) else {
+                            return Ok(None);
+                        };
+                        *p = full;
+                    }
+                }
+            }
+        }
+    }
+    for ((gpus, experts), (sub, p)) in ctx
+        .gpus_of_node
+        .iter()
+        .zip(&hosted)
+        .zip(nodes.iter().map(|(sub, _)| sub).zip(&packed))
+    {
         for (i, &g) in gpus.iter().enumerate() {
             for (sub_slot, slot) in sub.slot_range(i).zip(ctx.cluster.slot_range(g)) {
                 map[slot] = experts[p.physical_to_logical[sub_slot]];

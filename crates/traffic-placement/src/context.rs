@@ -74,20 +74,33 @@ impl<'a> Context<'a> {
         }
         let r = self.routed;
         let mut remote = self.loads[e];
-        // Replicas per node, and the node's own replicas' self-served tokens.
-        let mut per_node: Vec<(usize, usize, f64)> = Vec::with_capacity(replicas.len());
+        // Replicas per node, and the node's own replicas' self-served tokens: on the stack for
+        // the usual few replicas (this runs for every move the local search scores).
+        let mut stack = [(0usize, 0usize, 0.0f64); 8];
+        let mut heap = Vec::new();
+        let room: &mut [(usize, usize, f64)] = if replicas.len() <= stack.len() {
+            &mut stack
+        } else {
+            heap.resize(replicas.len(), (0, 0, 0.0));
+            &mut heap
+        };
+        let mut len = 0;
         for &g in replicas {
             let n = self.node[g];
             let own = r.get(g, e);
-            match per_node.iter_mut().find(|(m, _, _)| *m == n) {
+            match room[..len].iter_mut().find(|(m, _, _)| *m == n) {
                 Some(entry) => {
                     entry.1 += 1;
                     entry.2 += own;
                 }
-                None => per_node.push((n, 1, own)),
+                None => {
+                    room[len] = (n, 1, own);
+                    len += 1;
+                }
             }
         }
-        for &(n, _, _) in &per_node {
+        let per_node = &room[..len];
+        for &(n, _, _) in per_node {
             remote -= self.by_node[n][e];
         }
         let remote = remote.max(0.0);

@@ -153,29 +153,54 @@ impl Hosting<'_, '_> {
     /// Whether a move keeps every node within its slots (checked before the loads).
     fn slots_fit(&self, mv: &Move) -> bool {
         let mut delta = [0.0f64; 8];
+        let mut touched = 0usize;
         for &(e, m) in &mv.changes[..mv.len] {
-            let old = self.mask[e];
-            for (n, dn) in delta.iter_mut().enumerate().take(self.k) {
-                let (was, is) = (old >> n & 1 == 1, m >> n & 1 == 1);
-                if was != is {
-                    *dn += if is { self.q[n][e] } else { -self.q[n][e] };
-                }
+            touched |= self.slot_delta(e, m, &mut delta);
+        }
+        self.delta_fits(&delta, touched)
+    }
+
+    /// Adds the slot change of expert `e` going to hosting set `m` to `delta`; returns the nodes
+    /// it changes. (The slot counts are small integers, so the sums are exact in any order.)
+    fn slot_delta(&self, e: usize, m: usize, delta: &mut [f64; 8]) -> usize {
+        let touched = self.mask[e] ^ m;
+        let mut diff = touched;
+        while diff != 0 {
+            let n = diff.trailing_zeros() as usize;
+            diff &= diff - 1;
+            let q = self.q[n][e];
+            delta[n] += if m >> n & 1 == 1 { q } else { -q };
+        }
+        touched
+    }
+
+    /// Whether every node in `touched` whose slots grow by `delta` stays within them.
+    fn delta_fits(&self, delta: &[f64; 8], mut touched: usize) -> bool {
+        while touched != 0 {
+            let n = touched.trailing_zeros() as usize;
+            touched &= touched - 1;
+            if delta[n] > 0.0 && self.used[n] + delta[n] > self.slots[n] + 1e-9 {
+                return false;
             }
         }
-        (0..self.k).all(|n| delta[n] <= 0.0 || self.used[n] + delta[n] <= self.slots[n] + 1e-9)
+        true
     }
 
     /// The improving moves that fit the slots, unsorted, into `out`: the single moves in
-    /// generation order, then the pairs (`order` numbers them so); `singles` and `top` are
-    /// scratch.
+    /// generation order, then the pairs (`order` numbers them so); `singles`, `top` and `gains`
+    /// are scratch. With `head_only`, the pairs that cannot be among the [`SORT_CHUNK`] best
+    /// moves are left out (returns whether any was): a pair ranks after every single of its
+    /// gain (its `order` is larger), so one no better than the `SORT_CHUNK`-th best fitting
+    /// single is not in the head.
     fn moves(
         &self,
         out: &mut Vec<Move>,
         singles: &mut Vec<(Move, usize)>,
         top: &mut Vec<(Move, usize)>,
-    ) {
+        gains: &mut Vec<f64>,
+        head_only: bool,
+    ) -> bool {
         let (k, d) = (self.k, &self.ctx.by_node);
-        let e_count = self.mask.len();
         singles.clear();
         for (e, &mask) in self.mask.iter().enumerate() {
             for n in (0..k).filter(|&n| mask >> n & 1 == 0) {
@@ -204,15 +229,44 @@ impl Hosting<'_, '_> {
         top.sort_unstable_by(|a, b| best_first(&a.0, &b.0));
         out.clear();
         out.extend(singles.iter().map(|s| s.0).filter(|m| self.slots_fit(m)));
+        // Pairs at or below this gain are not generated (head only).
+        let floor = if head_only && out.len() >= SORT_CHUNK {
+            gains.clear();
+            gains.extend(out.iter().map(|m| m.gain));
+            let (_, kth, _) =
+                gains.select_nth_unstable_by(SORT_CHUNK - 1, |a: &f64, b: &f64| b.total_cmp(a));
+            *kth
+        } else {
+            f64::NEG_INFINITY
+        };
+        let mut left_out = false;
         let mut order = singles.len();
+        // The experts each node hosts, ascending (the pairs' partners).
+        let mut hosted_by: Vec<Vec<usize>> = vec![Vec::new(); k];
+        if !top.is_empty() {
+            for (h, &mask) in self.mask.iter().enumerate() {
+                let mut bits = mask;
+                while bits != 0 {
+                    hosted_by[bits.trailing_zeros() as usize].push(h);
+                    bits &= bits - 1;
+                }
+            }
+        }
         // Pair the best gains into a node with a host that node gives up.
         for &(mv, n) in top.iter() {
             let e = mv.changes[0].0;
-            for h in (0..e_count).filter(|&h| h != e && self.mask[h] >> n & 1 == 1) {
+            // The single's own slot change, once for all its pairs.
+            let mut first = [0.0f64; 8];
+            let first_touched = self.slot_delta(e, mv.changes[0].1, &mut first);
+            for &h in hosted_by[n].iter().filter(|&&h| h != e) {
                 let mask = self.mask[h];
                 let without = mask & !(1 << n);
                 let mut give_up = |m: usize, loss: f64| {
-                    if mv.gain - loss > 0.0 {
+                    if mv.gain - loss > 0.0 && mv.gain - loss <= floor {
+                        // Numbered as in the full list, so that the order of the rest holds.
+                        order += 1;
+                        left_out = true;
+                    } else if mv.gain - loss > 0.0 {
                         let pair = Move {
                             gain: mv.gain - loss,
                             changes: [mv.changes[0], (h, m)],
@@ -220,7 +274,9 @@ impl Hosting<'_, '_> {
                             order,
                         };
                         order += 1;
-                        if self.slots_fit(&pair) {
+                        let mut delta = first;
+                        let touched = first_touched | self.slot_delta(h, m, &mut delta);
+                        if self.delta_fits(&delta, touched) {
                             out.push(pair);
                         }
                     }
@@ -233,6 +289,7 @@ impl Hosting<'_, '_> {
                 }
             }
         }
+        left_out
     }
 }
 
@@ -308,21 +365,32 @@ pub(crate) fn exchange_hosts(
         *slots = slots.max(h.used[n]);
     }
     let mut made = 0;
-    let (mut moves, mut singles, mut top) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut moves, mut singles, mut top, mut gains) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     'search: while made < budget {
-        h.moves(&mut moves, &mut singles, &mut top);
-        // The best chunk first (a feasible move is usually there); when none of it is, the
-        // rest sorted whole.
+        // The best chunk first (a feasible move is usually there, so only the moves that can
+        // be in it are generated); when none of it is, the rest sorted whole.
+        let pruned = h.moves(&mut moves, &mut singles, &mut top, &mut gains, true);
         let take = SORT_CHUNK.min(moves.len());
         if take < moves.len() {
             moves.select_nth_unstable_by(take.saturating_sub(1), best_first);
         }
-        let (head, tail) = moves.split_at_mut(take);
+        let head = &mut moves[..take];
         head.sort_unstable_by(best_first);
         if head.iter().any(|mv| h.try_move(mv)) {
             made += 1;
             continue 'search;
         }
+        if pruned {
+            // All of them; the best chunk is the same one (a total order), tried already.
+            h.moves(&mut moves, &mut singles, &mut top, &mut gains, false);
+            let take = SORT_CHUNK.min(moves.len());
+            if take < moves.len() {
+                moves.select_nth_unstable_by(take.saturating_sub(1), best_first);
+            }
+        }
+        let take = SORT_CHUNK.min(moves.len());
+        let tail = &mut moves[take..];
         tail.sort_unstable_by(best_first);
         if tail.iter().any(|mv| h.try_move(mv)) {
             made += 1;

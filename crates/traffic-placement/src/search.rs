@@ -53,6 +53,9 @@ pub(crate) struct State<'c, 'a> {
     origin: Option<(Vec<usize>, usize)>,
     /// Slots that differ from the origin.
     changed: usize,
+    /// Scratch of [`State::busiest_after`].
+    scratch_delta: Vec<(usize, f64)>,
+    scratch_load: Vec<f64>,
 }
 
 /// A candidate move: slot `slot` takes expert `incoming`; with `swap_from`, that slot takes the
@@ -91,6 +94,8 @@ impl<'c, 'a> State<'c, 'a> {
             last_pass_improved: false,
             origin: None,
             changed: 0,
+            scratch_delta: Vec::with_capacity(16),
+            scratch_load: Vec::with_capacity(g),
         };
         for s in 0..st.map.len() {
             let (e, gpu) = (st.map[s], st.gpu_of_slot[s]);
@@ -162,8 +167,11 @@ impl<'c, 'a> State<'c, 'a> {
 
     /// The busiest GPU after replacing the contributions of the experts in `changed` by those
     /// of their new replica lists.
-    fn busiest_after(&self, changed: &[(usize, &[usize])]) -> (f64, f64) {
-        let mut delta: Vec<(usize, f64)> = Vec::with_capacity(16);
+    fn busiest_after(&mut self, changed: &[(usize, &[usize])]) -> (f64, f64) {
+        // Scratch buffers kept between moves (the same sums in the same order as fresh ones).
+        let mut delta = std::mem::take(&mut self.scratch_delta);
+        let mut load = std::mem::take(&mut self.scratch_load);
+        delta.clear();
         let mut cross = 0.0;
         for &(e, new) in changed {
             self.ctx
@@ -173,8 +181,9 @@ impl<'c, 'a> State<'c, 'a> {
                 .proxy_contribution(e, new, |gpu, t| delta.push((gpu, t)))
                 - self.cross[e];
         }
-        let mut load = self.load.clone();
-        for (gpu, d) in delta {
+        load.clear();
+        load.extend_from_slice(&self.load);
+        for &(gpu, d) in &delta {
             load[gpu] += d;
         }
         let busiest = load
@@ -182,11 +191,13 @@ impl<'c, 'a> State<'c, 'a> {
             .zip(&self.ctx.speed)
             .map(|(t, v)| t / v)
             .fold(0.0, f64::max);
+        self.scratch_delta = delta;
+        self.scratch_load = load;
         (busiest, cross)
     }
 
     /// The replica lists after `mv`.
-    fn lists_after(&self, mv: &Move) -> Vec<(usize, Vec<usize>)> {
+    fn lists_after(&self, mv: &Move) -> [(usize, Vec<usize>); 2] {
         let to = self.gpu_of_slot[mv.slot];
         let out = self.map[mv.slot];
         let mut inc: Vec<usize> = self.replicas[mv.incoming].clone();
@@ -204,7 +215,7 @@ impl<'c, 'a> State<'c, 'a> {
             }
             None => inc.push(to),
         }
-        vec![(mv.incoming, inc), (out, outl)]
+        [(mv.incoming, inc), (out, outl)]
     }
 
     /// Traffic change of `mv` from the per-node replica counts alone (`O(1)`).
@@ -269,8 +280,10 @@ impl<'c, 'a> State<'c, 'a> {
         }
         let before = self.busiest();
         let lists = self.lists_after(mv);
-        let changed: Vec<(usize, &[usize])> =
-            lists.iter().map(|(e, l)| (*e, l.as_slice())).collect();
+        let changed = [
+            (lists[0].0, lists[0].1.as_slice()),
+            (lists[1].0, lists[1].1.as_slice()),
+        ];
         let (after, dcross) = self.busiest_after(&changed);
         let (ex0, ex1) = (self.excess(before), self.excess(after));
         let tol = 1e-12 * (1.0 + self.limit.abs());
@@ -293,7 +306,7 @@ impl<'c, 'a> State<'c, 'a> {
         better
     }
 
-    fn apply(&mut self, mv: &Move, lists: Vec<(usize, Vec<usize>)>) {
+    fn apply(&mut self, mv: &Move, lists: [(usize, Vec<usize>); 2]) {
         let (e_count, k) = (self.ctx.experts(), self.ctx.nodes());
         let to = self.gpu_of_slot[mv.slot];
         let out = self.map[mv.slot];
@@ -315,11 +328,8 @@ impl<'c, 'a> State<'c, 'a> {
             let load = &mut self.load;
             self.ctx
                 .proxy_contribution(e, &old, |gpu, t| load[gpu] -= t);
-            let new = self.replicas[e].clone();
-            let load = &mut self.load;
-            let c = self
-                .ctx
-                .proxy_contribution(e, &new, |gpu, t| load[gpu] += t);
+            let (ctx, new, load) = (self.ctx, &self.replicas[e], &mut self.load);
+            let c = ctx.proxy_contribution(e, new, |gpu, t| load[gpu] += t);
             self.traffic += c - self.cross[e];
             self.cross[e] = c;
         }

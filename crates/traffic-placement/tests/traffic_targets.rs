@@ -229,3 +229,57 @@ fn deepseek_slice() {
         }
     }
 }
+
+#[test]
+#[ignore = "a digest of every plan, to check that a speed change keeps them: cargo test --release -p traffic-placement --test traffic_targets -- --ignored digests --nocapture"]
+fn plan_digests() {
+    use std::hash::{Hash, Hasher};
+    // `TRAFFIC_LAYERS` layers (default 8) of seeds `TRAFFIC_SEEDS` (default 1,2) at localities
+    // 0.0 / 0.3 / 0.5 / 0.8 on the 2- and 4-node shapes.
+    let layers = std::env::var("TRAFFIC_LAYERS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(8);
+    let seeds: Vec<u64> = std::env::var("TRAFFIC_SEEDS")
+        .unwrap_or_else(|_| "1,2".to_owned())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    for (gpus, nodes, slots) in [(16, 2, 18), (32, 4, 9), (32, 4, 10)] {
+        let cluster = PlacementCluster::uniform(gpus, slots, nodes).unwrap();
+        for &seed in &seeds {
+            for locality in [0.0, 0.3, 0.5, 0.8] {
+                let spec = LocalityTrace::deepseek_like(layers, gpus, nodes, locality);
+                let trace = locality_trace(&spec, seed).unwrap();
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                let (mut cross, mut bound, mut total) = (0.0, 0.0, 0.0);
+                for t in &trace {
+                    let p = place_traffic_aware(t, &cluster, &TrafficOptions::default()).unwrap();
+                    p.physical_to_logical.hash(&mut h);
+                    p.dispatch.cross_node_tokens.to_bits().hash(&mut h);
+                    p.bound.cross_node_tokens.to_bits().hash(&mut h);
+                    cross += p.dispatch.cross_node_tokens;
+                    bound += p.bound.cross_node_tokens;
+                    total += p.dispatch.total_tokens;
+                    if std::env::var("TRAFFIC_PER_LAYER").is_ok() {
+                        println!(
+                            "  layer cross {:.3} busiest/limit {:.6} gap {:.2}% {}",
+                            p.dispatch.cross_node_tokens,
+                            p.dispatch.max_gpu_load / p.max_gpu_load_limit,
+                            100.0 * p.traffic_gap(),
+                            p.termination
+                        );
+                    }
+                }
+                println!(
+                    "G={gpus} K={nodes} R={} seed {seed} loc {locality:.1}: ratio {:.5} bound {:.5} gap {:.2}% digest {:016x}",
+                    gpus * slots,
+                    cross / total,
+                    bound / total,
+                    100.0 * (cross / bound - 1.0),
+                    h.finish()
+                );
+            }
+        }
+    }
+}
