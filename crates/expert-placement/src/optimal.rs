@@ -334,18 +334,23 @@ pub(crate) fn solve_bounded(
         solved.value = max_load(w, cluster, &map);
         solved.map = map;
     }
-    if outcome.proven {
+    conclude(&mut solved, outcome.proven);
+    clocked(solved, budget)
+}
+
+/// Says how the exact search behind `solved` ended: it proved the plan, or ran out of budget
+/// after finding a plan at the bound (optimal anyway), or ran out of budget.
+fn conclude(solved: &mut Solved, proved: bool) {
+    if proved {
         solved.proven = true;
         solved.lower_bound = solved.value;
         solved.termination = Termination::ProvedOptimal;
     } else if solved.value <= solved.lower_bound * (1.0 + crate::local_search::REL_EPS) {
-        // The search ran out of budget after finding a plan at the bound: optimal anyway.
         solved.proven = true;
         solved.termination = Termination::BoundReached;
     } else {
         solved.termination = Termination::BudgetExhausted;
     }
-    clocked(solved, budget)
 }
 
 /// [`crate::pair_exact::minimize`] from the heuristic's plan `solved`: the lower counts it
@@ -376,16 +381,8 @@ fn pair_exact_solve(
     }
     // The relaxation's infeasible targets bound every placement from below.
     solved.lower_bound = solved.lower_bound.max(found.lower_bound.min(solved.value));
-    if solved.value <= found.lower_bound * (1.0 + crate::pair_exact::PROOF_GAP) {
-        solved.proven = true;
-        solved.lower_bound = solved.value;
-        solved.termination = Termination::ProvedOptimal;
-    } else if solved.value <= solved.lower_bound * (1.0 + crate::local_search::REL_EPS) {
-        solved.proven = true;
-        solved.termination = Termination::BoundReached;
-    } else {
-        solved.termination = Termination::BudgetExhausted;
-    }
+    let proved = solved.value <= found.lower_bound * (1.0 + crate::pair_exact::PROOF_GAP);
+    conclude(&mut solved, proved);
     solved
 }
 

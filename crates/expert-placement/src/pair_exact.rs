@@ -698,11 +698,16 @@ mod tests {
         out
     }
 
-    fn brute_force(w: &[f64], gpus: usize) -> f64 {
+    /// The least `value` over every count vector.
+    fn least(w: &[f64], gpus: usize, value: impl Fn(&[usize]) -> f64) -> f64 {
         all_counts(w.len(), gpus)
             .iter()
-            .map(|c| sorted_pairing(w, c))
+            .map(|c| value(c))
             .fold(f64::INFINITY, f64::min)
+    }
+
+    fn brute_force(w: &[f64], gpus: usize) -> f64 {
+        least(w, gpus, |c| sorted_pairing(w, c))
     }
 
     /// The least busiest GPU of `counts` over every pairing without a same-expert pair.
@@ -736,10 +741,7 @@ mod tests {
     }
 
     fn true_optimum(w: &[f64], gpus: usize) -> f64 {
-        all_counts(w.len(), gpus)
-            .iter()
-            .map(|c| best_conflict_free(w, c))
-            .fold(f64::INFINITY, f64::min)
+        least(w, gpus, |c| best_conflict_free(w, c))
     }
 
     #[test]
