@@ -17,7 +17,7 @@ const CARDINALITY_MAX_WORK: usize = 1 << 20;
 /// [`PRECISION`]).
 const MAX_STEPS: usize = 80;
 
-/// The smallest maximum load `T >= from` that passes [`feasible`] for every class, less a
+/// The smallest maximum load `T >= from` that passes [`Problem::feasible`] for every class, less a
 /// relative [`PRECISION`]; `from` itself when it passes.
 ///
 /// Why it is a lower bound: a placement whose busiest GPU carries at most `T` (speed `v_max` or

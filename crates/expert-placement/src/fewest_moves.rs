@@ -10,7 +10,7 @@ use crate::model::PlacementCluster;
 
 /// Largest number of expert sets the exhaustive fewest-move search may enumerate: the product
 /// over GPUs of `C(E, S_g)` (before pruning); the search also needs at most 20 experts and 64
-/// GPUs. Above that, [`crate::rebalance`] keeps its heuristic answer and says so
+/// GPUs. Above that, [`crate::rebalance()`] keeps its heuristic answer and says so
 /// ([`crate::Rebalance::moves_proved_fewest`] is `false`).
 pub const FEWEST_MOVES_EXACT_MAX_SETS: u64 = 1 << 22;
 

@@ -6,9 +6,9 @@
 //!
 //! | problem | ours | baseline |
 //! |---|---|---|
-//! | replication and placement | [`place`] / [`place_with`] / [`place_layers`] with [`PlacementAlgorithm`] (`Optimal`, `OptimalNodeAware`, `Exact`), budget [`PlacementOptions`], [`Termination`], bound [`placement_lower_bound`] | [`eplb`], [`rebalance_experts`] (DeepSeek's EPLB, both policies) |
-//! | rebalancing with fewest moves | [`rebalance`] (trade-off, [`plan_transfers`], [`count_moves`], [`transfer_counts`]), [`rebalance_within`] (a cap on moves) | EPLB's fresh plan |
-//! | migration in engine-sized steps | [`transfer_rounds`] (every GPU sends to and receives from at most `peer_limit` per round; König-optimal) | everything at once |
+//! | replication and placement | [`place`] / [`place_with`] / [`place_layers`] with [`PlacementAlgorithm`] (`Optimal`, `OptimalNodeAware`, `Exact`), budget [`PlacementOptions`], [`Termination`], bound [`placement_lower_bound`] | [`eplb()`], [`rebalance_experts`] (DeepSeek's EPLB, both policies) |
+//! | rebalancing with fewest moves | [`rebalance()`] (trade-off, [`plan_transfers`], [`count_moves`], [`transfer_counts`]), [`rebalance_within`] (a cap on moves) | EPLB's fresh plan |
+//! | migration in engine-sized steps | [`transfer_rounds()`] (every GPU sends to and receives from at most `peer_limit` per round; König-optimal) | everything at once |
 //! | several load windows / one batch | [`place_robust`], [`split_tokens`] (max-flow token split) | newest window alone / even split |
 //! | load-oblivious placement | — | [`random_slot_placement`] |
 //! | synthetic expert loads | [`lognormal_loads`], [`zipf_loads`], [`zipf_shares`], [`drift_loads`] | — |

@@ -42,7 +42,7 @@ pub(crate) struct NodeAwareSolved {
 /// **Plan.** Candidate assignments: the dynamic program's minimizer (smallest largest node
 /// bound, then smallest sum), and a greedy one (heaviest group first to the relatively lightest
 /// node with room, then single moves and pair swaps while the largest node bound drops, up to
-/// 32 groups). Each node of each candidate is solved as its own instance by [`solve`] within
+/// 32 groups). Each node of each candidate is solved as its own instance by [`solve_bounded`] within
 /// `budget`; the better plan wins.
 pub(crate) fn solve_node_aware(
     loads: &LayerLoads,

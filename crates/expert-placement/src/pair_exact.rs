@@ -178,7 +178,8 @@ pub(crate) fn realize(w: &[f64], counts: &[usize], gpus: usize, t: f64) -> Optio
 }
 
 /// Bisection on the target between `lower` (certified) and `value` (a plan's busiest GPU),
-/// spending at most `steps` search nodes in all.
+/// spending at most `steps` steps in all (a node costs one, plus one per [`WORK_PER_STEP`]
+/// elements it touches).
 ///
 /// `O(steps * (C + E))` time for `C` constraints; memory `O(E * C)` plus at most
 /// [`MEMO_BYTES`] per test.
@@ -202,9 +203,9 @@ pub(crate) fn minimize(
         if hi <= lo * (1.0 + PROOF_GAP) {
             break;
         }
-        let just_below = hi * (1.0 - PROOF_GAP / 2.0);
-        let t = if probe_high || !midpoints {
-            just_below
+        let high = probe_high || !midpoints;
+        let t = if high {
+            hi * (1.0 - PROOF_GAP / 2.0)
         } else {
             f64::midpoint(lo, hi)
         };
@@ -221,14 +222,14 @@ pub(crate) fn minimize(
             }
             Feasibility::Unrealized => {
                 // Nothing proved at `t`: only probes just below the best placement remain.
-                if probe_high || !midpoints {
+                if high {
                     break;
                 }
                 midpoints = false;
                 continue;
             }
             Feasibility::Stopped => {
-                if probe_high || !midpoints || *steps == 0 || deadline.passed() {
+                if high || *steps == 0 || deadline.passed() {
                     break;
                 }
                 // The midpoint was too hard: probe only just below the best from now on.
