@@ -154,7 +154,9 @@ pub fn place(
 /// let p = place_with(&w, &c, PlacementAlgorithm::Optimal, &options)?;
 /// assert!(p.max_gpu_load <= 251.0);
 /// assert_eq!(p.replica_count[5] + p.replica_count[12], 9);
-/// assert_eq!(p.termination, Termination::Heuristic); // no exact search was allowed
+/// // No exact search was allowed, yet the plan is certified: its bound proves it optimal.
+/// assert_eq!(p.termination, Termination::BoundReached);
+/// assert!(p.max_gpu_load <= p.lower_bound * (1.0 + 1e-9));
 /// # Ok::<(), expert_placement::PlacementError>(())
 /// ```
 pub fn place_with(
@@ -273,7 +275,7 @@ fn plan_with(
             // bound (the proved optimum when the exact search finished) holds too.
             let bound = s.lower_bound.max(free.lower_bound);
             let mut p = Placement::scored(w, cluster, s.map, bound)?;
-            p.termination = if p.max_gpu_load <= p.lower_bound * (1.0 + 1e-12) {
+            p.termination = if p.max_gpu_load <= p.lower_bound * (1.0 + crate::bound::AT_BOUND) {
                 Termination::BoundReached
             } else {
                 s.termination

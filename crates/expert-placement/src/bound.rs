@@ -7,12 +7,13 @@ use crate::error::PlacementError;
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::partner_bound::partner_bound;
 use crate::replicate::replicate;
+use crate::target_partner_bound::target_partner_bound;
 
 /// A lower bound on the maximum GPU load of every valid placement of `loads` on `cluster`
 /// (every expert placed, never two replicas of one expert on a GPU: EPLB's duplicates split an
 /// expert unevenly over GPUs and can go below it when speeds differ).
 ///
-/// The largest of three relaxations:
+/// The largest of five relaxations:
 ///
 /// * **average**: the total load over the total speed, `sum w_e / sum v_g` (some GPU carries at
 ///   least its share);
@@ -28,7 +29,14 @@ use crate::replicate::replicate;
 ///   slots; the smallest `T` for which such counts exist (`k = 1, 2, 3`, a knapsack over the
 ///   class room, bisected on `T`) is a bound. It is what certifies hot experts on few slots:
 ///   two experts of 1000 among cold ones on 9 GPUs of 3 slots give 250 (the optimum is 250.33),
-///   where the first two give 233.
+///   where the first two give 233;
+/// * **partners**: the `c` GPUs hosting expert `e` each fill their other slots with other
+///   experts' replicas, at least the `c (S_min - 1)`-th lightest the others' counts allow;
+/// * **partners at a target**: the same, tested target by target with every count at least what
+///   the target needs and every slot filled (so few spare slots keep the partners heavy), for the
+///   heaviest experts alone and together (replicas above half the target never share a GPU),
+///   bisected on `T`. It certifies the plans of few slots per expert (23 experts on 8 GPUs of 3
+///   slots, one of them hot: 8,743 where the others give 7,611.5), and the 250.33 above.
 ///
 /// Exact solvers ([`crate::PlacementAlgorithm::Exact`], and [`crate::PlacementAlgorithm::Optimal`]
 /// on small instances) report their proved optimum instead.
@@ -41,7 +49,8 @@ use crate::replicate::replicate;
 /// # Complexity
 ///
 /// `O(G log G + R log E)` time for the first two, plus `O(E · G)` per bisection step (up to 80
-/// per class) for the third; `O(E + G)` space.
+/// per class) for the third; the last two only for `E · G <= 2^11`, the last cut at 3 million
+/// elementary steps (about a millisecond); `O(E · G)` space.
 ///
 /// # Examples
 ///
@@ -49,9 +58,11 @@ use crate::replicate::replicate;
 /// use expert_placement::{LayerLoads, PlacementCluster, placement_lower_bound};
 ///
 /// let c = PlacementCluster::uniform(8, 2, 1)?;
-/// // Average 1450 / 8 = 181.25; the best split of 600 and 560 over 16 slots is 120 per replica.
+/// // Average 1450 / 8 = 181.25; the best split of 600 and 560 over 16 slots is 120 per replica;
+/// // the partners that the hot replicas' GPUs must take raise it to 190 (the optimum is 590 / 3).
 /// let w = LayerLoads::new(vec![600.0, 560.0, 120.0, 120.0, 20.0, 10.0, 10.0, 10.0])?;
-/// assert_eq!(placement_lower_bound(&w, &c)?, 181.25);
+/// let b = placement_lower_bound(&w, &c)?;
+/// assert!((b - 190.0).abs() < 1e-6 && b <= 590.0 / 3.0);
 /// // One hot expert on 8 single-slot GPUs: 3 slots go to the cold experts, so at most 5
 /// // replicas of 1000 (the average is only 1003 / 8).
 /// let c = PlacementCluster::uniform(8, 1, 1)?;
@@ -69,8 +80,22 @@ pub fn placement_lower_bound(
     )?)
 }
 
+/// Relative width within which a plan has reached its lower bound (`bound-reached`): the bounds
+/// found by bisection (the cardinality and target-tested partner bounds, the 2-slot count search)
+/// stop this close below the target they cannot refute, so a plan at that target would
+/// otherwise never be recognised as optimal.
+pub(crate) const AT_BOUND: f64 = 1e-9;
+
 /// [`placement_lower_bound`] unchecked (infinite when the loads overflow on slow GPUs).
 pub(crate) fn lower_bound(loads: &LayerLoads, cluster: &PlacementCluster) -> f64 {
+    target_partner_bound(loads, cluster, quick_bound(loads, cluster), f64::INFINITY)
+}
+
+/// [`lower_bound`] without the target-tested partner bound, which costs more than the others
+/// together on small instances: the planner starts from this one and raises it only when its
+/// plan is above it ([`crate::optimal::solve_bounded`]), so plans the cheap bounds already
+/// certify, or that meet a caller's target, never pay for it.
+pub(crate) fn quick_bound(loads: &LayerLoads, cluster: &PlacementCluster) -> f64 {
     let heavy = cardinality_bound(loads, cluster, basic_bound(loads, cluster));
     partner_bound(loads, cluster, heavy)
 }

@@ -149,7 +149,7 @@ impl Problem<'_> {
 
 /// `max(1, ceil(w / limit))`, or `None` when it does not fit a `usize` (no placement reaches
 /// that limit).
-fn replicas_needed(w: f64, limit: f64) -> Option<usize> {
+pub(crate) fn replicas_needed(w: f64, limit: f64) -> Option<usize> {
     let q = (w / limit).ceil();
     // `q` is finite, non-negative and below `usize::MAX`: the cast is exact.
     if !(q.is_finite() && q >= 0.0 && q < usize::MAX as f64) {

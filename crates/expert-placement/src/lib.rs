@@ -76,6 +76,7 @@ mod rebalance;
 mod replicate;
 mod robust;
 mod state;
+mod target_partner_bound;
 mod token_split;
 mod tolerance;
 mod transfer_rounds;

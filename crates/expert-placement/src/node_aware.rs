@@ -1,7 +1,7 @@
 //! The optimal planner under group-to-node constraints: every replica of an expert group stays
 //! inside one node (DeepSeek-V3's group-limited routing then sends each token to few nodes).
 
-use crate::bound::{basic_bound, lower_bound};
+use crate::bound::{basic_bound, lower_bound, quick_bound};
 use crate::error::PlacementError;
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::optimal::{Solved, solve_bounded};
@@ -97,8 +97,7 @@ pub(crate) fn solve_node_aware(
         experts: w.len(),
     })?;
     best.lower_bound = bound.min(best.value);
-    if best.value <= bound * (1.0 + crate::local_search::REL_EPS) && !best.termination.is_optimal()
-    {
+    if best.value <= bound * (1.0 + crate::bound::AT_BOUND) && !best.termination.is_optimal() {
         best.termination = Termination::BoundReached;
     }
     Ok(best)
@@ -126,7 +125,8 @@ fn solve_assignment(
             .collect();
         let sub_loads = LayerLoads::new(experts.iter().map(|&e| w[e]).collect())?;
         sub.check_experts(experts.len())?;
-        let b = lower_bound(&sub_loads, sub);
+        // The cheap bound: `solve_bounded` raises it where the node's plan stays above it.
+        let b = quick_bound(&sub_loads, sub);
         work.push((n, sub_loads, experts, b));
     }
     work.sort_by(|a, b| b.3.total_cmp(&a.3).then(a.0.cmp(&b.0)));

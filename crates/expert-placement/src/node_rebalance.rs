@@ -4,7 +4,7 @@
 use comm_cost_model::{InputError, check_divides, check_finite_result, check_non_negative};
 
 use crate::algorithm::{PlacementAlgorithm, place_with};
-use crate::bound::lower_bound;
+use crate::bound::quick_bound;
 use crate::error::PlacementError;
 use crate::local_search::REL_EPS;
 use crate::model::{LayerLoads, PlacementCluster};
@@ -186,7 +186,8 @@ fn in_place(
             .map(|s| local[current[s]])
             .collect();
         let sub_loads = LayerLoads::new(members.iter().map(|&e| w[e]).collect())?;
-        let bound = lower_bound(&sub_loads, sub);
+        // The cheap bound: `solve_bounded` raises it where the node's plan stays above it.
+        let bound = quick_bound(&sub_loads, sub);
         parts.push((n, members, sub_current, sub_loads, bound));
     }
     // Fresh plans, busiest node (by bound) first: once it is planned the others only need to

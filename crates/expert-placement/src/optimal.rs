@@ -1,7 +1,7 @@
 //! The optimal planner: greedy replication, conflict-free packing, local search, and branch and
 //! bound on small instances.
 
-use crate::bound::lower_bound;
+use crate::bound::quick_bound;
 use crate::candidates::candidate_counts;
 use crate::count_search::count_search;
 use crate::exact::{PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, branch_and_bound};
@@ -11,6 +11,7 @@ use crate::options::{Budget, Deadline, Termination};
 use crate::pack::{pack, round_robin};
 use crate::replicate::replicate;
 use crate::state::{Move, SlotState};
+use crate::target_partner_bound::target_partner_bound;
 
 /// A solved layer: the map, its maximum load and a lower bound (the proved optimum when the
 /// branch and bound finished).
@@ -270,7 +271,7 @@ pub(crate) fn solve_to(
         cluster,
         budget,
         good_enough,
-        lower_bound(loads, cluster),
+        quick_bound(loads, cluster),
     )
 }
 
@@ -296,7 +297,15 @@ pub(crate) fn solve_bounded(
         &budget.deadline(),
     );
     let value = max_load(w, cluster, &map);
-    let at_bound = value <= bound * (1.0 + crate::local_search::REL_EPS);
+    // The costlier bound only where the cheap one leaves a plan open that is wanted for its own
+    // sake: a caller with a target (a node of a node-aware plan, the traffic planner's packings)
+    // reports no bound of its own, and most of its packings that miss the target would pay it.
+    let bound = if value > bound * (1.0 + crate::bound::AT_BOUND) && good_enough <= 0.0 {
+        target_partner_bound(loads, cluster, bound, value)
+    } else {
+        bound
+    };
+    let at_bound = value <= bound * (1.0 + crate::bound::AT_BOUND);
     let mut solved = Solved {
         map,
         value,
@@ -345,7 +354,7 @@ fn conclude(solved: &mut Solved, proved: bool) {
         solved.proven = true;
         solved.lower_bound = solved.value;
         solved.termination = Termination::ProvedOptimal;
-    } else if solved.value <= solved.lower_bound * (1.0 + crate::local_search::REL_EPS) {
+    } else if solved.value <= solved.lower_bound * (1.0 + crate::bound::AT_BOUND) {
         solved.proven = true;
         solved.termination = Termination::BoundReached;
     } else {

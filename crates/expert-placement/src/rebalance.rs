@@ -316,7 +316,7 @@ pub(crate) fn rebalance_map(
 /// claimed), so the plan is optimal in load only when it meets its bound; otherwise
 /// `time-capped` when the time budget cut a path, `heuristic` when none was cut.
 pub(crate) fn termination(placement: &Placement, budget_exhausted: bool) -> Termination {
-    if placement.max_gpu_load <= placement.lower_bound * (1.0 + REL_EPS) {
+    if placement.max_gpu_load <= placement.lower_bound * (1.0 + crate::bound::AT_BOUND) {
         Termination::BoundReached
     } else if budget_exhausted {
         Termination::TimeCapped

@@ -293,3 +293,60 @@ fn rebalance_uses_the_fewest_moves_of_the_milp() {
     }
     assert!(checked >= 6, "{checked}");
 }
+
+/// Random instance with one or two hot experts on GPUs of 2 or 3 slots and at most two spare
+/// slots: where the counts are nearly forced and the partners of the hot experts' replicas
+/// decide the optimum.
+fn hot_instance(rng: &mut Rng, hetero: bool) -> (Vec<f64>, PlacementCluster) {
+    let gpus = 2 + rng.next(3) as usize;
+    let slots: Vec<usize> = (0..gpus).map(|_| 2 + rng.next(2) as usize).collect();
+    let total: usize = slots.iter().sum();
+    let experts = (total - rng.next(3) as usize).clamp(3, 7);
+    let hot = 1 + rng.next(2) as usize;
+    let w = (0..experts)
+        .map(|e| {
+            if e < hot {
+                (200 + rng.next(800)) as f64
+            } else {
+                rng.next(60) as f64
+            }
+        })
+        .collect();
+    let speeds = (0..gpus)
+        .map(|_| {
+            if hetero {
+                [1.0, 2.0][rng.next(2) as usize]
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    (
+        w,
+        PlacementCluster::new(slots, speeds, vec![0; gpus]).unwrap(),
+    )
+}
+
+#[test]
+fn lower_bound_is_valid_and_often_tight_on_hot_experts_with_few_slots() {
+    let mut rng = Rng::new(23);
+    let (mut checked, mut tight) = (0, 0);
+    for case in 0..120 {
+        let (w, c) = hot_instance(&mut rng, case % 4 == 3);
+        if w.len() > c.total_slots() || c.slots_of_gpu().iter().any(|&s| s > w.len()) {
+            continue;
+        }
+        let best = brute_force_optimum(&w, &c);
+        let bound = placement_lower_bound(&LayerLoads::new(w.clone()).unwrap(), &c).unwrap();
+        assert!(
+            bound <= best * (1.0 + 1e-9),
+            "{w:?} {c:?}: bound {bound} > optimum {best}"
+        );
+        checked += 1;
+        tight += usize::from(bound >= best * (1.0 - 1e-9));
+    }
+    eprintln!("checked {checked}, bound = optimum on {tight}");
+    assert!(checked >= 100, "{checked}");
+    // 20 with the bounds before the target-tested partner bound, 45 with it.
+    assert!(tight >= 40, "{tight}");
+}

@@ -513,3 +513,95 @@ proptest::proptest! {
         }
     }
 }
+
+/// Campaign cases with few slots per expert whose plans the bounds before the target-tested
+/// partner bound left 4.5–14.9% open, and which it certifies: (loads, GPUs, slots per GPU,
+/// optimum). Cases 408, 63 and 499 were also proved optimal by an independent CP-SAT model.
+fn few_slot_cases() -> Vec<(Vec<f64>, usize, usize, f64)> {
+    vec![
+        // Case 408 (Zipf): the expert of 10,000 takes the only spare slot, so 6,276 shares its
+        // GPU with the two lightest (bound before: 7,611.5).
+        (
+            vec![
+                1882.0, 2127.0, 2999.0, 4778.0, 1433.0, 2283.0, 1292.0, 1620.0, 1335.0, 10000.0,
+                1382.0, 1551.0, 1215.0, 3390.0, 3938.0, 2704.0, 1489.0, 1252.0, 6276.0, 1995.0,
+                2471.0, 1697.0, 1783.0,
+            ],
+            8,
+            3,
+            8743.0,
+        ),
+        // Case 63 (one hot expert; bound before: 216).
+        (
+            vec![
+                3.0, 5.0, 20.0, 12.0, 9.0, 18.0, 14.0, 12.0, 2.0, 15.0, 18.0, 5.0, 1.0, 9.0, 7.0,
+                216.0, 11.0, 14.0,
+            ],
+            3,
+            6,
+            232.0,
+        ),
+        // Case 98 (three hot experts; bound before: 230.67): nine replicas of about 230 on nine
+        // distinct GPUs, each with two cold partners paired outside-in.
+        (
+            vec![
+                12.0, 13.0, 690.0, 14.0, 14.0, 5.0, 3.0, 7.0, 13.0, 8.0, 4.0, 18.0, 691.0, 1.0,
+                6.0, 7.0, 6.0, 8.0, 1.0, 6.0, 8.0, 13.0, 19.0, 17.0, 692.0, 1.0, 7.0, 0.0, 12.0,
+                11.0, 19.0, 9.0, 4.0, 7.0, 18.0, 19.0, 3.0, 8.0, 20.0,
+            ],
+            15,
+            3,
+            241.0,
+        ),
+        // Case 400 (Zipf; bound before: 1,598).
+        (
+            vec![
+                336.0, 60.0, 190.0, 51.0, 547.0, 94.0, 69.0, 122.0, 50.0, 219.0, 419.0, 168.0,
+                111.0, 762.0, 79.0, 935.0, 76.0, 87.0, 55.0, 178.0, 61.0, 63.0, 98.0, 149.0, 158.0,
+                2338.0, 52.0, 116.0, 1598.0, 305.0, 74.0, 236.0, 142.0, 107.0, 374.0, 54.0, 278.0,
+                255.0, 58.0, 65.0, 134.0, 1190.0, 476.0, 639.0, 102.0, 204.0, 49.0, 57.0, 128.0,
+                91.0, 48.0, 71.0, 84.0, 81.0, 10000.0, 67.0, 3998.0,
+            ],
+            22,
+            3,
+            1695.0,
+        ),
+        // Case 470 (two hot experts; bound before: 362.18): 22 hot replicas on distinct GPUs.
+        (
+            vec![
+                18.0, 4.0, 10.0, 17.0, 11.0, 3.0, 2.0, 0.0, 12.0, 20.0, 18.0, 3984.0, 16.0, 10.0,
+                16.0, 1.0, 5.0, 4.0, 7.0, 8.0, 15.0, 7.0, 10.0, 12.0, 12.0, 3983.0, 8.0, 8.0, 20.0,
+                2.0, 3.0, 2.0, 7.0, 10.0, 10.0, 10.0, 17.0, 10.0, 6.0, 2.0, 1.0, 14.0, 19.0, 0.0,
+                4.0, 5.0, 5.0, 6.0, 20.0, 6.0, 11.0, 4.0,
+            ],
+            24,
+            3,
+            4170.0 / 11.0,
+        ),
+    ]
+}
+
+#[test]
+fn few_slot_plans_are_certified_by_the_target_tested_partner_bound() {
+    for (w, gpus, slots, optimum) in few_slot_cases() {
+        let c = PlacementCluster::uniform(gpus, slots, 1).unwrap();
+        let p = place(&layer(&w), &c, PlacementAlgorithm::Optimal).unwrap();
+        let tol = 1e-9 * optimum;
+        assert!(
+            (p.max_gpu_load - optimum).abs() <= tol,
+            "{gpus}x{slots}: {}",
+            p.max_gpu_load
+        );
+        assert!(
+            p.termination.is_optimal(),
+            "{gpus}x{slots}: {:?}",
+            p.termination
+        );
+        assert!(
+            (p.lower_bound - optimum).abs() <= tol,
+            "{gpus}x{slots}: {}",
+            p.lower_bound
+        );
+        assert_eq!(p.duplicates_on_gpu, 0);
+    }
+}

@@ -19,9 +19,16 @@ pub(crate) fn run(args: &[&str]) -> Output {
         .expect("the moe-planner binary runs")
 }
 
-/// Writes `text` to a scratch file unique to this test process and returns its path.
+/// Writes `text` to a scratch file unique to this call and returns its path (tests of one
+/// process run in parallel: a name shared by two calls let one test read the other's file while
+/// it was being rewritten, empty).
 pub(crate) fn scratch(name: &str, text: &str) -> String {
-    let path = std::env::temp_dir().join(format!("moe-planner-test-{}-{name}", std::process::id()));
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!(
+        "moe-planner-test-{}-{call}-{name}",
+        std::process::id()
+    ));
     std::fs::write(&path, text).unwrap();
     path.to_string_lossy().into_owned()
 }
