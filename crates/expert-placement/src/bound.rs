@@ -49,8 +49,8 @@ use crate::target_partner_bound::target_partner_bound;
 /// # Complexity
 ///
 /// `O(G log G + R log E)` time for the first two, plus `O(E · G)` per bisection step (up to 80
-/// per class) for the third; the last two only for `E · G <= 2^11`, the last cut at 3 million
-/// elementary steps (about a millisecond); `O(E · G)` space.
+/// per class) for the third; the last two only for `E · G <= 2^11`, the last cut at 500,000
+/// elementary steps (a few milliseconds at most); `O(E · G)` space.
 ///
 /// # Examples
 ///
