@@ -776,10 +776,7 @@ mod tests {
             let found = minimize(&w, gpus, 0.0, start, &mut steps, &Deadline::never());
             // The bound is valid.
             assert!(found.lower_bound <= relaxed * (1.0 + 1e-12), "case {case}");
-            // Every map is valid and never below the true optimum; it reaches it whenever the
-            // relaxation is tight.
-            // Every map is valid and never below the true optimum; it reaches it whenever the
-            // relaxation is tight.
+            // Every map is valid and never below the true optimum.
             if let Some((map, value)) = &found.map {
                 assert_eq!(map.len(), 2 * gpus);
                 assert!(map.chunks(2).all(|p| p[0] != p[1]));
