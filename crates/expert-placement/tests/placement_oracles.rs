@@ -294,15 +294,9 @@ fn rebalance_uses_the_fewest_moves_of_the_milp() {
     assert!(checked >= 6, "{checked}");
 }
 
-/// Random instance with one or two hot experts on GPUs of 2 or 3 slots and at most two spare
-/// slots: where the counts are nearly forced and the partners of the hot experts' replicas
-/// decide the optimum.
-fn hot_instance(rng: &mut Rng, hetero: bool) -> (Vec<f64>, PlacementCluster) {
-    hot_instance_of(rng, hetero, 3, 7, 2)
-}
-
-/// [`hot_instance`] with up to `max_slots` slots per GPU, `max_experts` experts and `max_hot` hot
-/// experts (the long validity campaign widens them).
+/// Random instance with 1 to `max_hot` hot experts on 2 to 4 GPUs of 2 to `max_slots` slots,
+/// at most `max_experts` experts and at most two spare slots: where the counts are nearly forced
+/// and the partners of the hot experts' replicas decide the optimum.
 fn hot_instance_of(
     rng: &mut Rng,
     hetero: bool,
@@ -341,12 +335,19 @@ fn hot_instance_of(
     )
 }
 
-#[test]
-fn lower_bound_is_valid_and_often_tight_on_hot_experts_with_few_slots() {
-    let mut rng = Rng::new(23);
+/// Checks the lower bound against brute force on `n` instances from `seed` of
+/// [`hot_instance_of`]'s shape; returns how many were checked and on how many it is tight.
+fn check_bound(
+    seed: u64,
+    n: usize,
+    max_slots: u64,
+    max_experts: usize,
+    max_hot: u64,
+) -> (usize, usize) {
+    let mut rng = Rng::new(seed);
     let (mut checked, mut tight) = (0, 0);
-    for case in 0..120 {
-        let (w, c) = hot_instance(&mut rng, case % 4 == 3);
+    for case in 0..n {
+        let (w, c) = hot_instance_of(&mut rng, case % 4 == 3, max_slots, max_experts, max_hot);
         if w.len() > c.total_slots() || c.slots_of_gpu().iter().any(|&s| s > w.len()) {
             continue;
         }
@@ -360,6 +361,12 @@ fn lower_bound_is_valid_and_often_tight_on_hot_experts_with_few_slots() {
         tight += usize::from(bound >= best * (1.0 - 1e-9));
     }
     eprintln!("checked {checked}, bound = optimum on {tight}");
+    (checked, tight)
+}
+
+#[test]
+fn lower_bound_is_valid_and_often_tight_on_hot_experts_with_few_slots() {
+    let (checked, tight) = check_bound(23, 120, 3, 7, 2);
     assert!(checked >= 100, "{checked}");
     // 20 with the bounds before the target-tested partner bound, 43 with it (45 without its
     // work cap).
@@ -377,21 +384,5 @@ fn bound_campaign() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(500);
-    let mut rng = Rng::new(29);
-    let (mut checked, mut tight) = (0, 0);
-    for case in 0..n {
-        let (w, c) = hot_instance_of(&mut rng, case % 4 == 3, 4, 8, 3);
-        if w.len() > c.total_slots() || c.slots_of_gpu().iter().any(|&s| s > w.len()) {
-            continue;
-        }
-        let best = brute_force_optimum(&w, &c);
-        let bound = placement_lower_bound(&LayerLoads::new(w.clone()).unwrap(), &c).unwrap();
-        assert!(
-            bound <= best * (1.0 + 1e-9),
-            "{w:?} {c:?}: bound {bound} > optimum {best}"
-        );
-        checked += 1;
-        tight += usize::from(bound >= best * (1.0 - 1e-9));
-    }
-    eprintln!("checked {checked}, bound = optimum on {tight}");
+    check_bound(29, n, 4, 8, 3);
 }
