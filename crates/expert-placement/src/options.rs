@@ -243,7 +243,8 @@ pub enum Termination {
     /// search proved the plan within a relative `1e-9`): the plan is optimal and its
     /// `lower_bound` equals its maximum load.
     ProvedOptimal,
-    /// The plan's maximum load equals its certified lower bound (optimal, no search needed).
+    /// The plan's maximum load equals its certified lower bound, within a relative `1e-9` (the
+    /// width at which the bisected bounds stop): optimal, no search needed.
     BoundReached,
     /// The branch and bound (or the exact 2-slot count search) ran out of steps: the plan is
     /// the best found, its gap to `lower_bound` is what is certified.
