@@ -94,10 +94,10 @@ pub struct LayerPlacement {
     pub duplicates_on_gpu: usize,
     /// How the search behind our plan ended: `proved-optimal` (branch and bound finished),
     /// `bound-reached` (the plan meets its lower bound within 1e-9), `budget-exhausted` (the
-    /// search ran out of steps; the gap is what is certified), `time-capped` (the wall-clock limit cut a
-    /// search: gap certified, and the plan may differ on another machine or load), `heuristic`
-    /// (no exact search: above its limits, a rebalance or a robust plan, gap certified),
-    /// `not-searched` (EPLB's plan).
+    /// search ran out of steps; the gap is what is certified), `time-capped` (the wall-clock
+    /// limit cut a search: gap certified, and the plan may differ on another machine or load),
+    /// `heuristic` (no exact search: above its limits, a rebalance or a robust plan, gap
+    /// certified), `not-searched` (EPLB's plan).
     pub termination: String,
     /// Under `optimal-node-aware`, the unconstrained optimum's maximum load (the constraint's
     /// cost is the difference).
