@@ -1,42 +1,45 @@
 //! `optimal`'s cheapest try: the busiest line back to back, every other pair placed once.
 //!
-//! Let the pivot be the line (a receiver, or a sender by symmetry) with the largest sum. Its
-//! pairs run back to back from tick 0, one slot per partner, so the pivot is busy until its sum
-//! (the bound, when it is the tight line). Each partner then has its time before its slot and
-//! its time after it; every other pair is placed once, in `O(1)`, either forward (as early as
-//! both ports' forward frontiers allow, ending before the partner's slot) or backward (as late
-//! as both ports' backward frontiers allow, starting after the slot), whichever leaves the
-//! smaller idle gap. Each port's forward placements lie below its forward frontier and its
-//! backward ones above its backward frontier, and the frontiers never cross, so no two
-//! transfers of a port overlap and nothing ends after the bound.
+//! The pivot is the line (a receiver, or a sender by symmetry) with the largest sum. Its pairs
+//! run back to back from tick 0, partners by decreasing load, so it is busy until its sum (the
+//! bound, when it is the tight line). Each partner's free time is then two intervals, before
+//! and after its pivot slot; every other port's is one interval, `[0, bound]`. The other pairs
+//! are visited once each, in rounds (in round `k` partner rank `x` meets other-side rank
+//! `(x + k) mod m`, so every port's intervals shrink at about the same pace), and each is
+//! placed in `O(1)` at one end of one of its sender's intervals and of its receiver's
+//! interval: forward (as early as both allow) in the first interval, else forward in the
+//! second, else backward (as late as both allow) in the second, else backward in the first;
+//! the first of these that leaves each port at least its remaining work in free time, else the
+//! first that fits at all. A placement shrinks the intervals from the end it used, so every
+//! port's transfers stay outside its free intervals and never overlap, and nothing ends after
+//! the bound. The try gives up at the first pair that fits nowhere, or as soon as a port's free
+//! time falls below its remaining work (it could not finish).
 //!
-//! No event queue and no partner search: one decision per pair at a few word operations,
-//! against several hundred for the dense list schedule of [`crate::first_try`]. It succeeds when
-//! one line is much busier than the others (Zipf traffic: the hot expert's receiver), and
-//! gives up at the first pair that fits on neither side (then `optimal` runs the list schedule).
+//! There is no event queue and no partner search: a few word operations per pair, against
+//! several hundred for the dense list schedule of [`crate::first_try`] (issue 24). It succeeds
+//! when one line is much busier than most (Zipf traffic: the hot expert's receiver; the
+//! DeepSeek-like dispatch at 64 and 256 GPUs) and fails fast on uniform traffic, where every
+//! line is nearly tight.
 
 use crate::non_preemptive::Start;
 use crate::ticks::Ticks;
 
-/// The starts of a one-piece-per-pair schedule within the bound, in timetable order, or `None`
-/// when a pair fit on neither side.
+/// A one-piece-per-pair schedule that ends by the bound, as starts in timetable order, or
+/// `None` when the try gave up (see the module documentation).
 pub(crate) fn pivot_fill(ticks: &Ticks) -> Option<Vec<Start>> {
     let n = ticks.n;
-    let line = ticks.line_ticks;
-    if n < 2 || line == 0 || ticks.check_greedy_fits().is_err() {
+    if n < 2 || ticks.line_ticks == 0 || ticks.check_greedy_fits().is_err() {
         return None;
     }
     let (row_max, row_at) = max_at(&ticks.rows);
     let (col_max, col_at) = max_at(&ticks.cols);
-    // The pivot as a receiver `c`: for a sender pivot the matrix is read transposed.
     if col_max >= row_max {
-        Fill::new(ticks, false, col_at).run()
+        fill::<false>(ticks, col_at)
     } else {
-        Fill::new(ticks, true, row_at).run()
+        // A sender pivot: the same construction on the transposed matrix.
+        fill::<true>(ticks, row_at)
     }
 }
-
-const OPTIONS: [(usize, bool); 4] = [(0, true), (1, true), (1, false), (0, false)];
 
 /// The largest value and its first index.
 fn max_at(sums: &[u64]) -> (u64, usize) {
@@ -49,153 +52,262 @@ fn max_at(sums: &[u64]) -> (u64, usize) {
     best
 }
 
-/// One placement problem, oriented so that the pivot is a receiver: "senders" are the pivot's
-/// partners (the rows of the oriented matrix), "receivers" the other side.
-struct Fill<'a> {
-    n: usize,
-    q: &'a [u64],
-    /// Whether the oriented matrix is the transpose (the pivot is a sender).
-    transposed: bool,
-    pivot: usize,
-    line: u64,
-    /// Line sums of the oriented senders and receivers.
-    send_sums: &'a [u64],
-    recv_sums: &'a [u64],
+/// Where a pair may go, in the order tried: (interval of the pivot's partner, forward).
+const OPTIONS: [(usize, bool); 4] = [(0, true), (1, true), (1, false), (0, false)];
+
+/// A pivot partner's free time: `[lo[r], hi[r]]` for `r = 0` (before its pivot slot) and `1`
+/// (after it), and its slack: free time beyond its work left. A placement leaving an idle gap
+/// uses the gap's length of slack (its free time shrinks by the gap and the pair, its work by
+/// the pair), and a port whose gaps exceed its slack cannot finish.
+#[derive(Clone, Copy)]
+struct Partner {
+    lo: [u64; 2],
+    hi: [u64; 2],
+    slack: u64,
 }
 
-impl<'a> Fill<'a> {
-    fn new(ticks: &'a Ticks, transposed: bool, pivot: usize) -> Self {
-        let (send_sums, recv_sums) = if transposed {
-            (&ticks.cols[..], &ticks.rows[..])
+/// Any other port's free time `[lo, hi]` and slack.
+#[derive(Clone, Copy)]
+struct Other {
+    lo: u64,
+    hi: u64,
+    slack: u64,
+}
+
+/// The construction with the pivot as receiver `c` of the oriented matrix (`TRANSPOSED`: the
+/// pivot is sender `c` of the input, and oriented pair `(i, j)` is input pair `(j, i)`).
+fn fill<const TRANSPOSED: bool>(ticks: &Ticks, c: usize) -> Option<Vec<Start>> {
+    let (n, line, q) = (ticks.n, ticks.line_ticks, &ticks.q[..]);
+    let dur = |i: usize, j: usize| {
+        if TRANSPOSED {
+            q[j * n + i]
         } else {
-            (&ticks.rows[..], &ticks.cols[..])
-        };
-        Self {
-            n: ticks.n,
-            q: &ticks.q,
-            transposed,
-            pivot,
-            line: ticks.line_ticks,
-            send_sums,
-            recv_sums,
+            q[i * n + j]
+        }
+    };
+    let (partner_sums, other_sums) = if TRANSPOSED {
+        (&ticks.cols, &ticks.rows)
+    } else {
+        (&ticks.rows, &ticks.cols)
+    };
+    // `n <= MAX_GPUS = 2^13`: every index fits in `u32`.
+    #[allow(clippy::cast_possible_truncation)]
+    let start = |tick: u64, i: usize, j: usize| {
+        let (src, dst) = if TRANSPOSED { (j, i) } else { (i, j) };
+        Start {
+            start: tick,
+            src: src as u32,
+            dst: dst as u32,
+        }
+    };
+    let by_load = |sums: &[u64], skip: usize| {
+        #[allow(clippy::cast_possible_truncation)]
+        let mut idx: Vec<u32> = (0..n as u32).filter(|&g| g as usize != skip).collect();
+        idx.sort_unstable_by_key(|&g| std::cmp::Reverse(sums[g as usize]));
+        idx
+    };
+    let partners = by_load(partner_sums, usize::MAX);
+    let others = by_load(other_sums, c);
+    let mut out: Vec<Start> = Vec::with_capacity(n * n);
+    let mut part: Vec<Partner> = (0..n)
+        .map(|i| Partner {
+            lo: [0, line],
+            hi: [line, line],
+            slack: line - partner_sums[i],
+        })
+        .collect();
+    // The pivot's pairs back to back.
+    let mut t = 0u64;
+    for &i in &partners {
+        let i = i as usize;
+        let d = dur(i, c);
+        if d > 0 {
+            part[i].hi[0] = t;
+            part[i].lo[1] = t + d;
+            out.push(start(t, i, c));
+            t += d;
         }
     }
-
-    /// Ticks of oriented pair `(i, j)`.
-    #[inline]
-    fn dur(&self, i: usize, j: usize) -> u64 {
-        if self.transposed {
-            self.q[j * self.n + i]
-        } else {
-            self.q[i * self.n + j]
-        }
-    }
-
-    fn run(&self) -> Option<Vec<Start>> {
-        let (n, c, line) = (self.n, self.pivot, self.line);
-        // Pivot slots, senders by decreasing load.
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_unstable_by_key(|&i| std::cmp::Reverse(self.send_sums[i as usize]));
-        // Each sender's free time is two intervals, before and after its pivot slot, each
-        // filled from both ends: `[lo[0], hi[0]]` and `[lo[1], hi[1]]`. Each receiver's is one.
-        let mut lo = vec![[0u64, line]; n];
-        let mut hi = vec![[line, line]; n];
-        let mut rlo = vec![0u64; n];
-        let mut rhi = vec![line; n];
-        let mut out: Vec<(u64, u32, u32)> = Vec::with_capacity(n * n);
-        // Work left per sender and receiver, outside the pivot.
-        let mut srem: Vec<u64> = (0..n).map(|i| self.send_sums[i] - self.dur(i, c)).collect();
-        let mut rrem: Vec<u64> = self.recv_sums.to_vec();
-        let mut t = 0u64;
-        for &i in &order {
+    let mut other: Vec<Other> = other_sums
+        .iter()
+        .map(|&sum| Other {
+            lo: 0,
+            hi: line,
+            slack: line - sum,
+        })
+        .collect();
+    let m = others.len();
+    for k in 0..m {
+        let mut y = k;
+        for &i in &partners {
             let i = i as usize;
-            let d = self.dur(i, c);
+            let j = others[y] as usize;
+            y = if y + 1 == m { 0 } else { y + 1 };
+            let d = dur(i, j);
             if d == 0 {
                 continue;
             }
-            hi[i][0] = t;
-            lo[i][1] = t + d;
-            out.push((t, i as u32, c as u32));
-            t += d;
+            let (p, o) = (&mut part[i], &mut other[j]);
+            let (tick, region, forward) = place(p, o, d)?;
+            if forward {
+                p.slack -= tick - p.lo[region];
+                o.slack -= tick - o.lo;
+                p.lo[region] = tick + d;
+                o.lo = tick + d;
+            } else {
+                p.slack -= p.hi[region] - (tick + d);
+                o.slack -= o.hi - (tick + d);
+                p.hi[region] = tick;
+                o.hi = tick;
+            }
+            out.push(start(tick, i, j));
         }
-        rlo[c] = t;
-        rhi[c] = t;
-        let recv: Vec<u32> = {
-            let mut r: Vec<u32> = (0..n as u32).filter(|&j| j as usize != c).collect();
-            r.sort_unstable_by_key(|&j| std::cmp::Reverse(self.recv_sums[j as usize]));
-            r
-        };
-        // Rounds: in round `k` the sender of slot rank `x` meets receiver `recv[(x + k) % m]`,
-        // so every line's frontiers advance together.
-        let m = recv.len();
-        for k in 0..m {
-            for (x, &i32_) in order.iter().enumerate() {
-                let i = i32_ as usize;
-                let j = recv[(x + k) % m] as usize;
-                let d = self.dur(i, j);
-                if d == 0 {
-                    continue;
-                }
-                let (rf, rg) = (rlo[j], rhi[j]);
-                // Forward in the first interval, backward in the second (the usual two), else
-                // the other two, whichever fits and leaves the smaller gap.
-                // Free time left beyond the work left; a port without enough free time
-                // cannot finish (checked here, so a hopeless try stops early).
-                let sslack = ((hi[i][0] - lo[i][0]) + (hi[i][1] - lo[i][1])).checked_sub(srem[i])?;
-                let rslack = (rg - rf).checked_sub(rrem[j])?;
-                let mut best: Option<(u64, usize, bool, u64)> = None;
-                let mut safe = false;
-                for (region, forward) in OPTIONS {
-                    let (f, g) = (lo[i][region], hi[i][region]);
-                    let (start, sgap, rgap) = if forward {
-                        let s = f.max(rf);
-                        if s + d > g.min(rg) {
-                            continue;
-                        }
-                        (s, s - f, s - rf)
-                    } else {
-                        let e = g.min(rg);
-                        if e < d || e - d < f.max(rf) {
-                            continue;
-                        }
-                        (e - d, g - e, rg - e)
-                    };
-                    let ok = sgap <= sslack && rgap <= rslack;
-                    if best.is_none() || (ok && !safe) {
-                        best = Some((start, region, forward, 0));
-                        safe = ok;
-                        if ok {
-                            break;
-                        }
-                    }
-                }
-                let Some((start, region, forward, _)) = best else {
-                    if std::env::var_os("PIVOT_DEBUG").is_some() {
-                        eprintln!("fail tr={} pivot={c} i={i} R={:.3} {:?} {:?} j={j} C={:.3} F={:.3} G={:.3} d={:.3} placed={}", self.transposed,
-                        self.send_sums[i] as f64/line as f64, lo[i].map(|v| v as f64/line as f64), hi[i].map(|v| v as f64/line as f64), self.recv_sums[j] as f64/line as f64, rf as f64/line as f64, rg as f64/line as f64, d as f64/line as f64, out.len());
-                    }
-                    return None;
-                };
-                srem[i] -= d;
-                rrem[j] -= d;
-                if forward {
-                    lo[i][region] = start + d;
-                    rlo[j] = start + d;
-                } else {
-                    hi[i][region] = start;
-                    rhi[j] = start;
-                }
-                out.push((start, i as u32, j as u32));
+    }
+    Some(time_order(out, line))
+}
+
+/// Where pair `(p, o)` of `d` ticks goes: its start tick, the partner's interval and whether
+/// it was placed forward; `None` when it fits nowhere without a gap beyond a port's slack
+/// (such a gap would leave that port unable to finish).
+#[inline]
+fn place(p: &Partner, o: &Other, d: u64) -> Option<(u64, usize, bool)> {
+    for (region, forward) in OPTIONS {
+        let (lo, hi) = (p.lo[region], p.hi[region]);
+        if forward {
+            let s = lo.max(o.lo);
+            if s + d <= hi.min(o.hi) && s - lo <= p.slack && s - o.lo <= o.slack {
+                return Some((s, region, true));
+            }
+        } else {
+            let e = hi.min(o.hi);
+            if e >= d && e - d >= lo.max(o.lo) && hi - e <= p.slack && o.hi - e <= o.slack {
+                return Some((e - d, region, false));
             }
         }
-        let mut starts: Vec<Start> = out
+    }
+    None
+}
+
+/// Sorts starts into timetable order (tick, sender, receiver): a counting sort on the high
+/// bits of the tick (about one bucket per start over `[0, line]`), then each bucket by the
+/// whole key. (A sort of packed integer keys, a bucket sort that recurses into crowded buckets,
+/// and insertion sorts inside the buckets all cost more instructions at 64 GPUs.)
+fn time_order(mut starts: Vec<Start>, line: u64) -> Vec<Start> {
+    let len = starts.len();
+    if len < 2 {
+        return starts;
+    }
+    let shift =
+        (u64::BITS - line.leading_zeros()).saturating_sub(usize::BITS - len.leading_zeros());
+    let Ok(top) = usize::try_from(line >> shift) else {
+        starts.sort_unstable();
+        return starts;
+    };
+    // `line >> shift < 2 * len`: a bucket index per start, its tick's high bits.
+    let bucket = |s: &Start| usize::try_from(s.start >> shift).unwrap_or(top);
+    let buckets = top + 1;
+    let mut at = vec![0usize; buckets + 1];
+    for s in &starts {
+        at[bucket(s) + 1] += 1;
+    }
+    for b in 0..buckets {
+        at[b + 1] += at[b];
+    }
+    let mut sorted = vec![
+        Start {
+            start: 0,
+            src: 0,
+            dst: 0
+        };
+        len
+    ];
+    let mut next = at.clone();
+    for s in &starts {
+        let b = bucket(s);
+        sorted[next[b]] = *s;
+        next[b] += 1;
+    }
+    for b in 0..buckets {
+        let run = &mut sorted[at[b]..at[b + 1]];
+        if run.len() > 1 {
+            run.sort_unstable();
+        }
+    }
+    sorted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Bandwidth;
+    use crate::workload::{uniform_traffic, zipf_traffic};
+
+    /// Every schedule the try returns is contention-free, one piece per pair, within the
+    /// bound, in timetable order; it succeeds on Zipf traffic and gives up on uniform traffic.
+    #[test]
+    fn fills_zipf_traffic_and_gives_up_on_uniform_traffic() {
+        let b = Bandwidth::uniform(1.0).unwrap();
+        let mut filled = 0;
+        for seed in 1..=4 {
+            for (d, zipf) in [
+                (zipf_traffic(24, 0.8, 500, 7, seed).unwrap(), true),
+                (zipf_traffic(40, 1.2, 900, 3, seed).unwrap(), true),
+                (uniform_traffic(24, 1000, seed).unwrap(), false),
+            ] {
+                let ticks = Ticks::new(&d, &b).unwrap();
+                let Some(starts) = pivot_fill(&ticks) else {
+                    assert!(!zipf, "gave up on Zipf traffic, seed {seed}");
+                    continue;
+                };
+                assert!(zipf, "filled uniform traffic, seed {seed}");
+                filled += 1;
+                assert!(starts.is_sorted());
+                let plan = crate::non_preemptive::whole_pairs_to_timetable(&ticks, &starts);
+                plan.validate(&d, &b).unwrap();
+                assert_eq!(plan.pieces(), d.nonzeros());
+                assert_eq!(plan.makespan_s(), crate::lower_bound_s(&d, &b).unwrap());
+            }
+        }
+        assert_eq!(filled, 8);
+    }
+
+    /// A sender pivot (the transpose of a receiver pivot) gives the transposed schedule.
+    #[test]
+    fn a_sender_pivot_is_the_transposed_construction() {
+        let b = Bandwidth::uniform(1.0).unwrap();
+        let d = zipf_traffic(16, 1.0, 400, 5, 3).unwrap();
+        let n = d.n();
+        let rows: Vec<Vec<u64>> = (0..n)
+            .map(|i| (0..n).map(|j| d.at(j, i) as u64).collect())
+            .collect();
+        let t = crate::TrafficMatrix::from_rows_u64(&rows).unwrap();
+        let a = pivot_fill(&Ticks::new(&d, &b).unwrap()).unwrap();
+        let mut bt: Vec<Start> = pivot_fill(&Ticks::new(&t, &b).unwrap())
+            .unwrap()
             .into_iter()
-            .map(|(start, i, j)| {
-                let (src, dst) = if self.transposed { (j, i) } else { (i, j) };
-                Start { start, src, dst }
+            .map(|s| Start {
+                start: s.start,
+                src: s.dst,
+                dst: s.src,
             })
             .collect();
-        starts.sort_unstable();
-        Some(starts)
+        bt.sort_unstable();
+        assert_eq!(a, bt);
+    }
+
+    /// The bucket sort gives the plain sort's order, ties on one tick included.
+    #[test]
+    fn time_order_is_the_timetable_order() {
+        let mut v = Vec::new();
+        for k in 0..500u32 {
+            v.push(Start {
+                start: u64::from(k.wrapping_mul(2_654_435_761) % 97) * 1_000_003,
+                src: k % 13,
+                dst: k % 7,
+            });
+        }
+        let mut expected = v.clone();
+        expected.sort_unstable();
+        assert_eq!(time_order(v, 97 * 1_000_003), expected);
     }
 }
