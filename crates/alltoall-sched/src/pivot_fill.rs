@@ -103,7 +103,7 @@ fn fill<const TRANSPOSED: bool>(ticks: &Ticks, c: usize) -> Option<Vec<Start>> {
     let by_load = |sums: &[u64], skip: usize| {
         #[allow(clippy::cast_possible_truncation)]
         let mut idx: Vec<u32> = (0..n as u32).filter(|&g| g as usize != skip).collect();
-        idx.sort_unstable_by_key(|&g| std::cmp::Reverse(sums[g as usize]));
+        idx.sort_unstable_by_key(|&g| sums[g as usize]);
         idx
     };
     let partners = by_load(partner_sums, usize::MAX);
@@ -149,17 +149,7 @@ fn fill<const TRANSPOSED: bool>(ticks: &Ticks, c: usize) -> Option<Vec<Start>> {
             }
             let (p, o) = (&mut part[i], &mut other[j]);
             let (tick, region, forward) = place(p, o, d)?;
-            if forward {
-                p.slack -= tick - p.lo[region];
-                o.slack -= tick - o.lo;
-                p.lo[region] = tick + d;
-                o.lo = tick + d;
-            } else {
-                p.slack -= p.hi[region] - (tick + d);
-                o.slack -= o.hi - (tick + d);
-                p.hi[region] = tick;
-                o.hi = tick;
-            }
+            commit(p, o, tick, region, forward, d);
             out.push(start(tick, i, j));
         }
     }
@@ -186,6 +176,22 @@ fn place(p: &Partner, o: &Other, d: u64) -> Option<(u64, usize, bool)> {
         }
     }
     None
+}
+
+/// Records a placement: the intervals shrink from the end used, the slack by the gap left.
+#[inline]
+fn commit(p: &mut Partner, o: &mut Other, tick: u64, region: usize, forward: bool, d: u64) {
+    if forward {
+        p.slack -= tick - p.lo[region];
+        o.slack -= tick - o.lo;
+        p.lo[region] = tick + d;
+        o.lo = tick + d;
+    } else {
+        p.slack -= p.hi[region] - (tick + d);
+        o.slack -= o.hi - (tick + d);
+        p.hi[region] = tick;
+        o.hi = tick;
+    }
 }
 
 /// Sorts starts into timetable order (tick, sender, receiver): a counting sort on the high
