@@ -110,7 +110,8 @@ fn main() -> Result<(), String> {
     };
     // `PROBE_VALIDATE=1`: check the timetable (release builds skip `optimal`'s own check).
     if std::env::var_os("PROBE_VALIDATE").is_some() {
-        plan.validate(&d, &b).map_err(|e| format!("invalid timetable: {e}"))?;
+        plan.validate(&d, &b)
+            .map_err(|e| format!("invalid timetable: {e}"))?;
     }
     times.sort_by(f64::total_cmp);
     // FNV-1a over every field of every transfer: equal hashes, equal timetables.
