@@ -1,25 +1,27 @@
 //! `optimal`'s cheapest try: the busiest line back to back, every other pair placed once.
 //!
 //! The pivot is the line (a receiver, or a sender by symmetry) with the largest sum. Its pairs
-//! run back to back from tick 0, partners by decreasing load, so it is busy until its sum (the
-//! bound, when it is the tight line). Each partner's free time is then two intervals, before
-//! and after its pivot slot; every other port's is one interval, `[0, bound]`. The other pairs
-//! are visited once each, in rounds (in round `k` partner rank `x` meets other-side rank
-//! `(x + k) mod m`, so every port's intervals shrink at about the same pace), and each is
-//! placed in `O(1)` at one end of one of its sender's intervals and of its receiver's
+//! run back to back from tick 0, partners by increasing load, so it is busy until its sum (the
+//! bound). Each partner's free time is then two intervals, before and after its pivot slot;
+//! every other port's is one interval, `[0, bound]`. The other pairs are visited once each, in
+//! rounds (both sides ranked by increasing load; in round `k` partner rank `x` meets other-side
+//! rank `(x + k) mod m`, so every port's intervals shrink at about the same pace), and each is
+//! placed in `O(1)` at one end of one of its partner's intervals and of its other port's
 //! interval: forward (as early as both allow) in the first interval, else forward in the
-//! second, else backward (as late as both allow) in the second, else backward in the first;
-//! the first of these that leaves each port at least its remaining work in free time, else the
-//! first that fits at all. A placement shrinks the intervals from the end it used, so every
-//! port's transfers stay outside its free intervals and never overlap, and nothing ends after
-//! the bound. The try gives up at the first pair that fits nowhere, or as soon as a port's free
-//! time falls below its remaining work (it could not finish).
+//! second, else backward (as late as both allow) in the second, else backward in the first,
+//! the first of these whose idle gaps fit in both ports' slack (free time beyond the work
+//! left). A placement shrinks the intervals from the end it used, so every port's transfers
+//! stay outside its free intervals and never overlap, and nothing ends after the bound. The try
+//! gives up at the first pair that fits nowhere: a gap beyond a port's slack would leave it
+//! less free time than work, so no later choice could have finished it.
 //!
 //! There is no event queue and no partner search: a few word operations per pair, against
 //! several hundred for the dense list schedule of [`crate::first_try`] (issue 24). It succeeds
 //! when one line is much busier than most (Zipf traffic: the hot expert's receiver; the
-//! DeepSeek-like dispatch at 64 and 256 GPUs) and fails fast on uniform traffic, where every
-//! line is nearly tight.
+//! DeepSeek-like dispatch from 64 GPUs on) and is not tried where ports are busy for most of
+//! the bound on average (uniform traffic: every line nearly tight) or below [`MIN_GPUS`].
+//! Its timetables end on the bound like the greedy's, but GPUs can finish later on average
+//! (`docs/performance.md`, issue 24 fifth pass).
 
 use crate::non_preemptive::Start;
 use crate::ticks::Ticks;
