@@ -236,13 +236,15 @@ fn time_order(mut starts: Vec<Start>, line: u64) -> Vec<Start> {
     };
     // `line >> shift < 2 * len`: a bucket index per start, its tick's high bits.
     let bucket = |s: &Start| usize::try_from(s.start >> shift).unwrap_or(top);
-    let buckets = top + 1;
-    let mut at = vec![0usize; buckets + 1];
+    // Bucket sizes, then where each bucket starts; the scatter moves each start on to where
+    // its bucket ends.
+    let mut at = vec![0usize; top + 1];
     for s in &starts {
-        at[bucket(s) + 1] += 1;
+        at[bucket(s)] += 1;
     }
-    for b in 0..buckets {
-        at[b + 1] += at[b];
+    let mut sum = 0;
+    for a in &mut at {
+        (*a, sum) = (sum, sum + *a);
     }
     let mut sorted = vec![
         Start {
@@ -252,17 +254,17 @@ fn time_order(mut starts: Vec<Start>, line: u64) -> Vec<Start> {
         };
         len
     ];
-    let mut next = at.clone();
     for s in &starts {
-        let b = bucket(s);
-        sorted[next[b]] = *s;
-        next[b] += 1;
+        let a = &mut at[bucket(s)];
+        sorted[*a] = *s;
+        *a += 1;
     }
-    for b in 0..buckets {
-        let run = &mut sorted[at[b]..at[b + 1]];
-        if run.len() > 1 {
-            run.sort_unstable();
+    let mut from = 0;
+    for &to in &at {
+        if to - from > 1 {
+            sorted[from..to].sort_unstable();
         }
+        from = to;
     }
     sorted
 }
