@@ -10,7 +10,9 @@
 //!
 //! Arguments: traffic (`zipf0.8`, `zipf1.2`, `uniform`, `deepseek`), GPUs, seed, and optionally
 //! the scheduler (`optimal`, the default, or `non-preemptive`) and a repeat count (the call is
-//! timed; the median is printed).
+//! timed; the median is printed). It also prints the mean time at which a GPU is done with the
+//! all-to-all (its last send or receive, as a fraction of the makespan), and with
+//! `PROBE_VALIDATE=1` checks the timetable (release builds of `optimal` do not).
 
 use std::time::Instant;
 
@@ -106,6 +108,11 @@ fn main() -> Result<(), String> {
     let Some(plan) = plan else {
         return Err("no run".into());
     };
+    // `PROBE_VALIDATE=1`: check the timetable (release builds skip `optimal`'s own check).
+    if std::env::var_os("PROBE_VALIDATE").is_some() {
+        plan.validate(&d, &b)
+            .map_err(|e| format!("invalid timetable: {e}"))?;
+    }
     times.sort_by(f64::total_cmp);
     // FNV-1a over every field of every transfer: equal hashes, equal timetables.
     let mut hash = 0xcbf2_9ce4_8422_2325_u64;
@@ -121,8 +128,12 @@ fn main() -> Result<(), String> {
         }
     }
     let median = times[times.len() / 2];
+    // When each GPU is done with the all-to-all (its last send or receive), on average, as a
+    // fraction of the makespan: what the facade's per-GPU timeline reads beyond the makespan.
+    let finish = plan.port_finish_times().map_err(|e| e.to_string())?;
+    let mean_finish = finish.iter().sum::<f64>() / finish.len().max(1) as f64 / plan.makespan_s();
     println!(
-        "{kind} n={n} seed={seed} {scheduler}: pieces {} nnz {} ({:.3}), makespan/bound - 1 = {:e}, median {:.1} us of {repeat}, hash {hash:016x}",
+        "{kind} n={n} seed={seed} {scheduler}: pieces {} nnz {} ({:.3}), makespan/bound - 1 = {:e}, mean GPU finish {mean_finish:.3}, median {:.1} us of {repeat}, hash {hash:016x}",
         plan.pieces(),
         d.nonzeros(),
         plan.pieces() as f64 / d.nonzeros().max(1) as f64,

@@ -72,6 +72,7 @@ mod min_tree;
 mod non_preemptive;
 mod optimal;
 mod padding;
+mod pivot_fill;
 mod replay;
 mod simulator;
 mod ticks;

@@ -2,7 +2,8 @@
 
 use crate::decompose::{Piece, decompose_seeded};
 use crate::first_try::{Prefix, greedy_prefix};
-use crate::non_preemptive::Start;
+use crate::non_preemptive::{Start, whole_pairs_to_timetable};
+use crate::pivot_fill::pivot_fill;
 use crate::ticks::Ticks;
 use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 
@@ -15,11 +16,15 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// (Birkhoff–von Neumann; Gonzalez and Sahni's preemptive open shop). The paper only shows such
 /// an order exists; its Algorithm 1 is [`crate::aurora_greedy()`], which is not always optimal.
 ///
-/// Among the bound-meeting schedules it returns one with few transfers: a greedy
-/// one-piece-per-pair list schedule (the scheme of [`crate::non_preemptive()`], with a priority
-/// that reads nothing: a freed port takes the idle partner with the largest line sum) runs
-/// first against the bound, and is returned when it ends exactly on it (in integer ticks), since
-/// one piece per non-zero pair is the minimum any schedule can have. When it falls behind in the
+/// Among the bound-meeting schedules it returns one with few transfers. From 32 GPUs on it first
+/// tries a *pivot fill* (issue 24): the busiest line's pairs back to back, every other pair
+/// placed once at one end of its ports' free intervals, no event queue; when every pair fits,
+/// the result has one piece per pair and ends on the bound (`docs/algorithms.md`). Otherwise, or
+/// below 32 GPUs, a greedy one-piece-per-pair list schedule (the scheme of
+/// [`crate::non_preemptive()`], with a priority that reads nothing: a freed port takes the idle
+/// partner with the largest line sum) runs against the bound, and is returned when it ends
+/// exactly on it (in integer ticks), since one piece per non-zero pair is the minimum any
+/// schedule can have. When it falls behind in the
 /// first half of the bound it runs once more keeping each tight port's next partner free (so a
 /// port without slack never waits for a busy partner). When it still falls behind, its
 /// transfers up to the latest tick from which the rest still fits before the bound are kept
@@ -47,7 +52,9 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 ///
 /// # Complexity
 ///
-/// The greedy costs `O(P log n + E * n / 64)` for `P` pairs and `E <= P` decision times (a
+/// The pivot fill costs `O(n^2)` (a few word operations per pair, and a bucket sort of the
+/// starts that is linear unless many start in one tick range). The greedy costs
+/// `O(P log n + E * n / 64)` for `P` pairs and `E <= P` decision times (a
 /// freed port finds its partner with `n / 64` word operations at most), plus `O(n^2)` set-up
 /// (one pass over the matrix; nothing is copied). The
 /// decomposition of the rest takes `O(n^2)` phases at most (each exhausts an entry of the
@@ -55,7 +62,8 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// repair costs `O(n)` bit tests at most (usually a few) plus `O(log n)` for the finish-time
 /// tree; a breadth-first repair costs `O(n^2 / 64)` word operations, and the fallback
 /// Hopcroft–Karp (unreachable on regular matrices) `O(n^2.5)`. Memory is `O(n^2)` words (the
-/// tick matrix, none for integer bytes with one bandwidth, whose entries are the ticks; from
+/// tick matrix, none for integer bytes with one bandwidth, whose entries are the ticks; the
+/// fill's 16-byte starts, twice while they are sorted; from
 /// 363 GPUs on the greedy's copy of it by rank; the greedy's 16-byte starts; and when it falls
 /// behind the residual and the decomposition's state) plus the output, into which the pieces
 /// are converted in place.
@@ -77,6 +85,11 @@ pub fn optimal(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<Timetabl
     let ticks = Ticks::new(matrix, bandwidth)?;
     // Fewest transfers first: a one-piece-per-pair schedule on the bound has the minimum
     // possible piece count (one per non-zero pair) and is what a send loop can run unchanged.
+    if let Some(starts) = pivot_fill(&ticks) {
+        let timetable = whole_pairs_to_timetable(&ticks, &starts).finite()?;
+        debug_assert_eq!(timetable.validate(matrix, bandwidth), Ok(()));
+        return Ok(timetable);
+    }
     let timetable = match greedy_prefix(&ticks) {
         Prefix::Whole(timetable) => timetable,
         Prefix::Cut { starts, now } => {

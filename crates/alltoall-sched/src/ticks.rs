@@ -169,6 +169,12 @@ impl<'m> Ticks<'m> {
         Ok(())
     }
 
+    /// The bandwidth when one tick is one byte (then `time_s(t) == t as f64 / bandwidth` and a
+    /// pair's bytes are its ticks), so a caller converting many ticks can test `exact` once.
+    pub(crate) fn exact_bandwidth(&self) -> Option<f64> {
+        self.exact.then_some(self.tick_factor)
+    }
+
     /// Seconds at tick `tick`; `time_s(line_ticks) == bound_s`.
     pub(crate) fn time_s(&self, tick: u64) -> f64 {
         if self.exact {
