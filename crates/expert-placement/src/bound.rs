@@ -91,6 +91,13 @@ pub(crate) fn lower_bound(loads: &LayerLoads, cluster: &PlacementCluster) -> f64
     target_partner_bound(loads, cluster, quick_bound(loads, cluster), f64::INFINITY)
 }
 
+/// [`lower_bound`] for a placement whose busiest GPU carries `value`: the target-tested partner
+/// bound first tries just below `value`, so a placement at its optimum is certified in one test
+/// and the bisection, if any, starts from `value` rather than from doubling.
+pub(crate) fn lower_bound_below(loads: &LayerLoads, cluster: &PlacementCluster, value: f64) -> f64 {
+    target_partner_bound(loads, cluster, quick_bound(loads, cluster), value)
+}
+
 /// [`lower_bound`] without the target-tested partner bound, which costs more than the others
 /// together on small instances: the planner starts from this one and raises it only when its
 /// plan is above it ([`crate::optimal::solve_bounded`]), so plans the cheap bounds already

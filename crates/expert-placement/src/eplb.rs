@@ -109,12 +109,9 @@ pub fn eplb(
 ) -> Result<Placement, PlacementError> {
     let shape = Shape::of(loads.len(), cluster, policy)?;
     let (map, _) = shape.layer(loads.as_slice());
-    Placement::scored(
-        loads.as_slice(),
-        cluster,
-        map,
-        crate::bound::lower_bound(loads, cluster),
-    )
+    let value = crate::optimal::max_load(loads.as_slice(), cluster, &map);
+    let bound = crate::bound::lower_bound_below(loads, cluster, value);
+    Placement::scored(loads.as_slice(), cluster, map, bound)
 }
 
 /// EPLB's `rebalance_experts` with its signature and return shapes.

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use comm_cost_model::check_finite_result;
 
-use crate::bound::lower_bound;
+use crate::bound::lower_bound_below;
 use crate::error::PlacementError;
 use crate::model::{LayerLoads, PlacementCluster};
 use crate::options::Termination;
@@ -88,12 +88,9 @@ impl Placement {
             loads.len(),
             cluster,
         )?;
-        Self::scored(
-            loads.as_slice(),
-            cluster,
-            physical_to_logical,
-            lower_bound(loads, cluster),
-        )
+        let value = crate::optimal::max_load(loads.as_slice(), cluster, &physical_to_logical);
+        let bound = lower_bound_below(loads, cluster, value);
+        Self::scored(loads.as_slice(), cluster, physical_to_logical, bound)
     }
 
     /// Scores a map already known to be valid; every figure of the result (and its
