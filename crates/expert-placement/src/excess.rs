@@ -86,7 +86,7 @@ pub(crate) fn reduce_excess(
         // Per expert: the excess of its GPUs added up (0 exactly when none is above the
         // target), the most a replica more of it can remove there.
         b_excess.clear();
-        b_excess.extend(s.slots_of_expert.iter().map(|slots| {
+        b_excess.extend((0..s.experts).map(|e| s.slots_of(e)).map(|slots| {
             slots
                 .iter()
                 .fold(0.0, |sum, &o| sum + over(s.gpu_load(0, s.gpu_of_slot[o])))
@@ -100,7 +100,7 @@ pub(crate) fn reduce_excess(
         spare_info.clear();
         spare_info.extend(spare.iter().map(|&j| {
             let (x, h) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
-            let other = match s.slots_of_expert[x].as_slice() {
+            let other = match s.slots_of(x) {
                 &[o1, o2] => {
                     let y = s.gpu_of_slot[if o1 == j { o2 } else { o1 }];
                     let dx = s.share_less[x] - share[j];
@@ -114,7 +114,7 @@ pub(crate) fn reduce_excess(
                 Some((_, term)) => 0.0 + term,
                 None => {
                     let dx = s.share_less[x] - share[j];
-                    s.slots_of_expert[x]
+                    s.slots_of(x)
                         .iter()
                         .filter(|&&o| o != j)
                         .fold(0.0, |sum, &o| {
@@ -189,7 +189,8 @@ pub(crate) fn reduce_excess(
                     }
                 }
             }
-            let a_gpus: Vec<usize> = s.slots_of_expert[a]
+            let a_gpus: Vec<usize> = s
+                .slots_of(a)
                 .iter()
                 .map(|&o| s.gpu_of_slot[o])
                 .filter(|&x| x != g)
@@ -246,13 +247,13 @@ pub(crate) fn reduce_excess(
                             return;
                         }
                         let cost = cost();
-                        let n = s.slots_of_expert[b].len() as f64;
+                        let n = s.slots_of(b).len() as f64;
                         let bound = gain + most + (gain.abs() + most) * 1e-14 * (n + 1.0);
                         if bound <= tiny || cannot_beat(best.map(|x| x.1), bound, cost) {
                             return;
                         }
                         let db = nb - s.share_now[b];
-                        for &o in &s.slots_of_expert[b] {
+                        for &o in s.slots_of(b) {
                             let y = s.gpu_of_slot[o];
                             let ly = s.gpu_load(0, y);
                             gain += over(ly) - over(ly + db * s.inv_speed(y));
@@ -296,7 +297,8 @@ pub(crate) fn reduce_excess(
             // amount whatever the slot. As above, the gain is added up here in `replace_gain`'s
             // order unless a GPU holds both experts.
             let da_gain = s.share_more[a] - s.share_now[a];
-            let relief: Vec<f64> = s.slots_of_expert[a]
+            let relief: Vec<f64> = s
+                .slots_of(a)
                 .iter()
                 .map(|&o| {
                     let y = s.gpu_of_slot[o];
@@ -325,7 +327,8 @@ pub(crate) fn reduce_excess(
                 if !may_gain || s.has(h, a) {
                     continue;
                 }
-                let x_gpus = s.slots_of_expert[x]
+                let x_gpus = s
+                    .slots_of(x)
                     .iter()
                     .filter(|&&o| o != j)
                     .map(|&o| s.gpu_of_slot[o]);
@@ -407,7 +410,7 @@ pub(crate) fn reduce_excess(
                 // The slot's old expert (now one replica fewer) and `b` change share.
                 let a = old_expert;
                 for &e in &[a, b] {
-                    for &slot in &s.slots_of_expert[e] {
+                    for &slot in s.slots_of(e) {
                         share[slot] = s.share_now[e];
                     }
                 }
@@ -523,13 +526,13 @@ fn replace_gain(s: &SlotState, slot: usize, b: usize, over: &impl Fn(f64) -> f64
     let (h, a) = (s.gpu_of_slot[slot], s.expert_of_slot[slot]);
     let lh = s.gpu_load(0, h);
     let mut gain = over(lh) - over(lh + (s.share_more[b] - s.share_now[a]) * s.inv_speed(h));
-    for &o in &s.slots_of_expert[a] {
+    for &o in s.slots_of(a) {
         let x = s.gpu_of_slot[o];
         if o != slot {
             gain += over(s.gpu_load(0, x)) - over(s.load_of_other_holder(slot, b, x));
         }
     }
-    for &o in &s.slots_of_expert[b] {
+    for &o in s.slots_of(b) {
         let y = s.gpu_of_slot[o];
         if !s.has(y, a) {
             let ly = s.gpu_load(0, y);
