@@ -489,7 +489,14 @@ impl<'a> SlotState<'a> {
         }
         self.by_share[range].sort_unstable();
         let gpus = self.gpus();
-        for k in 0..self.windows {
+        // Window 0 reads the cached shares (the same values, without a division per slot).
+        let raw: f64 = self
+            .cluster
+            .slot_range(g)
+            .map(|s| self.share_now[self.expert_of_slot[s]])
+            .sum();
+        self.load[g] = raw * self.inv_speed[g];
+        for k in 1..self.windows {
             let raw: f64 = self
                 .cluster
                 .slot_range(g)
