@@ -196,29 +196,37 @@ impl Relaxation<'_> {
             .sum();
         let (lam_n, mu_n) = (lam[n], mu[n]);
         let (d_n, q_n) = (&self.d[n], &self.q[n]);
-        let eval = |x: f64| -> f64 {
-            let (l, u) = if is_lam { (x, mu_n) } else { (lam_n, x) };
-            let mut sum = constant + l * self.cap[n] + u * self.slots[n];
+        // The dual at two points of the line in one pass over the experts (each sum formed in
+        // the same order as alone, so the same values).
+        let eval2 = |x1: f64, x2: f64| -> (f64, f64) {
+            let at = |x: f64| if is_lam { (x, mu_n) } else { (lam_n, x) };
+            let ((l1, u1), (l2, u2)) = (at(x1), at(x2));
+            let mut sum1 = constant + l1 * self.cap[n] + u1 * self.slots[n];
+            let mut sum2 = constant + l2 * self.cap[n] + u2 * self.slots[n];
             for ((&d, &q), &(po, bo)) in d_n.iter().zip(q_n).zip(&others) {
-                let c = d * (1.0 - l) - u * q;
-                let pos = po + c.max(0.0);
-                sum += if pos > 0.0 { pos } else { bo.max(c) };
+                let c1 = d * (1.0 - l1) - u1 * q;
+                let pos1 = po + c1.max(0.0);
+                sum1 += if pos1 > 0.0 { pos1 } else { bo.max(c1) };
+                let c2 = d * (1.0 - l2) - u2 * q;
+                let pos2 = po + c2.max(0.0);
+                sum2 += if pos2 > 0.0 { pos2 } else { bo.max(c2) };
             }
-            sum
+            (sum1, sum2)
         };
         let start = if is_lam { lam_n } else { mu_n };
         let (mut a, mut b) = (0.0, hi.max(start));
         for _ in 0..40 {
             let m1 = a + (b - a) / 3.0;
             let m2 = b - (b - a) / 3.0;
-            if eval(m1) <= eval(m2) {
+            let (v1, v2) = eval2(m1, m2);
+            if v1 <= v2 {
                 b = m2;
             } else {
                 a = m1;
             }
         }
         let cand = a + (b - a) / 2.0;
-        let (v_start, v_cand) = (eval(start), eval(cand));
+        let (v_start, v_cand) = eval2(start, cand);
         let (x, v) = if v_cand <= v_start {
             (cand, v_cand)
         } else {
