@@ -453,18 +453,8 @@ pub(crate) fn ascend(
     // Multipliers of the normalized constraints: a (load) and b (slots), in tokens.
     let mut a = vec![0.0; k];
     let mut b = vec![0.0; k];
-    let to_lam = |a: &[f64]| -> Vec<f64> {
-        a.iter()
-            .zip(&model.cap)
-            .map(|(&x, &c)| if c > 0.0 { x / c } else { 0.0 })
-            .collect()
-    };
-    let to_mu = |b: &[f64]| -> Vec<f64> {
-        b.iter()
-            .zip(&model.slots)
-            .map(|(&x, &s)| if s > 0.0 { x / s } else { 0.0 })
-            .collect()
-    };
+    // The multipliers themselves, rewritten at each iteration.
+    let (mut lam, mut mu) = (vec![0.0; k], vec![0.0; k]);
     let mut choices = vec![
         Choice {
             mask: 1,
@@ -483,10 +473,16 @@ pub(crate) fn ascend(
         if it > 0 && cap.passed() {
             break;
         }
-        let value = model.evaluate(&to_lam(&a), &to_mu(&b), &mut choices, &mut scan);
+        for n in 0..k {
+            let (c, s) = (model.cap[n], model.slots[n]);
+            lam[n] = if c > 0.0 { a[n] / c } else { 0.0 };
+            mu[n] = if s > 0.0 { b[n] / s } else { 0.0 };
+        }
+        let value = model.evaluate(&lam, &mu, &mut choices, &mut scan);
         if best_masks.is_empty() || value > best_value + 1e-12 * (1.0 + best_value.abs()) {
             best_value = value;
-            best_masks = choices.iter().map(|c| c.mask).collect();
+            best_masks.clear();
+            best_masks.extend(choices.iter().map(|c| c.mask));
             stale = 0;
         } else {
             stale += 1;

@@ -59,6 +59,8 @@ pub(crate) struct State<'c, 'a> {
     /// Buffers for the two replica lists a tried move builds (a rejected move's are reused,
     /// an applied move's replace the lists they displace).
     scratch_lists: [Vec<usize>; 2],
+    /// The busiest GPU's load over speed, kept with `load` (read at every tried move).
+    busiest: f64,
 }
 
 /// A candidate move: slot `slot` takes expert `incoming`; with `swap_from`, that slot takes the
@@ -100,6 +102,7 @@ impl<'c, 'a> State<'c, 'a> {
             scratch_delta: Vec::with_capacity(16),
             scratch_load: Vec::with_capacity(g),
             scratch_lists: [Vec::new(), Vec::new()],
+            busiest: 0.0,
         };
         for s in 0..st.map.len() {
             let (e, gpu) = (st.map[s], st.gpu_of_slot[s]);
@@ -116,6 +119,7 @@ impl<'c, 'a> State<'c, 'a> {
             st.replicas[e] = reps;
         }
         st.traffic = st.cross.iter().sum();
+        st.busiest = st.compute_busiest();
         st
     }
 
@@ -151,6 +155,11 @@ impl<'c, 'a> State<'c, 'a> {
     }
 
     pub(crate) fn busiest(&self) -> f64 {
+        self.busiest
+    }
+
+    /// The busiest GPU's load over speed, from the loads.
+    fn compute_busiest(&self) -> f64 {
         self.load
             .iter()
             .zip(&self.ctx.speed)
@@ -342,6 +351,7 @@ impl<'c, 'a> State<'c, 'a> {
             self.cross[e] = c;
         }
         self.scratch_lists = lists;
+        self.busiest = self.compute_busiest();
     }
 
     /// Local search until no move improves, or the budget ends.
