@@ -247,7 +247,7 @@ pub(crate) fn reduce_excess(
                             return;
                         }
                         let cost = cost();
-                        let n = s.slots_of(b).len() as f64;
+                        let n = s.count[b] as f64;
                         let bound = gain + most + (gain.abs() + most) * 1e-14 * (n + 1.0);
                         if bound <= tiny || cannot_beat(best.map(|x| x.1), bound, cost) {
                             return;
