@@ -27,6 +27,8 @@ pub(crate) fn reduce_excess(
     let late = || deadline.passed();
     let (mut share, mut spare) = (Vec::new(), Vec::new());
     let (mut lightest, mut fewest, mut b_excess) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen: Vec<bool> = Vec::new();
+    let (mut min_next, mut max_replicas, mut counts_changed) = (f64::INFINITY, 0, true);
     let mut partners: Vec<(usize, f64, f64)> = Vec::new();
     let mut listed: Vec<usize> = Vec::new();
     let mut spare_info: Vec<SpareSlot> = Vec::new();
@@ -84,16 +86,31 @@ pub(crate) fn reduce_excess(
         spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
         let next_share = &s.share_more;
         // Per expert: the excess of its GPUs added up (0 exactly when none is above the
-        // target), the most a replica more of it can remove there.
+        // target), the most a replica more of it can remove there. Only the experts of GPUs
+        // above the target are added up: for the others every term, and so the sum, is 0.
         b_excess.clear();
-        b_excess.extend((0..s.experts).map(|e| s.slots_of(e)).map(|slots| {
-            slots
-                .iter()
-                .fold(0.0, |sum, &o| sum + over(s.gpu_load(0, s.gpu_of_slot[o])))
-        }));
+        b_excess.resize(s.experts, 0.0);
+        seen.clear();
+        seen.resize(s.experts, false);
+        for h in (0..s.gpus()).filter(|&h| over(s.gpu_load(0, h)) > 0.0) {
+            for j in s.cluster.slot_range(h) {
+                let e = s.expert_of_slot[j];
+                if !seen[e] {
+                    seen[e] = true;
+                    b_excess[e] = s
+                        .slots_of(e)
+                        .iter()
+                        .fold(0.0, |sum, &o| sum + over(s.gpu_load(0, s.gpu_of_slot[o])));
+                }
+            }
+        }
         let max_excess = b_excess.iter().copied().fold(0.0, f64::max);
-        let min_next = next_share.iter().copied().fold(f64::INFINITY, f64::min);
-        let max_replicas = s.count.iter().copied().max().unwrap_or(0);
+        // Both change only with the replica counts (a replacement, not a swap).
+        if counts_changed {
+            min_next = next_share.iter().copied().fold(f64::INFINITY, f64::min);
+            max_replicas = s.count.iter().copied().max().unwrap_or(0);
+            counts_changed = false;
+        }
         // What the spare-slot scan reads of each spare slot, once per step: with exactly one
         // other replica of its expert, that GPU's term of the gain (the same expression the
         // scan would add, so the same value).
@@ -407,6 +424,7 @@ pub(crate) fn reduce_excess(
                 }
             }
             Move::Replace(i, b) => {
+                counts_changed = true;
                 // The slot's old expert (now one replica fewer) and `b` change share.
                 let a = old_expert;
                 for &e in &[a, b] {
