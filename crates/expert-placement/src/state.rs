@@ -67,7 +67,7 @@ impl<'a> SlotState<'a> {
             cluster,
             experts,
             windows: windows.len(),
-            w: windows.iter().flat_map(|w| w.iter().copied()).collect(),
+            w: windows.concat(),
             inv_speed: cluster.speed_of_gpu().iter().map(|v| 1.0 / v).collect(),
             member: vec![0; cluster.gpus() * words],
             words,

@@ -177,19 +177,19 @@ impl Relaxation<'_> {
     fn line(&self, lam: &mut [f64], mu: &mut [f64], n: usize, is_lam: bool, hi: f64) -> f64 {
         let k = self.cap.len();
         let e_count = self.d.first().map_or(0, Vec::len);
-        let others: Vec<(f64, f64)> = (0..e_count)
-            .map(|e| {
-                let (mut pos, mut best) = (0.0, f64::NEG_INFINITY);
-                for m in (0..k).filter(|&m| m != n) {
-                    let c = self.d[m][e] * (1.0 - lam[m]) - mu[m] * self.q[m][e];
-                    if c > 0.0 {
-                        pos += c;
-                    }
-                    best = best.max(c);
+        // Per expert: its other nodes' positive terms added up and their largest term, node
+        // by node (each expert's terms in the same order as an expert-by-expert loop).
+        let mut others: Vec<(f64, f64)> = vec![(0.0, f64::NEG_INFINITY); e_count];
+        for m in (0..k).filter(|&m| m != n) {
+            let (l, u) = (lam[m], mu[m]);
+            for ((o, &d), &q) in others.iter_mut().zip(&self.d[m]).zip(&self.q[m]) {
+                let c = d * (1.0 - l) - u * q;
+                if c > 0.0 {
+                    o.0 += c;
                 }
-                (pos, best)
-            })
-            .collect();
+                o.1 = o.1.max(c);
+            }
+        }
         let constant: f64 = (0..k)
             .filter(|&m| m != n)
             .map(|m| lam[m] * self.cap[m] + mu[m] * self.slots[m])
