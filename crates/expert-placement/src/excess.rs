@@ -27,6 +27,8 @@ pub(crate) fn reduce_excess(
     let late = || deadline.passed();
     let (mut share, mut spare) = (Vec::new(), Vec::new());
     let (mut lightest, mut fewest, mut b_excess) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen: Vec<bool> = Vec::new();
+    let (mut min_next, mut max_replicas, mut counts_changed) = (f64::INFINITY, 0, true);
     let mut partners: Vec<(usize, f64, f64)> = Vec::new();
     let mut listed: Vec<usize> = Vec::new();
     let mut spare_info: Vec<SpareSlot> = Vec::new();
@@ -84,23 +86,38 @@ pub(crate) fn reduce_excess(
         spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
         let next_share = &s.share_more;
         // Per expert: the excess of its GPUs added up (0 exactly when none is above the
-        // target), the most a replica more of it can remove there.
+        // target), the most a replica more of it can remove there. Only the experts of GPUs
+        // above the target are added up: for the others every term, and so the sum, is 0.
         b_excess.clear();
-        b_excess.extend(s.slots_of_expert.iter().map(|slots| {
-            slots
-                .iter()
-                .fold(0.0, |sum, &o| sum + over(s.gpu_load(0, s.gpu_of_slot[o])))
-        }));
+        b_excess.resize(s.experts, 0.0);
+        seen.clear();
+        seen.resize(s.experts, false);
+        for h in (0..s.gpus()).filter(|&h| over(s.gpu_load(0, h)) > 0.0) {
+            for j in s.cluster.slot_range(h) {
+                let e = s.expert_of_slot[j];
+                if !seen[e] {
+                    seen[e] = true;
+                    b_excess[e] = s
+                        .slots_of(e)
+                        .iter()
+                        .fold(0.0, |sum, &o| sum + over(s.gpu_load(0, s.gpu_of_slot[o])));
+                }
+            }
+        }
         let max_excess = b_excess.iter().copied().fold(0.0, f64::max);
-        let min_next = next_share.iter().copied().fold(f64::INFINITY, f64::min);
-        let max_replicas = s.count.iter().copied().max().unwrap_or(0);
+        // Both change only with the replica counts (a replacement, not a swap).
+        if counts_changed {
+            min_next = next_share.iter().copied().fold(f64::INFINITY, f64::min);
+            max_replicas = s.count.iter().copied().max().unwrap_or(0);
+            counts_changed = false;
+        }
         // What the spare-slot scan reads of each spare slot, once per step: with exactly one
         // other replica of its expert, that GPU's term of the gain (the same expression the
         // scan would add, so the same value).
         spare_info.clear();
         spare_info.extend(spare.iter().map(|&j| {
             let (x, h) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
-            let other = match s.slots_of_expert[x].as_slice() {
+            let other = match s.slots_of(x) {
                 &[o1, o2] => {
                     let y = s.gpu_of_slot[if o1 == j { o2 } else { o1 }];
                     let dx = s.share_less[x] - share[j];
@@ -114,7 +131,7 @@ pub(crate) fn reduce_excess(
                 Some((_, term)) => 0.0 + term,
                 None => {
                     let dx = s.share_less[x] - share[j];
-                    s.slots_of_expert[x]
+                    s.slots_of(x)
                         .iter()
                         .filter(|&&o| o != j)
                         .fold(0.0, |sum, &o| {
@@ -189,7 +206,8 @@ pub(crate) fn reduce_excess(
                     }
                 }
             }
-            let a_gpus: Vec<usize> = s.slots_of_expert[a]
+            let a_gpus: Vec<usize> = s
+                .slots_of(a)
                 .iter()
                 .map(|&o| s.gpu_of_slot[o])
                 .filter(|&x| x != g)
@@ -246,13 +264,13 @@ pub(crate) fn reduce_excess(
                             return;
                         }
                         let cost = cost();
-                        let n = s.slots_of_expert[b].len() as f64;
+                        let n = s.count[b] as f64;
                         let bound = gain + most + (gain.abs() + most) * 1e-14 * (n + 1.0);
                         if bound <= tiny || cannot_beat(best.map(|x| x.1), bound, cost) {
                             return;
                         }
                         let db = nb - s.share_now[b];
-                        for &o in &s.slots_of_expert[b] {
+                        for &o in s.slots_of(b) {
                             let y = s.gpu_of_slot[o];
                             let ly = s.gpu_load(0, y);
                             gain += over(ly) - over(ly + db * s.inv_speed(y));
@@ -296,7 +314,8 @@ pub(crate) fn reduce_excess(
             // amount whatever the slot. As above, the gain is added up here in `replace_gain`'s
             // order unless a GPU holds both experts.
             let da_gain = s.share_more[a] - s.share_now[a];
-            let relief: Vec<f64> = s.slots_of_expert[a]
+            let relief: Vec<f64> = s
+                .slots_of(a)
                 .iter()
                 .map(|&o| {
                     let y = s.gpu_of_slot[o];
@@ -325,7 +344,8 @@ pub(crate) fn reduce_excess(
                 if !may_gain || s.has(h, a) {
                     continue;
                 }
-                let x_gpus = s.slots_of_expert[x]
+                let x_gpus = s
+                    .slots_of(x)
                     .iter()
                     .filter(|&&o| o != j)
                     .map(|&o| s.gpu_of_slot[o]);
@@ -404,10 +424,11 @@ pub(crate) fn reduce_excess(
                 }
             }
             Move::Replace(i, b) => {
+                counts_changed = true;
                 // The slot's old expert (now one replica fewer) and `b` change share.
                 let a = old_expert;
                 for &e in &[a, b] {
-                    for &slot in &s.slots_of_expert[e] {
+                    for &slot in s.slots_of(e) {
                         share[slot] = s.share_now[e];
                     }
                 }
@@ -523,13 +544,13 @@ fn replace_gain(s: &SlotState, slot: usize, b: usize, over: &impl Fn(f64) -> f64
     let (h, a) = (s.gpu_of_slot[slot], s.expert_of_slot[slot]);
     let lh = s.gpu_load(0, h);
     let mut gain = over(lh) - over(lh + (s.share_more[b] - s.share_now[a]) * s.inv_speed(h));
-    for &o in &s.slots_of_expert[a] {
+    for &o in s.slots_of(a) {
         let x = s.gpu_of_slot[o];
         if o != slot {
             gain += over(s.gpu_load(0, x)) - over(s.load_of_other_holder(slot, b, x));
         }
     }
-    for &o in &s.slots_of_expert[b] {
+    for &o in s.slots_of(b) {
         let y = s.gpu_of_slot[o];
         if !s.has(y, a) {
             let ly = s.gpu_load(0, y);

@@ -371,7 +371,7 @@ impl Scratch {
             }
             Move::Replace(_, b) => {
                 for e in [old_expert, b] {
-                    for &slot in &s.slots_of_expert[e] {
+                    for &slot in s.slots_of(e) {
                         self.share[slot] = s.share_now[e];
                     }
                 }
@@ -758,7 +758,7 @@ impl Candidates<'_> {
                 let cap = self.cap(current);
                 heavy.clear();
                 heavy.extend(
-                    s.slots_of_expert[a]
+                    s.slots_of(a)
                         .iter()
                         .map(|&o| s.gpu_of_slot[o])
                         .filter(|&x| {
@@ -807,7 +807,7 @@ impl Candidates<'_> {
             // by `offer`'s tolerance), the remaining slots are all tested, as before.
             visit.clear();
             visit.extend_from_slice(live);
-            for &o in &s.slots_of_expert[a] {
+            for &o in s.slots_of(a) {
                 let y = s.gpu_of_slot[o];
                 visit.extend_from_slice(&doomed_by_gpu[doomed_start[y]..doomed_start[y + 1]]);
             }
@@ -849,7 +849,7 @@ impl Candidates<'_> {
                 let (v, y) = if g1 == h { (v2, g2) } else { (v1, g1) };
                 let heavier = v > cap
                     && (!s.has(y, a)
-                        || s.slots_of_expert[x].iter().any(|&o| {
+                        || s.slots_of(x).iter().any(|&o| {
                             let y = s.gpu_of_slot[o];
                             y != h && s.load_of_other_holder(j, a, y) > cap
                         }));
@@ -901,7 +901,7 @@ impl Candidates<'_> {
             let cap = self.cap(current);
             let h = s.gpu_of_slot[slot];
             let a = s.expert_of_slot[slot];
-            let over = s.slots_of_expert[a].iter().any(|&o| {
+            let over = s.slots_of(a).iter().any(|&o| {
                 let x = s.gpu_of_slot[o];
                 x != h && s.load_of_other_holder(slot, b, x) > cap
             });

@@ -7,6 +7,11 @@ use crate::model::PlacementCluster;
 /// touched (fastest for the usual one or two replicas per expert).
 const LINEAR_LOOKUP_MAX: usize = 32;
 
+/// Room each expert's slot list gets beyond its replicas when the lists are laid out: a
+/// replacement that gives an expert more replicas than its room moves its list to the end of
+/// the shared buffer.
+const LIST_SLACK: usize = 2;
+
 /// A change of a placement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Move {
@@ -29,7 +34,13 @@ pub(crate) struct SlotState<'a> {
     pub(crate) gpu_of_slot: Vec<usize>,
     pub(crate) expert_of_slot: Vec<usize>,
     pub(crate) count: Vec<usize>,
-    pub(crate) slots_of_expert: Vec<Vec<usize>>,
+    /// Every expert's slots in one buffer (one allocation instead of one per expert, which
+    /// was most of the cost of a new state): expert `e`'s are `slot_list[start..end]` with
+    /// `(start, end) = list[e]`, in the order they were added (the order every sum over an
+    /// expert's replicas follows), with room up to `start + list_room[e]`.
+    slot_list: Vec<usize>,
+    list: Vec<(usize, usize)>,
+    list_room: Vec<usize>,
     member: Vec<u64>,
     words: usize,
     pub(crate) load: Vec<f64>,
@@ -56,12 +67,14 @@ impl<'a> SlotState<'a> {
             cluster,
             experts,
             windows: windows.len(),
-            w: windows.iter().flat_map(|w| w.iter().copied()).collect(),
+            w: windows.concat(),
             inv_speed: cluster.speed_of_gpu().iter().map(|v| 1.0 / v).collect(),
             member: vec![0; cluster.gpus() * words],
             words,
             count: vec![0; experts],
-            slots_of_expert: vec![Vec::new(); experts],
+            slot_list: Vec::new(),
+            list: vec![(0, 0); experts],
+            list_room: vec![0; experts],
             load: vec![0.0; windows.len() * cluster.gpus()],
             by_share: map.iter().enumerate().map(|(slot, _)| (0, slot)).collect(),
             gpu_of_slot,
@@ -72,10 +85,10 @@ impl<'a> SlotState<'a> {
         };
         for (slot, &e) in s.expert_of_slot.iter().enumerate() {
             s.count[e] += 1;
-            s.slots_of_expert[e].push(slot);
             let g = s.gpu_of_slot[slot];
             s.member[g * words + e / 64] |= 1 << (e % 64);
         }
+        s.lay_out_lists();
         for e in 0..experts {
             s.update_shares(e);
         }
@@ -83,6 +96,78 @@ impl<'a> SlotState<'a> {
             s.refresh(g);
         }
         s
+    }
+
+    /// The slots of expert `e`, in the order they were added (a swap keeps a slot's place).
+    #[inline]
+    pub(crate) fn slots_of(&self, e: usize) -> &[usize] {
+        let (start, end) = self.list[e];
+        &self.slot_list[start..end]
+    }
+
+    /// Lays every expert's slot list out afresh from the slots' experts, in slot order, with
+    /// [`LIST_SLACK`] room each.
+    fn lay_out_lists(&mut self) {
+        let mut next = 0;
+        for e in 0..self.experts {
+            self.list[e] = (next, next);
+            self.list_room[e] = self.count[e] + LIST_SLACK;
+            next += self.list_room[e];
+        }
+        self.slot_list.clear();
+        self.slot_list.resize(next, usize::MAX);
+        for (slot, &e) in self.expert_of_slot.iter().enumerate() {
+            let end = &mut self.list[e].1;
+            self.slot_list[*end] = slot;
+            *end += 1;
+        }
+    }
+
+    /// Lays the lists out again, keeping each one's order.
+    fn compact_lists(&mut self) {
+        let mut list = Vec::with_capacity(self.expert_of_slot.len() + LIST_SLACK * self.experts);
+        for e in 0..self.experts {
+            let start = list.len();
+            list.extend_from_slice(self.slots_of(e));
+            let len = list.len() - start;
+            list.resize(start + len + LIST_SLACK, usize::MAX);
+            self.list[e] = (start, start + len);
+            self.list_room[e] = len + LIST_SLACK;
+        }
+        self.slot_list = list;
+    }
+
+    /// Appends `slot` to expert `e`'s list, moving the list to the end of the buffer when it
+    /// has no room left, and laying all lists out again instead when the buffer has grown to
+    /// four times its fresh size.
+    fn push_slot(&mut self, e: usize, slot: usize) {
+        let (start, end) = self.list[e];
+        let len = end - start;
+        if len == self.list_room[e] {
+            let room = (2 * len).max(len + LIST_SLACK);
+            let fresh = self.expert_of_slot.len() + LIST_SLACK * self.experts;
+            if self.slot_list.len() + room > 4 * fresh {
+                self.compact_lists();
+            } else {
+                let at = self.slot_list.len();
+                self.slot_list.extend_from_within(start..end);
+                self.slot_list.resize(at + room, usize::MAX);
+                self.list[e] = (at, at + len);
+                self.list_room[e] = room;
+            }
+        }
+        let end = &mut self.list[e].1;
+        self.slot_list[*end] = slot;
+        *end += 1;
+    }
+
+    /// Removes `slot` from expert `e`'s list, keeping the others' order.
+    fn remove_slot(&mut self, e: usize, slot: usize) {
+        let (start, end) = self.list[e];
+        if let Some(p) = self.slot_list[start..end].iter().position(|&s| s == slot) {
+            self.slot_list.copy_within(start + p + 1..end, start + p);
+            self.list[e].1 -= 1;
+        }
     }
 
     /// Number of GPUs.
@@ -224,8 +309,7 @@ impl<'a> SlotState<'a> {
                 }
             }
             Move::Replace(i, b) => {
-                let shifts = self.slots_of_expert[self.expert_of_slot[i]].len()
-                    + self.slots_of_expert[b].len();
+                let shifts = self.count[self.expert_of_slot[i]] + self.count[b];
                 if shifts <= LINEAR_LOOKUP_MAX {
                     self.replace_effect_linear(i, b, touched, new_load);
                 } else {
@@ -240,13 +324,11 @@ impl<'a> SlotState<'a> {
     /// 2: a replica of `b`, now one more).
     fn replace_shifts(&self, i: usize, b: usize) -> impl Iterator<Item = (usize, u8)> + '_ {
         let a = self.expert_of_slot[i];
-        let others = self.slots_of_expert[a]
-            .iter()
-            .filter(move |&&slot| slot != i);
+        let others = self.slots_of(a).iter().filter(move |&&slot| slot != i);
         std::iter::once((self.gpu_of_slot[i], 0))
             .chain(others.map(|&slot| (self.gpu_of_slot[slot], 1)))
             .chain(
-                self.slots_of_expert[b]
+                self.slots_of(b)
                     .iter()
                     .map(|&slot| (self.gpu_of_slot[slot], 2)),
             )
@@ -349,15 +431,15 @@ impl<'a> SlotState<'a> {
             }
             Move::Replace(i, b) => {
                 let a = self.expert_of_slot[i];
-                dirty.extend(self.slots_of_expert[a].iter().map(|&s| self.gpu_of_slot[s]));
-                dirty.extend(self.slots_of_expert[b].iter().map(|&s| self.gpu_of_slot[s]));
+                dirty.extend(self.slots_of(a).iter().map(|&s| self.gpu_of_slot[s]));
+                dirty.extend(self.slots_of(b).iter().map(|&s| self.gpu_of_slot[s]));
                 self.set_slot(i, b);
+                self.remove_slot(a, i);
+                self.push_slot(b, i);
                 self.count[a] -= 1;
                 self.count[b] += 1;
                 self.update_shares(a);
                 self.update_shares(b);
-                self.slots_of_expert[a].retain(|&s| s != i);
-                self.slots_of_expert[b].push(i);
             }
         }
         for g in dirty {
@@ -385,7 +467,8 @@ impl<'a> SlotState<'a> {
 
     /// In the slot list of `e`, replaces `from` by `to`.
     fn relink(&mut self, e: usize, from: usize, to: usize) {
-        if let Some(s) = self.slots_of_expert[e].iter_mut().find(|s| **s == from) {
+        let (start, end) = self.list[e];
+        if let Some(s) = self.slot_list[start..end].iter_mut().find(|s| **s == from) {
             *s = to;
         }
     }
@@ -406,7 +489,14 @@ impl<'a> SlotState<'a> {
         }
         self.by_share[range].sort_unstable();
         let gpus = self.gpus();
-        for k in 0..self.windows {
+        // Window 0 reads the cached shares (the same values, without a division per slot).
+        let raw: f64 = self
+            .cluster
+            .slot_range(g)
+            .map(|s| self.share_now[self.expert_of_slot[s]])
+            .sum();
+        self.load[g] = raw * self.inv_speed[g];
+        for k in 1..self.windows {
             let raw: f64 = self
                 .cluster
                 .slot_range(g)
@@ -479,8 +569,69 @@ mod tests {
             assert_consistent(&s);
         }
         // Expert 0 now has one replica: replacing it would lose the expert.
-        let only = s.slots_of_expert[0][0];
+        let only = s.slots_of(0)[0];
         assert!(!s.is_valid(Move::Replace(only, 1)));
+    }
+
+    #[test]
+    fn slot_lists_keep_the_order_of_one_vec_per_expert() {
+        // Many replacements onto few experts: lists outgrow their room, move to the end of
+        // the buffer and get laid out again, and must keep the order a `Vec` per expert
+        // (`retain` on removal, `push` on addition, renamed in place by a swap) would have.
+        let c = PlacementCluster::new(vec![3; 12], vec![1.0; 12], vec![0; 12]).unwrap();
+        let w: Vec<f64> = (1..=12).map(f64::from).collect();
+        let map: Vec<usize> = (0..36)
+            .map(|slot| (slot / 3 + 4 * (slot % 3)) % 12)
+            .collect();
+        let mut s = SlotState::new(&c, &[&w], map.clone());
+        let mut lists = vec![Vec::new(); 12];
+        for (slot, &e) in map.iter().enumerate() {
+            lists[e].push(slot);
+        }
+        let mut applied = 0;
+        for k in 0..8000_u64 {
+            let r = crate::optimal::mix(k);
+            #[allow(clippy::cast_possible_truncation)]
+            let (x, y) = ((r % 36) as usize, ((r >> 32) % 36) as usize);
+            let mv = if k % 3 == 0 {
+                Move::Swap(x, y)
+            } else {
+                // Each expert in turn takes many replicas.
+                Move::Replace(
+                    x,
+                    if k % 2 == 0 {
+                        (k / 300) as usize % 12
+                    } else {
+                        y % 12
+                    },
+                )
+            };
+            if !s.is_valid(mv) {
+                continue;
+            }
+            match mv {
+                Move::Swap(i, j) => {
+                    let (a, b) = (s.expert_of_slot[i], s.expert_of_slot[j]);
+                    for (e, from, to) in [(a, i, j), (b, j, i)] {
+                        if let Some(t) = lists[e].iter_mut().find(|t| **t == from) {
+                            *t = to;
+                        }
+                    }
+                }
+                Move::Replace(i, b) => {
+                    lists[s.expert_of_slot[i]].retain(|&t| t != i);
+                    lists[b].push(i);
+                }
+            }
+            s.apply(mv);
+            applied += 1;
+            for (e, list) in lists.iter().enumerate() {
+                assert_eq!(s.slots_of(e), list.as_slice(), "expert {e} after {mv:?}");
+            }
+        }
+        assert!(applied > 1000, "{applied}");
+        assert!(s.slot_list.len() <= 4 * (36 + LIST_SLACK * 12));
+        assert_consistent(&s);
     }
 
     #[test]

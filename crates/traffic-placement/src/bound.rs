@@ -177,48 +177,56 @@ impl Relaxation<'_> {
     fn line(&self, lam: &mut [f64], mu: &mut [f64], n: usize, is_lam: bool, hi: f64) -> f64 {
         let k = self.cap.len();
         let e_count = self.d.first().map_or(0, Vec::len);
-        let others: Vec<(f64, f64)> = (0..e_count)
-            .map(|e| {
-                let (mut pos, mut best) = (0.0, f64::NEG_INFINITY);
-                for m in (0..k).filter(|&m| m != n) {
-                    let c = self.d[m][e] * (1.0 - lam[m]) - mu[m] * self.q[m][e];
-                    if c > 0.0 {
-                        pos += c;
-                    }
-                    best = best.max(c);
+        // Per expert: its other nodes' positive terms added up and their largest term, node
+        // by node (each expert's terms in the same order as an expert-by-expert loop).
+        let mut others: Vec<(f64, f64)> = vec![(0.0, f64::NEG_INFINITY); e_count];
+        for m in (0..k).filter(|&m| m != n) {
+            let (l, u) = (lam[m], mu[m]);
+            for ((o, &d), &q) in others.iter_mut().zip(&self.d[m]).zip(&self.q[m]) {
+                let c = d * (1.0 - l) - u * q;
+                if c > 0.0 {
+                    o.0 += c;
                 }
-                (pos, best)
-            })
-            .collect();
+                o.1 = o.1.max(c);
+            }
+        }
         let constant: f64 = (0..k)
             .filter(|&m| m != n)
             .map(|m| lam[m] * self.cap[m] + mu[m] * self.slots[m])
             .sum();
         let (lam_n, mu_n) = (lam[n], mu[n]);
         let (d_n, q_n) = (&self.d[n], &self.q[n]);
-        let eval = |x: f64| -> f64 {
-            let (l, u) = if is_lam { (x, mu_n) } else { (lam_n, x) };
-            let mut sum = constant + l * self.cap[n] + u * self.slots[n];
+        // The dual at two points of the line in one pass over the experts (each sum formed in
+        // the same order as alone, so the same values).
+        let eval2 = |x1: f64, x2: f64| -> (f64, f64) {
+            let at = |x: f64| if is_lam { (x, mu_n) } else { (lam_n, x) };
+            let ((l1, u1), (l2, u2)) = (at(x1), at(x2));
+            let mut sum1 = constant + l1 * self.cap[n] + u1 * self.slots[n];
+            let mut sum2 = constant + l2 * self.cap[n] + u2 * self.slots[n];
             for ((&d, &q), &(po, bo)) in d_n.iter().zip(q_n).zip(&others) {
-                let c = d * (1.0 - l) - u * q;
-                let pos = po + c.max(0.0);
-                sum += if pos > 0.0 { pos } else { bo.max(c) };
+                let c1 = d * (1.0 - l1) - u1 * q;
+                let pos1 = po + c1.max(0.0);
+                sum1 += if pos1 > 0.0 { pos1 } else { bo.max(c1) };
+                let c2 = d * (1.0 - l2) - u2 * q;
+                let pos2 = po + c2.max(0.0);
+                sum2 += if pos2 > 0.0 { pos2 } else { bo.max(c2) };
             }
-            sum
+            (sum1, sum2)
         };
         let start = if is_lam { lam_n } else { mu_n };
         let (mut a, mut b) = (0.0, hi.max(start));
         for _ in 0..40 {
             let m1 = a + (b - a) / 3.0;
             let m2 = b - (b - a) / 3.0;
-            if eval(m1) <= eval(m2) {
+            let (v1, v2) = eval2(m1, m2);
+            if v1 <= v2 {
                 b = m2;
             } else {
                 a = m1;
             }
         }
         let cand = a + (b - a) / 2.0;
-        let (v_start, v_cand) = (eval(start), eval(cand));
+        let (v_start, v_cand) = eval2(start, cand);
         let (x, v) = if v_cand <= v_start {
             (cand, v_cand)
         } else {

@@ -106,6 +106,10 @@ struct Scan {
     best_cost: Vec<f64>,
     /// Each expert's best set so far, as a float (see [`Model::evaluate`]).
     best_mask: Vec<f64>,
+    /// `[K]`: each node's load and slots used at the choices of the last evaluation (the
+    /// subgradient's sums, added up while the choices are read).
+    load: Vec<f64>,
+    used: Vec<f64>,
 }
 
 impl Scan {
@@ -116,6 +120,8 @@ impl Scan {
             linear: vec![0.0; (1usize << k) * e_count],
             best_cost: Vec::with_capacity(e_count),
             best_mask: Vec::with_capacity(e_count),
+            load: vec![0.0; k],
+            used: vec![0.0; k],
         }
     }
 }
@@ -319,18 +325,33 @@ impl Model {
             }
         }
         let mut total = 0.0;
+        let (load, used) = (&mut scan.load, &mut scan.used);
+        load.fill(0.0);
+        used.fill(0.0);
         for (e, slot) in choices.iter_mut().enumerate().take(e_count) {
             // An exact small integer (a set of at most 8 nodes), read from the float's bits:
             // adding 2^52 puts it in the low mantissa bits (cheaper than a saturating cast).
             #[allow(clippy::cast_possible_truncation)]
             let best_mask = ((scan.best_mask[e] + TWO_52).to_bits() - TWO_52.to_bits()) as usize;
-            *slot = Choice {
+            let c = Choice {
                 mask: best_mask,
                 cost: scan.best_cost[e],
                 lam_arg: lmin[best_mask].1,
                 mu_arg: mmin[best_mask].1,
             };
-            total += slot.cost;
+            *slot = c;
+            total += c.cost;
+            // The subgradient's sums: the set's nodes in ascending order, as a filter over
+            // `0..K` visits them, then `max(0, W - D_S)` and `max(0, R - Q_S)`.
+            let mut bits = c.mask;
+            while bits != 0 {
+                let n = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                load[n] += self.d[n][e];
+                used[n] += self.q[n][e];
+            }
+            load[c.lam_arg] += self.remote_by_set[c.mask * e_count + e];
+            used[c.mu_arg] += self.extra_by_set[c.mask * e_count + e];
         }
         for n in 0..self.k {
             total -= lam[n] * self.cap[n] + mu[n] * self.slots[n];
@@ -395,29 +416,13 @@ impl Model {
     }
 
     /// The subgradient of the normalized constraints (`load / cap - 1`, `used / slots - 1`) at
-    /// the choices.
-    fn subgradient(&self, choices: &[Choice]) -> (Vec<f64>, Vec<f64>) {
-        let mut load = vec![0.0; self.k];
-        let mut used = vec![0.0; self.k];
-        let e_count = self.e_count;
-        for (e, c) in choices.iter().enumerate() {
-            // The set's nodes in ascending order, as a filter over `0..K` visits them.
-            let mut bits = c.mask;
-            while bits != 0 {
-                let n = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                load[n] += self.d[n][e];
-                used[n] += self.q[n][e];
-            }
-            // `max(0, W - D_S)` and `max(0, R - Q_S)`, kept set-major by the model.
-            load[c.lam_arg] += self.remote_by_set[c.mask * e_count + e];
-            used[c.mu_arg] += self.extra_by_set[c.mask * e_count + e];
-        }
+    /// the choices of the last [`Model::evaluate`] (whose sums `scan` holds), into `ga`, `gb`.
+    fn subgradient(&self, scan: &Scan, ga: &mut [f64], gb: &mut [f64]) {
         let norm = |x: f64, c: f64| if c > 0.0 { x / c - 1.0 } else { 0.0 };
-        (
-            (0..self.k).map(|n| norm(load[n], self.cap[n])).collect(),
-            (0..self.k).map(|n| norm(used[n], self.slots[n])).collect(),
-        )
+        for n in 0..self.k {
+            ga[n] = norm(scan.load[n], self.cap[n]);
+            gb[n] = norm(scan.used[n], self.slots[n]);
+        }
     }
 }
 
@@ -453,18 +458,10 @@ pub(crate) fn ascend(
     // Multipliers of the normalized constraints: a (load) and b (slots), in tokens.
     let mut a = vec![0.0; k];
     let mut b = vec![0.0; k];
-    let to_lam = |a: &[f64]| -> Vec<f64> {
-        a.iter()
-            .zip(&model.cap)
-            .map(|(&x, &c)| if c > 0.0 { x / c } else { 0.0 })
-            .collect()
-    };
-    let to_mu = |b: &[f64]| -> Vec<f64> {
-        b.iter()
-            .zip(&model.slots)
-            .map(|(&x, &s)| if s > 0.0 { x / s } else { 0.0 })
-            .collect()
-    };
+    // The multipliers themselves, rewritten at each iteration.
+    let (mut lam, mut mu) = (vec![0.0; k], vec![0.0; k]);
+    // The subgradient, rewritten at each iteration.
+    let (mut ga, mut gb) = (vec![0.0; k], vec![0.0; k]);
     let mut choices = vec![
         Choice {
             mask: 1,
@@ -483,10 +480,16 @@ pub(crate) fn ascend(
         if it > 0 && cap.passed() {
             break;
         }
-        let value = model.evaluate(&to_lam(&a), &to_mu(&b), &mut choices, &mut scan);
+        for n in 0..k {
+            let (c, s) = (model.cap[n], model.slots[n]);
+            lam[n] = if c > 0.0 { a[n] / c } else { 0.0 };
+            mu[n] = if s > 0.0 { b[n] / s } else { 0.0 };
+        }
+        let value = model.evaluate(&lam, &mu, &mut choices, &mut scan);
         if best_masks.is_empty() || value > best_value + 1e-12 * (1.0 + best_value.abs()) {
             best_value = value;
-            best_masks = choices.iter().map(|c| c.mask).collect();
+            best_masks.clear();
+            best_masks.extend(choices.iter().map(|c| c.mask));
             stale = 0;
         } else {
             stale += 1;
@@ -495,7 +498,7 @@ pub(crate) fn ascend(
                 stale = 0;
             }
         }
-        let (ga, gb) = model.subgradient(&choices);
+        model.subgradient(&scan, &mut ga, &mut gb);
         let norm2: f64 = ga.iter().chain(&gb).map(|x| x * x).sum();
         let gap = target - value;
         if norm2 <= 1e-18 || gap <= 1e-9 * (1.0 + target.abs()) || theta < 1e-4 {

@@ -56,11 +56,14 @@ impl Network {
         let mut total = 0.0;
         let mut level = vec![0usize; n];
         let mut it = vec![NONE; n];
+        // The BFS queue and the DFS path, reused by every round and path.
+        let (mut queue, mut path) = (Vec::with_capacity(n), Vec::new());
         loop {
             // BFS levels.
             level.iter_mut().for_each(|l| *l = usize::MAX);
             level[s] = 0;
-            let mut queue = vec![s];
+            queue.clear();
+            queue.push(s);
             let mut qi = 0;
             while qi < queue.len() {
                 let u = queue[qi];
@@ -80,7 +83,7 @@ impl Network {
             }
             it.copy_from_slice(&self.head);
             loop {
-                let pushed = self.augment(s, t, &level, &mut it);
+                let pushed = self.augment(s, t, &level, &mut it, &mut path);
                 if pushed <= self.eps {
                     break;
                 }
@@ -90,9 +93,16 @@ impl Network {
     }
 
     /// One blocking-flow path by an explicit-stack DFS (no recursion: deep networks cannot
-    /// overflow the stack).
-    fn augment(&mut self, s: usize, t: usize, level: &[usize], it: &mut [usize]) -> f64 {
-        let mut path: Vec<usize> = Vec::new();
+    /// overflow the stack); `path` is scratch.
+    fn augment(
+        &mut self,
+        s: usize,
+        t: usize,
+        level: &[usize],
+        it: &mut [usize],
+        path: &mut Vec<usize>,
+    ) -> f64 {
+        path.clear();
         let mut u = s;
         loop {
             if u == t {
@@ -100,7 +110,7 @@ impl Network {
                     .iter()
                     .map(|&e| self.cap[e])
                     .fold(f64::INFINITY, f64::min);
-                for &e in &path {
+                for &e in path.iter() {
                     self.cap[e] -= f;
                     self.cap[e ^ 1] += f;
                 }

@@ -253,11 +253,13 @@ pub(crate) fn repair_hosts(
             }
         }
         for m in (0..k).filter(|&m| m != n) {
+            // The node's room and both nodes' rows, looked up once for all its pairs.
+            let (room_m, dn, dm) = (room(m), &d[n], &d[m]);
             for f in (0..e_count).filter(|&f| hosts[f] == [m]) {
                 for &e in &singles {
                     let delta = w[e] - w[f];
-                    if delta > 0.0 && room(m) >= delta {
-                        let cost = d[n][e] - d[m][e] + d[m][f] - d[n][f];
+                    if delta > 0.0 && room_m >= delta {
+                        let cost = dn[e] - dm[e] + dm[f] - dn[f];
                         consider(cost, delta, Repair::Swap(e, f));
                     }
                 }

@@ -56,6 +56,11 @@ pub(crate) struct State<'c, 'a> {
     /// Scratch of [`State::busiest_after`].
     scratch_delta: Vec<(usize, f64)>,
     scratch_load: Vec<f64>,
+    /// Buffers for the two replica lists a tried move builds (a rejected move's are reused,
+    /// an applied move's replace the lists they displace).
+    scratch_lists: [Vec<usize>; 2],
+    /// The busiest GPU's load over speed, kept with `load` (read at every tried move).
+    busiest: f64,
 }
 
 /// A candidate move: slot `slot` takes expert `incoming`; with `swap_from`, that slot takes the
@@ -96,6 +101,8 @@ impl<'c, 'a> State<'c, 'a> {
             changed: 0,
             scratch_delta: Vec::with_capacity(16),
             scratch_load: Vec::with_capacity(g),
+            scratch_lists: [Vec::new(), Vec::new()],
+            busiest: 0.0,
         };
         for s in 0..st.map.len() {
             let (e, gpu) = (st.map[s], st.gpu_of_slot[s]);
@@ -112,6 +119,7 @@ impl<'c, 'a> State<'c, 'a> {
             st.replicas[e] = reps;
         }
         st.traffic = st.cross.iter().sum();
+        st.busiest = st.compute_busiest();
         st
     }
 
@@ -147,6 +155,11 @@ impl<'c, 'a> State<'c, 'a> {
     }
 
     pub(crate) fn busiest(&self) -> f64 {
+        self.busiest
+    }
+
+    /// The busiest GPU's load over speed, from the loads.
+    fn compute_busiest(&self) -> f64 {
         self.load
             .iter()
             .zip(&self.ctx.speed)
@@ -196,16 +209,16 @@ impl<'c, 'a> State<'c, 'a> {
         (busiest, cross)
     }
 
-    /// The replica lists after `mv`.
-    fn lists_after(&self, mv: &Move) -> [(usize, Vec<usize>); 2] {
+    /// The replica lists after `mv`, written into `lists` (the same lists, in the same order,
+    /// as fresh vectors would hold): the incoming expert's, then the outgoing one's.
+    fn lists_after(&self, mv: &Move, lists: &mut [Vec<usize>; 2]) -> [usize; 2] {
         let to = self.gpu_of_slot[mv.slot];
         let out = self.map[mv.slot];
-        let mut inc: Vec<usize> = self.replicas[mv.incoming].clone();
-        let mut outl: Vec<usize> = self.replicas[out]
-            .iter()
-            .copied()
-            .filter(|&g| g != to)
-            .collect();
+        let [inc, outl] = lists;
+        inc.clear();
+        inc.extend_from_slice(&self.replicas[mv.incoming]);
+        outl.clear();
+        outl.extend(self.replicas[out].iter().copied().filter(|&g| g != to));
         match mv.swap_from {
             Some(from_slot) => {
                 let from = self.gpu_of_slot[from_slot];
@@ -215,7 +228,7 @@ impl<'c, 'a> State<'c, 'a> {
             }
             None => inc.push(to),
         }
-        [(mv.incoming, inc), (out, outl)]
+        [mv.incoming, out]
     }
 
     /// Traffic change of `mv` from the per-node replica counts alone (`O(1)`).
@@ -279,10 +292,11 @@ impl<'c, 'a> State<'c, 'a> {
             }
         }
         let before = self.busiest();
-        let lists = self.lists_after(mv);
+        let mut lists = std::mem::take(&mut self.scratch_lists);
+        let experts = self.lists_after(mv, &mut lists);
         let changed = [
-            (lists[0].0, lists[0].1.as_slice()),
-            (lists[1].0, lists[1].1.as_slice()),
+            (experts[0], lists[0].as_slice()),
+            (experts[1], lists[1].as_slice()),
         ];
         let (after, dcross) = self.busiest_after(&changed);
         let (ex0, ex1) = (self.excess(before), self.excess(after));
@@ -300,13 +314,15 @@ impl<'c, 'a> State<'c, 'a> {
             after < before - tol
         };
         if better {
-            self.apply(mv, lists);
+            self.apply(mv, experts, lists);
             self.changed = differing;
+        } else {
+            self.scratch_lists = lists;
         }
         better
     }
 
-    fn apply(&mut self, mv: &Move, lists: [(usize, Vec<usize>); 2]) {
+    fn apply(&mut self, mv: &Move, experts: [usize; 2], mut lists: [Vec<usize>; 2]) {
         let (e_count, k) = (self.ctx.experts(), self.ctx.nodes());
         let to = self.gpu_of_slot[mv.slot];
         let out = self.map[mv.slot];
@@ -323,16 +339,19 @@ impl<'c, 'a> State<'c, 'a> {
             self.in_node[out * k + self.ctx.node[from]] += 1;
             self.map[from_slot] = out;
         }
-        for (e, list) in lists {
-            let old = std::mem::replace(&mut self.replicas[e], list);
+        for (&e, list) in experts.iter().zip(&mut lists) {
+            // The displaced list goes back into `lists`, the buffers of the next tried move.
+            std::mem::swap(&mut self.replicas[e], list);
             let load = &mut self.load;
             self.ctx
-                .proxy_contribution(e, &old, |gpu, t| load[gpu] -= t);
+                .proxy_contribution(e, list, |gpu, t| load[gpu] -= t);
             let (ctx, new, load) = (self.ctx, &self.replicas[e], &mut self.load);
             let c = ctx.proxy_contribution(e, new, |gpu, t| load[gpu] += t);
             self.traffic += c - self.cross[e];
             self.cross[e] = c;
         }
+        self.scratch_lists = lists;
+        self.busiest = self.compute_busiest();
     }
 
     /// Local search until no move improves, or the budget ends.
