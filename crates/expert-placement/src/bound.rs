@@ -88,14 +88,25 @@ pub(crate) const AT_BOUND: f64 = 1e-9;
 
 /// [`placement_lower_bound`] unchecked (infinite when the loads overflow on slow GPUs).
 pub(crate) fn lower_bound(loads: &LayerLoads, cluster: &PlacementCluster) -> f64 {
-    target_partner_bound(loads, cluster, quick_bound(loads, cluster), f64::INFINITY)
+    lower_bound_below(loads, cluster, f64::INFINITY)
 }
 
 /// [`lower_bound`] for a placement whose busiest GPU carries `value`: the target-tested partner
 /// bound first tries just below `value`, so a placement at its optimum is certified in one test
 /// and the bisection, if any, starts from `value` rather than from doubling.
 pub(crate) fn lower_bound_below(loads: &LayerLoads, cluster: &PlacementCluster, value: f64) -> f64 {
-    target_partner_bound(loads, cluster, quick_bound(loads, cluster), value)
+    raised_bound(loads, cluster, quick_bound(loads, cluster), value)
+}
+
+/// `from` (a [`quick_bound`], or more) raised by the target-tested partner bound, trying just
+/// below `value` first (`f64::INFINITY`: no placement known).
+pub(crate) fn raised_bound(
+    loads: &LayerLoads,
+    cluster: &PlacementCluster,
+    from: f64,
+    value: f64,
+) -> f64 {
+    target_partner_bound(loads, cluster, from, value)
 }
 
 /// [`lower_bound`] without the target-tested partner bound, which costs more than the others

@@ -1,7 +1,7 @@
 //! The optimal planner: greedy replication, conflict-free packing, local search, and branch and
 //! bound on small instances.
 
-use crate::bound::quick_bound;
+use crate::bound::{quick_bound, raised_bound};
 use crate::candidates::candidate_counts;
 use crate::count_search::count_search;
 use crate::exact::{PLACEMENT_EXACT_MAX_EXPERTS, PLACEMENT_EXACT_MAX_GPUS, branch_and_bound};
@@ -11,7 +11,6 @@ use crate::options::{Budget, Deadline, Termination};
 use crate::pack::{pack, round_robin};
 use crate::replicate::replicate;
 use crate::state::{Move, SlotState};
-use crate::target_partner_bound::target_partner_bound;
 
 /// A solved layer: the map, its maximum load and a lower bound (the proved optimum when the
 /// branch and bound finished).
@@ -301,7 +300,7 @@ pub(crate) fn solve_bounded(
     // sake: a caller with a target (a node of a node-aware plan, the traffic planner's packings)
     // reports no bound of its own, and most of its packings that miss the target would pay it.
     let bound = if value > bound * (1.0 + crate::bound::AT_BOUND) && good_enough <= 0.0 {
-        target_partner_bound(loads, cluster, bound, value)
+        raised_bound(loads, cluster, bound, value)
     } else {
         bound
     };
