@@ -377,6 +377,7 @@ fn pair_exact_solve(
         cluster.gpus(),
         solved.lower_bound,
         solved.value,
+        &crate::plan::counts(&solved.map, w.len()),
         &mut steps,
         &budget.deadline(),
     );
