@@ -111,6 +111,9 @@ pub(crate) struct SearchOptions<'o> {
     pub(crate) origin: Option<&'o Origin>,
     /// Stop at this instant with the best placement so far (the caller's time budget).
     pub(crate) deadline: crate::options::Deadline,
+    /// Stop before the next move once this is set (by the caller's `after_move`: the low-move
+    /// path of a rebalance stops once its later points cannot be picked).
+    pub(crate) stop: Option<&'o std::cell::Cell<bool>>,
 }
 
 impl<'o> SearchOptions<'o> {
@@ -128,6 +131,7 @@ impl<'o> SearchOptions<'o> {
             max_moves: move_budget(cluster),
             origin: None,
             deadline: crate::options::Deadline::never(),
+            stop: None,
         }
     }
 }
@@ -257,7 +261,7 @@ pub(crate) fn improve(
     while moves < max_moves && search.work < WORK_BUDGET {
         // The clock is read before every move (a move costs microseconds to, on thousands of
         // slots with tied loads, a tenth of a second; reading the clock costs nanoseconds).
-        if search.options.deadline.passed() {
+        if search.options.deadline.passed() || search.options.stop.is_some_and(|c| c.get()) {
             break;
         }
         let current = tops.objective(aggregate);
