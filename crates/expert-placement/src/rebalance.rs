@@ -484,6 +484,12 @@ impl<'a> Path<'a> {
     }
 }
 
+/// Transfers above the fewest of its points within the level at which the descent stops (see
+/// [`Descent::run`]): a swap can take back two transfers, so the descent goes on while a later
+/// point could still come back to the fewest (a campaign instance did: 11, 12, then 11 transfers
+/// at a lower load).
+const STOP_SLACK: usize = 2;
+
 /// The low-move local search from a start map (maximum load first, then fewest transfers),
 /// which can stop early and be taken further later.
 struct Descent<'a> {
@@ -544,7 +550,7 @@ impl<'a> Descent<'a> {
             let (t, v) = path.record(origin, before, s, mv);
             if meets(v) {
                 fewest = fewest.min(t);
-                if t > fewest {
+                if t > fewest + STOP_SLACK {
                     stop.set(true);
                 }
             }
