@@ -243,6 +243,28 @@ pub(crate) fn rebalance_map(
     descent.run(&origin, fresh.value, &descent_deadline, level);
     let aligned = align(&fresh.map, current, cluster, experts);
     let fresh_moves = origin.count(&gpu_of_slot, &aligned);
+    // The test below, first on the descent's own pick: when that pick is already one a lower
+    // best could rule out, the descent goes on before the direct path runs (whose target
+    // would change with it).
+    let floor = fresh.lower_bound.min(fresh.value) * (1.0 + tolerance);
+    if descent.stopped {
+        let best = descent
+            .path
+            .points
+            .iter()
+            .map(|p| p.1)
+            .fold(fresh.value, f64::min);
+        let limit = best * (1.0 + tolerance) * (1.0 + REL_EPS);
+        let own = descent
+            .path
+            .points
+            .iter()
+            .filter(|p| p.1 <= limit)
+            .min_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        if own.is_some_and(|p| p.1 > floor) {
+            descent.run(&origin, fresh.value, &descent_deadline, None);
+        }
+    }
     // The direct path of the first round, kept with its target for a second round.
     let mut earlier: Option<(f64, Path<'_>, Reduced)> = None;
     let (direct, reduced, candidates, best, target, pick) = loop {
@@ -298,7 +320,6 @@ pub(crate) fn rebalance_map(
         // target: when the pick would then miss it (its load above the target of the lowest
         // best possible, the lower bound), the descent is taken to its end and the round
         // repeated (with the same direct path when its target did not change).
-        let floor = fresh.lower_bound.min(fresh.value) * (1.0 + tolerance);
         if descent.stopped && pick.1 > floor {
             descent.run(&origin, fresh.value, &descent_deadline, None);
             earlier = Some((first_target, direct, reduced));
