@@ -56,7 +56,9 @@ pub struct Rebalance {
     /// Moves of that fresh plan after relabeling interchangeable GPUs to keep what they hold.
     pub fresh_moves: usize,
     /// Pareto-optimal (moves, maximum load) points found, from zero moves up: the maximum load
-    /// strictly decreases along the list.
+    /// strictly decreases along the list. Above tolerance 0 the low-move descent stops once its
+    /// later points cannot be picked, so the list can lack its points from there down to the
+    /// fresh plan's load.
     pub tradeoff: Vec<TradeoffPoint>,
 }
 
