@@ -240,7 +240,7 @@ pub(crate) fn rebalance_map(
     let direct_deadline = at(1.0);
     // Above tolerance 0 the descent stops once its later points cannot be picked (see
     // `Descent::run`); it is taken to its end below only where that could matter.
-    let level = (tolerance > 0.0).then(|| fresh.value * (1.0 + tolerance));
+    let level = (tolerance > 0.0).then_some(fresh.value * (1.0 + tolerance));
     let mut descent = Descent::new(&start, w, cluster, &origin);
     descent.run(&origin, fresh.value, &descent_deadline, level);
     let aligned = align(&fresh.map, current, cluster, experts);
