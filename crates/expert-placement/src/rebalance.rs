@@ -250,13 +250,7 @@ pub(crate) fn rebalance_map(
     // would change with it).
     let floor = fresh.lower_bound.min(fresh.value) * (1.0 + tolerance);
     if descent.stopped {
-        let best = descent
-            .path
-            .points
-            .iter()
-            .map(|p| p.1)
-            .fold(fresh.value, f64::min);
-        let limit = best * (1.0 + tolerance) * (1.0 + REL_EPS);
+        let limit = descent.lowest(fresh.value) * (1.0 + tolerance) * (1.0 + REL_EPS);
         let own = descent
             .path
             .points
@@ -274,12 +268,7 @@ pub(crate) fn rebalance_map(
         // it reaches joins the candidates too, so the target is set from every point recorded
         // (issue 20: with tolerance 0 the answer was above the best point of its own trade-off
         // list).
-        let first_best = descent
-            .path
-            .points
-            .iter()
-            .map(|p| p.1)
-            .fold(fresh.value, f64::min);
+        let first_best = descent.lowest(fresh.value);
         let first_target =
             check_finite_result("target maximum GPU load", first_best * (1.0 + tolerance))?;
         let (direct, reduced) = match earlier.take() {
@@ -536,6 +525,11 @@ impl<'a> Descent<'a> {
             made: 0,
             stopped: false,
         }
+    }
+
+    /// The lowest maximum load of the points so far, or `fresh` when that is lower.
+    fn lowest(&self, fresh: f64) -> f64 {
+        self.path.points.iter().map(|p| p.1).fold(fresh, f64::min)
     }
 
     /// Descends until `target` (the fresh plan's maximum load: going lower only costs moves).
