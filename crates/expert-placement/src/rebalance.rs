@@ -675,3 +675,45 @@ fn keep_slots(current: &[usize], map: Vec<usize>, cluster: &PlacementCluster) ->
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::PlacementOptions;
+    use crate::workloads::{drift_loads, lognormal_loads};
+
+    /// A descent stopped at a level and then taken on makes the same moves as one run to the
+    /// end: the rebalance relies on it when it goes on where the stopped part could matter.
+    #[test]
+    fn a_stopped_descent_taken_on_is_the_full_descent() -> Result<(), PlacementError> {
+        let cluster = PlacementCluster::uniform(16, 5, 2)?;
+        let rows = lognormal_loads(1, 64, 1.0, 1e4, 7)?;
+        let old = LayerLoads::new(rows[0].clone())?;
+        let new = LayerLoads::new(drift_loads(&rows, 0.3, 8)?.remove(0))?;
+        let budget = PlacementOptions::default().budget(DEFAULT_SEARCH_STEPS);
+        let current = solve(&old, &cluster, &budget).map;
+        let fresh = solve(&new, &cluster, &budget).value;
+        let w = new.as_slice();
+        let origin = Origin::new(&cluster.gpu_of_each_slot(), &current, cluster.gpus(), 64);
+        let never = Deadline::never();
+        let mut full = Descent::new(&current, w, &cluster, &origin);
+        full.run(&origin, fresh, &never, None);
+        assert!(!full.stopped);
+        let mut stopped = 0;
+        for tolerance in [0.002, 0.01, 0.05, 0.2] {
+            let mut part = Descent::new(&current, w, &cluster, &origin);
+            part.run(&origin, fresh, &never, Some(fresh * (1.0 + tolerance)));
+            if part.stopped {
+                stopped += 1;
+                assert!(part.path.points.len() < full.path.points.len());
+                assert_eq!(part.path.points[..], full.path.points[..part.path.points.len()]);
+            }
+            part.run(&origin, fresh, &never, None);
+            assert_eq!(part.path.points, full.path.points);
+            assert_eq!(part.path.moves, full.path.moves);
+            assert_eq!(part.state.map(), full.state.map());
+        }
+        assert!(stopped > 0, "no tolerance stopped the descent early");
+        Ok(())
+    }
+}
