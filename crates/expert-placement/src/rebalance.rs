@@ -706,7 +706,10 @@ mod tests {
             if part.stopped {
                 stopped += 1;
                 assert!(part.path.points.len() < full.path.points.len());
-                assert_eq!(part.path.points[..], full.path.points[..part.path.points.len()]);
+                assert_eq!(
+                    part.path.points[..],
+                    full.path.points[..part.path.points.len()]
+                );
             }
             part.run(&origin, fresh, &never, None);
             assert_eq!(part.path.points, full.path.points);
