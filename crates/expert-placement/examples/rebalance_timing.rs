@@ -7,7 +7,8 @@
 //! rebalance (8 groups, 4 nodes, [`rebalance_node_aware`]) from a node-aware plan, beside the
 //! moves of the relabeled fresh node-aware plan. With `MOE_REBALANCE_DIGEST=1` it also prints a
 //! hash of every result's JSON (placements, transfers, trade-off lists) per tolerance, to check
-//! that a faster search returns bit-identical rebalances.
+//! that a faster search returns bit-identical rebalances. `MOE_REBALANCE_TOLERANCES=0,0.01`
+//! runs only the tolerances listed (for a per-tolerance instruction count).
 
 use std::time::Instant;
 
@@ -40,7 +41,7 @@ fn main() -> Result<(), PlacementError> {
         .into_iter()
         .map(|p| p.physical_to_logical)
         .collect();
-    for tolerance in [0.0, 0.01, 0.05] {
+    for tolerance in tolerances() {
         let mut times = Vec::new();
         let mut summary = (0, 0.0);
         for _ in 0..repeats {
@@ -61,6 +62,7 @@ fn main() -> Result<(), PlacementError> {
                 / r.len() as f64;
             summary = (moves, ratio);
             digest(tolerance, &r);
+            figures(tolerance, &r);
         }
         times.sort_by(f64::total_cmp);
         println!(
@@ -72,6 +74,14 @@ fn main() -> Result<(), PlacementError> {
         );
     }
     Ok(())
+}
+
+/// The tolerances to time: `MOE_REBALANCE_TOLERANCES` (comma-separated), else 0, 1% and 5%.
+fn tolerances() -> Vec<f64> {
+    std::env::var("MOE_REBALANCE_TOLERANCES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|t| t.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![0.0, 0.01, 0.05])
 }
 
 /// With `MOE_REBALANCE_DIGEST` set (first repeat only): an FNV-1a hash of the results' JSON.
@@ -91,6 +101,24 @@ fn digest(tolerance: f64, results: &[expert_placement::Rebalance]) {
         "digest tolerance {tolerance}: {hash:016x} ({} bytes)",
         json.len()
     );
+}
+
+/// With `MOE_REBALANCE_FIGURES` set (first repeat only): each layer's moves and busiest GPU,
+/// to compare two builds result by result when their plans differ.
+fn figures(tolerance: f64, results: &[expert_placement::Rebalance]) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(u64::MAX);
+    if std::env::var_os("MOE_REBALANCE_FIGURES").is_none()
+        || LAST.swap(tolerance.to_bits(), Ordering::Relaxed) == tolerance.to_bits()
+    {
+        return;
+    }
+    for (l, r) in results.iter().enumerate() {
+        println!(
+            "figures tolerance {tolerance} layer {l}: {} moves, busiest {:?}",
+            r.moves, r.placement.max_gpu_load
+        );
+    }
 }
 
 /// FNV-1a of a JSON document.
@@ -166,6 +194,12 @@ fn campaign(n: u64) -> Result<(), PlacementError> {
                 &options,
             )?;
             out.push(serde_json::to_string(&r).unwrap_or_default());
+            if std::env::var_os("MOE_REBALANCE_FIGURES").is_some() {
+                println!(
+                    "figures seed {seed} tolerance {tolerance} global: {} moves, busiest {:?}",
+                    r.moves, r.placement.max_gpu_load
+                );
+            }
             if let Ok(p) = &node_from {
                 let r = rebalance_node_aware(
                     &p.physical_to_logical,
@@ -175,6 +209,12 @@ fn campaign(n: u64) -> Result<(), PlacementError> {
                     tolerance,
                     &options,
                 );
+                if let (Ok(r), Some(_)) = (&r, std::env::var_os("MOE_REBALANCE_FIGURES")) {
+                    println!(
+                        "figures seed {seed} tolerance {tolerance} node: {} moves, busiest {:?}",
+                        r.moves, r.placement.max_gpu_load
+                    );
+                }
                 out.push(format!("{:?}", r.map(|r| serde_json::to_string(&r).ok())));
             }
         }
@@ -250,7 +290,7 @@ fn node_aware(
         .into_iter()
         .map(|p| p.physical_to_logical)
         .collect();
-    for tolerance in [0.0, 0.01, 0.05] {
+    for tolerance in tolerances() {
         let mut times = Vec::new();
         let mut summary = (0, 0, 0.0);
         for _ in 0..repeats {
@@ -279,6 +319,7 @@ fn node_aware(
                 / r.len() as f64;
             summary = (moves, relabeled, ratio);
             digest(tolerance, &r);
+            figures(tolerance, &r);
         }
         times.sort_by(f64::total_cmp);
         println!(

@@ -595,10 +595,9 @@ fn undo_moves(
         };
         for &i in &moved {
             let g = s.gpu_of_slot[i];
-            for b in 0..s.experts {
-                if origin.holds(g, b) {
-                    consider(Move::Replace(i, b), &mut best);
-                }
+            // The experts `g` held, in index order (as a scan of every expert would meet them).
+            for b in origin.held(g) {
+                consider(Move::Replace(i, b), &mut best);
             }
             for &j in &moved {
                 consider(Move::Swap(i, j), &mut best);

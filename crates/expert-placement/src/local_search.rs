@@ -51,6 +51,23 @@ impl Origin {
         self.bits[g * self.words + e / 64] & (1 << (e % 64)) != 0
     }
 
+    /// The experts GPU `g` held, in increasing order (the set bits of its words).
+    pub(crate) fn held(&self, g: usize) -> impl Iterator<Item = usize> + '_ {
+        self.bits[g * self.words..(g + 1) * self.words]
+            .iter()
+            .enumerate()
+            .flat_map(|(k, &word)| {
+                let mut rest = word;
+                std::iter::from_fn(move || {
+                    (rest != 0).then(|| {
+                        let bit = rest.trailing_zeros() as usize;
+                        rest &= rest - 1;
+                        k * 64 + bit
+                    })
+                })
+            })
+    }
+
     /// 1 when expert `e` in a slot of GPU `g` is a transfer.
     #[inline]
     fn cost(&self, g: usize, e: usize) -> i64 {
@@ -111,6 +128,9 @@ pub(crate) struct SearchOptions<'o> {
     pub(crate) origin: Option<&'o Origin>,
     /// Stop at this instant with the best placement so far (the caller's time budget).
     pub(crate) deadline: crate::options::Deadline,
+    /// Stop before the next move once this is set (by the caller's `after_move`: the low-move
+    /// path of a rebalance stops once its later points cannot be picked).
+    pub(crate) stop: Option<&'o std::cell::Cell<bool>>,
 }
 
 impl<'o> SearchOptions<'o> {
@@ -128,6 +148,7 @@ impl<'o> SearchOptions<'o> {
             max_moves: move_budget(cluster),
             origin: None,
             deadline: crate::options::Deadline::never(),
+            stop: None,
         }
     }
 }
@@ -257,7 +278,7 @@ pub(crate) fn improve(
     while moves < max_moves && search.work < WORK_BUDGET {
         // The clock is read before every move (a move costs microseconds to, on thousands of
         // slots with tied loads, a tenth of a second; reading the clock costs nanoseconds).
-        if search.options.deadline.passed() {
+        if search.options.deadline.passed() || search.options.stop.is_some_and(|c| c.get()) {
             break;
         }
         let current = tops.objective(aggregate);
@@ -924,4 +945,21 @@ fn replaced_slot_load(s: &SlotState, slot: usize, b: usize) -> Option<f64> {
     let g = s.gpu_of_slot[slot];
     let a = s.expert_of_slot[slot];
     Some(s.gpu_load(0, g) + (s.share_more[b] - s.share_now[a]) * s.inv_speed(g))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Origin;
+
+    #[test]
+    fn held_lists_each_gpus_old_experts_in_index_order() {
+        // Two GPUs of three slots, experts across three 64-bit words.
+        let origin = Origin::new(&[0, 0, 0, 1, 1, 1], &[129, 3, 64, 0, 64, 127], 2, 130);
+        assert_eq!(origin.held(0).collect::<Vec<_>>(), vec![3, 64, 129]);
+        assert_eq!(origin.held(1).collect::<Vec<_>>(), vec![0, 64, 127]);
+        for g in 0..2 {
+            let scanned: Vec<usize> = (0..130).filter(|&e| origin.holds(g, e)).collect();
+            assert_eq!(origin.held(g).collect::<Vec<_>>(), scanned);
+        }
+    }
 }

@@ -56,7 +56,9 @@ pub struct Rebalance {
     /// Moves of that fresh plan after relabeling interchangeable GPUs to keep what they hold.
     pub fresh_moves: usize,
     /// Pareto-optimal (moves, maximum load) points found, from zero moves up: the maximum load
-    /// strictly decreases along the list.
+    /// strictly decreases along the list. Above tolerance 0 the low-move descent stops once its
+    /// later points cannot be picked, so the list can lack its points from there down to the
+    /// fresh plan's load.
     pub tradeoff: Vec<TradeoffPoint>,
 }
 
@@ -235,61 +237,100 @@ pub(crate) fn rebalance_map(
     let origin = Origin::new(&gpu_of_slot, current, cluster.gpus(), experts);
     let start = without_duplicates(current, w, cluster);
     let descent_deadline = at(0.75);
-    let descent = low_move_path(&start, w, cluster, &origin, fresh.value, &descent_deadline);
-    // The descent stops only at its target or when nothing improves, well before any move
-    // budget on these sizes: reaching the deadline means it was cut.
-    let mut budget_exhausted = descent_deadline.passed()
-        && descent
-            .points
-            .last()
-            .is_some_and(|p| p.1 > fresh.value * (1.0 + REL_EPS));
+    let direct_deadline = at(1.0);
+    // Above tolerance 0 the descent stops once its later points cannot be picked (see
+    // `Descent::run`); it is taken to its end below only where that could matter.
+    let level = (tolerance > 0.0).then_some(fresh.value * (1.0 + tolerance));
+    let mut descent = Descent::new(&start, w, cluster, &origin);
+    descent.run(&origin, fresh.value, &descent_deadline, level);
     let aligned = align(&fresh.map, current, cluster, experts);
     let fresh_moves = origin.count(&gpu_of_slot, &aligned);
-    // The direct path aims at the best load the descent and the fresh plan found; whatever it
-    // reaches joins the candidates too, so the target is set from every point recorded (issue
-    // 20: with tolerance 0 the answer was above the best point of its own trade-off list).
-    let first_best = descent
-        .points
-        .iter()
-        .map(|p| p.1)
-        .fold(fresh.value, f64::min);
-    let first_target =
-        check_finite_result("target maximum GPU load", first_best * (1.0 + tolerance))?;
-    let (direct, reduced) = to_target(&start, w, cluster, &origin, first_target, &at(1.0));
-    options.check_cancelled()?;
-    budget_exhausted |= reduced == Reduced::Cut;
-    // Candidates: every step of both paths and the fresh plan, as (moves, load, where).
-    let mut candidates: Vec<(usize, f64, Source)> = Vec::new();
-    candidates.extend(
-        descent
+    // The test below, first on the descent's own pick: when that pick is already one a lower
+    // best could rule out, the descent goes on before the direct path runs (whose target
+    // would change with it).
+    let floor = fresh.lower_bound.min(fresh.value) * (1.0 + tolerance);
+    if descent.stopped {
+        let limit = descent.lowest(fresh.value) * (1.0 + tolerance) * (1.0 + REL_EPS);
+        let own = descent
+            .path
             .points
             .iter()
-            .enumerate()
-            .map(|(k, p)| (p.0, p.1, Source::Descent(k))),
-    );
-    candidates.extend(
-        direct
-            .points
-            .iter()
-            .enumerate()
-            .map(|(k, p)| (p.0, p.1, Source::Direct(k))),
-    );
-    candidates.push((fresh_moves, fresh.value, Source::Fresh));
-    for &(_, v, _) in &candidates {
-        check_finite_result("maximum GPU load of a rebalancing step", v)?;
+            .filter(|p| p.1 <= limit)
+            .min_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        if own.is_some_and(|p| p.1 > floor) {
+            descent.run(&origin, fresh.value, &descent_deadline, None);
+        }
     }
-    let best = candidates.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
-    let target = check_finite_result("target maximum GPU load", best * (1.0 + tolerance))?;
-    let meets = |v: f64| v <= target * (1.0 + REL_EPS);
-    // Fewest moves among the points meeting the target, then the lower load; the best point
-    // always meets it.
-    let pick = candidates
-        .iter()
-        .filter(|c| meets(c.1))
-        .min_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)))
-        .map_or(Source::Fresh, |c| c.2);
+    // The direct path of the first round, kept with its target for a second round.
+    let mut earlier: Option<(f64, Path<'_>, Reduced)> = None;
+    let (direct, reduced, candidates, best, target, pick) = loop {
+        // The direct path aims at the best load the descent and the fresh plan found; whatever
+        // it reaches joins the candidates too, so the target is set from every point recorded
+        // (issue 20: with tolerance 0 the answer was above the best point of its own trade-off
+        // list).
+        let first_best = descent.lowest(fresh.value);
+        let first_target =
+            check_finite_result("target maximum GPU load", first_best * (1.0 + tolerance))?;
+        let (direct, reduced) = match earlier.take() {
+            Some((t, path, reduced)) if t.to_bits() == first_target.to_bits() => (path, reduced),
+            _ => to_target(&start, w, cluster, &origin, first_target, &direct_deadline),
+        };
+        options.check_cancelled()?;
+        // Candidates: every step of both paths and the fresh plan, as (moves, load, where).
+        let mut candidates: Vec<(usize, f64, Source)> = Vec::new();
+        candidates.extend(
+            descent
+                .path
+                .points
+                .iter()
+                .enumerate()
+                .map(|(k, p)| (p.0, p.1, Source::Descent(k))),
+        );
+        candidates.extend(
+            direct
+                .points
+                .iter()
+                .enumerate()
+                .map(|(k, p)| (p.0, p.1, Source::Direct(k))),
+        );
+        candidates.push((fresh_moves, fresh.value, Source::Fresh));
+        for &(_, v, _) in &candidates {
+            check_finite_result("maximum GPU load of a rebalancing step", v)?;
+        }
+        let best = candidates.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+        let target = check_finite_result("target maximum GPU load", best * (1.0 + tolerance))?;
+        let meets = |v: f64| v <= target * (1.0 + REL_EPS);
+        // Fewest moves among the points meeting the target, then the lower load; the best
+        // point always meets it.
+        let pick = candidates
+            .iter()
+            .filter(|c| meets(c.1))
+            .min_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)))
+            .map_or((Source::Fresh, fresh.value), |c| (c.2, c.1));
+        // The descent's end can lower the best load (below the fresh plan's) and with it the
+        // target: when the pick would then miss it (its load above the target of the lowest
+        // best possible, the lower bound), the descent is taken to its end and the round
+        // repeated (with the same direct path when its target did not change).
+        if descent.stopped && pick.1 > floor {
+            descent.run(&origin, fresh.value, &descent_deadline, None);
+            earlier = Some((first_target, direct, reduced));
+            continue;
+        }
+        break (direct, reduced, candidates, best, target, pick.0);
+    };
+    // The descent stops only at its target, when nothing improves or where its later points
+    // cannot be picked, well before any move budget on these sizes: reaching the deadline
+    // otherwise means it was cut.
+    let budget_exhausted = reduced == Reduced::Cut
+        || (descent_deadline.passed()
+            && !descent.stopped
+            && descent
+                .path
+                .points
+                .last()
+                .is_some_and(|p| p.1 > fresh.value * (1.0 + REL_EPS)));
     let mut map = match pick {
-        Source::Descent(k) => descent.map_after(k),
+        Source::Descent(k) => descent.path.map_after(k),
         Source::Direct(k) => direct.map_after(k),
         Source::Fresh => aligned,
     };
@@ -418,38 +459,31 @@ impl<'a> Path<'a> {
         }
     }
 
-    /// Runs `search` from `start`, recording (transfers, maximum load) after every move it
-    /// reports.
-    fn follow(
-        start: &[usize],
-        w: &'a [f64],
-        cluster: &'a PlacementCluster,
+    /// Records (transfers, maximum load) after `mv`, just applied to `s` (`before`: the map
+    /// before it, updated here; transfers are counted by the slots the move changed).
+    fn record(
+        &mut self,
         origin: &Origin,
-        search: impl FnOnce(&mut SlotState, &mut dyn FnMut(&SlotState, Move)),
-    ) -> Self {
-        let mut path = Self::new(start, w, cluster, origin);
-        let mut state = SlotState::new(cluster, &[w], start.to_vec());
-        // The map before the latest move, to count transfers by the slots a move changed
-        // (the whole map was recounted after every move).
-        let mut before = start.to_vec();
-        let mut transfers = path.points[0].0;
-        search(&mut state, &mut |s, mv| {
-            let value = (0..s.gpus()).map(|g| s.gpu_load(0, g)).fold(0.0, f64::max);
-            let slots: &[usize] = match mv {
-                Move::Swap(i, j) => &[i, j],
-                Move::Replace(i, _) => &[i],
-            };
-            for &slot in slots {
-                let g = s.gpu_of_slot[slot];
-                let (old, new) = (before[slot], s.expert_of_slot[slot]);
-                transfers = transfers + usize::from(!origin.holds(g, new))
-                    - usize::from(!origin.holds(g, old));
-                before[slot] = new;
-            }
-            path.points.push((transfers, value));
-            path.moves.push(mv);
-        });
-        path
+        before: &mut [usize],
+        s: &SlotState,
+        mv: Move,
+    ) -> (usize, f64) {
+        let value = (0..s.gpus()).map(|g| s.gpu_load(0, g)).fold(0.0, f64::max);
+        let slots: &[usize] = match mv {
+            Move::Swap(i, j) => &[i, j],
+            Move::Replace(i, _) => &[i],
+        };
+        let mut transfers = self.points.last().map_or(0, |p| p.0);
+        for &slot in slots {
+            let g = s.gpu_of_slot[slot];
+            let (old, new) = (before[slot], s.expert_of_slot[slot]);
+            transfers =
+                transfers + usize::from(!origin.holds(g, new)) - usize::from(!origin.holds(g, old));
+            before[slot] = new;
+        }
+        self.points.push((transfers, value));
+        self.moves.push(mv);
+        (transfers, value)
     }
 
     /// The map after the first `k` moves.
@@ -462,24 +496,84 @@ impl<'a> Path<'a> {
     }
 }
 
-/// The low-move local search from `start` (maximum load first, then fewest transfers), until
-/// it reaches `target` (the fresh plan's maximum load: going lower only costs moves).
-fn low_move_path<'a>(
-    start: &[usize],
-    w: &'a [f64],
-    cluster: &'a PlacementCluster,
-    origin: &Origin,
-    target: f64,
-    deadline: &Deadline,
-) -> Path<'a> {
-    Path::follow(start, w, cluster, origin, |state, record| {
+/// Transfers above the fewest of its points within the level at which the descent stops (see
+/// [`Descent::run`]): a swap can take back two transfers, so the descent goes on while a later
+/// point could still come back to the fewest (a campaign instance did: 11, 12, then 11 transfers
+/// at a lower load).
+const STOP_SLACK: usize = 2;
+
+/// The low-move local search from a start map (maximum load first, then fewest transfers),
+/// which can stop early and be taken further later.
+struct Descent<'a> {
+    path: Path<'a>,
+    state: SlotState<'a>,
+    /// The map before the latest move.
+    before: Vec<usize>,
+    /// Moves made so far.
+    made: usize,
+    /// Whether the last run stopped because its later points could not be picked (not at its
+    /// target, nor stuck, nor cut).
+    stopped: bool,
+}
+
+impl<'a> Descent<'a> {
+    fn new(start: &[usize], w: &'a [f64], cluster: &'a PlacementCluster, origin: &Origin) -> Self {
+        Self {
+            path: Path::new(start, w, cluster, origin),
+            state: SlotState::new(cluster, &[w], start.to_vec()),
+            before: start.to_vec(),
+            made: 0,
+            stopped: false,
+        }
+    }
+
+    /// The lowest maximum load of the points so far, or `fresh` when that is lower.
+    fn lowest(&self, fresh: f64) -> f64 {
+        self.path.points.iter().map(|p| p.1).fold(fresh, f64::min)
+    }
+
+    /// Descends until `target` (the fresh plan's maximum load: going lower only costs moves).
+    /// With a `level` (the fresh plan's load times `1 + tolerance`), it stops as soon as a
+    /// point at or below the level has more transfers than the fewest of such points: the
+    /// rebalance picks the fewest transfers among points within its target (at most the
+    /// level), and the descent's transfers rarely fall again. Run again without a level, it
+    /// goes on from where it stopped (the same moves as one uninterrupted run, within the
+    /// search's work budget, which restarts).
+    fn run(&mut self, origin: &Origin, target: f64, deadline: &Deadline, level: Option<f64>) {
+        let stop = std::cell::Cell::new(false);
+        let meets = |v: f64| level.is_some_and(|l| v <= l * (1.0 + REL_EPS));
+        let mut fewest = usize::MAX;
+        let Self {
+            path,
+            state,
+            before,
+            made,
+            stopped,
+        } = self;
+        for &(t, v) in &path.points {
+            if meets(v) {
+                fewest = fewest.min(t);
+            }
+        }
+        let cluster = path.cluster;
         let options = SearchOptions {
             origin: Some(origin),
             deadline: deadline.clone(),
+            stop: Some(&stop),
+            max_moves: move_budget(cluster).saturating_sub(*made),
             ..SearchOptions::full(Aggregate::Worst, target, cluster)
         };
-        improve(state, options, |s, mv, _| record(s, mv));
-    })
+        *made += improve(state, options, |s, mv, _| {
+            let (t, v) = path.record(origin, before, s, mv);
+            if meets(v) {
+                fewest = fewest.min(t);
+                if t > fewest + STOP_SLACK {
+                    stop.set(true);
+                }
+            }
+        });
+        *stopped = stop.get();
+    }
 }
 
 /// The excess greedy from `start` towards `target` ([`reduce_excess`]), and how it ended.
@@ -491,17 +585,19 @@ fn to_target<'a>(
     target: f64,
     deadline: &Deadline,
 ) -> (Path<'a>, Reduced) {
-    let mut reduced = Reduced::Stuck;
-    let path = Path::follow(start, w, cluster, origin, |state, record| {
-        reduced = reduce_excess(
-            state,
-            origin,
-            target,
-            move_budget(cluster),
-            deadline,
-            record,
-        );
-    });
+    let mut path = Path::new(start, w, cluster, origin);
+    let mut state = SlotState::new(cluster, &[w], start.to_vec());
+    let mut before = start.to_vec();
+    let reduced = reduce_excess(
+        &mut state,
+        origin,
+        target,
+        move_budget(cluster),
+        deadline,
+        &mut |s, mv| {
+            path.record(origin, &mut before, s, mv);
+        },
+    );
     (path, reduced)
 }
 
@@ -578,4 +674,49 @@ fn keep_slots(current: &[usize], map: Vec<usize>, cluster: &PlacementCluster) ->
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::PlacementOptions;
+    use crate::workloads::{drift_loads, lognormal_loads};
+
+    /// A descent stopped at a level and then taken on makes the same moves as one run to the
+    /// end: the rebalance relies on it when it goes on where the stopped part could matter.
+    #[test]
+    fn a_stopped_descent_taken_on_is_the_full_descent() -> Result<(), PlacementError> {
+        let cluster = PlacementCluster::uniform(16, 5, 2)?;
+        let rows = lognormal_loads(1, 64, 1.0, 1e4, 7)?;
+        let old = LayerLoads::new(rows[0].clone())?;
+        let new = LayerLoads::new(drift_loads(&rows, 0.3, 8)?.remove(0))?;
+        let budget = PlacementOptions::default().budget(DEFAULT_SEARCH_STEPS);
+        let current = solve(&old, &cluster, &budget).map;
+        let fresh = solve(&new, &cluster, &budget).value;
+        let w = new.as_slice();
+        let origin = Origin::new(&cluster.gpu_of_each_slot(), &current, cluster.gpus(), 64);
+        let never = Deadline::never();
+        let mut full = Descent::new(&current, w, &cluster, &origin);
+        full.run(&origin, fresh, &never, None);
+        assert!(!full.stopped);
+        let mut stopped = 0;
+        for tolerance in [0.002, 0.01, 0.05, 0.2] {
+            let mut part = Descent::new(&current, w, &cluster, &origin);
+            part.run(&origin, fresh, &never, Some(fresh * (1.0 + tolerance)));
+            if part.stopped {
+                stopped += 1;
+                assert!(part.path.points.len() < full.path.points.len());
+                assert_eq!(
+                    part.path.points[..],
+                    full.path.points[..part.path.points.len()]
+                );
+            }
+            part.run(&origin, fresh, &never, None);
+            assert_eq!(part.path.points, full.path.points);
+            assert_eq!(part.path.moves, full.path.moves);
+            assert_eq!(part.state.map(), full.state.map());
+        }
+        assert!(stopped > 0, "no tolerance stopped the descent early");
+        Ok(())
+    }
 }
