@@ -361,6 +361,10 @@ fn conclude(solved: &mut Solved, proved: bool) {
     }
 }
 
+/// Count searches from the exact 2-slot search's lower plans, per layer (see
+/// [`pair_exact_solve`]).
+const POLISH_RUNS: usize = 2;
+
 /// [`crate::pair_exact::minimize`] from the heuristic's plan `solved`: the lower counts it
 /// finds, packed without duplicates, replace the plan; the targets it proves infeasible raise
 /// the certified bound; a plan within [`crate::pair_exact`]'s tolerance of that bound is
@@ -372,14 +376,27 @@ fn pair_exact_solve(
     mut solved: Solved,
 ) -> Solved {
     let mut steps = budget.steps;
+    let deadline = budget.deadline();
+    // The first lower plans the exact search finds are new starts for the count search (a
+    // local search whose result depends on where it starts), each at its own fixed work
+    // budget (about 0.1 s at most on these shapes, hence at most POLISH_RUNS of them).
+    let mut runs = 0;
+    let mut polish = |counts: &[usize]| {
+        runs += 1;
+        if runs > POLISH_RUNS {
+            return None;
+        }
+        count_search(w, cluster, &[counts.to_vec()], &deadline)
+    };
     let found = crate::pair_exact::minimize(
         w,
         cluster.gpus(),
         solved.lower_bound,
         solved.value,
         &crate::plan::counts(&solved.map, w.len()),
+        &mut polish,
         &mut steps,
-        &budget.deadline(),
+        &deadline,
     );
     if let Some((map, _)) = found.map {
         let value = max_load(w, cluster, &map);

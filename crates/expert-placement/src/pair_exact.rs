@@ -202,6 +202,7 @@ pub(crate) fn minimize(
     lower: f64,
     value: f64,
     counts: &[usize],
+    polish: &mut dyn FnMut(&[usize]) -> Option<Vec<usize>>,
     steps: &mut u64,
     deadline: &Deadline,
 ) -> Minimized {
@@ -248,6 +249,21 @@ pub(crate) fn minimize(
                 hi = v;
                 near = counts;
                 best = Some((map, v));
+                // A local search from the new counts often goes further at once (it reached
+                // 104.2 from counts of 104.93 on case 108, whose optimum is 103.8).
+                if let Some(better) = polish(&near) {
+                    let value = sorted_pairing(w, &better);
+                    if value < hi * (1.0 - REL_EPS)
+                        && let Some(map) = realize(w, &better, gpus, value)
+                    {
+                        let v = pair_max(w, &better, &map);
+                        if v < hi * (1.0 - REL_EPS) {
+                            hi = v;
+                            near = better;
+                            best = Some((map, v));
+                        }
+                    }
+                }
             }
             // Nothing proved at `t` (the budget stopped the test, or a count vector met the
             // relaxation but could not be placed): a later probe just below the best has no
@@ -810,7 +826,16 @@ mod tests {
             let optimum = true_optimum(&w, gpus);
             let start = w.iter().sum::<f64>() + 1.0;
             let mut steps = 1 << 20;
-            let found = minimize(&w, gpus, 0.0, start, &[], &mut steps, &Deadline::never());
+            let found = minimize(
+                &w,
+                gpus,
+                0.0,
+                start,
+                &[],
+                &mut |_| None,
+                &mut steps,
+                &Deadline::never(),
+            );
             // The bound is valid.
             assert!(found.lower_bound <= relaxed * (1.0 + 1e-12), "case {case}");
             // Every map is valid and never below the true optimum.
@@ -921,7 +946,16 @@ mod tests {
         );
         assert_eq!(steps, 0);
         let mut steps = 10;
-        let found = minimize(&w, 25, 15.36, 15.73, &[], &mut steps, &Deadline::never());
+        let found = minimize(
+            &w,
+            25,
+            15.36,
+            15.73,
+            &[],
+            &mut |_| None,
+            &mut steps,
+            &Deadline::never(),
+        );
         assert!(found.lower_bound >= 15.36 && found.lower_bound <= 15.5);
         assert!(found.lower_bound < 15.5 * (1.0 - PROOF_GAP));
     }
