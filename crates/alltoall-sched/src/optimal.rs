@@ -2,7 +2,7 @@
 
 use crate::decompose::{Piece, decompose_seeded};
 use crate::first_try::{Prefix, greedy_prefix};
-use crate::non_preemptive::{Start, whole_pairs_to_timetable};
+use crate::non_preemptive::Start;
 use crate::pivot_fill::pivot_fill;
 use crate::ticks::Ticks;
 use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
@@ -85,8 +85,8 @@ pub fn optimal(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<Timetabl
     let ticks = Ticks::new(matrix, bandwidth)?;
     // Fewest transfers first: a one-piece-per-pair schedule on the bound has the minimum
     // possible piece count (one per non-zero pair) and is what a send loop can run unchanged.
-    if let Some(starts) = pivot_fill(&ticks) {
-        let timetable = whole_pairs_to_timetable(&ticks, &starts).finite()?;
+    if let Some(timetable) = pivot_fill(&ticks) {
+        let timetable = timetable.finite()?;
         debug_assert_eq!(timetable.validate(matrix, bandwidth), Ok(()));
         return Ok(timetable);
     }
