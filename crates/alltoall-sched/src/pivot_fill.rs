@@ -571,4 +571,36 @@ mod tests {
             }
         }
     }
+
+    /// Pairs of one tick beside a pivot of a million: their starts crowd into one bucket, the
+    /// insertion gives up and the comparison sort orders them; `optimal` stays valid, on the
+    /// bound, one piece per pair.
+    #[test]
+    fn crowded_starts_fall_back_to_a_comparison_sort() {
+        let n = 40;
+        let mut rows = vec![vec![1u64; n]; n];
+        for (i, row) in rows.iter_mut().enumerate() {
+            row[i] = 0;
+            if i > 0 {
+                row[0] = 1_000_000;
+            }
+        }
+        let d = crate::TrafficMatrix::from_rows_u64(&rows).unwrap();
+        let b = Bandwidth::uniform(1.0).unwrap();
+        let ticks = Ticks::new(&d, &b).unwrap();
+        let starts = fill::<false>(&ticks, 0).unwrap();
+        let moved = sorted_transfers(&ticks, &starts, |src, dst, _, start, _| Transfer {
+            src,
+            dst,
+            bytes: 0.0,
+            start_s: start as f64,
+            end_s: 0.0,
+        });
+        assert!(moved.is_none(), "the starts did not crowd");
+        let plan = crate::optimal(&d, &b).unwrap();
+        plan.validate(&d, &b).unwrap();
+        assert_eq!(plan.pieces(), d.nonzeros());
+        assert_eq!(plan.makespan_s(), crate::lower_bound_s(&d, &b).unwrap());
+        assert_eq!(plan, in_time_order(&ticks, &starts));
+    }
 }
