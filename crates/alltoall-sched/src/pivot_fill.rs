@@ -25,8 +25,8 @@
 //!
 //! The starts are recorded by pair index and put in timetable order by a counting sort whose
 //! buckets follow their density, converted to seconds and bytes as they are inserted
-//! ([`sorted_transfers`]; issue 24 sixth pass: with the first placement option inline this
-//! took a call at 64 GPUs from 0.83-0.92 M instructions to 0.73-0.76 M).
+//! ([`sorted_transfers`]; issue 24 sixth pass: with the forward placement options inline this
+//! took a call at 64 GPUs from 0.83-0.92 M instructions to 0.71-0.72 M).
 
 use crate::non_preemptive::{Start, whole_pairs_to_timetable};
 use crate::ticks::Ticks;
