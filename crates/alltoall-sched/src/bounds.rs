@@ -158,6 +158,20 @@ pub(crate) fn line_sums_u64(
     });
     let mut rows = vec![0u64; n];
     let mut cols = vec![0u64; n];
+    // When every entry is below `2^64 / n` (the bits of all entries OR-ed together say so), no
+    // sum of `n` entries can overflow: plain additions, which the compiler vectorizes (a
+    // quarter of the instructions of the checked loop below; issue 24, sixth pass).
+    let all = entries.iter().fold(0u64, |a, &v| a | v);
+    let bits = |x: u64| u64::BITS - x.leading_zeros();
+    if bits(all) + bits(n as u64) <= u64::BITS {
+        for (row, sum) in entries.chunks_exact(n.max(1)).zip(rows.iter_mut()) {
+            *sum = row.iter().sum();
+            for (&v, col) in row.iter().zip(cols.iter_mut()) {
+                *col += v;
+            }
+        }
+        return Ok((rows, cols));
+    }
     // Row by row: no division per entry.
     for (row, sum) in entries.chunks_exact(n.max(1)).zip(rows.iter_mut()) {
         for (&v, col) in row.iter().zip(cols.iter_mut()) {

@@ -2,7 +2,7 @@
 
 use crate::decompose::{Piece, decompose_seeded};
 use crate::first_try::{Prefix, greedy_prefix};
-use crate::non_preemptive::{Start, whole_pairs_to_timetable};
+use crate::non_preemptive::Start;
 use crate::pivot_fill::pivot_fill;
 use crate::ticks::Ticks;
 use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
@@ -53,7 +53,8 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// # Complexity
 ///
 /// The pivot fill costs `O(n^2)` (a few word operations per pair, and a bucket sort of the
-/// starts that is linear unless many start in one tick range). The greedy costs
+/// starts that is linear unless many start in one tick range, where it falls back to
+/// `O(P log P)`). The greedy costs
 /// `O(P log n + E * n / 64)` for `P` pairs and `E <= P` decision times (a
 /// freed port finds its partner with `n / 64` word operations at most), plus `O(n^2)` set-up
 /// (one pass over the matrix; nothing is copied). The
@@ -63,7 +64,7 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// tree; a breadth-first repair costs `O(n^2 / 64)` word operations, and the fallback
 /// Hopcroft–Karp (unreachable on regular matrices) `O(n^2.5)`. Memory is `O(n^2)` words (the
 /// tick matrix, none for integer bytes with one bandwidth, whose entries are the ticks; the
-/// fill's 16-byte starts, twice while they are sorted; from
+/// fill's start tick per pair of the matrix and a 4-byte bucket count per start; from
 /// 363 GPUs on the greedy's copy of it by rank; the greedy's 16-byte starts; and when it falls
 /// behind the residual and the decomposition's state) plus the output, into which the pieces
 /// are converted in place.
@@ -85,8 +86,8 @@ pub fn optimal(matrix: &TrafficMatrix, bandwidth: &Bandwidth) -> Result<Timetabl
     let ticks = Ticks::new(matrix, bandwidth)?;
     // Fewest transfers first: a one-piece-per-pair schedule on the bound has the minimum
     // possible piece count (one per non-zero pair) and is what a send loop can run unchanged.
-    if let Some(starts) = pivot_fill(&ticks) {
-        let timetable = whole_pairs_to_timetable(&ticks, &starts).finite()?;
+    if let Some(timetable) = pivot_fill(&ticks) {
+        let timetable = timetable.finite()?;
         debug_assert_eq!(timetable.validate(matrix, bandwidth), Ok(()));
         return Ok(timetable);
     }

@@ -22,13 +22,19 @@
 //! the bound on average (uniform traffic: every line nearly tight) or below [`MIN_GPUS`].
 //! Its timetables end on the bound like the greedy's, but GPUs can finish later on average
 //! (`docs/performance.md`, issue 24 fifth pass).
+//!
+//! The starts are recorded by pair index and put in timetable order by a counting sort whose
+//! buckets follow their density, converted to seconds and bytes as they are inserted
+//! ([`sorted_transfers`]; issue 24 sixth pass: with the forward placement options inline this
+//! took a call at 64 GPUs from 0.83-0.92 M instructions to 0.71-0.72 M).
 
-use crate::non_preemptive::Start;
+use crate::non_preemptive::{Start, whole_pairs_to_timetable};
 use crate::ticks::Ticks;
+use crate::{Timetable, Transfer};
 
-/// A one-piece-per-pair schedule that ends by the bound, as starts in timetable order, or
-/// `None` when the try gave up (see the module documentation).
-pub(crate) fn pivot_fill(ticks: &Ticks) -> Option<Vec<Start>> {
+/// A one-piece-per-pair schedule that ends by the bound, or `None` when the try gave up (see
+/// the module documentation).
+pub(crate) fn pivot_fill(ticks: &Ticks) -> Option<Timetable> {
     let n = ticks.n;
     if n < MIN_GPUS || ticks.line_ticks == 0 || ticks.check_greedy_fits().is_err() {
         return None;
@@ -43,12 +49,21 @@ pub(crate) fn pivot_fill(ticks: &Ticks) -> Option<Vec<Start>> {
     }
     let (row_max, row_at) = max_at(&ticks.rows);
     let (col_max, col_at) = max_at(&ticks.cols);
-    if col_max >= row_max {
+    let starts = if col_max >= row_max {
         fill::<false>(ticks, col_at)
     } else {
         // A sender pivot: the same construction on the transposed matrix.
         fill::<true>(ticks, row_at)
-    }
+    }?;
+    Some(in_time_order(ticks, &starts))
+}
+
+/// The fill's starts: each pair's start tick plus one at its index in the tick matrix (0: no
+/// transfer), their number, and how many start in each of [`COARSE`] equal parts of the bound.
+struct Starts {
+    at_tick: Vec<u64>,
+    pairs: usize,
+    coarse: [u32; COARSE],
 }
 
 /// Below this many GPUs the try is skipped: the list schedule of [`crate::first_try`] costs
@@ -85,9 +100,8 @@ struct Partner {
     lo: [u64; 2],
     hi: [u64; 2],
     slack: u64,
-    /// Its share of a pair's index in the tick matrix, and its GPU.
+    /// Its share of a pair's index in the tick matrix.
     at: usize,
-    id: u32,
 }
 
 /// Any other port's free time `[lo, hi]` and slack.
@@ -97,27 +111,18 @@ struct Other {
     hi: u64,
     slack: u64,
     at: usize,
-    id: u32,
 }
 
 /// The construction with the pivot as receiver `c` of the oriented matrix (`TRANSPOSED`: the
 /// pivot is sender `c` of the input, and oriented pair `(i, j)` is input pair `(j, i)`).
-fn fill<const TRANSPOSED: bool>(ticks: &Ticks, c: usize) -> Option<Vec<Start>> {
+/// Out of line, as [`sorted_transfers`].
+#[inline(never)]
+fn fill<const TRANSPOSED: bool>(ticks: &Ticks, c: usize) -> Option<Starts> {
     let (n, line, q) = (ticks.n, ticks.line_ticks, &ticks.q[..]);
     let (partner_sums, other_sums) = if TRANSPOSED {
         (&ticks.cols, &ticks.rows)
     } else {
         (&ticks.rows, &ticks.cols)
-    };
-    // `n <= MAX_GPUS = 2^13`: every index fits in `u32`.
-    #[allow(clippy::cast_possible_truncation)]
-    let start = |tick: u64, i: usize, j: usize| {
-        let (src, dst) = if TRANSPOSED { (j, i) } else { (i, j) };
-        Start {
-            start: tick,
-            src: src as u32,
-            dst: dst as u32,
-        }
     };
     let by_load = |sums: &[u64], skip: usize| {
         #[allow(clippy::cast_possible_truncation)]
@@ -130,7 +135,11 @@ fn fill<const TRANSPOSED: bool>(ticks: &Ticks, c: usize) -> Option<Vec<Start>> {
     // Oriented pair `(i, j)` is `q[i * n + j]` (`q[j * n + i]` transposed): each port's share
     // of that index is kept with its state, so a duration costs one addition and one load.
     let (row, col) = if TRANSPOSED { (1, n) } else { (n, 1) };
-    let mut out: Vec<Start> = Vec::with_capacity(n * n);
+    // Starts by pair index (row-major in the input's labels), so the sort reads them sender by
+    // sender (see [`in_time_order`]).
+    let mut at_tick = vec![0u64; n * n];
+    let coarse_shift = coarse_shift(line);
+    let mut coarse = [0u32; COARSE];
     // The partners' and the other ports' states, in the order of `partners` and `others`.
     let mut part: Vec<Partner> = partners
         .iter()
@@ -139,17 +148,21 @@ fn fill<const TRANSPOSED: bool>(ticks: &Ticks, c: usize) -> Option<Vec<Start>> {
             hi: [line, line],
             slack: line - partner_sums[i as usize],
             at: i as usize * row,
-            id: i,
         })
         .collect();
     // The pivot's pairs back to back.
     let mut t = 0u64;
     for p in &mut part {
-        let d = q[p.at + c * col];
+        let k = p.at + c * col;
+        let d = q[k];
         if d > 0 {
             p.hi[0] = t;
             p.lo[1] = t + d;
-            out.push(start(t, p.id as usize, c));
+            at_tick[k] = t + 1;
+            // `t <= line`: its part is below `COARSE`.
+            #[allow(clippy::cast_possible_truncation)]
+            let part = (t >> coarse_shift) as usize;
+            coarse[part] += 1;
             t += d;
         }
     }
@@ -160,33 +173,54 @@ fn fill<const TRANSPOSED: bool>(ticks: &Ticks, c: usize) -> Option<Vec<Start>> {
             hi: line,
             slack: line - other_sums[j as usize],
             at: j as usize * col,
-            id: j,
         })
         .collect();
     let m = other.len();
     for k in 0..m {
-        let mut y = k;
-        for p in &mut part {
-            let o = &mut other[y];
-            y = if y + 1 == m { 0 } else { y + 1 };
-            let d = q[p.at + o.at];
-            if d == 0 {
-                continue;
+        // Partner rank `x` meets other rank `(x + k) mod m`: runs of consecutive ranks.
+        let (mut x, mut y) = (0, k);
+        while x < part.len() {
+            let len = (part.len() - x).min(m - y);
+            for (p, o) in part[x..x + len].iter_mut().zip(&mut other[y..y + len]) {
+                let k = p.at + o.at;
+                let d = q[k];
+                if d == 0 {
+                    continue;
+                }
+                // The two forward options inline: at 64 GPUs the first takes 70-90 % of the
+                // pairs and the second the rest; the backward two out of line leave this loop
+                // its registers.
+                let tick = match forward(p, o, d, 0) {
+                    Some(s) => s,
+                    None => match forward(p, o, d, 1) {
+                        Some(s) => s,
+                        None => place_elsewhere(p, o, d)?,
+                    },
+                };
+                at_tick[k] = tick + 1;
+                #[allow(clippy::cast_possible_truncation)]
+                let part = (tick >> coarse_shift) as usize & (COARSE - 1);
+                coarse[part] += 1;
             }
-            let (tick, region, forward) = place(p, o, d)?;
-            commit(p, o, tick, region, forward, d);
-            out.push(start(tick, p.id as usize, o.id as usize));
+            (x, y) = (x + len, 0);
         }
     }
-    Some(time_order(out, line))
+    // The pairs, counted once here rather than per pair in the loop above (a register).
+    let pairs = coarse.iter().map(|&m| m as usize).sum();
+    Some(Starts {
+        at_tick,
+        pairs,
+        coarse,
+    })
 }
 
-/// Where pair `(p, o)` of `d` ticks goes: its start tick, the partner's interval and whether
-/// it was placed forward; `None` when it fits nowhere without a gap beyond a port's slack
-/// (such a gap would leave that port unable to finish).
+/// Where pair `(p, o)` of `d` ticks goes when the first two of [`OPTIONS`] (tried inline by
+/// [`fill`]) failed: its start tick, the partner's interval and whether it was placed forward;
+/// `None` when it fits nowhere without a gap beyond a port's slack (such a gap would leave
+/// that port unable to finish).
 #[inline]
 fn place(p: &Partner, o: &Other, d: u64) -> Option<(u64, usize, bool)> {
-    for (region, forward) in OPTIONS {
+    for &(region, forward) in &OPTIONS[2..] {
         let (lo, hi) = (p.lo[region], p.hi[region]);
         if forward {
             let s = lo.max(o.lo);
@@ -201,6 +235,28 @@ fn place(p: &Partner, o: &Other, d: u64) -> Option<(u64, usize, bool)> {
         }
     }
     None
+}
+
+/// The first two of [`OPTIONS`], forward in the partner's interval `region`, committed: the
+/// start tick, or `None` when the gaps exceed a port's slack or the pair does not fit.
+#[inline(always)]
+fn forward(p: &mut Partner, o: &mut Other, d: u64, region: usize) -> Option<u64> {
+    let (lo, hi) = (p.lo[region], p.hi[region]);
+    let s = lo.max(o.lo);
+    if s + d <= hi.min(o.hi) && s - lo <= p.slack && s - o.lo <= o.slack {
+        commit(p, o, s, region, true, d);
+        Some(s)
+    } else {
+        None
+    }
+}
+
+/// [`place`] and [`commit`], out of line (see [`fill`]); the start tick.
+#[inline(never)]
+fn place_elsewhere(p: &mut Partner, o: &mut Other, d: u64) -> Option<u64> {
+    let (tick, region, forward) = place(p, o, d)?;
+    commit(p, o, tick, region, forward, d);
+    Some(tick)
 }
 
 /// Records a placement: the intervals shrink from the end used, the slack by the gap left.
@@ -219,54 +275,158 @@ fn commit(p: &mut Partner, o: &mut Other, tick: u64, region: usize, forward: boo
     }
 }
 
-/// Sorts starts into timetable order (tick, sender, receiver): a counting sort on the high
-/// bits of the tick (about one bucket per start over `[0, line]`), then each bucket by the
-/// whole key. (A sort of packed integer keys, a bucket sort that recurses into crowded buckets,
-/// and insertion sorts inside the buckets all cost more instructions at 64 GPUs.)
-fn time_order(mut starts: Vec<Start>, line: u64) -> Vec<Start> {
-    let len = starts.len();
-    if len < 2 {
-        return starts;
-    }
-    let shift =
-        (u64::BITS - line.leading_zeros()).saturating_sub(usize::BITS - len.leading_zeros());
-    let Ok(top) = usize::try_from(line >> shift) else {
-        starts.sort_unstable();
-        return starts;
+/// The fill's timetable: its starts in timetable order (tick, sender, receiver), in seconds
+/// and bytes.
+fn in_time_order(ticks: &Ticks, starts: &Starts) -> Timetable {
+    let transfers = if let Some(bandwidth) = ticks.exact_bandwidth() {
+        // One tick per byte, the values of `whole_pairs_to_timetable`. A tick here is at most
+        // the bound, at most `u64::MAX / 2` (`check_greedy_fits`), so through `i64` it
+        // converts to the same `f64` as directly, in one instruction instead of several.
+        #[allow(clippy::cast_possible_wrap)]
+        let float = |t: u64| t as i64 as f64;
+        sorted_transfers(ticks, starts, |src, dst, _, start, d| Transfer {
+            src,
+            dst,
+            bytes: float(d),
+            start_s: float(start) / bandwidth,
+            end_s: float(start + d) / bandwidth,
+        })
+    } else {
+        sorted_transfers(ticks, starts, |src, dst, k, start, d| Transfer {
+            src,
+            dst,
+            bytes: ticks.pair_bytes(k),
+            start_s: ticks.time_s(start),
+            end_s: ticks.time_s(start + d),
+        })
     };
-    // `line >> shift < 2 * len`: a bucket index per start, its tick's high bits.
-    let bucket = |s: &Start| usize::try_from(s.start >> shift).unwrap_or(top);
-    // Bucket sizes, then where each bucket starts; the scatter moves each start on to where
-    // its bucket ends.
-    let mut at = vec![0usize; top + 1];
-    for s in &starts {
-        at[bucket(s)] += 1;
+    let Some(transfers) = transfers else {
+        let mut sorted = Vec::with_capacity(starts.pairs);
+        for (src, row) in starts.at_tick.chunks_exact(ticks.n).enumerate() {
+            for (dst, &v) in row.iter().enumerate() {
+                if v != 0 {
+                    // `n <= MAX_GPUS = 2^13`: every index fits in `u32`.
+                    #[allow(clippy::cast_possible_truncation)]
+                    sorted.push(Start {
+                        start: v - 1,
+                        src: src as u32,
+                        dst: dst as u32,
+                    });
+                }
+            }
+        }
+        sorted.sort_unstable();
+        return whole_pairs_to_timetable(ticks, &sorted);
+    };
+    Timetable {
+        n: ticks.n,
+        transfers,
     }
-    let mut sum = 0;
+}
+
+/// The transfers in timetable order, by a counting sort whose buckets follow the starts'
+/// density, or `None` when the moves of its insertion exceeded their budget; `transfer(src,
+/// dst, k, start, d)` is the transfer of pair `k = src * n + dst`, `d` ticks from tick
+/// `start`.
+///
+/// The starts crowd into the first part of the bound (most ports are lightly loaded), so
+/// equal-width buckets over `[0, line]` leave many of them in a few crowded buckets. The bound
+/// is cut into [`COARSE`] equal parts (the fill counted the starts in each), and a part with
+/// `m` starts into between `m / 2` and `m` equal buckets (`m` to `2m` cost 1-2 % more at 64
+/// GPUs, the prefix sums over empty buckets more than the moves they save). The scatter converts each start and
+/// inserts it into its bucket in start order. It visits the starts sender by sender, so starts
+/// on one tick (distinct senders) arrive in sender order and never move; only starts of one
+/// bucket that arrive out of order do. If the moves exceed a few per start (ticks crowded into
+/// a few buckets even so), the caller sorts by comparison instead.
+///
+/// Out of line, as [`fill`]: inlined into one function the two loops spill more registers
+/// (3 % more instructions at 64 GPUs).
+#[inline(never)]
+fn sorted_transfers(
+    ticks: &Ticks,
+    starts: &Starts,
+    transfer: impl Fn(usize, usize, usize, u64, u64) -> Transfer,
+) -> Option<Vec<Transfer>> {
+    let (n, line) = (ticks.n, ticks.line_ticks);
+    let coarse_shift = coarse_shift(line);
+    let mask = (1u64 << coarse_shift) - 1;
+    // Each part's first bucket and the shift from a tick's offset in the part to its bucket.
+    let mut parts = [(0u32, 0u32); COARSE];
+    let mut buckets = 0u32;
+    for (part, &m) in parts.iter_mut().zip(&starts.coarse) {
+        if m > 0 {
+            let shift = coarse_shift.saturating_sub(u32::BITS - 1 - m.leading_zeros());
+            *part = (buckets, shift);
+            buckets += 1 << (coarse_shift - shift);
+        }
+    }
+    // A start's bucket: `pairs <= n^2 <= 2^26` and a part of `m` starts has at most `m`
+    // buckets, so bucket indices fit in `u32`; a tick is at most `line`, so its part is below
+    // `COARSE` (the mask only spares a bounds check).
+    #[allow(clippy::cast_possible_truncation)]
+    let bucket = |tick: u64| {
+        let (first, shift) = parts[(tick >> coarse_shift) as usize & (COARSE - 1)];
+        (first + ((tick & mask) >> shift) as u32) as usize
+    };
+    let mut at = vec![0u32; buckets as usize];
+    for &v in &starts.at_tick {
+        if v != 0 {
+            at[bucket(v - 1)] += 1;
+        }
+    }
+    let mut sum = 0u32;
     for a in &mut at {
         (*a, sum) = (sum, sum + *a);
     }
-    let mut sorted = vec![
-        Start {
-            start: 0,
-            src: 0,
-            dst: 0
-        };
-        len
-    ];
-    for s in &starts {
-        let a = &mut at[bucket(s)];
-        sorted[*a] = *s;
-        *a += 1;
-    }
-    let mut from = 0;
-    for &to in &at {
-        if to - from > 1 {
-            sorted[from..to].sort_unstable();
+    let unset = Transfer {
+        src: 0,
+        dst: 0,
+        bytes: 0.0,
+        start_s: 0.0,
+        end_s: 0.0,
+    };
+    let mut transfers = vec![unset; starts.pairs];
+    // Moves allowed before the caller sorts by comparison instead.
+    let mut budget = 4 * starts.pairs + 64;
+    let q = &ticks.q[..];
+    for (src, (row, q_row)) in starts
+        .at_tick
+        .chunks_exact(n)
+        .zip(q.chunks_exact(n))
+        .enumerate()
+    {
+        for (dst, (&v, &d)) in row.iter().zip(q_row).enumerate() {
+            if v == 0 {
+                continue;
+            }
+            let tick = v - 1;
+            let t = transfer(src, dst, src * n + dst, tick, d);
+            let a = &mut at[bucket(tick)];
+            let mut k = *a as usize;
+            *a += 1;
+            // Seconds are monotone in ticks. Slots left of the bucket hold earlier starts (or
+            // 0, not yet written): the moves stop at the bucket's first slot without a test
+            // for it.
+            while k > 0 && transfers[k - 1].start_s > t.start_s {
+                transfers[k] = transfers[k - 1];
+                k -= 1;
+                budget -= 1;
+                if budget == 0 {
+                    return None;
+                }
+            }
+            transfers[k] = t;
         }
-        from = to;
     }
-    sorted
+    Some(transfers)
+}
+
+/// Equal parts of `[0, line]` in which the fill counts its starts, for [`in_time_order`].
+const COARSE: usize = 256;
+
+/// The shift that takes a tick in `[0, line]` to its part (`line >> shift < COARSE`).
+fn coarse_shift(line: u64) -> u32 {
+    (u64::BITS - line.leading_zeros()).saturating_sub(COARSE.trailing_zeros())
 }
 
 #[cfg(test)]
@@ -288,14 +448,16 @@ mod tests {
                 (uniform_traffic(MIN_GPUS, 1000, seed).unwrap(), false),
             ] {
                 let ticks = Ticks::new(&d, &b).unwrap();
-                let Some(starts) = pivot_fill(&ticks) else {
+                let Some(plan) = pivot_fill(&ticks) else {
                     assert!(!zipf, "gave up on Zipf traffic, seed {seed}");
                     continue;
                 };
                 assert!(zipf, "filled uniform traffic, seed {seed}");
                 filled += 1;
-                assert!(starts.is_sorted());
-                let plan = crate::non_preemptive::whole_pairs_to_timetable(&ticks, &starts);
+                assert!(
+                    plan.transfers
+                        .is_sorted_by(|a, b| (a.start_s, a.src) < (b.start_s, b.src))
+                );
                 plan.validate(&d, &b).unwrap();
                 assert_eq!(plan.pieces(), d.nonzeros());
                 assert_eq!(plan.makespan_s(), crate::lower_bound_s(&d, &b).unwrap());
@@ -311,17 +473,18 @@ mod tests {
         let d = zipf_traffic(MIN_GPUS + 3, 1.0, 400, 5, 3).unwrap();
         let t = d.transposed();
         let a = pivot_fill(&Ticks::new(&d, &b).unwrap()).unwrap();
-        let mut bt: Vec<Start> = pivot_fill(&Ticks::new(&t, &b).unwrap())
+        let mut bt: Vec<Transfer> = pivot_fill(&Ticks::new(&t, &b).unwrap())
             .unwrap()
+            .transfers
             .into_iter()
-            .map(|s| Start {
-                start: s.start,
+            .map(|s| Transfer {
                 src: s.dst,
                 dst: s.src,
+                ..s
             })
             .collect();
-        bt.sort_unstable();
-        assert_eq!(a, bt);
+        bt.sort_by(|a, b| (a.start_s, a.src).partial_cmp(&(b.start_s, b.src)).unwrap());
+        assert_eq!(a.transfers, bt);
     }
 
     /// `optimal` through the fill on a seeded campaign from 32 to 80 GPUs: Zipf traffic of
@@ -367,19 +530,88 @@ mod tests {
         assert!(filled * 4 >= cases * 3, "filled {filled} of {cases}");
     }
 
-    /// The bucket sort gives the plain sort's order, ties on one tick included.
+    /// The bucket sort gives the plain sort's order and transfers, ties on one tick included,
+    /// in exact and scaled ticks, and so does its fallback when ticks crowd into one bucket.
     #[test]
-    fn time_order_is_the_timetable_order() {
-        let mut v = Vec::new();
-        for k in 0..500u32 {
-            v.push(Start {
-                start: u64::from(k.wrapping_mul(2_654_435_761) % 97) * 1_000_003,
-                src: k % 13,
-                dst: k % 7,
-            });
+    #[allow(clippy::cast_possible_truncation)]
+    fn in_time_order_is_the_timetable_order() {
+        let n = 29;
+        let d = crate::TrafficMatrix::from_rows_u64(&vec![vec![1_000_000; n]; n]).unwrap();
+        let fractional = crate::TrafficMatrix::from_rows(&vec![vec![370_000.5; n]; n]).unwrap();
+        let b = Bandwidth::uniform(3.0).unwrap();
+        for (d, exact) in [(d, true), (fractional, false)] {
+            let ticks = Ticks::new(&d, &b).unwrap();
+            assert_eq!(ticks.exact, exact);
+            let line = ticks.line_ticks;
+            for crowded in [false, true] {
+                let mut starts = Starts {
+                    at_tick: vec![0u64; n * n],
+                    pairs: 0,
+                    coarse: [0; COARSE],
+                };
+                let mut expected = Vec::new();
+                for k in 0..(n * n) as u32 {
+                    let (src, dst) = (k / n as u32, k % n as u32);
+                    if src == dst || k % 5 == 0 {
+                        continue;
+                    }
+                    let slot = u64::from(k.wrapping_mul(2_654_435_761) % 97);
+                    let start = if crowded { slot } else { slot * (line / 97) };
+                    starts.at_tick[k as usize] = start + 1;
+                    starts.pairs += 1;
+                    starts.coarse[(start >> coarse_shift(line)) as usize] += 1;
+                    expected.push(Start { start, src, dst });
+                }
+                expected.sort_unstable();
+                let moved = sorted_transfers(&ticks, &starts, |src, dst, _, start, _| Transfer {
+                    src,
+                    dst,
+                    bytes: 0.0,
+                    start_s: start as f64,
+                    end_s: 0.0,
+                });
+                assert_eq!(
+                    moved.is_none(),
+                    crowded,
+                    "the fallback runs only when crowded ({exact}, line {line})"
+                );
+                assert_eq!(
+                    in_time_order(&ticks, &starts),
+                    whole_pairs_to_timetable(&ticks, &expected)
+                );
+            }
         }
-        let mut expected = v.clone();
-        expected.sort_unstable();
-        assert_eq!(time_order(v, 97 * 1_000_003), expected);
+    }
+
+    /// Pairs of one tick beside a pivot of a million: their starts crowd into one bucket, the
+    /// insertion gives up and the comparison sort orders them; `optimal` stays valid, on the
+    /// bound, one piece per pair.
+    #[test]
+    fn crowded_starts_fall_back_to_a_comparison_sort() {
+        let n = 40;
+        let mut rows = vec![vec![1u64; n]; n];
+        for (i, row) in rows.iter_mut().enumerate() {
+            row[i] = 0;
+            if i > 0 {
+                row[0] = 1_000_000;
+            }
+        }
+        let d = crate::TrafficMatrix::from_rows_u64(&rows).unwrap();
+        let b = Bandwidth::uniform(1.0).unwrap();
+        let ticks = Ticks::new(&d, &b).unwrap();
+        let starts = fill::<false>(&ticks, 0).unwrap();
+        let moved = sorted_transfers(&ticks, &starts, |src, dst, _, start, _| Transfer {
+            src,
+            dst,
+            bytes: 0.0,
+            start_s: start as f64,
+            end_s: 0.0,
+        });
+        assert!(moved.is_none(), "the starts did not crowd");
+        let plan = crate::optimal(&d, &b).unwrap();
+        plan.validate(&d, &b).unwrap();
+        assert_eq!(plan.pieces(), d.nonzeros());
+        assert_eq!(plan.makespan_s(), crate::lower_bound_s(&d, &b).unwrap());
+        assert_eq!(plan, in_time_order(&ticks, &starts));
     }
 }
