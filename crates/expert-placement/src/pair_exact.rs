@@ -196,6 +196,8 @@ pub(crate) fn realize(w: &[f64], counts: &[usize], gpus: usize, t: f64) -> Optio
 ///
 /// `O(steps * (C + E))` time for `C` constraints; memory `O(E * C)` plus at most
 /// [`MEMO_BYTES`] per test.
+// The search's inputs, its hint and its two limits: a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn minimize(
     w: &[f64],
     gpus: usize,
