@@ -29,8 +29,9 @@ pub(crate) fn reduce_excess(
     let (mut lightest, mut fewest, mut b_excess) = (Vec::new(), Vec::new(), Vec::new());
     let mut seen: Vec<bool> = Vec::new();
     let (mut min_next, mut max_replicas, mut counts_changed) = (f64::INFINITY, 0, true);
-    let mut partners: Vec<(usize, f64, f64)> = Vec::new();
+    let mut partners: Vec<(usize, f64, f64, i64)> = Vec::new();
     let mut listed: Vec<usize> = Vec::new();
+    let mut lighter: Vec<(usize, f64)> = Vec::new();
     let mut spare_info: Vec<SpareSlot> = Vec::new();
     // Per slot its replica's share, and per GPU the fewest transfers a swap adds on it (+1
     // when it holds only experts it held before: giving one away adds a transfer; else -1),
@@ -172,22 +173,66 @@ pub(crate) fn reduce_excess(
                 .map(|h| (h, s.gpu_load(0, h), s.inv_speed(h)))
                 .filter(|&(_, lh, ih)| {
                     !(lh > target && ih == ig && swaps_over_target_lose(lg, lh, target))
+                })
+                .map(|(h, lh, ih)| {
+                    // The fewest transfers the partner's replica adds in any swap with `g`
+                    // (`cost(g, b) - cost(h, b)` of `origin.delta`, the rest is the replica
+                    // of `g`'s).
+                    let b_term = s
+                        .cluster
+                        .slot_range(h)
+                        .map(|j| {
+                            let b = s.expert_of_slot[j];
+                            i64::from(!origin.holds(g, b)) - i64::from(!origin.holds(h, b))
+                        })
+                        .min()
+                        .unwrap_or(1);
+                    (h, lh, ih, b_term)
                 }),
         );
         for i in s.cluster.slot_range(g) {
             let a = s.expert_of_slot[i];
             // The slots in order, GPU by GPU (slot ranges are consecutive).
-            for &(h, lh, ih) in &partners {
-                if lh <= target
-                    && swaps_cannot_win(
+            // `cost(h, a) - cost(g, a)` of `origin.delta` for a swap of this slot: with the
+            // partner's least `b` term, a bound on the swap's transfers at least as high as
+            // the GPUs' `fewest`.
+            let a_term_g = i64::from(!origin.holds(g, a));
+            for &(h, lh, ih, b_term) in &partners {
+                if lh <= target {
+                    let least = i64::from(!origin.holds(h, a)) - a_term_g + b_term;
+                    if swaps_cannot_win(
                         best.map(|b| b.1),
                         (lg, ig),
                         (lh, ih),
                         share[i] - lightest[h],
-                        fewest[g] + fewest[h],
+                        (fewest[g] + fewest[h]).max(least),
                         target,
-                    )
-                {
+                    ) {
+                        continue;
+                    }
+                    // Only a lighter replica gains here (`d > 0` exactly when `sj < share[i]`):
+                    // the partner's slots lightest first (the state keeps them sorted by the
+                    // same shares) up to the first that is not lighter. The passing swaps are
+                    // offered in slot order, as the scan of every slot offered them (the gain
+                    // and validity do not depend on the best so far).
+                    lighter.clear();
+                    for &(_, j) in s.slots_by_share(h) {
+                        let sj = share[j];
+                        if sj >= share[i] {
+                            break;
+                        }
+                        let d = share[i] - sj;
+                        let gain = over(lg) - over(lg - d * ig) + over(lh) - over(lh + d * ih);
+                        if gain > tiny && s.is_valid(Move::Swap(i, j)) {
+                            lighter.push((j, gain));
+                        }
+                    }
+                    if lighter.len() > 1 {
+                        lighter.sort_unstable_by_key(|&(j, _)| j);
+                    }
+                    for &(j, gain) in &lighter {
+                        consider(&mut best, Move::Swap(i, j), gain);
+                    }
                     continue;
                 }
                 let range = s.cluster.slot_range(h);
@@ -496,8 +541,9 @@ fn cannot_beat(best: Option<(bool, f64, f64)>, most: f64, fewest: i64) -> bool {
         return false;
     };
     if free {
-        // Only a free move removing more could win.
-        return most <= gain;
+        // A move adding a transfer is never free, so it cannot win; a free one only by
+        // removing more.
+        return fewest >= 1 || most <= gain;
     }
     if fewest <= 0 {
         // A free move would win with any gain.

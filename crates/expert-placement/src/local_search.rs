@@ -545,9 +545,47 @@ impl Candidates<'_> {
                     .rev()
                     .map(|&(_, j)| (share[j], j, s.has(g, s.expert_of_slot[j]))),
             );
+            // Counting transfers, when no swap with this partner can win on the objective
+            // (see `partner_cannot_win_counting`), the fewest transfers of a swap of slot `i`
+            // decide: `cost(h, a) - cost(g, a)` for its replica `a` plus the least
+            // `cost(g, b) - cost(h, b)` of the partner's replicas (`Origin::delta`).
+            let tie_bound = match (self.options.origin, self.best) {
+                (Some(o), Some(_)) => {
+                    let b_term = s
+                        .cluster
+                        .slot_range(h)
+                        .map(|j| {
+                            let b = s.expert_of_slot[j];
+                            i64::from(!o.holds(g, b)) - i64::from(!o.holds(h, b))
+                        })
+                        .min()
+                        .unwrap_or(1);
+                    let cross = (lg * ih + lh * ig) / (ig + ih);
+                    let ssq = -(lg * ig - lh * ih).powi(2) / (ig * ig + ih * ih);
+                    Some((
+                        o,
+                        b_term,
+                        others.max(cross - cross.abs() * 1e-9),
+                        ssq - (lg * lg + lh * lh) * 1e-9,
+                    ))
+                }
+                _ => None,
+            };
             for i in s.cluster.slot_range(g) {
                 if s.has(h, s.expert_of_slot[i]) {
                     continue;
+                }
+                if let (Some((o, b_term, lowest, ssq)), Some((_, best))) = (tie_bound, self.best) {
+                    let a = s.expert_of_slot[i];
+                    let fewest = i64::from(!o.holds(h, a)) - i64::from(!o.holds(g, a)) + b_term;
+                    // No swap is better in objective by `offer`'s tolerance; then none with
+                    // more transfers, or as many and no lower sum of squares, is taken.
+                    if lowest >= best.objective
+                        && (fewest > best.transfers
+                            || (fewest == best.transfers && ssq >= best.ssq_change))
+                    {
+                        continue;
+                    }
                 }
                 // A swap needs `d > 0`, that is a lighter replica (`x - y > 0` exactly when
                 // `x > y`); taking them heaviest first, `d` and so `new_h` only grow (every
