@@ -63,17 +63,34 @@ pub(crate) fn decompose_seeded(
     dur: &[u64],
     seeds: &[usize],
 ) -> Result<(Vec<Piece>, u64), ScheduleError> {
-    let (padded, line) = pad_to_regular(dur, n)?;
-    if line == 0 {
-        return Ok((Vec::new(), 0));
-    }
-    let mut state = State::new(n, real, padded);
-    state.seed(seeds);
-    state.run(line);
-    let mut pieces = state.pieces;
+    let (mut pieces, line) = decompose_after(n, real, dur, seeds, Vec::new())?;
     // Runs that carried only padding left empty placeholders.
     pieces.retain(|p| p.end > p.start);
     Ok((pieces, line))
+}
+
+/// As [`decompose_seeded`], appending the pieces to `pieces` (whose entries stay in front,
+/// untouched) and leaving the empty placeholders (`end == start`) among the new ones for the
+/// caller to drop.
+///
+/// [`crate::optimal()`] passes the greedy's kept pieces, so that its output is built in one
+/// allocation: a second list of the decomposition's pieces, copied behind the kept ones, was
+/// the peak of its memory at 2048 GPUs (issue 24).
+pub(crate) fn decompose_after(
+    n: usize,
+    real: &[u64],
+    dur: &[u64],
+    seeds: &[usize],
+    pieces: Vec<Piece>,
+) -> Result<(Vec<Piece>, u64), ScheduleError> {
+    let (padded, line) = pad_to_regular(dur, n)?;
+    if line == 0 {
+        return Ok((pieces, 0));
+    }
+    let mut state = State::new(n, real, padded, pieces);
+    state.seed(seeds);
+    state.run(line);
+    Ok((state.pieces, line))
 }
 
 /// A capacity for the run list: about two runs start per phase, and there is about one phase
@@ -129,10 +146,13 @@ struct State<'a> {
 }
 
 impl<'a> State<'a> {
-    fn new(n: usize, real: &'a [u64], padded: Vec<u64>) -> Self {
+    /// `pieces` holds earlier pieces (kept in front); the runs are appended behind them.
+    fn new(n: usize, real: &'a [u64], padded: Vec<u64>, mut pieces: Vec<Piece>) -> Self {
         let alive = BitRows::nonzero(&padded, n);
         let width = alive.width();
-        let runs = runs_estimate(&padded, n);
+        // Address space only: pages never written are never resident.
+        pieces.reserve_exact(runs_estimate(&padded, n));
+        let phase_begin = pieces.len();
         let left = padded
             .iter()
             .zip(real)
@@ -148,9 +168,9 @@ impl<'a> State<'a> {
             matching: Matching::empty(n, n),
             run_start: vec![0; n],
             run_piece: vec![NONE; n],
-            phase_begin: 0,
+            phase_begin,
             finish: MinTree::new(n),
-            pieces: Vec::with_capacity(runs),
+            pieces,
             last_piece: vec![NONE; n],
             free_rights: vec![0; width],
             free_lefts: Vec::with_capacity(n),
