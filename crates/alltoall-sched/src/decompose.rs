@@ -123,6 +123,12 @@ struct State<'a> {
     padding_runs: Vec<u64>,
     matching: Matching,
     run_start: Vec<u64>,
+    /// What was left of each sender's current pair when its run started, and the real ticks
+    /// of the pair sent before it: read from the `n^2` matrices when the run starts, so that
+    /// ending it reads nothing there (at 2048 GPUs each of those reads is a cache miss, and the
+    /// two at a start are issued together; issue 24).
+    run_left: Vec<Left>,
+    run_sent: Vec<u64>,
     /// Index in `pieces` of each sender's current run.
     run_piece: Vec<usize>,
     /// Where the runs started in the current repair phase begin in `pieces`.
@@ -134,6 +140,9 @@ struct State<'a> {
     pieces: Vec<Piece>,
     /// Index of each sender's latest piece, to merge a pair's touching pieces.
     last_piece: Vec<usize>,
+    /// Receiver and end tick of each sender's latest piece: the merge test reads these instead
+    /// of the piece, which was written long ago (a cache miss per run at 2048 GPUs).
+    last_end: Vec<(usize, u64)>,
     /// Receivers without a mate (bitset), and senders without one.
     free_rights: Vec<u64>,
     free_lefts: Vec<usize>,
@@ -167,11 +176,14 @@ impl<'a> State<'a> {
             padding_runs: vec![0; width],
             matching: Matching::empty(n, n),
             run_start: vec![0; n],
+            run_left: vec![Left { all: 0, real: 0 }; n],
+            run_sent: vec![0; n],
             run_piece: vec![NONE; n],
             phase_begin,
             finish: MinTree::new(n),
             pieces,
             last_piece: vec![NONE; n],
+            last_end: vec![(NONE, 0); n],
             free_rights: vec![0; width],
             free_lefts: Vec::with_capacity(n),
             unresolved: Vec::with_capacity(n),
@@ -226,13 +238,14 @@ impl<'a> State<'a> {
 
     /// Ends the run of `(i, j)` at `now`: real ticks first, then padding.
     fn end_run(&mut self, i: usize, j: usize, now: u64) {
+        debug_assert_eq!(self.matching.left[i], j, "only a sender's current run ends");
         let k = i * self.n + j;
         let start = self.run_start[i];
         let elapsed = now - start;
-        let left = self.left[k];
+        let left = self.run_left[i];
         let used = left.real.min(elapsed);
         if used > 0 {
-            self.emit(i, j, start, used, self.real[k] - left.real);
+            self.emit(i, j, start, used, self.run_sent[i]);
         }
         let all = left.all - elapsed;
         self.left[k] = Left {
@@ -249,18 +262,20 @@ impl<'a> State<'a> {
     fn emit(&mut self, i: usize, j: usize, start: u64, used: u64, offset: u64) {
         // A sender's pieces end in time order, so a touching piece of the same pair can only
         // be the sender's latest one.
-        if let Some(last) = self.pieces.get_mut(self.last_piece[i])
-            && last.dst == j
-            && last.end == start
+        let end = start + used;
+        if self.last_end[i] == (j, start)
+            && let Some(last) = self.pieces.get_mut(self.last_piece[i])
         {
-            last.end = start + used;
+            last.end = end;
+            self.last_end[i].1 = end;
             return;
         }
         let run = self.run_piece[i];
         let piece = &mut self.pieces[run];
-        piece.end = start + used;
+        piece.end = end;
         piece.offset = offset;
         self.last_piece[i] = run;
+        self.last_end[i] = (j, end);
     }
 
     fn start_run(&mut self, i: usize, j: usize, now: u64) {
@@ -268,7 +283,12 @@ impl<'a> State<'a> {
         self.matching.right[j] = i;
         bitset::remove(&mut self.free_rights, j);
         self.run_start[i] = now;
-        let left = self.left[i * self.n + j];
+        let k = i * self.n + j;
+        // Independent loads: both misses are in flight at once.
+        let real = self.real[k];
+        let left = self.left[k];
+        self.run_left[i] = left;
+        self.run_sent[i] = real - left.real;
         if left.real == 0 {
             bitset::insert(&mut self.padding_runs, j);
         } else {
