@@ -63,31 +63,54 @@ pub(crate) fn decompose_seeded(
     dur: &[u64],
     seeds: &[usize],
 ) -> Result<(Vec<Piece>, u64), ScheduleError> {
-    let (mut pieces, line) = decompose_after(n, real, dur, seeds, Vec::new())?;
+    let mut pieces = Vec::new();
+    let Some((mut state, line)) = prepare(n, real, dur, &mut pieces)? else {
+        return Ok((pieces, 0));
+    };
+    state.seed(seeds);
+    state.run(line);
+    let mut pieces = state.pieces;
     // Runs that carried only padding left empty placeholders.
     pieces.retain(|p| p.end > p.start);
     Ok((pieces, line))
 }
 
-/// As [`decompose_seeded`], appending the pieces to `pieces` (whose entries stay in front,
-/// untouched) and leaving the empty placeholders (`end == start`) among the new ones for the
-/// caller to drop.
+/// The state of a decomposition of `real` with durations `dur`, its runs appended to
+/// `pieces` (taken); `None` (and `pieces` untouched) when every line is empty.
+fn prepare(
+    n: usize,
+    real: &[u64],
+    dur: &[u64],
+    pieces: &mut Vec<Piece>,
+) -> Result<Option<(State, u64)>, ScheduleError> {
+    let (padded, line) = pad_to_regular(dur, n)?;
+    if line == 0 {
+        return Ok(None);
+    }
+    Ok(Some((
+        State::new(n, real, padded, std::mem::take(pieces)),
+        line,
+    )))
+}
+
+/// As [`decompose_seeded`] with `real` (taken: freed once the state holds it) as its own
+/// durations, appending the pieces to `pieces` (whose entries stay in front, untouched) and
+/// leaving the empty placeholders (`end == start`) among the new ones for the caller to drop.
 ///
 /// [`crate::optimal()`] passes the greedy's kept pieces, so that its output is built in one
 /// allocation: a second list of the decomposition's pieces, copied behind the kept ones, was
 /// the peak of its memory at 2048 GPUs (issue 24).
 pub(crate) fn decompose_after(
     n: usize,
-    real: &[u64],
-    dur: &[u64],
+    real: Vec<u64>,
     seeds: &[usize],
-    pieces: Vec<Piece>,
+    mut pieces: Vec<Piece>,
 ) -> Result<(Vec<Piece>, u64), ScheduleError> {
-    let (padded, line) = pad_to_regular(dur, n)?;
-    if line == 0 {
+    let prepared = prepare(n, &real, &real, &mut pieces)?;
+    drop(real);
+    let Some((mut state, line)) = prepared else {
         return Ok((pieces, 0));
-    }
-    let mut state = State::new(n, real, padded, pieces);
+    };
     state.seed(seeds);
     state.run(line);
     Ok((state.pieces, line))
@@ -100,35 +123,33 @@ fn runs_estimate(padded: &[u64], n: usize) -> usize {
     entries.saturating_mul(2).saturating_add(n)
 }
 
-/// What is left of one pair, both counts side by side: ending or starting a run reads and
-/// writes one cache line of this `n^2` matrix where three separate matrices (remaining,
-/// remaining real, real sent) cost three misses at 2048 GPUs (issue 24).
+/// What is left of one pair, its counts side by side: starting a run reads one record of this
+/// `n^2` matrix where separate matrices (remaining, remaining real, real sent) cost a cache
+/// miss each at 2048 GPUs (issue 24).
 #[derive(Debug, Clone, Copy)]
 struct Left {
     /// Remaining ticks (as of its run start while matched).
     all: u64,
-    /// Remaining real ticks (those sent are `real - this`).
+    /// Remaining real ticks.
     real: u64,
+    /// Real ticks sent.
+    sent: u64,
 }
 
-struct State<'a> {
+struct State {
     n: usize,
     /// What is left of each pair.
     left: Vec<Left>,
-    /// Real ticks per pair (the input).
-    real: &'a [u64],
     /// Bit `(i, j)` is set while pair `(i, j)` has remaining ticks.
     alive: BitRows,
     /// Receivers whose current run carries only padding (bitset).
     padding_runs: Vec<u64>,
     matching: Matching,
     run_start: Vec<u64>,
-    /// What was left of each sender's current pair when its run started, and the real ticks
-    /// of the pair sent before it: read from the `n^2` matrices when the run starts, so that
-    /// ending it reads nothing there (at 2048 GPUs each of those reads is a cache miss, and the
-    /// two at a start are issued together; issue 24).
+    /// What was left of each sender's current pair when its run started: read from the `n^2`
+    /// matrix when the run starts, so that ending it only writes there (at 2048 GPUs each read
+    /// is a cache miss; issue 24).
     run_left: Vec<Left>,
-    run_sent: Vec<u64>,
     /// Index in `pieces` of each sender's current run.
     run_piece: Vec<usize>,
     /// Where the runs started in the current repair phase begin in `pieces`.
@@ -154,9 +175,9 @@ struct State<'a> {
     queue: Vec<usize>,
 }
 
-impl<'a> State<'a> {
+impl State {
     /// `pieces` holds earlier pieces (kept in front); the runs are appended behind them.
-    fn new(n: usize, real: &'a [u64], padded: Vec<u64>, mut pieces: Vec<Piece>) -> Self {
+    fn new(n: usize, real: &[u64], padded: Vec<u64>, mut pieces: Vec<Piece>) -> Self {
         let alive = BitRows::nonzero(&padded, n);
         let width = alive.width();
         // Address space only: pages never written are never resident.
@@ -165,19 +186,24 @@ impl<'a> State<'a> {
         let left = padded
             .iter()
             .zip(real)
-            .map(|(&all, &real)| Left { all, real })
+            .map(|(&all, &real)| Left { all, real, sent: 0 })
             .collect();
         drop(padded);
         Self {
             n,
             left,
-            real,
             alive,
             padding_runs: vec![0; width],
             matching: Matching::empty(n, n),
             run_start: vec![0; n],
-            run_left: vec![Left { all: 0, real: 0 }; n],
-            run_sent: vec![0; n],
+            run_left: vec![
+                Left {
+                    all: 0,
+                    real: 0,
+                    sent: 0
+                };
+                n
+            ],
             run_piece: vec![NONE; n],
             phase_begin,
             finish: MinTree::new(n),
@@ -245,12 +271,13 @@ impl<'a> State<'a> {
         let left = self.run_left[i];
         let used = left.real.min(elapsed);
         if used > 0 {
-            self.emit(i, j, start, used, self.run_sent[i]);
+            self.emit(i, j, start, used, left.sent);
         }
         let all = left.all - elapsed;
         self.left[k] = Left {
             all,
             real: left.real - used,
+            sent: left.sent + used,
         };
         if all == 0 {
             self.alive.remove(i, j);
@@ -283,12 +310,8 @@ impl<'a> State<'a> {
         self.matching.right[j] = i;
         bitset::remove(&mut self.free_rights, j);
         self.run_start[i] = now;
-        let k = i * self.n + j;
-        // Independent loads: both misses are in flight at once.
-        let real = self.real[k];
-        let left = self.left[k];
+        let left = self.left[i * self.n + j];
         self.run_left[i] = left;
-        self.run_sent[i] = real - left.real;
         if left.real == 0 {
             bitset::insert(&mut self.padding_runs, j);
         } else {

@@ -187,8 +187,7 @@ fn continue_from(
     // bytes per pair, 67 MB at 2048 GPUs).
     drop(starts);
     // The decomposition appends its pieces behind the kept ones, in the same allocation.
-    let (mut pieces, _) = decompose_after(n, &residual, &residual, &seeds, head)?;
-    drop(residual);
+    let (mut pieces, _) = decompose_after(n, residual, &seeds, head)?;
     // In place: move the new pieces to the cut, drop the placeholders of runs that carried only
     // padding, and extend each transfer running at the cut by its continuation.
     let mut kept_len = kept;
