@@ -63,17 +63,57 @@ pub(crate) fn decompose_seeded(
     dur: &[u64],
     seeds: &[usize],
 ) -> Result<(Vec<Piece>, u64), ScheduleError> {
-    let (padded, line) = pad_to_regular(dur, n)?;
-    if line == 0 {
-        return Ok((Vec::new(), 0));
-    }
-    let mut state = State::new(n, real, padded);
+    let mut pieces = Vec::new();
+    let Some((mut state, line)) = prepare(n, real, dur, &mut pieces)? else {
+        return Ok((pieces, 0));
+    };
     state.seed(seeds);
     state.run(line);
     let mut pieces = state.pieces;
     // Runs that carried only padding left empty placeholders.
     pieces.retain(|p| p.end > p.start);
     Ok((pieces, line))
+}
+
+/// The state of a decomposition of `real` with durations `dur`, its runs appended to
+/// `pieces` (taken); `None` (and `pieces` untouched) when every line is empty.
+fn prepare(
+    n: usize,
+    real: &[u64],
+    dur: &[u64],
+    pieces: &mut Vec<Piece>,
+) -> Result<Option<(State, u64)>, ScheduleError> {
+    let (padded, line) = pad_to_regular(dur, n)?;
+    if line == 0 {
+        return Ok(None);
+    }
+    Ok(Some((
+        State::new(n, real, padded, std::mem::take(pieces)),
+        line,
+    )))
+}
+
+/// As [`decompose_seeded`] with `real` (taken: freed once the state holds it) as its own
+/// durations, appending the pieces to `pieces` (whose entries stay in front, untouched) and
+/// leaving the empty placeholders (`end == start`) among the new ones for the caller to drop.
+///
+/// [`crate::optimal()`] passes the greedy's kept pieces, so that its output is built in one
+/// allocation: a second list of the decomposition's pieces, copied behind the kept ones, was
+/// the peak of its memory at 2048 GPUs (issue 24).
+pub(crate) fn decompose_after(
+    n: usize,
+    real: Vec<u64>,
+    seeds: &[usize],
+    mut pieces: Vec<Piece>,
+) -> Result<(Vec<Piece>, u64), ScheduleError> {
+    let prepared = prepare(n, &real, &real, &mut pieces)?;
+    drop(real);
+    let Some((mut state, line)) = prepared else {
+        return Ok((pieces, 0));
+    };
+    state.seed(seeds);
+    state.run(line);
+    Ok((state.pieces, line))
 }
 
 /// A capacity for the run list: about two runs start per phase, and there is about one phase
@@ -83,29 +123,33 @@ fn runs_estimate(padded: &[u64], n: usize) -> usize {
     entries.saturating_mul(2).saturating_add(n)
 }
 
-/// What is left of one pair, both counts side by side: ending or starting a run reads and
-/// writes one cache line of this `n^2` matrix where three separate matrices (remaining,
-/// remaining real, real sent) cost three misses at 2048 GPUs (issue 24).
+/// What is left of one pair, its counts side by side: starting a run reads one record of this
+/// `n^2` matrix where separate matrices (remaining, remaining real, real sent) cost a cache
+/// miss each at 2048 GPUs (issue 24).
 #[derive(Debug, Clone, Copy)]
 struct Left {
     /// Remaining ticks (as of its run start while matched).
     all: u64,
-    /// Remaining real ticks (those sent are `real - this`).
+    /// Remaining real ticks.
     real: u64,
+    /// Real ticks sent.
+    sent: u64,
 }
 
-struct State<'a> {
+struct State {
     n: usize,
     /// What is left of each pair.
     left: Vec<Left>,
-    /// Real ticks per pair (the input).
-    real: &'a [u64],
     /// Bit `(i, j)` is set while pair `(i, j)` has remaining ticks.
     alive: BitRows,
     /// Receivers whose current run carries only padding (bitset).
     padding_runs: Vec<u64>,
     matching: Matching,
     run_start: Vec<u64>,
+    /// What was left of each sender's current pair when its run started: read from the `n^2`
+    /// matrix when the run starts, so that ending it only writes there (at 2048 GPUs each read
+    /// is a cache miss; issue 24).
+    run_left: Vec<Left>,
     /// Index in `pieces` of each sender's current run.
     run_piece: Vec<usize>,
     /// Where the runs started in the current repair phase begin in `pieces`.
@@ -117,6 +161,9 @@ struct State<'a> {
     pieces: Vec<Piece>,
     /// Index of each sender's latest piece, to merge a pair's touching pieces.
     last_piece: Vec<usize>,
+    /// Receiver and end tick of each sender's latest piece: the merge test reads these instead
+    /// of the piece, which was written long ago (a cache miss per run at 2048 GPUs).
+    last_end: Vec<(usize, u64)>,
     /// Receivers without a mate (bitset), and senders without one.
     free_rights: Vec<u64>,
     free_lefts: Vec<usize>,
@@ -128,30 +175,41 @@ struct State<'a> {
     queue: Vec<usize>,
 }
 
-impl<'a> State<'a> {
-    fn new(n: usize, real: &'a [u64], padded: Vec<u64>) -> Self {
+impl State {
+    /// `pieces` holds earlier pieces (kept in front); the runs are appended behind them.
+    fn new(n: usize, real: &[u64], padded: Vec<u64>, mut pieces: Vec<Piece>) -> Self {
         let alive = BitRows::nonzero(&padded, n);
         let width = alive.width();
-        let runs = runs_estimate(&padded, n);
+        // Address space only: pages never written are never resident.
+        pieces.reserve_exact(runs_estimate(&padded, n));
+        let phase_begin = pieces.len();
         let left = padded
             .iter()
             .zip(real)
-            .map(|(&all, &real)| Left { all, real })
+            .map(|(&all, &real)| Left { all, real, sent: 0 })
             .collect();
         drop(padded);
         Self {
             n,
             left,
-            real,
             alive,
             padding_runs: vec![0; width],
             matching: Matching::empty(n, n),
             run_start: vec![0; n],
+            run_left: vec![
+                Left {
+                    all: 0,
+                    real: 0,
+                    sent: 0
+                };
+                n
+            ],
             run_piece: vec![NONE; n],
-            phase_begin: 0,
+            phase_begin,
             finish: MinTree::new(n),
-            pieces: Vec::with_capacity(runs),
+            pieces,
             last_piece: vec![NONE; n],
+            last_end: vec![(NONE, 0); n],
             free_rights: vec![0; width],
             free_lefts: Vec::with_capacity(n),
             unresolved: Vec::with_capacity(n),
@@ -206,18 +264,20 @@ impl<'a> State<'a> {
 
     /// Ends the run of `(i, j)` at `now`: real ticks first, then padding.
     fn end_run(&mut self, i: usize, j: usize, now: u64) {
+        debug_assert_eq!(self.matching.left[i], j, "only a sender's current run ends");
         let k = i * self.n + j;
         let start = self.run_start[i];
         let elapsed = now - start;
-        let left = self.left[k];
+        let left = self.run_left[i];
         let used = left.real.min(elapsed);
         if used > 0 {
-            self.emit(i, j, start, used, self.real[k] - left.real);
+            self.emit(i, j, start, used, left.sent);
         }
         let all = left.all - elapsed;
         self.left[k] = Left {
             all,
             real: left.real - used,
+            sent: left.sent + used,
         };
         if all == 0 {
             self.alive.remove(i, j);
@@ -229,18 +289,20 @@ impl<'a> State<'a> {
     fn emit(&mut self, i: usize, j: usize, start: u64, used: u64, offset: u64) {
         // A sender's pieces end in time order, so a touching piece of the same pair can only
         // be the sender's latest one.
-        if let Some(last) = self.pieces.get_mut(self.last_piece[i])
-            && last.dst == j
-            && last.end == start
+        let end = start + used;
+        if self.last_end[i] == (j, start)
+            && let Some(last) = self.pieces.get_mut(self.last_piece[i])
         {
-            last.end = start + used;
+            last.end = end;
+            self.last_end[i].1 = end;
             return;
         }
         let run = self.run_piece[i];
         let piece = &mut self.pieces[run];
-        piece.end = start + used;
+        piece.end = end;
         piece.offset = offset;
         self.last_piece[i] = run;
+        self.last_end[i] = (j, end);
     }
 
     fn start_run(&mut self, i: usize, j: usize, now: u64) {
@@ -249,6 +311,7 @@ impl<'a> State<'a> {
         bitset::remove(&mut self.free_rights, j);
         self.run_start[i] = now;
         let left = self.left[i * self.n + j];
+        self.run_left[i] = left;
         if left.real == 0 {
             bitset::insert(&mut self.padding_runs, j);
         } else {

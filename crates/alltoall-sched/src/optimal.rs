@@ -1,6 +1,6 @@
 //! The optimal (preemptive) schedule: makespan equal to the lower bound on every input.
 
-use crate::decompose::{Piece, decompose_seeded};
+use crate::decompose::{Piece, decompose_after, decompose_seeded};
 use crate::first_try::{Prefix, greedy_prefix};
 use crate::non_preemptive::Start;
 use crate::pivot_fill::pivot_fill;
@@ -186,24 +186,33 @@ fn continue_from(
     // The greedy's starts are no longer needed: freed before the decomposition allocates (16
     // bytes per pair, 67 MB at 2048 GPUs).
     drop(starts);
-    let (tail, _) = decompose_seeded(n, &residual, &residual, &seeds)?;
-    head.reserve(tail.len());
-    for mut p in tail {
+    // The decomposition appends its pieces behind the kept ones, in the same allocation.
+    let (mut pieces, _) = decompose_after(n, residual, &seeds, head)?;
+    // In place: move the new pieces to the cut, drop the placeholders of runs that carried only
+    // padding, and extend each transfer running at the cut by its continuation.
+    let mut kept_len = kept;
+    for k in kept..pieces.len() {
+        let mut p = pieces[k];
+        if p.end == p.start {
+            continue;
+        }
         p.start += cut;
         p.end += cut;
         if seeds[p.src] == p.dst {
             p.offset += sent[p.src];
             // The continuation that starts at the cut is the same piece.
             if p.start == cut
-                && let Some(prev) = head.get_mut(running[p.src])
+                && let Some(prev) = pieces.get_mut(running[p.src])
             {
                 prev.end = p.end;
                 continue;
             }
         }
-        head.push(p);
+        pieces[kept_len] = p;
+        kept_len += 1;
     }
-    Ok(Some(head))
+    pieces.truncate(kept_len);
+    Ok(Some(pieces))
 }
 
 /// Turns tick pieces (sorted by start tick, then sender) into a timetable in seconds and bytes.
@@ -211,7 +220,7 @@ fn continue_from(
 /// In place: a piece and a transfer have the same size, so the pieces' allocation is reused
 /// (at 2048 GPUs both lists alive at once were the peak of `optimal`'s memory).
 pub(crate) fn pieces_to_timetable(ticks: &Ticks, pieces: Vec<Piece>) -> Timetable {
-    let transfers = pieces
+    let mut transfers: Vec<Transfer> = pieces
         .into_iter()
         .map(|p| Transfer {
             src: p.src,
@@ -221,6 +230,9 @@ pub(crate) fn pieces_to_timetable(ticks: &Ticks, pieces: Vec<Piece>) -> Timetabl
             end_s: ticks.time_s(p.end),
         })
         .collect();
+    // The pieces' allocation was reserved for every run the decomposition might start (most
+    // carry real ticks and merge, or only padding): return what the timetable does not use.
+    transfers.shrink_to_fit();
     // Pieces come sorted by (start, src, dst) and `time_s` is monotone: already in order.
     Timetable {
         n: ticks.n,
