@@ -435,6 +435,17 @@ mod tests {
     use crate::Bandwidth;
     use crate::workload::{uniform_traffic, zipf_traffic};
 
+    /// [`sorted_transfers`] keeping only each pair and its start tick (as `start_s`).
+    fn starts_in_order(ticks: &Ticks, starts: &Starts) -> Option<Vec<Transfer>> {
+        sorted_transfers(ticks, starts, |src, dst, _, start, _| Transfer {
+            src,
+            dst,
+            bytes: 0.0,
+            start_s: start as f64,
+            end_s: 0.0,
+        })
+    }
+
     /// Every schedule the try returns is contention-free, one piece per pair, within the
     /// bound, in timetable order; it succeeds on Zipf traffic and gives up on uniform traffic.
     #[test]
@@ -563,13 +574,7 @@ mod tests {
                     expected.push(Start { start, src, dst });
                 }
                 expected.sort_unstable();
-                let moved = sorted_transfers(&ticks, &starts, |src, dst, _, start, _| Transfer {
-                    src,
-                    dst,
-                    bytes: 0.0,
-                    start_s: start as f64,
-                    end_s: 0.0,
-                });
+                let moved = starts_in_order(&ticks, &starts);
                 assert_eq!(
                     moved.is_none(),
                     crowded,
@@ -600,13 +605,7 @@ mod tests {
         let b = Bandwidth::uniform(1.0).unwrap();
         let ticks = Ticks::new(&d, &b).unwrap();
         let starts = fill::<false>(&ticks, 0).unwrap();
-        let moved = sorted_transfers(&ticks, &starts, |src, dst, _, start, _| Transfer {
-            src,
-            dst,
-            bytes: 0.0,
-            start_s: start as f64,
-            end_s: 0.0,
-        });
+        let moved = starts_in_order(&ticks, &starts);
         assert!(moved.is_none(), "the starts did not crowd");
         let plan = crate::optimal(&d, &b).unwrap();
         plan.validate(&d, &b).unwrap();

@@ -178,16 +178,7 @@ pub(crate) fn reduce_excess(
                     // The fewest transfers the partner's replica adds in any swap with `g`
                     // (`cost(g, b) - cost(h, b)` of `origin.delta`, the rest is the replica
                     // of `g`'s).
-                    let b_term = s
-                        .cluster
-                        .slot_range(h)
-                        .map(|j| {
-                            let b = s.expert_of_slot[j];
-                            i64::from(!origin.holds(g, b)) - i64::from(!origin.holds(h, b))
-                        })
-                        .min()
-                        .unwrap_or(1);
-                    (h, lh, ih, b_term)
+                    (h, lh, ih, origin.least_partner_term(s, g, h))
                 }),
         );
         for i in s.cluster.slot_range(g) {

@@ -90,6 +90,19 @@ impl Origin {
         }
     }
 
+    /// The least `cost(g, b) - cost(h, b)` over the replicas `b` on GPU `h`: the partner's part
+    /// of [`Origin::delta`] for any swap between `g` and `h` (1 when `h` has no slots).
+    pub(crate) fn least_partner_term(&self, s: &SlotState, g: usize, h: usize) -> i64 {
+        s.cluster
+            .slot_range(h)
+            .map(|j| {
+                let b = s.expert_of_slot[j];
+                i64::from(!self.holds(g, b)) - i64::from(!self.holds(h, b))
+            })
+            .min()
+            .unwrap_or(1)
+    }
+
     /// Number of transfers of a map (`gpu_of_slot` from [`PlacementCluster::gpu_of_each_slot`]).
     ///
     /// [`PlacementCluster::gpu_of_each_slot`]: crate::model::PlacementCluster::gpu_of_each_slot
@@ -551,15 +564,7 @@ impl Candidates<'_> {
             // `cost(g, b) - cost(h, b)` of the partner's replicas (`Origin::delta`).
             let tie_bound = match (self.options.origin, self.best) {
                 (Some(o), Some(_)) => {
-                    let b_term = s
-                        .cluster
-                        .slot_range(h)
-                        .map(|j| {
-                            let b = s.expert_of_slot[j];
-                            i64::from(!o.holds(g, b)) - i64::from(!o.holds(h, b))
-                        })
-                        .min()
-                        .unwrap_or(1);
+                    let b_term = o.least_partner_term(s, g, h);
                     let cross = (lg * ih + lh * ig) / (ig + ih);
                     let ssq = -(lg * ig - lh * ih).powi(2) / (ig * ig + ih * ih);
                     Some((
