@@ -75,6 +75,7 @@ mod plan;
 mod rebalance;
 mod replicate;
 mod robust;
+mod slot_exact;
 mod state;
 mod target_partner_bound;
 mod token_split;

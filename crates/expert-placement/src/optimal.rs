@@ -287,14 +287,8 @@ pub(crate) fn solve_bounded(
     // The heuristic's extra starts and kicks stop at half the time budget, leaving the rest to
     // the exact search.
     let deadline = budget.deadline_after(budget.time / 2);
-    let map = heuristic(
-        loads,
-        cluster,
-        bound,
-        good_enough,
-        &deadline,
-        &budget.deadline(),
-    );
+    let call_end = budget.deadline();
+    let map = heuristic(loads, cluster, bound, good_enough, &deadline, &call_end);
     let value = max_load(w, cluster, &map);
     // The costlier bound only where the cheap one leaves a plan open that is wanted for its own
     // sake: a caller with a target (a node of a node-aware plan, the traffic planner's packings)
@@ -331,6 +325,16 @@ pub(crate) fn solve_bounded(
         // Where the one-expert-per-GPU rule binds, the relaxation cannot prove the plan: the
         // general branch and bound below still can on small instances.
         if solved.proven || !small {
+            return clocked(solved, budget);
+        }
+    }
+    // On 3 to 8 slots of one speed with few replica-count vectors, the count-listing bin
+    // completion is exact (within its budget) at any size.
+    if good_enough <= 0.0
+        && let Some(slots) = crate::slot_exact::applies(w, cluster, solved.value)
+    {
+        solved = slot_exact_solve(w, cluster, slots, budget, &call_end, solved);
+        if solved.proven {
             return clocked(solved, budget);
         }
     }
@@ -408,6 +412,41 @@ fn pair_exact_solve(
     // The relaxation's infeasible targets bound every placement from below.
     solved.lower_bound = solved.lower_bound.max(found.lower_bound.min(solved.value));
     let proved = solved.value <= found.lower_bound * (1.0 + crate::pair_exact::PROOF_GAP);
+    conclude(&mut solved, proved);
+    solved
+}
+
+/// [`crate::slot_exact::minimize`] from the heuristic's plan `solved` (GPUs of `slots` slots):
+/// a lower placement it finds replaces the plan, the targets it proves infeasible raise the
+/// certified bound, and a plan within its tolerance of that bound is proved optimal.
+fn slot_exact_solve(
+    w: &[f64],
+    cluster: &PlacementCluster,
+    slots: usize,
+    budget: &Budget,
+    deadline: &Deadline,
+    mut solved: Solved,
+) -> Solved {
+    let mut steps = budget.steps;
+    let found = crate::slot_exact::minimize(
+        w,
+        cluster.gpus(),
+        slots,
+        solved.lower_bound,
+        solved.value,
+        &crate::plan::counts(&solved.map, w.len()),
+        &mut steps,
+        deadline,
+    );
+    if let Some((map, _)) = found.map {
+        let value = max_load(w, cluster, &map);
+        if value < solved.value * (1.0 - crate::local_search::REL_EPS) {
+            solved.value = value;
+            solved.map = map;
+        }
+    }
+    solved.lower_bound = solved.lower_bound.max(found.lower_bound.min(solved.value));
+    let proved = solved.value <= found.lower_bound * (1.0 + crate::slot_exact::PROOF_GAP);
     conclude(&mut solved, proved);
     solved
 }

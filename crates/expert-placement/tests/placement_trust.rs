@@ -652,3 +652,73 @@ fn few_slot_plans_are_certified_by_the_target_tested_partner_bound() {
         assert_eq!(p.duplicates_on_gpu, 0);
     }
 }
+
+#[test]
+fn few_slot_plans_with_few_count_vectors_are_proved_by_bin_completion() {
+    // Campaign cases 122, 126, 373 and 410: the heuristic's plans (451, 302, 439, 12,969) were
+    // above the optimum, and no bound, nor HiGHS or CP-SAT in 300 s (122, 126), could tell. With
+    // few replica-count vectors at the plan's value, the count-listing bin completion proves
+    // the optimum (`slot_exact.rs`).
+    let cases: [(&[f64], usize, usize, f64, f64); 4] = [
+        (
+            &[
+                85.0, 77.0, 366.0, 302.0, 221.0, 262.0, 173.0, 18.0, 135.0, 46.0, 82.0, 175.0,
+                152.0, 175.0, 102.0, 335.0, 41.0, 164.0, 72.0, 130.0,
+            ],
+            7,
+            3,
+            451.0,
+            450.0,
+        ),
+        (
+            &[
+                100.0, 42.0, 12.0, 63.0, 257.0, 147.0, 281.0, 28.0, 622.0, 95.0, 17.0, 18.0, 138.0,
+                63.0, 39.0, 14.0, 451.0,
+            ],
+            8,
+            3,
+            302.0,
+            300.5,
+        ),
+        (
+            &[
+                25.0, 10.0, 18.0, 134.0, 26.0, 128.0, 58.0, 26.0, 85.0, 98.0, 227.0, 458.0, 185.0,
+                89.0, 97.0, 81.0, 39.0, 158.0, 59.0, 75.0, 69.0, 332.0, 44.0, 255.0, 226.0, 42.0,
+                404.0, 35.0, 20.0,
+            ],
+            8,
+            4,
+            439.0,
+            438.0,
+        ),
+        (
+            &[
+                6067.0, 4529.0, 3681.0, 1901.0, 2748.0, 2233.0, 1355.0, 1574.0, 1775.0, 1245.0,
+                1419.0, 10000.0, 1492.0, 1667.0, 1297.0, 3134.0, 2459.0, 1197.0, 2051.0,
+            ],
+            4,
+            5,
+            12969.0,
+            12964.0,
+        ),
+    ];
+    for (w, gpus, slots, before, optimum) in cases {
+        let c = PlacementCluster::uniform(gpus, slots, 1).unwrap();
+        // Counted limits only (a loaded debug build would hit the default 1 s clock first).
+        let generous = PlacementOptions {
+            time_budget_s: 600.0,
+            ..PlacementOptions::default()
+        };
+        let p = place_with(&layer(w), &c, PlacementAlgorithm::Optimal, &generous).unwrap();
+        assert_eq!(p.duplicates_on_gpu, 0);
+        assert!(p.max_gpu_load < before, "{} vs {before}", p.max_gpu_load);
+        let tol = 1e-9 * optimum;
+        assert!(
+            (p.max_gpu_load - optimum).abs() <= tol,
+            "{gpus}x{slots}: {} vs {optimum}",
+            p.max_gpu_load
+        );
+        assert_eq!(p.termination, Termination::ProvedOptimal, "{optimum}");
+        assert!((p.lower_bound - optimum).abs() <= tol, "{}", p.lower_bound);
+    }
+}
