@@ -33,16 +33,13 @@ pub(crate) fn reduce_excess(
     let mut listed: Vec<usize> = Vec::new();
     let mut lighter: Vec<(usize, f64)> = Vec::new();
     let mut spare_info: Vec<SpareSlot> = Vec::new();
+    // Per slot of the busiest GPU: its expert's other GPUs, their terms of a replacement's
+    // gain, and what they lose when it gains a replica elsewhere (reused buffers).
+    let (mut a_gpus, mut a_terms, mut relief) = (Vec::new(), Vec::new(), Vec::new());
     // Per slot its replica's share, and per GPU the fewest transfers a swap adds on it (+1
     // when it holds only experts it held before: giving one away adds a transfer; else -1),
     // both updated after each move where it changed them.
-    let kept = |s: &SlotState, h: usize| {
-        let kept = s
-            .cluster
-            .slot_range(h)
-            .all(|j| origin.holds(h, s.expert_of_slot[j]));
-        if kept { 1_i64 } else { -1 }
-    };
+    let kept = |s: &SlotState, h: usize| if origin.untouched(s, h) { 1_i64 } else { -1 };
     share.extend(s.expert_of_slot.iter().map(|&e| s.share_now[e]));
     fewest.extend((0..s.gpus()).map(|h| kept(s, h)));
     for _ in 0..max_moves {
@@ -242,12 +239,14 @@ pub(crate) fn reduce_excess(
                     }
                 }
             }
-            let a_gpus: Vec<usize> = s
-                .slots_of(a)
-                .iter()
-                .map(|&o| s.gpu_of_slot[o])
-                .filter(|&x| x != g)
-                .collect();
+            a_gpus.clear();
+            a_gpus.extend(
+                s.slots_of(a)
+                    .iter()
+                    .map(|&o| s.gpu_of_slot[o])
+                    .filter(|&x| x != g),
+            );
+            let a_gpus = &a_gpus;
             let (ca, sa) = (s.count[a], share[i]);
             // With every other GPU at or below the target, `Replace(i, b)` removes at most
             // what emptying the slot would (`b`'s share is at least 0, and every other term is
@@ -264,13 +263,12 @@ pub(crate) fn reduce_excess(
                 // a `b` the gain is added up here in `replace_gain`'s order (same value), the
                 // others go through `replace_gain` itself.
                 let da = s.share_less[a] - s.share_now[a];
-                let a_terms: Vec<f64> = a_gpus
-                    .iter()
-                    .map(|&x| {
-                        let lx = s.gpu_load(0, x);
-                        over(lx) - over(lx + da * s.inv_speed(x))
-                    })
-                    .collect();
+                a_terms.clear();
+                a_terms.extend(a_gpus.iter().map(|&x| {
+                    let lx = s.gpu_load(0, x);
+                    over(lx) - over(lx + da * s.inv_speed(x))
+                }));
+                let a_terms = &a_terms;
                 let a_cost = i64::from(!origin.holds(g, a));
                 let one = |best: &mut Option<(Move, (bool, f64, f64))>, b: usize| {
                     let nb = next_share[b];
@@ -283,7 +281,7 @@ pub(crate) fn reduce_excess(
                         replace_gain(s, i, b, &over)
                     } else {
                         let mut gain = over(lg) - over(lg + (nb - sa) * ig);
-                        for &t in &a_terms {
+                        for &t in a_terms {
                             gain += t;
                         }
                         // `b`'s GPUs get lighter: each adds at most its excess. None above the
@@ -325,14 +323,14 @@ pub(crate) fn reduce_excess(
                 // only the experts on `a`'s other GPUs (whose gain can be larger: such a GPU
                 // gets lighter by `b`'s share too) are scored, in the same order.
                 let mut most = over(lg) - over(lg + (min_next - sa) * ig);
-                for &t in &a_terms {
+                for &t in a_terms {
                     most += t;
                 }
                 let n = (a_terms.len() + max_replicas) as f64;
                 most += max_excess + (most.abs() + max_excess) * 1e-14 * (n + 2.0);
                 if most <= tiny || cannot_beat(best.map(|x| x.1), most, -1) {
                     listed.clear();
-                    for &x in &a_gpus {
+                    for &x in a_gpus {
                         listed.extend(s.cluster.slot_range(x).map(|o| s.expert_of_slot[o]));
                     }
                     listed.sort_unstable();
@@ -350,15 +348,13 @@ pub(crate) fn reduce_excess(
             // amount whatever the slot. As above, the gain is added up here in `replace_gain`'s
             // order unless a GPU holds both experts.
             let da_gain = s.share_more[a] - s.share_now[a];
-            let relief: Vec<f64> = s
-                .slots_of(a)
-                .iter()
-                .map(|&o| {
-                    let y = s.gpu_of_slot[o];
-                    let ly = s.gpu_load(0, y);
-                    over(ly) - over(ly + da_gain * s.inv_speed(y))
-                })
-                .collect();
+            relief.clear();
+            relief.extend(s.slots_of(a).iter().map(|&o| {
+                let y = s.gpu_of_slot[o];
+                let ly = s.gpu_load(0, y);
+                over(ly) - over(ly + da_gain * s.inv_speed(y))
+            }));
+            let relief = &relief;
             let next_a = next_share[a];
             // Below, a slot on a GPU at or below the target adds no gain there, and `x`'s other
             // GPUs get heavier: the gain is at most the relief added up in the same order
@@ -393,7 +389,7 @@ pub(crate) fn reduce_excess(
                     // One other replica: the gain is cheaper to compute than to bound.
                     let mut gain = over(lh) - over(lh + shift);
                     gain += term;
-                    for &t in &relief {
+                    for &t in relief {
                         gain += t;
                     }
                     if gain > tiny {
@@ -416,7 +412,7 @@ pub(crate) fn reduce_excess(
                     let cost = i64::from(!origin.holds(h, a)) - sp.kept_cost;
                     if lh <= target {
                         let mut most = sp.damage;
-                        for &t in &relief {
+                        for &t in relief {
                             most += t;
                         }
                         if most <= tiny || cannot_beat(best.map(|b| b.1), most, cost) {
@@ -433,7 +429,7 @@ pub(crate) fn reduce_excess(
                             gain += over(ly) - over(ly + dx * s.inv_speed(y));
                         }
                     }
-                    for &t in &relief {
+                    for &t in relief {
                         gain += t;
                     }
                     if gain > tiny {
@@ -610,14 +606,16 @@ fn undo_moves(
     after_move: &mut dyn FnMut(&SlotState, Move),
 ) -> bool {
     let limit = target + target.abs() * REL_EPS;
-    let (mut touched, mut new_load) = (Vec::new(), Vec::new());
+    let (mut touched, mut new_load, mut moved) = (Vec::new(), Vec::new(), Vec::new());
     loop {
         if deadline.passed() {
             return false;
         }
-        let moved: Vec<usize> = (0..s.expert_of_slot.len())
-            .filter(|&i| !origin.holds(s.gpu_of_slot[i], s.expert_of_slot[i]))
-            .collect();
+        moved.clear();
+        moved.extend(
+            (0..s.expert_of_slot.len())
+                .filter(|&i| !origin.holds(s.gpu_of_slot[i], s.expert_of_slot[i])),
+        );
         let mut best: Option<(Move, (i64, f64))> = None;
         let mut consider = |mv: Move, best: &mut Option<(Move, (i64, f64))>| {
             let cost = origin.delta(s, mv);

@@ -92,15 +92,41 @@ impl Origin {
 
     /// The least `cost(g, b) - cost(h, b)` over the replicas `b` on GPU `h`: the partner's part
     /// of [`Origin::delta`] for any swap between `g` and `h` (1 when `h` has no slots).
+    ///
+    /// Each term is -1, 0 or 1, so the least is read from bits, a word of 64 experts at a
+    /// time: -1 when `h` now holds an expert that `g` held and `h` did not, else 0 when it
+    /// holds one that both or neither held, else 1.
     pub(crate) fn least_partner_term(&self, s: &SlotState, g: usize, h: usize) -> i64 {
-        s.cluster
-            .slot_range(h)
-            .map(|j| {
-                let b = s.expert_of_slot[j];
-                i64::from(!self.holds(g, b)) - i64::from(!self.holds(h, b))
-            })
-            .min()
-            .unwrap_or(1)
+        let Some(now) = s.member_words(h, self.words) else {
+            return s
+                .cluster
+                .slot_range(h)
+                .map(|j| {
+                    let b = s.expert_of_slot[j];
+                    i64::from(!self.holds(g, b)) - i64::from(!self.holds(h, b))
+                })
+                .min()
+                .unwrap_or(1);
+        };
+        let (held_g, held_h) = (self.words_of(g), self.words_of(h));
+        let (mut minus, mut zero) = (0, 0);
+        for ((&m, &og), &oh) in now.iter().zip(held_g).zip(held_h) {
+            minus |= m & og & !oh;
+            zero |= m & !(og ^ oh);
+        }
+        if minus != 0 {
+            -1
+        } else if zero != 0 {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// GPU `g`'s words of bits.
+    #[inline]
+    fn words_of(&self, g: usize) -> &[u64] {
+        &self.bits[g * self.words..(g + 1) * self.words]
     }
 
     /// Number of transfers of a map (`gpu_of_slot` from [`PlacementCluster::gpu_of_each_slot`]).
@@ -117,10 +143,15 @@ impl Origin {
     /// Whether every replica on GPU `g` is one it held before: then it holds exactly its old
     /// experts, and a swap giving one of them away for an expert from elsewhere adds a transfer
     /// on `g` (the lower bound of [`Candidates::swaps_one_window`]'s partner test).
-    fn untouched(&self, s: &SlotState, g: usize) -> bool {
-        s.cluster
-            .slot_range(g)
-            .all(|slot| self.holds(g, s.expert_of_slot[slot]))
+    pub(crate) fn untouched(&self, s: &SlotState, g: usize) -> bool {
+        match s.member_words(g, self.words) {
+            // No expert it holds now that it did not hold before.
+            Some(now) => now.iter().zip(self.words_of(g)).all(|(&m, &o)| m & !o == 0),
+            None => s
+                .cluster
+                .slot_range(g)
+                .all(|slot| self.holds(g, s.expert_of_slot[slot])),
+        }
     }
 }
 

@@ -181,6 +181,13 @@ impl<'a> SlotState<'a> {
         self.member[g * self.words + e / 64] & (1 << (e % 64)) != 0
     }
 
+    /// GPU `g`'s experts as bits (expert `e` is bit `e % 64` of word `e / 64`), or `None`
+    /// when the bits are laid out for another number of experts than `words` words hold.
+    #[inline]
+    pub(crate) fn member_words(&self, g: usize, words: usize) -> Option<&[u64]> {
+        (words == self.words).then(|| &self.member[g * words..(g + 1) * words])
+    }
+
     /// Load of expert `e` in window `k`.
     #[inline]
     pub(crate) fn weight(&self, k: usize, e: usize) -> f64 {
