@@ -150,6 +150,17 @@ pub(crate) fn reduce_excess(
                 kept_cost: i64::from(!origin.holds(h, x)),
             }
         }));
+        // Over the spare slots whose expert has one other replica: the largest excess of the
+        // slot's GPU plus that other GPU's term, and of the excess plus the term's size (the
+        // spare-slot scan's bound below).
+        let (mut spare_top, mut spare_size) = (f64::NEG_INFINITY, 0.0_f64);
+        for sp in &spare_info {
+            if let Some((_, term)) = sp.other {
+                let lift = over(sp.load);
+                spare_top = spare_top.max(lift + term);
+                spare_size = spare_size.max(lift + term.abs());
+            }
+        }
         // Per GPU: its lightest replica's share.
         lightest.clear();
         lightest.extend((0..s.gpus()).map(|h| {
@@ -360,9 +371,26 @@ pub(crate) fn reduce_excess(
             // GPUs get heavier: the gain is at most the relief added up in the same order
             // (each partial sum is at most the relief's, every operation being monotone).
             let most_relief = relief.iter().fold(0.0, |sum, &t| sum + t);
+            // A spare slot whose expert `x` has one other replica, on a GPU without `a`, and
+            // whose GPU held `x` and not `a` adds exactly one transfer and removes at most its
+            // GPU's excess (`over` is never negative) plus the other GPU's term plus the relief
+            // (with a margin for the rounding of the additions, the relief's terms being
+            // non-negative). When that cannot beat the best, only the other spare slots (free
+            // moves, or a GPU holding both experts) are scored, in the same order.
+            #[allow(clippy::cast_precision_loss)]
+            let n = (relief.len() + max_replicas + 4) as f64;
+            let bound = spare_top + most_relief + (spare_size + most_relief) * 1e-14 * n;
+            let only_others = cannot_beat(best.map(|b| b.1), bound, 1);
             for sp in &spare_info {
                 let (j, x, h, lh, ih) = (sp.slot, sp.expert, sp.gpu, sp.load, sp.inv_speed);
                 if x == a {
+                    continue;
+                }
+                if only_others
+                    && sp.kept_cost == 0
+                    && !origin.holds(h, a)
+                    && sp.other.is_some_and(|(y, _)| !s.has(y, a))
+                {
                     continue;
                 }
                 // The slot must get lighter on the busiest GPU, and elsewhere its GPU must not rise
