@@ -1,7 +1,7 @@
 //! Best-improvement local search on the busiest GPU: swaps of two replicas and replica moves
 //! that change two experts' replica counts, optionally counting weight transfers.
 
-use crate::state::{Move, SlotState, order_key};
+use crate::state::{Move, SlotState, order_key, sort_nearly_sorted};
 
 /// How the figures of several load windows combine into one objective.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -396,6 +396,8 @@ struct Scratch {
     /// GPUs a swap with the busiest GPU may improve, lightest first (with their
     /// [`order_key`]).
     partners: Vec<(u64, usize)>,
+    /// Every GPU by load (with its [`order_key`]), lightest first, from the last step.
+    by_load: Vec<(u64, usize)>,
     /// A partner's slots, heaviest replica first: (share, slot, whether the busiest GPU holds
     /// its expert).
     heaviest_first: Vec<(f64, usize, bool)>,
@@ -539,13 +541,22 @@ impl Candidates<'_> {
         // usually cut by the bound below. Ties by GPU index: the order of a stable sort of
         // the GPUs by load.
         let mut partners = std::mem::take(&mut self.scratch.partners);
+        // Every GPU in the last step's order, sorted again: a move changes few loads.
+        let by_load = &mut self.scratch.by_load;
+        if by_load.len() != s.gpus() {
+            by_load.clear();
+            by_load.extend((0..s.gpus()).map(|h| (0, h)));
+        }
+        for (key, h) in by_load.iter_mut() {
+            *key = order_key(s.gpu_load(0, *h));
+        }
+        sort_nearly_sorted(by_load);
         partners.clear();
         partners.extend(
-            (0..s.gpus())
-                .filter(|&h| h != g && s.gpu_load(0, h) < limit)
-                .map(|h| (order_key(s.gpu_load(0, h)), h)),
+            by_load
+                .iter()
+                .filter(|&&(_, h)| h != g && s.gpu_load(0, h) < limit),
         );
-        partners.sort_unstable();
         // Counting transfers: +1 when the busiest GPU holds only its old experts (any swap
         // then adds one there), else -1 (its lowest possible share of a swap's transfers).
         let mut passing = std::mem::take(&mut self.scratch.passing);

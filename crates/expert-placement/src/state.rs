@@ -426,7 +426,6 @@ impl<'a> SlotState<'a> {
 
     /// Applies `mv` (which must be valid) and recomputes the loads it changed exactly.
     pub(crate) fn apply(&mut self, mv: Move) {
-        let mut dirty = Vec::new();
         match mv {
             Move::Swap(i, j) => {
                 let (a, b) = (self.expert_of_slot[i], self.expert_of_slot[j]);
@@ -434,12 +433,11 @@ impl<'a> SlotState<'a> {
                 self.set_slot(j, a);
                 self.relink(a, i, j);
                 self.relink(b, j, i);
-                dirty.extend([self.gpu_of_slot[i], self.gpu_of_slot[j]]);
+                self.refresh(self.gpu_of_slot[i]);
+                self.refresh(self.gpu_of_slot[j]);
             }
             Move::Replace(i, b) => {
                 let a = self.expert_of_slot[i];
-                dirty.extend(self.slots_of(a).iter().map(|&s| self.gpu_of_slot[s]));
-                dirty.extend(self.slots_of(b).iter().map(|&s| self.gpu_of_slot[s]));
                 self.set_slot(i, b);
                 self.remove_slot(a, i);
                 self.push_slot(b, i);
@@ -447,10 +445,15 @@ impl<'a> SlotState<'a> {
                 self.count[b] += 1;
                 self.update_shares(a);
                 self.update_shares(b);
+                // The GPUs of both experts' replicas, slot `i`'s now among `b`'s (each GPU's
+                // loads and order are recomputed from its slots, so the order does not matter).
+                for e in [a, b] {
+                    let (start, end) = self.list[e];
+                    for k in start..end {
+                        self.refresh(self.gpu_of_slot[self.slot_list[k]]);
+                    }
+                }
             }
-        }
-        for g in dirty {
-            self.refresh(g);
         }
     }
 
@@ -494,7 +497,7 @@ impl<'a> SlotState<'a> {
             let e = self.expert_of_slot[slot];
             self.by_share[t].0 = order_key(self.share_now[e]);
         }
-        self.by_share[range].sort_unstable();
+        sort_nearly_sorted(&mut self.by_share[range]);
         let gpus = self.gpus();
         // Window 0 reads the cached shares (the same values, without a division per slot).
         let raw: f64 = self
@@ -525,6 +528,28 @@ impl<'a> SlotState<'a> {
 /// A key whose integer order is `f64::total_cmp`'s order of `x` (sorting plain integer pairs
 /// is several times cheaper than sorting with a comparison closure).
 #[inline]
+/// Sorts `v` (distinct pairs, so any sort gives the same order): by insertion when it is short,
+/// which costs little when few entries are out of place (a move changes one or two shares of
+/// a GPU, or a few loads), else with `sort_unstable`.
+pub(crate) fn sort_nearly_sorted(v: &mut [(u64, usize)]) {
+    if v.len() > NEARLY_SORTED_MAX {
+        v.sort_unstable();
+        return;
+    }
+    for k in 1..v.len() {
+        let x = v[k];
+        let mut at = k;
+        while at > 0 && v[at - 1] > x {
+            v[at] = v[at - 1];
+            at -= 1;
+        }
+        v[at] = x;
+    }
+}
+
+/// Lengths up to which [`sort_nearly_sorted`] sorts by insertion.
+const NEARLY_SORTED_MAX: usize = 64;
+
 pub(crate) fn order_key(x: f64) -> u64 {
     let bits = x.to_bits();
     if bits >> 63 == 1 {
