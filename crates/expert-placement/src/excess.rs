@@ -36,6 +36,7 @@ pub(crate) fn reduce_excess(
     // Per slot of the busiest GPU: its expert's other GPUs, their terms of a replacement's
     // gain, and what they lose when it gains a replica elsewhere (reused buffers).
     let (mut a_gpus, mut a_terms, mut relief) = (Vec::new(), Vec::new(), Vec::new());
+    let mut near: Vec<u64> = Vec::new();
     // Per slot its replica's share, and per GPU the fewest transfers a swap adds on it (+1
     // when it holds only experts it held before: giving one away adds a transfer; else -1),
     // both updated after each move where it changed them.
@@ -124,18 +125,20 @@ pub(crate) fn reduce_excess(
                 }
                 _ => None,
             };
-            // What `x`'s other GPUs lose, added up from 0 in the scan's order.
-            let damage = match other {
-                Some((_, term)) => 0.0 + term,
+            // What `x`'s other GPUs lose, added up from 0 in the scan's order, and the sum of
+            // the terms' sizes.
+            let (damage, size) = match other {
+                Some((_, term)) => (0.0 + term, term.abs()),
                 None => {
                     let dx = s.share_less[x] - share[j];
                     s.slots_of(x)
                         .iter()
                         .filter(|&&o| o != j)
-                        .fold(0.0, |sum, &o| {
+                        .fold((0.0, 0.0), |(sum, size), &o| {
                             let y = s.gpu_of_slot[o];
                             let ly = s.gpu_load(0, y);
-                            sum + (over(ly) - over(ly + dx * s.inv_speed(y)))
+                            let term = over(ly) - over(ly + dx * s.inv_speed(y));
+                            (sum + term, size + term.abs())
                         })
                 }
             };
@@ -147,19 +150,18 @@ pub(crate) fn reduce_excess(
                 inv_speed: s.inv_speed(h),
                 other,
                 damage,
+                size,
                 kept_cost: i64::from(!origin.holds(h, x)),
             }
         }));
-        // Over the spare slots whose expert has one other replica: the largest excess of the
-        // slot's GPU plus that other GPU's term, and of the excess plus the term's size (the
-        // spare-slot scan's bound below).
+        // Over the spare slots: the largest excess of the slot's GPU plus what its expert's
+        // other GPUs lose, and of the excess plus the sizes of those terms (the spare-slot
+        // scan's bound below).
         let (mut spare_top, mut spare_size) = (f64::NEG_INFINITY, 0.0_f64);
         for sp in &spare_info {
-            if let Some((_, term)) = sp.other {
-                let lift = over(sp.load);
-                spare_top = spare_top.max(lift + term);
-                spare_size = spare_size.max(lift + term.abs());
-            }
+            let lift = over(sp.load);
+            spare_top = spare_top.max(lift + sp.damage);
+            spare_size = spare_size.max(lift + sp.size);
         }
         // Per GPU: its lightest replica's share.
         lightest.clear();
@@ -371,9 +373,21 @@ pub(crate) fn reduce_excess(
             // GPUs get heavier: the gain is at most the relief added up in the same order
             // (each partial sum is at most the relief's, every operation being monotone).
             let most_relief = relief.iter().fold(0.0, |sum, &t| sum + t);
-            // A spare slot whose expert `x` has one other replica, on a GPU without `a`, and
-            // whose GPU held `x` and not `a` adds exactly one transfer and removes at most its
-            // GPU's excess (`over` is never negative) plus the other GPU's term plus the relief
+            // The experts on `a`'s GPUs: a spare slot's expert `x` has another replica on a
+            // GPU holding `a` (when the slot's own GPU does not hold `a`) exactly when `x` is
+            // among them.
+            near.clear();
+            near.resize(s.member_of(g).len(), 0);
+            for &o in s.slots_of(a) {
+                for (n, &m) in near.iter_mut().zip(s.member_of(s.gpu_of_slot[o])) {
+                    *n |= m;
+                }
+            }
+            let near = &near;
+            let near_a = |x: usize| near[x / 64] & (1 << (x % 64)) != 0;
+            // A spare slot whose expert `x` has no replica on a GPU holding `a`, and whose GPU
+            // held `x` and not `a`, adds exactly one transfer and removes at most its GPU's
+            // excess (`over` is never negative) plus what `x`'s other GPUs lose plus the relief
             // (with a margin for the rounding of the additions, the relief's terms being
             // non-negative). When that cannot beat the best, only the other spare slots (free
             // moves, or a GPU holding both experts) are scored, in the same order.
@@ -386,11 +400,7 @@ pub(crate) fn reduce_excess(
                 if x == a {
                     continue;
                 }
-                if only_others
-                    && sp.kept_cost == 0
-                    && !origin.holds(h, a)
-                    && sp.other.is_some_and(|(y, _)| !s.has(y, a))
-                {
+                if only_others && sp.kept_cost == 0 && !origin.holds(h, a) && !near_a(x) {
                     continue;
                 }
                 // The slot must get lighter on the busiest GPU, and elsewhere its GPU must not rise
@@ -409,10 +419,8 @@ pub(crate) fn reduce_excess(
                     .iter()
                     .filter(|&&o| o != j)
                     .map(|&o| s.gpu_of_slot[o]);
-                let holds_a = match sp.other {
-                    Some((y, _)) => s.has(y, a),
-                    None => x_gpus.clone().any(|y| s.has(y, a)),
-                };
+                // Whether another GPU of `x` holds `a` (`h` does not).
+                let holds_a = near_a(x);
                 if let (Some((_, term)), false) = (sp.other, holds_a) {
                     // One other replica: the gain is cheaper to compute than to bound.
                     let mut gain = over(lh) - over(lh + shift);
@@ -582,6 +590,8 @@ struct SpareSlot {
     other: Option<(usize, f64)>,
     /// What the other GPUs of the expert lose when it loses this replica, added up from 0.
     damage: f64,
+    /// The sizes of those terms added up.
+    size: f64,
     /// 1 when the slot's GPU did not hold its expert before (replacing it removes a transfer).
     kept_cost: i64,
 }

@@ -188,6 +188,12 @@ impl<'a> SlotState<'a> {
         (words == self.words).then(|| &self.member[g * words..(g + 1) * words])
     }
 
+    /// GPU `g`'s experts as bits, as [`SlotState::member_words`] gives them.
+    #[inline]
+    pub(crate) fn member_of(&self, g: usize) -> &[u64] {
+        &self.member[g * self.words..(g + 1) * self.words]
+    }
+
     /// Load of expert `e` in window `k`.
     #[inline]
     pub(crate) fn weight(&self, k: usize, e: usize) -> f64 {
