@@ -81,8 +81,7 @@ pub(crate) fn reduce_excess(
         // first (the gain before validity): most are rejected before any look-up. The buffers
         // are reused from step to step.
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
-        spare.clear();
-        spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
+        s.spare_slots_into(&mut spare);
         let next_share = &s.share_more;
         // Per expert: the excess of its GPUs added up (0 exactly when none is above the
         // target), the most a replica more of it can remove there. Only the experts of GPUs

@@ -782,16 +782,19 @@ impl Candidates<'_> {
             visit,
             ..
         } = scratch;
-        spare.clear();
-        spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
+        s.spare_slots_into(spare);
         let next_share = &s.share_more;
         let min_next = next_share.iter().copied().fold(f64::INFINITY, f64::min);
         // Per expert with a spare replica: the two largest loads its GPUs would have if it
         // lost a replica, each added up as `load_of_other_holder` adds it before the other
         // expert's relief (which can only lower it): when the larger one off the slot's GPU
         // is within the cap, no holder ends above it and the exact test below is not needed.
-        heavier_top.clear();
-        heavier_top.resize(s.experts, [(f64::NEG_INFINITY, usize::MAX); 2]);
+        // Only the entries of the spare slots' experts are read: only those are reset.
+        let none = [(f64::NEG_INFINITY, usize::MAX); 2];
+        heavier_top.resize(s.experts, none);
+        for &j in spare.iter() {
+            heavier_top[s.expert_of_slot[j]] = none;
+        }
         for &j in spare.iter() {
             let (x, y) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
             let v = s.gpu_load(0, y) + (s.share_less[x] - s.share_now[x]) * s.inv_speed(y);

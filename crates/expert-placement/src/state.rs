@@ -43,6 +43,10 @@ pub(crate) struct SlotState<'a> {
     list_room: Vec<usize>,
     member: Vec<u64>,
     words: usize,
+    /// Bit `j` (of word `j / 64`) set when slot `j`'s expert has another replica: the slots
+    /// the searches may replace, kept up to date by [`SlotState::apply`] (the searches listed
+    /// them from every slot at every step).
+    spare: Vec<u64>,
     pub(crate) load: Vec<f64>,
     /// Each GPU's slots by their replica's share of window 0 (as [`SlotState::share`] gives
     /// it), lightest first, in the GPU's slot range, with the sort key: kept up to date by
@@ -71,6 +75,7 @@ impl<'a> SlotState<'a> {
             inv_speed: cluster.speed_of_gpu().iter().map(|v| 1.0 / v).collect(),
             member: vec![0; cluster.gpus() * words],
             words,
+            spare: vec![0; map.len().div_ceil(64)],
             count: vec![0; experts],
             slot_list: Vec::new(),
             list: vec![(0, 0); experts],
@@ -89,6 +94,9 @@ impl<'a> SlotState<'a> {
             s.member[g * words + e / 64] |= 1 << (e % 64);
         }
         s.lay_out_lists();
+        for slot in 0..s.expert_of_slot.len() {
+            s.mark_spare(slot);
+        }
         for e in 0..experts {
             s.update_shares(e);
         }
@@ -257,9 +265,31 @@ impl<'a> SlotState<'a> {
 
     /// The slots whose expert has at least two replicas, in slot order.
     pub(crate) fn spare_slots(&self) -> Vec<usize> {
-        (0..self.expert_of_slot.len())
-            .filter(|&j| self.count[self.expert_of_slot[j]] >= 2)
-            .collect()
+        let mut out = Vec::new();
+        self.spare_slots_into(&mut out);
+        out
+    }
+
+    /// [`SlotState::spare_slots`] into `out` (cleared first), read from the kept bits.
+    pub(crate) fn spare_slots_into(&self, out: &mut Vec<usize>) {
+        out.clear();
+        for (k, &word) in self.spare.iter().enumerate() {
+            let mut rest = word;
+            while rest != 0 {
+                out.push(k * 64 + rest.trailing_zeros() as usize);
+                rest &= rest - 1;
+            }
+        }
+    }
+
+    /// Sets slot `slot`'s bit of `spare` from its expert's replica count.
+    fn mark_spare(&mut self, slot: usize) {
+        let bit = 1 << (slot % 64);
+        if self.count[self.expert_of_slot[slot]] >= 2 {
+            self.spare[slot / 64] |= bit;
+        } else {
+            self.spare[slot / 64] &= !bit;
+        }
     }
 
     /// Load of GPU `x` (window 0) after `Replace(slot, b)` when `x` holds another replica of
@@ -439,6 +469,8 @@ impl<'a> SlotState<'a> {
                 self.set_slot(j, a);
                 self.relink(a, i, j);
                 self.relink(b, j, i);
+                self.mark_spare(i);
+                self.mark_spare(j);
                 self.refresh(self.gpu_of_slot[i]);
                 self.refresh(self.gpu_of_slot[j]);
             }
@@ -453,10 +485,13 @@ impl<'a> SlotState<'a> {
                 self.update_shares(b);
                 // The GPUs of both experts' replicas, slot `i`'s now among `b`'s (each GPU's
                 // loads and order are recomputed from its slots, so the order does not matter).
+                // Their slots' spare bits change with the counts.
                 for e in [a, b] {
                     let (start, end) = self.list[e];
                     for k in start..end {
-                        self.refresh(self.gpu_of_slot[self.slot_list[k]]);
+                        let slot = self.slot_list[k];
+                        self.mark_spare(slot);
+                        self.refresh(self.gpu_of_slot[slot]);
                     }
                 }
             }
