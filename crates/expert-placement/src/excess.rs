@@ -197,8 +197,18 @@ pub(crate) fn reduce_excess(
             // partner's least `b` term, a bound on the swap's transfers at least as high as
             // the GPUs' `fewest`.
             let a_term_g = i64::from(!origin.holds(g, a));
+            // A swap with a partner at or below the target removes at most the busiest GPU's
+            // excess (exactly: the partner's terms are 0 or negative). When a swap adding two
+            // transfers cannot beat the best with that, a partner that did not hold `a` and
+            // whose replicas all add a transfer on `g` (its least term 1), with `g` holding
+            // `a` before, is skipped: its swaps add at least two.
+            let swaps_saturated =
+                a_term_g == 0 && cannot_beat(best.map(|b| b.1), over(lg), 2);
             for &(h, lh, ih, b_term) in &partners {
                 if lh <= target {
+                    if swaps_saturated && b_term > 0 && !origin.holds(h, a) {
+                        continue;
+                    }
                     let least = i64::from(!origin.holds(h, a)) - a_term_g + b_term;
                     if swaps_cannot_win(
                         best.map(|b| b.1),
