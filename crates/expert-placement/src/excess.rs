@@ -202,8 +202,7 @@ pub(crate) fn reduce_excess(
             // transfers cannot beat the best with that, a partner that did not hold `a` and
             // whose replicas all add a transfer on `g` (its least term 1), with `g` holding
             // `a` before, is skipped: its swaps add at least two.
-            let swaps_saturated =
-                a_term_g == 0 && cannot_beat(best.map(|b| b.1), over(lg), 2);
+            let swaps_saturated = a_term_g == 0 && cannot_beat(best.map(|b| b.1), over(lg), 2);
             for &(h, lh, ih, b_term) in &partners {
                 if lh <= target {
                     if swaps_saturated && b_term > 0 && !origin.holds(h, a) {

@@ -1,7 +1,7 @@
 //! Best-improvement local search on the busiest GPU: swaps of two replicas and replica moves
 //! that change two experts' replica counts, optionally counting weight transfers.
 
-use crate::state::{Move, SlotState, order_key, sort_nearly_sorted};
+use crate::state::{Move, SlotState, key_value, order_key, sort_nearly_sorted};
 
 /// How the figures of several load windows combine into one objective.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -398,9 +398,6 @@ struct Scratch {
     partners: Vec<(u64, usize)>,
     /// Every GPU by load (with its [`order_key`]), lightest first, from the last step.
     by_load: Vec<(u64, usize)>,
-    /// A partner's slots, heaviest replica first: (share, slot, whether the busiest GPU holds
-    /// its expert).
-    heaviest_first: Vec<(f64, usize, bool)>,
     /// The partner's slots a swap with one slot of the busiest GPU passes the tests with.
     passing: Vec<usize>,
     /// Per spare slot: its expert, GPU, the GPU's load and inverse speed, and the share.
@@ -560,7 +557,6 @@ impl Candidates<'_> {
         // Counting transfers: +1 when the busiest GPU holds only its old experts (any swap
         // then adds one there), else -1 (its lowest possible share of a swap's transfers).
         let mut passing = std::mem::take(&mut self.scratch.passing);
-        let mut heaviest_first = std::mem::take(&mut self.scratch.heaviest_first);
         let g_term = self
             .options
             .origin
@@ -591,15 +587,9 @@ impl Candidates<'_> {
             // The partner's slots by share (kept sorted by the state): for each slot of `g`,
             // the swaps that pass the tests below are a run of them (see the loop), found
             // without testing every pair.
-            // Per partner slot, heaviest first: its share, the slot, and whether `g` holds its
-            // expert (read once per partner rather than once per slot of `g`).
-            heaviest_first.clear();
-            heaviest_first.extend(
-                s.slots_by_share(h)
-                    .iter()
-                    .rev()
-                    .map(|&(_, j)| (share[j], j, s.has(g, s.expert_of_slot[j]))),
-            );
+            // Heaviest first, each slot's share read back from its sort key (the same value
+            // as `share`'s).
+            let heaviest_first = s.slots_by_share(h).iter().rev();
             // Counting transfers, when no swap with this partner can win on the objective
             // (see `partner_cannot_win_counting`), the fewest transfers of a swap of slot `i`
             // decide: `cost(h, a) - cost(g, a)` for its replica `a` plus the least
@@ -640,7 +630,8 @@ impl Candidates<'_> {
                 // passes. The others are tested as before, then offered in slot order.
                 let si = share[i];
                 passing.clear();
-                for &(sj, j, on_g) in heaviest_first.iter() {
+                for &(key, j) in heaviest_first.clone() {
+                    let sj = key_value(key);
                     // Not lighter (`sj >= si`; shares are never NaN).
                     if sj >= si {
                         continue;
@@ -650,7 +641,7 @@ impl Candidates<'_> {
                     if new_h >= limit {
                         break;
                     }
-                    if d <= 0.0 || new_g >= limit || on_g {
+                    if d <= 0.0 || new_g >= limit || s.has(g, s.expert_of_slot[j]) {
                         continue;
                     }
                     passing.push(j);
@@ -672,7 +663,6 @@ impl Candidates<'_> {
         self.scratch.share = share;
         self.scratch.partners = partners;
         self.scratch.passing = passing;
-        self.scratch.heaviest_first = heaviest_first;
     }
 
     /// [`Candidates::partner_objective_too_high`], or else (no swap with partner `h` can

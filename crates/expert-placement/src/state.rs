@@ -600,6 +600,17 @@ pub(crate) fn order_key(x: f64) -> u64 {
     }
 }
 
+/// The `f64` whose [`order_key`] is `key`, bit for bit: a search reads a slot's share back
+/// from [`SlotState::slots_by_share`] instead of looking it up.
+#[inline]
+pub(crate) fn key_value(key: u64) -> f64 {
+    f64::from_bits(if key >> 63 == 1 {
+        key & !(1 << 63)
+    } else {
+        !key
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
