@@ -421,6 +421,8 @@ struct Scratch {
     doomed_start: Vec<usize>,
     /// The indices one slot of the busiest GPU tests, in order.
     visit: Vec<usize>,
+    /// The smallest share of any expert with one more replica, while no count changed.
+    min_next: Option<f64>,
 }
 
 impl Scratch {
@@ -434,6 +436,7 @@ impl Scratch {
                 }
             }
             Move::Replace(_, b) => {
+                self.min_next = None;
                 for e in [old_expert, b] {
                     for &slot in s.slots_of(e) {
                         self.share[slot] = s.share_now[e];
@@ -770,11 +773,14 @@ impl Candidates<'_> {
             doomed_start,
             doomed_by_gpu,
             visit,
+            min_next,
             ..
         } = scratch;
         s.spare_slots_into(spare);
         let next_share = &s.share_more;
-        let min_next = next_share.iter().copied().fold(f64::INFINITY, f64::min);
+        // The smallest next share changes only with the replica counts (a replacement).
+        let min_next = *min_next
+            .get_or_insert_with(|| next_share.iter().copied().fold(f64::INFINITY, f64::min));
         // Per expert with a spare replica: the two largest loads its GPUs would have if it
         // lost a replica, each added up as `load_of_other_holder` adds it before the other
         // expert's relief (which can only lower it): when the larger one off the slot's GPU
