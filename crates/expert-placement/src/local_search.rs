@@ -1034,6 +1034,57 @@ fn replaced_slot_load(s: &SlotState, slot: usize, b: usize) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::Origin;
+    use crate::model::PlacementCluster;
+    use crate::state::{Move, SlotState};
+
+    /// [`Origin::least_partner_term`] and [`Origin::untouched`] read from bits give what a
+    /// scan of the slots gives, on states moved far from the origin (experts across several
+    /// words).
+    #[test]
+    fn partner_terms_from_bits_equal_the_slot_scans() {
+        let c = PlacementCluster::uniform(10, 7, 2).unwrap();
+        let experts = 150;
+        let w: Vec<f64> = (0..experts).map(|e| 1.0 + (e % 17) as f64).collect();
+        let map: Vec<usize> = (0..70).map(|slot| (slot * 37) % experts).collect();
+        let origin = Origin::new(&c.gpu_of_each_slot(), &map, c.gpus(), experts);
+        let mut s = SlotState::new(&c, &[&w], map);
+        let mut checked = 0;
+        for k in 0..3000_u64 {
+            let r = crate::optimal::mix(k);
+            #[allow(clippy::cast_possible_truncation)]
+            let (x, y) = ((r % 70) as usize, ((r >> 32) % 150) as usize);
+            let mv = if k % 2 == 0 {
+                Move::Swap(x, y % 70)
+            } else {
+                Move::Replace(x, y)
+            };
+            if s.is_valid(mv) {
+                s.apply(mv);
+            }
+            if k % 50 != 0 {
+                continue;
+            }
+            for g in 0..c.gpus() {
+                let untouched = c
+                    .slot_range(g)
+                    .all(|slot| origin.holds(g, s.expert_of_slot[slot]));
+                assert_eq!(origin.untouched(&s, g), untouched);
+                for h in 0..c.gpus() {
+                    let least = c
+                        .slot_range(h)
+                        .map(|j| {
+                            let b = s.expert_of_slot[j];
+                            i64::from(!origin.holds(g, b)) - i64::from(!origin.holds(h, b))
+                        })
+                        .min()
+                        .unwrap_or(1);
+                    assert_eq!(origin.least_partner_term(&s, g, h), least, "{g} {h}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1000);
+    }
 
     #[test]
     fn held_lists_each_gpus_old_experts_in_index_order() {

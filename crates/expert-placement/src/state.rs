@@ -628,6 +628,59 @@ mod tests {
             assert_eq!(s.slots_by_share(g), fresh.slots_by_share(g));
             let keys: Vec<u64> = s.slots_by_share(g).iter().map(|k| k.0).collect();
             assert!(keys.windows(2).all(|p| p[0] <= p[1]));
+            for &(key, slot) in s.slots_by_share(g) {
+                let share = s.share_now[s.expert_of_slot[slot]];
+                assert_eq!(key_value(key).to_bits(), share.to_bits());
+            }
+        }
+        // The kept spare bits list exactly the slots whose expert has another replica.
+        let spare: Vec<usize> = (0..s.expert_of_slot.len())
+            .filter(|&j| s.count[s.expert_of_slot[j]] >= 2)
+            .collect();
+        assert_eq!(s.spare_slots(), spare);
+        assert_eq!(s.spare, fresh.spare);
+    }
+
+    #[test]
+    fn key_values_read_back_every_f64_bit_for_bit() {
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f64::MIN_POSITIVE,
+            5e-324,
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            31541.666666666668,
+        ] {
+            assert_eq!(key_value(order_key(x)).to_bits(), x.to_bits(), "{x}");
+        }
+    }
+
+    #[test]
+    fn nearly_sorted_lists_sort_as_sort_unstable_does() {
+        for n in [0, 1, 2, 9, 33, 64, 65, 200] {
+            for seed in 0..20_u64 {
+                let mut v: Vec<(u64, usize)> = (0..n)
+                    .map(|k| (crate::optimal::mix(seed * 1000 + k as u64) % 50, k))
+                    .collect();
+                let mut expected = v.clone();
+                expected.sort_unstable();
+                sort_nearly_sorted(&mut v);
+                assert_eq!(v, expected);
+                // Sorted already, then a few entries out of place.
+                if n > 3 {
+                    v[n / 2].0 += 7;
+                    v[1].0 = v[1].0.saturating_sub(9);
+                    let mut expected = v.clone();
+                    expected.sort_unstable();
+                    sort_nearly_sorted(&mut v);
+                    assert_eq!(v, expected);
+                }
+            }
         }
     }
 
