@@ -27,7 +27,11 @@ pub(crate) fn reduce_excess(
     let late = || deadline.passed();
     let (mut share, mut spare) = (Vec::new(), Vec::new());
     let (mut lightest, mut fewest, mut b_excess) = (Vec::new(), Vec::new(), Vec::new());
-    let mut seen: Vec<bool> = Vec::new();
+    let excess_of = |s: &SlotState, e: usize| {
+        s.slots_of(e)
+            .iter()
+            .fold(0.0, |sum, &o| sum + over(s.gpu_load(0, s.gpu_of_slot[o])))
+    };
     let (mut min_next, mut max_replicas, mut counts_changed) = (f64::INFINITY, 0, true);
     let mut partners: Vec<(usize, f64, f64, i64)> = Vec::new();
     let mut listed: Vec<usize> = Vec::new();
@@ -84,23 +88,10 @@ pub(crate) fn reduce_excess(
         s.spare_slots_into(&mut spare);
         let next_share = &s.share_more;
         // Per expert: the excess of its GPUs added up (0 exactly when none is above the
-        // target), the most a replica more of it can remove there. Only the experts of GPUs
-        // above the target are added up: for the others every term, and so the sum, is 0.
-        b_excess.clear();
-        b_excess.resize(s.experts, 0.0);
-        seen.clear();
-        seen.resize(s.experts, false);
-        for h in (0..s.gpus()).filter(|&h| over(s.gpu_load(0, h)) > 0.0) {
-            for j in s.cluster.slot_range(h) {
-                let e = s.expert_of_slot[j];
-                if !seen[e] {
-                    seen[e] = true;
-                    b_excess[e] = s
-                        .slots_of(e)
-                        .iter()
-                        .fold(0.0, |sum, &o| sum + over(s.gpu_load(0, s.gpu_of_slot[o])));
-                }
-            }
+        // target), the most a replica more of it can remove there: all of them at the first
+        // step, then after each move those of the experts on the GPUs it changed.
+        if b_excess.is_empty() {
+            b_excess.extend((0..s.experts).map(|e| excess_of(s, e)));
         }
         let max_excess = b_excess.iter().copied().fold(0.0, f64::max);
         // Both change only with the replica counts (a replacement, not a swap).
@@ -509,6 +500,27 @@ pub(crate) fn reduce_excess(
                     }
                 }
                 fewest[s.gpu_of_slot[i]] = kept(s, s.gpu_of_slot[i]);
+            }
+        }
+        // The GPUs whose loads the move changed (a swap's two, a replacement's GPUs of both
+        // experts, slot `i`'s among `b`'s now): their experts' excess is added up again.
+        let mut again = |y: usize| {
+            for j in s.cluster.slot_range(y) {
+                let x = s.expert_of_slot[j];
+                b_excess[x] = excess_of(s, x);
+            }
+        };
+        match mv {
+            Move::Swap(i, j) => {
+                again(s.gpu_of_slot[i]);
+                again(s.gpu_of_slot[j]);
+            }
+            Move::Replace(_, b) => {
+                for e in [old_expert, b] {
+                    for &o in s.slots_of(e) {
+                        again(s.gpu_of_slot[o]);
+                    }
+                }
             }
         }
         after_move(s, mv);
