@@ -27,22 +27,24 @@ pub(crate) fn reduce_excess(
     let late = || deadline.passed();
     let (mut share, mut spare) = (Vec::new(), Vec::new());
     let (mut lightest, mut fewest, mut b_excess) = (Vec::new(), Vec::new(), Vec::new());
-    let mut seen: Vec<bool> = Vec::new();
+    let excess_of = |s: &SlotState, e: usize| {
+        s.slots_of(e)
+            .iter()
+            .fold(0.0, |sum, &o| sum + over(s.gpu_load(0, s.gpu_of_slot[o])))
+    };
     let (mut min_next, mut max_replicas, mut counts_changed) = (f64::INFINITY, 0, true);
     let mut partners: Vec<(usize, f64, f64, i64)> = Vec::new();
     let mut listed: Vec<usize> = Vec::new();
     let mut lighter: Vec<(usize, f64)> = Vec::new();
     let mut spare_info: Vec<SpareSlot> = Vec::new();
+    // Per slot of the busiest GPU: its expert's other GPUs, their terms of a replacement's
+    // gain, and what they lose when it gains a replica elsewhere (reused buffers).
+    let (mut a_gpus, mut a_terms, mut relief) = (Vec::new(), Vec::new(), Vec::new());
+    let mut near: Vec<u64> = Vec::new();
     // Per slot its replica's share, and per GPU the fewest transfers a swap adds on it (+1
     // when it holds only experts it held before: giving one away adds a transfer; else -1),
     // both updated after each move where it changed them.
-    let kept = |s: &SlotState, h: usize| {
-        let kept = s
-            .cluster
-            .slot_range(h)
-            .all(|j| origin.holds(h, s.expert_of_slot[j]));
-        if kept { 1_i64 } else { -1 }
-    };
+    let kept = |s: &SlotState, h: usize| if origin.untouched(s, h) { 1_i64 } else { -1 };
     share.extend(s.expert_of_slot.iter().map(|&e| s.share_now[e]));
     fewest.extend((0..s.gpus()).map(|h| kept(s, h)));
     for _ in 0..max_moves {
@@ -83,27 +85,13 @@ pub(crate) fn reduce_excess(
         // first (the gain before validity): most are rejected before any look-up. The buffers
         // are reused from step to step.
         let (lg, ig) = (s.gpu_load(0, g), s.inv_speed(g));
-        spare.clear();
-        spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
+        s.spare_slots_into(&mut spare);
         let next_share = &s.share_more;
         // Per expert: the excess of its GPUs added up (0 exactly when none is above the
-        // target), the most a replica more of it can remove there. Only the experts of GPUs
-        // above the target are added up: for the others every term, and so the sum, is 0.
-        b_excess.clear();
-        b_excess.resize(s.experts, 0.0);
-        seen.clear();
-        seen.resize(s.experts, false);
-        for h in (0..s.gpus()).filter(|&h| over(s.gpu_load(0, h)) > 0.0) {
-            for j in s.cluster.slot_range(h) {
-                let e = s.expert_of_slot[j];
-                if !seen[e] {
-                    seen[e] = true;
-                    b_excess[e] = s
-                        .slots_of(e)
-                        .iter()
-                        .fold(0.0, |sum, &o| sum + over(s.gpu_load(0, s.gpu_of_slot[o])));
-                }
-            }
+        // target), the most a replica more of it can remove there: all of them at the first
+        // step, then after each move those of the experts on the GPUs it changed.
+        if b_excess.is_empty() {
+            b_excess.extend((0..s.experts).map(|e| excess_of(s, e)));
         }
         let max_excess = b_excess.iter().copied().fold(0.0, f64::max);
         // Both change only with the replica counts (a replacement, not a swap).
@@ -127,18 +115,20 @@ pub(crate) fn reduce_excess(
                 }
                 _ => None,
             };
-            // What `x`'s other GPUs lose, added up from 0 in the scan's order.
-            let damage = match other {
-                Some((_, term)) => 0.0 + term,
+            // What `x`'s other GPUs lose, added up from 0 in the scan's order, and the sum of
+            // the terms' sizes.
+            let (damage, size) = match other {
+                Some((_, term)) => (0.0 + term, term.abs()),
                 None => {
                     let dx = s.share_less[x] - share[j];
                     s.slots_of(x)
                         .iter()
                         .filter(|&&o| o != j)
-                        .fold(0.0, |sum, &o| {
+                        .fold((0.0, 0.0), |(sum, size), &o| {
                             let y = s.gpu_of_slot[o];
                             let ly = s.gpu_load(0, y);
-                            sum + (over(ly) - over(ly + dx * s.inv_speed(y)))
+                            let term = over(ly) - over(ly + dx * s.inv_speed(y));
+                            (sum + term, size + term.abs())
                         })
                 }
             };
@@ -150,9 +140,19 @@ pub(crate) fn reduce_excess(
                 inv_speed: s.inv_speed(h),
                 other,
                 damage,
+                size,
                 kept_cost: i64::from(!origin.holds(h, x)),
             }
         }));
+        // Over the spare slots: the largest excess of the slot's GPU plus what its expert's
+        // other GPUs lose, and of the excess plus the sizes of those terms (the spare-slot
+        // scan's bound below).
+        let (mut spare_top, mut spare_size) = (f64::NEG_INFINITY, 0.0_f64);
+        for sp in &spare_info {
+            let lift = over(sp.load);
+            spare_top = spare_top.max(lift + sp.damage);
+            spare_size = spare_size.max(lift + sp.size);
+        }
         // Per GPU: its lightest replica's share.
         lightest.clear();
         lightest.extend((0..s.gpus()).map(|h| {
@@ -188,8 +188,17 @@ pub(crate) fn reduce_excess(
             // partner's least `b` term, a bound on the swap's transfers at least as high as
             // the GPUs' `fewest`.
             let a_term_g = i64::from(!origin.holds(g, a));
+            // A swap with a partner at or below the target removes at most the busiest GPU's
+            // excess (exactly: the partner's terms are 0 or negative). When a swap adding two
+            // transfers cannot beat the best with that, a partner that did not hold `a` and
+            // whose replicas all add a transfer on `g` (its least term 1), with `g` holding
+            // `a` before, is skipped: its swaps add at least two.
+            let swaps_saturated = a_term_g == 0 && cannot_beat(best.map(|b| b.1), over(lg), 2);
             for &(h, lh, ih, b_term) in &partners {
                 if lh <= target {
+                    if swaps_saturated && b_term > 0 && !origin.holds(h, a) {
+                        continue;
+                    }
                     let least = i64::from(!origin.holds(h, a)) - a_term_g + b_term;
                     if swaps_cannot_win(
                         best.map(|b| b.1),
@@ -242,12 +251,14 @@ pub(crate) fn reduce_excess(
                     }
                 }
             }
-            let a_gpus: Vec<usize> = s
-                .slots_of(a)
-                .iter()
-                .map(|&o| s.gpu_of_slot[o])
-                .filter(|&x| x != g)
-                .collect();
+            a_gpus.clear();
+            a_gpus.extend(
+                s.slots_of(a)
+                    .iter()
+                    .map(|&o| s.gpu_of_slot[o])
+                    .filter(|&x| x != g),
+            );
+            let a_gpus = &a_gpus;
             let (ca, sa) = (s.count[a], share[i]);
             // With every other GPU at or below the target, `Replace(i, b)` removes at most
             // what emptying the slot would (`b`'s share is at least 0, and every other term is
@@ -264,13 +275,12 @@ pub(crate) fn reduce_excess(
                 // a `b` the gain is added up here in `replace_gain`'s order (same value), the
                 // others go through `replace_gain` itself.
                 let da = s.share_less[a] - s.share_now[a];
-                let a_terms: Vec<f64> = a_gpus
-                    .iter()
-                    .map(|&x| {
-                        let lx = s.gpu_load(0, x);
-                        over(lx) - over(lx + da * s.inv_speed(x))
-                    })
-                    .collect();
+                a_terms.clear();
+                a_terms.extend(a_gpus.iter().map(|&x| {
+                    let lx = s.gpu_load(0, x);
+                    over(lx) - over(lx + da * s.inv_speed(x))
+                }));
+                let a_terms = &a_terms;
                 let a_cost = i64::from(!origin.holds(g, a));
                 let one = |best: &mut Option<(Move, (bool, f64, f64))>, b: usize| {
                     let nb = next_share[b];
@@ -283,7 +293,7 @@ pub(crate) fn reduce_excess(
                         replace_gain(s, i, b, &over)
                     } else {
                         let mut gain = over(lg) - over(lg + (nb - sa) * ig);
-                        for &t in &a_terms {
+                        for &t in a_terms {
                             gain += t;
                         }
                         // `b`'s GPUs get lighter: each adds at most its excess. None above the
@@ -325,14 +335,14 @@ pub(crate) fn reduce_excess(
                 // only the experts on `a`'s other GPUs (whose gain can be larger: such a GPU
                 // gets lighter by `b`'s share too) are scored, in the same order.
                 let mut most = over(lg) - over(lg + (min_next - sa) * ig);
-                for &t in &a_terms {
+                for &t in a_terms {
                     most += t;
                 }
                 let n = (a_terms.len() + max_replicas) as f64;
                 most += max_excess + (most.abs() + max_excess) * 1e-14 * (n + 2.0);
                 if most <= tiny || cannot_beat(best.map(|x| x.1), most, -1) {
                     listed.clear();
-                    for &x in &a_gpus {
+                    for &x in a_gpus {
                         listed.extend(s.cluster.slot_range(x).map(|o| s.expert_of_slot[o]));
                     }
                     listed.sort_unstable();
@@ -350,23 +360,46 @@ pub(crate) fn reduce_excess(
             // amount whatever the slot. As above, the gain is added up here in `replace_gain`'s
             // order unless a GPU holds both experts.
             let da_gain = s.share_more[a] - s.share_now[a];
-            let relief: Vec<f64> = s
-                .slots_of(a)
-                .iter()
-                .map(|&o| {
-                    let y = s.gpu_of_slot[o];
-                    let ly = s.gpu_load(0, y);
-                    over(ly) - over(ly + da_gain * s.inv_speed(y))
-                })
-                .collect();
+            relief.clear();
+            relief.extend(s.slots_of(a).iter().map(|&o| {
+                let y = s.gpu_of_slot[o];
+                let ly = s.gpu_load(0, y);
+                over(ly) - over(ly + da_gain * s.inv_speed(y))
+            }));
+            let relief = &relief;
             let next_a = next_share[a];
             // Below, a slot on a GPU at or below the target adds no gain there, and `x`'s other
             // GPUs get heavier: the gain is at most the relief added up in the same order
             // (each partial sum is at most the relief's, every operation being monotone).
             let most_relief = relief.iter().fold(0.0, |sum, &t| sum + t);
+            // The experts on `a`'s GPUs: a spare slot's expert `x` has another replica on a
+            // GPU holding `a` (when the slot's own GPU does not hold `a`) exactly when `x` is
+            // among them.
+            near.clear();
+            near.resize(s.member_of(g).len(), 0);
+            for &o in s.slots_of(a) {
+                for (n, &m) in near.iter_mut().zip(s.member_of(s.gpu_of_slot[o])) {
+                    *n |= m;
+                }
+            }
+            let near = &near;
+            let near_a = |x: usize| near[x / 64] & (1 << (x % 64)) != 0;
+            // A spare slot whose expert `x` has no replica on a GPU holding `a`, and whose GPU
+            // held `x` and not `a`, adds exactly one transfer and removes at most its GPU's
+            // excess (`over` is never negative) plus what `x`'s other GPUs lose plus the relief
+            // (with a margin for the rounding of the additions, the relief's terms being
+            // non-negative). When that cannot beat the best, only the other spare slots (free
+            // moves, or a GPU holding both experts) are scored, in the same order.
+            #[allow(clippy::cast_precision_loss)]
+            let n = (relief.len() + max_replicas + 4) as f64;
+            let bound = spare_top + most_relief + (spare_size + most_relief) * 1e-14 * n;
+            let only_others = cannot_beat(best.map(|b| b.1), bound, 1);
             for sp in &spare_info {
                 let (j, x, h, lh, ih) = (sp.slot, sp.expert, sp.gpu, sp.load, sp.inv_speed);
                 if x == a {
+                    continue;
+                }
+                if only_others && sp.kept_cost == 0 && !origin.holds(h, a) && !near_a(x) {
                     continue;
                 }
                 // The slot must get lighter on the busiest GPU, and elsewhere its GPU must not rise
@@ -385,15 +418,13 @@ pub(crate) fn reduce_excess(
                     .iter()
                     .filter(|&&o| o != j)
                     .map(|&o| s.gpu_of_slot[o]);
-                let holds_a = match sp.other {
-                    Some((y, _)) => s.has(y, a),
-                    None => x_gpus.clone().any(|y| s.has(y, a)),
-                };
+                // Whether another GPU of `x` holds `a` (`h` does not).
+                let holds_a = near_a(x);
                 if let (Some((_, term)), false) = (sp.other, holds_a) {
                     // One other replica: the gain is cheaper to compute than to bound.
                     let mut gain = over(lh) - over(lh + shift);
                     gain += term;
-                    for &t in &relief {
+                    for &t in relief {
                         gain += t;
                     }
                     if gain > tiny {
@@ -416,7 +447,7 @@ pub(crate) fn reduce_excess(
                     let cost = i64::from(!origin.holds(h, a)) - sp.kept_cost;
                     if lh <= target {
                         let mut most = sp.damage;
-                        for &t in &relief {
+                        for &t in relief {
                             most += t;
                         }
                         if most <= tiny || cannot_beat(best.map(|b| b.1), most, cost) {
@@ -433,7 +464,7 @@ pub(crate) fn reduce_excess(
                             gain += over(ly) - over(ly + dx * s.inv_speed(y));
                         }
                     }
-                    for &t in &relief {
+                    for &t in relief {
                         gain += t;
                     }
                     if gain > tiny {
@@ -469,6 +500,27 @@ pub(crate) fn reduce_excess(
                     }
                 }
                 fewest[s.gpu_of_slot[i]] = kept(s, s.gpu_of_slot[i]);
+            }
+        }
+        // The GPUs whose loads the move changed (a swap's two, a replacement's GPUs of both
+        // experts, slot `i`'s among `b`'s now): their experts' excess is added up again.
+        let mut again = |y: usize| {
+            for j in s.cluster.slot_range(y) {
+                let x = s.expert_of_slot[j];
+                b_excess[x] = excess_of(s, x);
+            }
+        };
+        match mv {
+            Move::Swap(i, j) => {
+                again(s.gpu_of_slot[i]);
+                again(s.gpu_of_slot[j]);
+            }
+            Move::Replace(_, b) => {
+                for e in [old_expert, b] {
+                    for &o in s.slots_of(e) {
+                        again(s.gpu_of_slot[o]);
+                    }
+                }
             }
         }
         after_move(s, mv);
@@ -558,6 +610,8 @@ struct SpareSlot {
     other: Option<(usize, f64)>,
     /// What the other GPUs of the expert lose when it loses this replica, added up from 0.
     damage: f64,
+    /// The sizes of those terms added up.
+    size: f64,
     /// 1 when the slot's GPU did not hold its expert before (replacing it removes a transfer).
     kept_cost: i64,
 }
@@ -610,14 +664,16 @@ fn undo_moves(
     after_move: &mut dyn FnMut(&SlotState, Move),
 ) -> bool {
     let limit = target + target.abs() * REL_EPS;
-    let (mut touched, mut new_load) = (Vec::new(), Vec::new());
+    let (mut touched, mut new_load, mut moved) = (Vec::new(), Vec::new(), Vec::new());
     loop {
         if deadline.passed() {
             return false;
         }
-        let moved: Vec<usize> = (0..s.expert_of_slot.len())
-            .filter(|&i| !origin.holds(s.gpu_of_slot[i], s.expert_of_slot[i]))
-            .collect();
+        moved.clear();
+        moved.extend(
+            (0..s.expert_of_slot.len())
+                .filter(|&i| !origin.holds(s.gpu_of_slot[i], s.expert_of_slot[i])),
+        );
         let mut best: Option<(Move, (i64, f64))> = None;
         let mut consider = |mv: Move, best: &mut Option<(Move, (i64, f64))>| {
             let cost = origin.delta(s, mv);

@@ -1,7 +1,7 @@
 //! Best-improvement local search on the busiest GPU: swaps of two replicas and replica moves
 //! that change two experts' replica counts, optionally counting weight transfers.
 
-use crate::state::{Move, SlotState, order_key};
+use crate::state::{Move, SlotState, key_value, order_key, sort_nearly_sorted};
 
 /// How the figures of several load windows combine into one objective.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,15 +92,41 @@ impl Origin {
 
     /// The least `cost(g, b) - cost(h, b)` over the replicas `b` on GPU `h`: the partner's part
     /// of [`Origin::delta`] for any swap between `g` and `h` (1 when `h` has no slots).
+    ///
+    /// Each term is -1, 0 or 1, so the least is read from bits, a word of 64 experts at a
+    /// time: -1 when `h` now holds an expert that `g` held and `h` did not, else 0 when it
+    /// holds one that both or neither held, else 1.
     pub(crate) fn least_partner_term(&self, s: &SlotState, g: usize, h: usize) -> i64 {
-        s.cluster
-            .slot_range(h)
-            .map(|j| {
-                let b = s.expert_of_slot[j];
-                i64::from(!self.holds(g, b)) - i64::from(!self.holds(h, b))
-            })
-            .min()
-            .unwrap_or(1)
+        let Some(now) = s.member_words(h, self.words) else {
+            return s
+                .cluster
+                .slot_range(h)
+                .map(|j| {
+                    let b = s.expert_of_slot[j];
+                    i64::from(!self.holds(g, b)) - i64::from(!self.holds(h, b))
+                })
+                .min()
+                .unwrap_or(1);
+        };
+        let (held_g, held_h) = (self.words_of(g), self.words_of(h));
+        let (mut minus, mut zero) = (0, 0);
+        for ((&m, &og), &oh) in now.iter().zip(held_g).zip(held_h) {
+            minus |= m & og & !oh;
+            zero |= m & !(og ^ oh);
+        }
+        if minus != 0 {
+            -1
+        } else if zero != 0 {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// GPU `g`'s words of bits.
+    #[inline]
+    fn words_of(&self, g: usize) -> &[u64] {
+        &self.bits[g * self.words..(g + 1) * self.words]
     }
 
     /// Number of transfers of a map (`gpu_of_slot` from [`PlacementCluster::gpu_of_each_slot`]).
@@ -117,10 +143,15 @@ impl Origin {
     /// Whether every replica on GPU `g` is one it held before: then it holds exactly its old
     /// experts, and a swap giving one of them away for an expert from elsewhere adds a transfer
     /// on `g` (the lower bound of [`Candidates::swaps_one_window`]'s partner test).
-    fn untouched(&self, s: &SlotState, g: usize) -> bool {
-        s.cluster
-            .slot_range(g)
-            .all(|slot| self.holds(g, s.expert_of_slot[slot]))
+    pub(crate) fn untouched(&self, s: &SlotState, g: usize) -> bool {
+        match s.member_words(g, self.words) {
+            // No expert it holds now that it did not hold before.
+            Some(now) => now.iter().zip(self.words_of(g)).all(|(&m, &o)| m & !o == 0),
+            None => s
+                .cluster
+                .slot_range(g)
+                .all(|slot| self.holds(g, s.expert_of_slot[slot])),
+        }
     }
 }
 
@@ -365,9 +396,8 @@ struct Scratch {
     /// GPUs a swap with the busiest GPU may improve, lightest first (with their
     /// [`order_key`]).
     partners: Vec<(u64, usize)>,
-    /// A partner's slots, heaviest replica first: (share, slot, whether the busiest GPU holds
-    /// its expert).
-    heaviest_first: Vec<(f64, usize, bool)>,
+    /// Every GPU by load (with its [`order_key`]), lightest first, from the last step.
+    by_load: Vec<(u64, usize)>,
     /// The partner's slots a swap with one slot of the busiest GPU passes the tests with.
     passing: Vec<usize>,
     /// Per spare slot: its expert, GPU, the GPU's load and inverse speed, and the share.
@@ -391,6 +421,8 @@ struct Scratch {
     doomed_start: Vec<usize>,
     /// The indices one slot of the busiest GPU tests, in order.
     visit: Vec<usize>,
+    /// The smallest share of any expert with one more replica, while no count changed.
+    min_next: Option<f64>,
 }
 
 impl Scratch {
@@ -404,6 +436,7 @@ impl Scratch {
                 }
             }
             Move::Replace(_, b) => {
+                self.min_next = None;
                 for e in [old_expert, b] {
                     for &slot in s.slots_of(e) {
                         self.share[slot] = s.share_now[e];
@@ -508,17 +541,25 @@ impl Candidates<'_> {
         // usually cut by the bound below. Ties by GPU index: the order of a stable sort of
         // the GPUs by load.
         let mut partners = std::mem::take(&mut self.scratch.partners);
+        // Every GPU in the last step's order, sorted again: a move changes few loads.
+        let by_load = &mut self.scratch.by_load;
+        if by_load.len() != s.gpus() {
+            by_load.clear();
+            by_load.extend((0..s.gpus()).map(|h| (0, h)));
+        }
+        for (key, h) in by_load.iter_mut() {
+            *key = order_key(s.gpu_load(0, *h));
+        }
+        sort_nearly_sorted(by_load);
         partners.clear();
         partners.extend(
-            (0..s.gpus())
-                .filter(|&h| h != g && s.gpu_load(0, h) < limit)
-                .map(|h| (order_key(s.gpu_load(0, h)), h)),
+            by_load
+                .iter()
+                .filter(|&&(_, h)| h != g && s.gpu_load(0, h) < limit),
         );
-        partners.sort_unstable();
         // Counting transfers: +1 when the busiest GPU holds only its old experts (any swap
         // then adds one there), else -1 (its lowest possible share of a swap's transfers).
         let mut passing = std::mem::take(&mut self.scratch.passing);
-        let mut heaviest_first = std::mem::take(&mut self.scratch.heaviest_first);
         let g_term = self
             .options
             .origin
@@ -549,15 +590,9 @@ impl Candidates<'_> {
             // The partner's slots by share (kept sorted by the state): for each slot of `g`,
             // the swaps that pass the tests below are a run of them (see the loop), found
             // without testing every pair.
-            // Per partner slot, heaviest first: its share, the slot, and whether `g` holds its
-            // expert (read once per partner rather than once per slot of `g`).
-            heaviest_first.clear();
-            heaviest_first.extend(
-                s.slots_by_share(h)
-                    .iter()
-                    .rev()
-                    .map(|&(_, j)| (share[j], j, s.has(g, s.expert_of_slot[j]))),
-            );
+            // Heaviest first, each slot's share read back from its sort key (the same value
+            // as `share`'s).
+            let heaviest_first = s.slots_by_share(h).iter().rev();
             // Counting transfers, when no swap with this partner can win on the objective
             // (see `partner_cannot_win_counting`), the fewest transfers of a swap of slot `i`
             // decide: `cost(h, a) - cost(g, a)` for its replica `a` plus the least
@@ -598,7 +633,8 @@ impl Candidates<'_> {
                 // passes. The others are tested as before, then offered in slot order.
                 let si = share[i];
                 passing.clear();
-                for &(sj, j, on_g) in heaviest_first.iter() {
+                for &(key, j) in heaviest_first.clone() {
+                    let sj = key_value(key);
                     // Not lighter (`sj >= si`; shares are never NaN).
                     if sj >= si {
                         continue;
@@ -608,7 +644,7 @@ impl Candidates<'_> {
                     if new_h >= limit {
                         break;
                     }
-                    if d <= 0.0 || new_g >= limit || on_g {
+                    if d <= 0.0 || new_g >= limit || s.has(g, s.expert_of_slot[j]) {
                         continue;
                     }
                     passing.push(j);
@@ -630,7 +666,6 @@ impl Candidates<'_> {
         self.scratch.share = share;
         self.scratch.partners = partners;
         self.scratch.passing = passing;
-        self.scratch.heaviest_first = heaviest_first;
     }
 
     /// [`Candidates::partner_objective_too_high`], or else (no swap with partner `h` can
@@ -738,18 +773,24 @@ impl Candidates<'_> {
             doomed_start,
             doomed_by_gpu,
             visit,
+            min_next,
             ..
         } = scratch;
-        spare.clear();
-        spare.extend((0..s.expert_of_slot.len()).filter(|&j| s.count[s.expert_of_slot[j]] >= 2));
+        s.spare_slots_into(spare);
         let next_share = &s.share_more;
-        let min_next = next_share.iter().copied().fold(f64::INFINITY, f64::min);
+        // The smallest next share changes only with the replica counts (a replacement).
+        let min_next = *min_next
+            .get_or_insert_with(|| next_share.iter().copied().fold(f64::INFINITY, f64::min));
         // Per expert with a spare replica: the two largest loads its GPUs would have if it
         // lost a replica, each added up as `load_of_other_holder` adds it before the other
         // expert's relief (which can only lower it): when the larger one off the slot's GPU
         // is within the cap, no holder ends above it and the exact test below is not needed.
-        heavier_top.clear();
-        heavier_top.resize(s.experts, [(f64::NEG_INFINITY, usize::MAX); 2]);
+        // Only the entries of the spare slots' experts are read: only those are reset.
+        let none = [(f64::NEG_INFINITY, usize::MAX); 2];
+        heavier_top.resize(s.experts, none);
+        for &j in spare.iter() {
+            heavier_top[s.expert_of_slot[j]] = none;
+        }
         for &j in spare.iter() {
             let (x, y) = (s.expert_of_slot[j], s.gpu_of_slot[j]);
             let v = s.gpu_load(0, y) + (s.share_less[x] - s.share_now[x]) * s.inv_speed(y);
@@ -993,6 +1034,57 @@ fn replaced_slot_load(s: &SlotState, slot: usize, b: usize) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::Origin;
+    use crate::model::PlacementCluster;
+    use crate::state::{Move, SlotState};
+
+    /// [`Origin::least_partner_term`] and [`Origin::untouched`] read from bits give what a
+    /// scan of the slots gives, on states moved far from the origin (experts across several
+    /// words).
+    #[test]
+    fn partner_terms_from_bits_equal_the_slot_scans() {
+        let c = PlacementCluster::uniform(10, 7, 2).unwrap();
+        let experts = 150;
+        let w: Vec<f64> = (0..experts).map(|e| 1.0 + (e % 17) as f64).collect();
+        let map: Vec<usize> = (0..70).map(|slot| (slot * 37) % experts).collect();
+        let origin = Origin::new(&c.gpu_of_each_slot(), &map, c.gpus(), experts);
+        let mut s = SlotState::new(&c, &[&w], map);
+        let mut checked = 0;
+        for k in 0..3000_u64 {
+            let r = crate::optimal::mix(k);
+            #[allow(clippy::cast_possible_truncation)]
+            let (x, y) = ((r % 70) as usize, ((r >> 32) % 150) as usize);
+            let mv = if k % 2 == 0 {
+                Move::Swap(x, y % 70)
+            } else {
+                Move::Replace(x, y)
+            };
+            if s.is_valid(mv) {
+                s.apply(mv);
+            }
+            if k % 50 != 0 {
+                continue;
+            }
+            for g in 0..c.gpus() {
+                let untouched = c
+                    .slot_range(g)
+                    .all(|slot| origin.holds(g, s.expert_of_slot[slot]));
+                assert_eq!(origin.untouched(&s, g), untouched);
+                for h in 0..c.gpus() {
+                    let least = c
+                        .slot_range(h)
+                        .map(|j| {
+                            let b = s.expert_of_slot[j];
+                            i64::from(!origin.holds(g, b)) - i64::from(!origin.holds(h, b))
+                        })
+                        .min()
+                        .unwrap_or(1);
+                    assert_eq!(origin.least_partner_term(&s, g, h), least, "{g} {h}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1000);
+    }
 
     #[test]
     fn held_lists_each_gpus_old_experts_in_index_order() {

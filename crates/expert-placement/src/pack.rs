@@ -19,24 +19,31 @@ use crate::model::PlacementCluster;
 pub(crate) fn pack(w: &[f64], count: &[usize], cluster: &PlacementCluster) -> Option<Vec<usize>> {
     let gpus = cluster.gpus();
     let inv: Vec<f64> = cluster.speed_of_gpu().iter().map(|v| 1.0 / v).collect();
-    let share = |e: usize| w[e] / count[e] as f64;
-    let mut replicas: Vec<usize> = (0..count.len())
-        .flat_map(|e| std::iter::repeat_n(e, count[e]))
+    // One replica's share per expert, divided once (the sort compared them by dividing).
+    let shares: Vec<f64> = w.iter().zip(count).map(|(&we, &c)| we / c as f64).collect();
+    let share = |e: usize| shares[e];
+    // The experts with replicas, largest share first (by `total_cmp`, whose order the keys
+    // keep), equal shares by index; each expert's replicas are consecutive.
+    let mut order: Vec<(std::cmp::Reverse<u64>, usize)> = (0..count.len())
+        .filter(|&e| count[e] > 0)
+        .map(|e| (std::cmp::Reverse(crate::state::order_key(shares[e])), e))
         .collect();
-    // Equal shares tie on the expert index, so each expert's replicas are consecutive.
-    replicas.sort_by(|&a, &b| share(b).total_cmp(&share(a)).then(a.cmp(&b)));
+    order.sort_unstable();
+    let replicas = order
+        .iter()
+        .flat_map(|&(_, e)| std::iter::repeat_n(e, count[e]));
     let mut free: Vec<usize> = cluster.slots_of_gpu().to_vec();
     let mut load = vec![0.0; gpus];
-    let mut on: Vec<Vec<usize>> = vec![Vec::new(); gpus];
+    let mut on = Lists::new(cluster.slots_of_gpu());
     // GPUs holding each expert (at most its replica count).
-    let mut gpus_of: Vec<Vec<usize>> = vec![Vec::new(); count.len()];
+    let mut gpus_of = Lists::new(count);
     let mut heaps = FreeGpus::new(&inv, &free, &load);
     let mut current = None;
     for e in replicas {
         if current != Some(e) {
             // The previous expert is done: its GPUs may take the next one.
             if let Some(prev) = current {
-                heaps.restore(&gpus_of[prev], &free, &load);
+                heaps.restore(gpus_of.get(prev), &free, &load);
             }
             current = Some(e);
         }
@@ -48,17 +55,69 @@ pub(crate) fn pack(w: &[f64], count: &[usize], cluster: &PlacementCluster) -> Op
                 true,
             ),
         };
-        on[g].push(e);
-        gpus_of[e].push(g);
+        on.push(g, e);
+        gpus_of.push(e, g);
         free[g] -= 1;
         load[g] += p * inv[g];
         if ejected {
             // Three GPUs changed: rebuild, keeping out those that hold `e` now.
             heaps = FreeGpus::new(&inv, &free, &load);
-            heaps.remove_all(&gpus_of[e]);
+            heaps.remove_all(gpus_of.get(e));
         }
     }
-    Some(on.concat())
+    // With as many replicas as slots every list is full, and the buffer is the map.
+    if (0..gpus).all(|g| on.len[g] == cluster.slots_of_gpu()[g]) {
+        Some(on.items)
+    } else {
+        Some((0..gpus).flat_map(|g| on.get(g).to_vec()).collect())
+    }
+}
+
+/// Lists with a fixed room each, laid end to end in one buffer (one allocation instead of one
+/// per list): list `k` is `items[start[k]..start[k] + len[k]]`.
+struct Lists {
+    items: Vec<usize>,
+    start: Vec<usize>,
+    len: Vec<usize>,
+}
+
+impl Lists {
+    fn new(room: &[usize]) -> Self {
+        let mut start = Vec::with_capacity(room.len());
+        let mut total = 0;
+        for &r in room {
+            start.push(total);
+            total += r;
+        }
+        Self {
+            items: vec![0; total],
+            start,
+            len: vec![0; room.len()],
+        }
+    }
+
+    fn get(&self, k: usize) -> &[usize] {
+        &self.items[self.start[k]..self.start[k] + self.len[k]]
+    }
+
+    fn get_mut(&mut self, k: usize) -> &mut [usize] {
+        &mut self.items[self.start[k]..self.start[k] + self.len[k]]
+    }
+
+    /// Appends `x` to list `k` (which has room: each list gets at most its room).
+    fn push(&mut self, k: usize, x: usize) {
+        self.items[self.start[k] + self.len[k]] = x;
+        self.len[k] += 1;
+    }
+
+    /// `Vec::swap_remove` on list `k`.
+    fn swap_remove(&mut self, k: usize, pos: usize) -> usize {
+        let list = self.get_mut(k);
+        let last = list.len() - 1;
+        list.swap(pos, last);
+        self.len[k] -= 1;
+        self.items[self.start[k] + last]
+    }
 }
 
 /// A load as a heap key (loads are finite, so `total_cmp` is their order).
@@ -148,20 +207,20 @@ impl FreeGpus {
 /// move that leaves the two GPUs' larger load smallest.
 fn eject(
     e: usize,
-    on: &mut [Vec<usize>],
-    gpus_of: &mut [Vec<usize>],
+    on: &mut Lists,
+    gpus_of: &mut Lists,
     free: &mut [usize],
     load: &mut [f64],
     inv: &[f64],
     share: &impl Fn(usize) -> f64,
 ) -> Option<usize> {
-    let gpus = on.len();
+    let gpus = on.len.len();
     let p = share(e);
     let mut best: Option<(f64, usize, usize, usize)> = None;
     for h in (0..gpus).filter(|&h| free[h] > 0) {
-        for k in (0..gpus).filter(|&k| k != h && !on[k].contains(&e)) {
-            for (pos, &x) in on[k].iter().enumerate() {
-                if on[h].contains(&x) {
+        for k in (0..gpus).filter(|&k| k != h && !on.get(k).contains(&e)) {
+            for (pos, &x) in on.get(k).iter().enumerate() {
+                if on.get(h).contains(&x) {
                     continue;
                 }
                 let worst = (load[h] + share(x) * inv[h]).max(load[k] + (p - share(x)) * inv[k]);
@@ -172,10 +231,10 @@ fn eject(
         }
     }
     let (_, h, k, pos) = best?;
-    let x = on[k].swap_remove(pos);
-    on[h].push(x);
-    if let Some(at) = gpus_of[x].iter().position(|&g| g == k) {
-        gpus_of[x][at] = h;
+    let x = on.swap_remove(k, pos);
+    on.push(h, x);
+    if let Some(at) = gpus_of.get(x).iter().position(|&g| g == k) {
+        gpus_of.get_mut(x)[at] = h;
     }
     free[h] -= 1;
     free[k] += 1;

@@ -43,6 +43,10 @@ pub(crate) struct SlotState<'a> {
     list_room: Vec<usize>,
     member: Vec<u64>,
     words: usize,
+    /// Bit `j` (of word `j / 64`) set when slot `j`'s expert has another replica: the slots
+    /// the searches may replace, kept up to date by [`SlotState::apply`] (the searches listed
+    /// them from every slot at every step).
+    spare: Vec<u64>,
     pub(crate) load: Vec<f64>,
     /// Each GPU's slots by their replica's share of window 0 (as [`SlotState::share`] gives
     /// it), lightest first, in the GPU's slot range, with the sort key: kept up to date by
@@ -71,6 +75,7 @@ impl<'a> SlotState<'a> {
             inv_speed: cluster.speed_of_gpu().iter().map(|v| 1.0 / v).collect(),
             member: vec![0; cluster.gpus() * words],
             words,
+            spare: vec![0; map.len().div_ceil(64)],
             count: vec![0; experts],
             slot_list: Vec::new(),
             list: vec![(0, 0); experts],
@@ -89,6 +94,9 @@ impl<'a> SlotState<'a> {
             s.member[g * words + e / 64] |= 1 << (e % 64);
         }
         s.lay_out_lists();
+        for slot in 0..s.expert_of_slot.len() {
+            s.mark_spare(slot);
+        }
         for e in 0..experts {
             s.update_shares(e);
         }
@@ -181,6 +189,19 @@ impl<'a> SlotState<'a> {
         self.member[g * self.words + e / 64] & (1 << (e % 64)) != 0
     }
 
+    /// GPU `g`'s experts as bits (expert `e` is bit `e % 64` of word `e / 64`), or `None`
+    /// when the bits are laid out for another number of experts than `words` words hold.
+    #[inline]
+    pub(crate) fn member_words(&self, g: usize, words: usize) -> Option<&[u64]> {
+        (words == self.words).then(|| &self.member[g * words..(g + 1) * words])
+    }
+
+    /// GPU `g`'s experts as bits, as [`SlotState::member_words`] gives them.
+    #[inline]
+    pub(crate) fn member_of(&self, g: usize) -> &[u64] {
+        &self.member[g * self.words..(g + 1) * self.words]
+    }
+
     /// Load of expert `e` in window `k`.
     #[inline]
     pub(crate) fn weight(&self, k: usize, e: usize) -> f64 {
@@ -244,9 +265,31 @@ impl<'a> SlotState<'a> {
 
     /// The slots whose expert has at least two replicas, in slot order.
     pub(crate) fn spare_slots(&self) -> Vec<usize> {
-        (0..self.expert_of_slot.len())
-            .filter(|&j| self.count[self.expert_of_slot[j]] >= 2)
-            .collect()
+        let mut out = Vec::new();
+        self.spare_slots_into(&mut out);
+        out
+    }
+
+    /// [`SlotState::spare_slots`] into `out` (cleared first), read from the kept bits.
+    pub(crate) fn spare_slots_into(&self, out: &mut Vec<usize>) {
+        out.clear();
+        for (k, &word) in self.spare.iter().enumerate() {
+            let mut rest = word;
+            while rest != 0 {
+                out.push(k * 64 + rest.trailing_zeros() as usize);
+                rest &= rest - 1;
+            }
+        }
+    }
+
+    /// Sets slot `slot`'s bit of `spare` from its expert's replica count.
+    fn mark_spare(&mut self, slot: usize) {
+        let bit = 1 << (slot % 64);
+        if self.count[self.expert_of_slot[slot]] >= 2 {
+            self.spare[slot / 64] |= bit;
+        } else {
+            self.spare[slot / 64] &= !bit;
+        }
     }
 
     /// Load of GPU `x` (window 0) after `Replace(slot, b)` when `x` holds another replica of
@@ -419,7 +462,6 @@ impl<'a> SlotState<'a> {
 
     /// Applies `mv` (which must be valid) and recomputes the loads it changed exactly.
     pub(crate) fn apply(&mut self, mv: Move) {
-        let mut dirty = Vec::new();
         match mv {
             Move::Swap(i, j) => {
                 let (a, b) = (self.expert_of_slot[i], self.expert_of_slot[j]);
@@ -427,12 +469,13 @@ impl<'a> SlotState<'a> {
                 self.set_slot(j, a);
                 self.relink(a, i, j);
                 self.relink(b, j, i);
-                dirty.extend([self.gpu_of_slot[i], self.gpu_of_slot[j]]);
+                self.mark_spare(i);
+                self.mark_spare(j);
+                self.refresh(self.gpu_of_slot[i]);
+                self.refresh(self.gpu_of_slot[j]);
             }
             Move::Replace(i, b) => {
                 let a = self.expert_of_slot[i];
-                dirty.extend(self.slots_of(a).iter().map(|&s| self.gpu_of_slot[s]));
-                dirty.extend(self.slots_of(b).iter().map(|&s| self.gpu_of_slot[s]));
                 self.set_slot(i, b);
                 self.remove_slot(a, i);
                 self.push_slot(b, i);
@@ -440,10 +483,18 @@ impl<'a> SlotState<'a> {
                 self.count[b] += 1;
                 self.update_shares(a);
                 self.update_shares(b);
+                // The GPUs of both experts' replicas, slot `i`'s now among `b`'s (each GPU's
+                // loads and order are recomputed from its slots, so the order does not matter).
+                // Their slots' spare bits change with the counts.
+                for e in [a, b] {
+                    let (start, end) = self.list[e];
+                    for k in start..end {
+                        let slot = self.slot_list[k];
+                        self.mark_spare(slot);
+                        self.refresh(self.gpu_of_slot[slot]);
+                    }
+                }
             }
-        }
-        for g in dirty {
-            self.refresh(g);
         }
     }
 
@@ -487,7 +538,7 @@ impl<'a> SlotState<'a> {
             let e = self.expert_of_slot[slot];
             self.by_share[t].0 = order_key(self.share_now[e]);
         }
-        self.by_share[range].sort_unstable();
+        sort_nearly_sorted(&mut self.by_share[range]);
         let gpus = self.gpus();
         // Window 0 reads the cached shares (the same values, without a division per slot).
         let raw: f64 = self
@@ -518,6 +569,28 @@ impl<'a> SlotState<'a> {
 /// A key whose integer order is `f64::total_cmp`'s order of `x` (sorting plain integer pairs
 /// is several times cheaper than sorting with a comparison closure).
 #[inline]
+/// Sorts `v` (distinct pairs, so any sort gives the same order): by insertion when it is short,
+/// which costs little when few entries are out of place (a move changes one or two shares of
+/// a GPU, or a few loads), else with `sort_unstable`.
+pub(crate) fn sort_nearly_sorted(v: &mut [(u64, usize)]) {
+    if v.len() > NEARLY_SORTED_MAX {
+        v.sort_unstable();
+        return;
+    }
+    for k in 1..v.len() {
+        let x = v[k];
+        let mut at = k;
+        while at > 0 && v[at - 1] > x {
+            v[at] = v[at - 1];
+            at -= 1;
+        }
+        v[at] = x;
+    }
+}
+
+/// Lengths up to which [`sort_nearly_sorted`] sorts by insertion.
+const NEARLY_SORTED_MAX: usize = 64;
+
 pub(crate) fn order_key(x: f64) -> u64 {
     let bits = x.to_bits();
     if bits >> 63 == 1 {
@@ -525,6 +598,17 @@ pub(crate) fn order_key(x: f64) -> u64 {
     } else {
         bits | 1 << 63
     }
+}
+
+/// The `f64` whose [`order_key`] is `key`, bit for bit: a search reads a slot's share back
+/// from [`SlotState::slots_by_share`] instead of looking it up.
+#[inline]
+pub(crate) fn key_value(key: u64) -> f64 {
+    f64::from_bits(if key >> 63 == 1 {
+        key & !(1 << 63)
+    } else {
+        !key
+    })
 }
 
 #[cfg(test)]
@@ -544,6 +628,59 @@ mod tests {
             assert_eq!(s.slots_by_share(g), fresh.slots_by_share(g));
             let keys: Vec<u64> = s.slots_by_share(g).iter().map(|k| k.0).collect();
             assert!(keys.windows(2).all(|p| p[0] <= p[1]));
+            for &(key, slot) in s.slots_by_share(g) {
+                let share = s.share_now[s.expert_of_slot[slot]];
+                assert_eq!(key_value(key).to_bits(), share.to_bits());
+            }
+        }
+        // The kept spare bits list exactly the slots whose expert has another replica.
+        let spare: Vec<usize> = (0..s.expert_of_slot.len())
+            .filter(|&j| s.count[s.expert_of_slot[j]] >= 2)
+            .collect();
+        assert_eq!(s.spare_slots(), spare);
+        assert_eq!(s.spare, fresh.spare);
+    }
+
+    #[test]
+    fn key_values_read_back_every_f64_bit_for_bit() {
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f64::MIN_POSITIVE,
+            5e-324,
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            31541.666666666668,
+        ] {
+            assert_eq!(key_value(order_key(x)).to_bits(), x.to_bits(), "{x}");
+        }
+    }
+
+    #[test]
+    fn nearly_sorted_lists_sort_as_sort_unstable_does() {
+        for n in [0, 1, 2, 9, 33, 64, 65, 200] {
+            for seed in 0..20_u64 {
+                let mut v: Vec<(u64, usize)> = (0..n)
+                    .map(|k| (crate::optimal::mix(seed * 1000 + k as u64) % 50, k))
+                    .collect();
+                let mut expected = v.clone();
+                expected.sort_unstable();
+                sort_nearly_sorted(&mut v);
+                assert_eq!(v, expected);
+                // Sorted already, then a few entries out of place.
+                if n > 3 {
+                    v[n / 2].0 += 7;
+                    v[1].0 = v[1].0.saturating_sub(9);
+                    let mut expected = v.clone();
+                    expected.sort_unstable();
+                    sort_nearly_sorted(&mut v);
+                    assert_eq!(v, expected);
+                }
+            }
         }
     }
 
