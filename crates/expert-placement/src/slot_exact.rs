@@ -28,8 +28,10 @@ use crate::options::Deadline;
 use crate::tolerance::REL_EPS;
 
 /// Most count vectors (at the plan's value) for which [`crate::optimal`] runs the search:
-/// beyond, listing them would spend the step budget on vectors instead of packings.
-pub(crate) const SLOT_EXACT_MAX_VECTORS: u64 = 10_000;
+/// beyond, listing them would spend the step budget on vectors instead of packings (on the
+/// seeded campaign, 100,000 settles one plan and lowers two more than 10,000 did; the next
+/// instances have millions).
+pub(crate) const SLOT_EXACT_MAX_VECTORS: u64 = 100_000;
 
 /// Fewest and most slots per GPU the search handles (two slots have their own exact search,
 /// [`crate::pair_exact`]; with more than eight the completions of a GPU are too many).
