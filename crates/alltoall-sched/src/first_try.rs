@@ -494,9 +494,12 @@ impl<'a> Board<'a> {
         let mut now = 0;
         loop {
             let step_begin = starts.len();
+            // Whether a freed port found no partner (it may still be taken by a later one).
+            let mut unmatched = false;
             for &port in &freed {
                 let (side, me) = if port < n { (0, port) } else { (1, port - n) };
                 let Some(other) = self.partner::<RESERVE>(side, me, now) else {
+                    unmatched = true;
                     continue;
                 };
                 let (s, r) = if side == 0 { (me, other) } else { (other, me) };
@@ -525,31 +528,27 @@ impl<'a> Board<'a> {
                 });
                 events.push(Reverse(E::pack(end, s)));
             }
-            // A freed port without slack left idle would fall behind: free a partner for it;
-            // so would an idle port whose slack ran out now.
-            for k in 0..freed.len() + woken.len() {
-                let (port, was_idle) = match freed.get(k) {
-                    Some(&p) => (p, false),
-                    None => (woken[k - freed.len()], true),
+            // A freed port left idle with more work than time ends late (the pass falls
+            // behind); one without slack is rescued (it would fall behind at its next start);
+            // one with little slack is woken when its slack runs out.
+            for &port in freed.iter().filter(|_| unmatched) {
+                let p = if port < n {
+                    self.ports[0][port]
+                } else {
+                    self.ports[1][port - n]
                 };
-                let (side, me) = if port < n { (0, port) } else { (1, port - n) };
-                let p = self.ports[side][me];
-                if p.busy || p.count == 0 || p.left != deadline - now || self.interrupted.len() >= n
-                {
+                if p.busy || p.count == 0 {
                     continue;
                 }
-                if was_idle && let Some(other) = self.partner::<RESERVE>(side, me, now) {
-                    let (s, r) = if side == 0 { (me, other) } else { (other, me) };
-                    let d = self.dur(s, r);
-                    if !self.begin::<RESERVE, E>(s, r, d, now, deadline, &mut events, &mut starts) {
-                        starts.truncate(step_begin);
-                        return self.cut(starts, now);
-                    }
-                    continue;
+                let room = deadline - now;
+                if p.left > room {
+                    starts.truncate(step_begin);
+                    return self.cut(starts, now);
                 }
-                if !self.rescue::<RESERVE, E>(
-                    side,
-                    me,
+                if p.left < room {
+                    self.watch(port, p, now, deadline);
+                } else if !self.rescue_at::<RESERVE, E>(
+                    port,
                     now,
                     deadline,
                     &mut events,
@@ -560,25 +559,37 @@ impl<'a> Board<'a> {
                     return self.cut(starts, now);
                 }
             }
+            // So is an idle port whose slack ran out now.
+            for &port in &woken {
+                let (side, me) = if port < n { (0, port) } else { (1, port - n) };
+                let p = self.ports[side][me];
+                if p.busy || p.count == 0 || p.left != deadline - now {
+                    continue;
+                }
+                let started = match self.partner::<RESERVE>(side, me, now) {
+                    Some(other) => {
+                        let (s, r) = if side == 0 { (me, other) } else { (other, me) };
+                        let d = self.dur(s, r);
+                        self.begin::<RESERVE, E>(s, r, d, now, deadline, &mut events, &mut starts)
+                    }
+                    None => self.rescue_at::<RESERVE, E>(
+                        port,
+                        now,
+                        deadline,
+                        &mut events,
+                        &mut stale,
+                        &mut starts,
+                    ),
+                };
+                if !started {
+                    starts.truncate(step_begin);
+                    return self.cut(starts, now);
+                }
+            }
             // The timetable's order within one tick: by sender, then receiver.
             let step = &mut starts[step_begin..];
             if step.len() > 1 {
                 step.sort_unstable();
-            }
-            // A port left idle with work to do ends at least that work after now.
-            if freed.iter().any(|&p| {
-                let port = if p < n {
-                    self.ports[0][p]
-                } else {
-                    self.ports[1][p - n]
-                };
-                !port.busy && port.left > deadline - now
-            }) {
-                starts.truncate(step_begin);
-                return self.cut(starts, now);
-            }
-            for &p in &freed {
-                self.watch(p, now, deadline);
             }
             let Some(&Reverse(top)) = events.peek() else {
                 break;
@@ -621,19 +632,35 @@ impl<'a> Board<'a> {
         Outcome::Complete(starts, self.interrupted)
     }
 
-    /// Port id `port`, if idle with work left and some slack, is woken when its slack runs
-    /// out.
+    /// Idle port id `port` (state `p`, work left below the time left) is woken when
+    /// its slack runs out, if that is within about one of its transfers (a port with more
+    /// slack than that is almost always taken by a partner before; not watching it keeps the
+    /// wake queue short).
     #[inline]
-    fn watch(&mut self, port: usize, now: u64, deadline: u64) {
-        let n = self.n;
-        let p = if port < n {
-            self.ports[0][port]
-        } else {
-            self.ports[1][port - n]
-        };
-        if !p.busy && p.count > 0 && p.left < deadline - now {
+    fn watch(&mut self, port: usize, p: Port, now: u64, deadline: u64) {
+        let slack = deadline - now - p.left;
+        if u128::from(slack) * u128::from(p.count) <= u128::from(p.left) {
             self.wakes.push(Reverse((deadline - p.left, port)));
         }
+    }
+
+    /// [`Board::rescue`] for port id `port`, unless `n` transfers were cut short already.
+    #[inline(never)]
+    fn rescue_at<const RESERVE: bool, E: Event>(
+        &mut self,
+        port: usize,
+        now: u64,
+        deadline: u64,
+        events: &mut BinaryHeap<Reverse<E>>,
+        stale: &mut Vec<E>,
+        starts: &mut Vec<Start>,
+    ) -> bool {
+        let n = self.n;
+        if self.interrupted.len() >= n {
+            return true;
+        }
+        let (side, me) = if port < n { (0, port) } else { (1, port - n) };
+        self.rescue::<RESERVE, E>(side, me, now, deadline, events, stale, starts)
     }
 
     /// The pass's outcome when a port falls behind at `now`.
@@ -777,7 +804,8 @@ impl<'a> Board<'a> {
             let d = self.dur(s, r);
             return self.begin::<RESERVE, E>(s, r, d, now, deadline, events, starts);
         }
-        self.watch(x_side * n + x, now, deadline);
+        let port = self.ports[x_side][x];
+        self.watch(x_side * n + x, port, now, deadline);
         true
     }
 
