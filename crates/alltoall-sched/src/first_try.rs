@@ -10,6 +10,13 @@
 //! instructions per pair at 64 GPUs against about 800 for the scheduler of `non_preemptive`
 //! (issue 24). What it reaches is checked against the bound tick by tick, so the priority
 //! only decides how often it ends on the bound, never whether the result is valid.
+//!
+//! A port without slack (its work left equals the time left) must never idle. When one finds
+//! every partner busy, it takes a busy partner anyway and that partner's running transfer is
+//! cut short there ([`Board::rescue`]): the pair's rest becomes pending again, so the pass
+//! stays contention-free and on the bound at the price of one more piece. Idle ports with
+//! little slack are woken when it runs out, for the same. This acts only where the pass would
+//! otherwise fall behind, so every pass that ended on the bound without it is unchanged.
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -54,6 +61,9 @@ pub(crate) struct Lengths<'a> {
     next: usize,
     /// The interrupted pairs (`src * n + dst`, sorted) and the ticks of each sent so far.
     split: Vec<(usize, u64)>,
+    /// Bitset of the senders of interrupted pairs: one bit test skips the search for nearly
+    /// every start (there are few interruptions).
+    senders: Vec<u64>,
 }
 
 impl<'a> Lengths<'a> {
@@ -66,12 +76,17 @@ impl<'a> Lengths<'a> {
             .collect();
         split.sort_unstable();
         split.dedup();
+        let mut senders = vec![0u64; n.div_ceil(WORD)];
+        for c in interrupted {
+            senders[c.src as usize / WORD] |= 1 << (c.src as usize % WORD);
+        }
         Self {
             n,
             q: &ticks.q,
             interrupted,
             next: 0,
             split,
+            senders,
         }
     }
 
@@ -79,8 +94,13 @@ impl<'a> Lengths<'a> {
     /// in timetable order.
     #[inline]
     pub(crate) fn of(&mut self, s: &Start) -> (u64, u64) {
-        let k = s.src as usize * self.n + s.dst as usize;
-        if self.split.is_empty() {
+        let (src, dst) = (s.src as usize, s.dst as usize);
+        let k = src * self.n + dst;
+        if self
+            .senders
+            .get(src / WORD)
+            .is_none_or(|&w| w >> (src % WORD) & 1 == 0)
+        {
             return (self.q[k], 0);
         }
         let Ok(at) = self.split.binary_search_by_key(&k, |&(pair, _)| pair) else {
@@ -105,9 +125,24 @@ fn pieces_of_starts(ticks: &Ticks, starts: &[Start], interrupted: &[Interrupted]
         return whole_pairs_to_timetable(ticks, starts);
     }
     let mut lengths = Lengths::new(ticks, interrupted);
-    Timetable {
-        n: ticks.n,
-        transfers: starts
+    let transfers = if let Some(bandwidth) = ticks.exact_bandwidth() {
+        // One tick per byte: `bytes_between` and `time_s` without testing the model per
+        // transfer, as in `whole_pairs_to_timetable`.
+        starts
+            .iter()
+            .map(|s| {
+                let (len, _) = lengths.of(s);
+                Transfer {
+                    src: s.src as usize,
+                    dst: s.dst as usize,
+                    bytes: len as f64,
+                    start_s: s.start as f64 / bandwidth,
+                    end_s: (s.start + len) as f64 / bandwidth,
+                }
+            })
+            .collect()
+    } else {
+        starts
             .iter()
             .map(|s| {
                 let (src, dst) = (s.src as usize, s.dst as usize);
@@ -120,7 +155,11 @@ fn pieces_of_starts(ticks: &Ticks, starts: &[Start], interrupted: &[Interrupted]
                     end_s: ticks.time_s(s.start + len),
                 }
             })
-            .collect(),
+            .collect()
+    };
+    Timetable {
+        n: ticks.n,
+        transfers,
     }
 }
 

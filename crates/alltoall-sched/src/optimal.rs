@@ -26,7 +26,10 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// exactly on it (in integer ticks), since one piece per non-zero pair is the minimum any
 /// schedule can have. When it falls behind in the
 /// first half of the bound it runs once more keeping each tight port's next partner free (so a
-/// port without slack never waits for a busy partner). When it still falls behind, its
+/// port without slack never waits for a busy partner). A port whose slack is used up and that
+/// finds every partner busy takes one anyway, cutting that partner's running transfer short
+/// (its rest is sent later: one more piece; issue 24, where this lets near-uniform traffic end
+/// on the bound with about one piece per pair). When it still falls behind, its
 /// transfers up to the latest tick from which the rest still fits before the bound are kept
 /// (those running then are cut there), and only the rest is decomposed, starting with the cut
 /// transfers so they continue as one piece (issue 24: the greedy's work is never thrown away).
