@@ -284,12 +284,13 @@ mod tests {
     fn an_interrupted_greedy_is_completed_on_the_bound() {
         let b = Bandwidth::uniform(1.0).unwrap();
         let (mut continued, mut with_rescues) = (0, 0);
-        for seed in 0..8 {
+        for seed in 0..16 {
             for d in [
                 uniform_traffic(6, 1000, seed).unwrap(),
                 uniform_traffic(12, 10, seed).unwrap(),
-                uniform_traffic(40, 10, seed).unwrap(),
                 zipf_traffic(6, 0.3, 500, 1, seed).unwrap(),
+                // Rescued, then cut (seeds 11, 12, 14 when written).
+                uniform_traffic(64, 100, seed).unwrap(),
             ] {
                 let ticks = Ticks::new(&d, &b).unwrap();
                 let Prefix::Cut {
@@ -324,8 +325,7 @@ mod tests {
         let mut rescued = 0;
         for seed in 0..10 {
             for d in [
-                uniform_traffic(6, 1000, seed).unwrap(),
-                uniform_traffic(24, 1000, seed).unwrap(),
+                uniform_traffic(64, 1000, seed).unwrap(),
                 uniform_traffic(64, 1 << 24, seed).unwrap(),
             ] {
                 let ticks = Ticks::new(&d, &b).unwrap();
