@@ -614,31 +614,18 @@ impl<'a> Board<'a> {
                 }
             }
             // So is an idle port whose slack ran out now.
-            for &port in &woken {
-                let (side, me) = if port < n { (0, port) } else { (1, port - n) };
-                let p = self.ports[side][me];
-                if p.busy || p.count == 0 || p.left != deadline - now {
-                    continue;
-                }
-                let started = match self.partner::<RESERVE>(side, me, now) {
-                    Some(other) => {
-                        let (s, r) = if side == 0 { (me, other) } else { (other, me) };
-                        let d = self.dur(s, r);
-                        self.begin::<RESERVE, E>(s, r, d, now, deadline, &mut events, &mut starts)
-                    }
-                    None => self.rescue_at::<RESERVE, E>(
-                        port,
-                        now,
-                        deadline,
-                        &mut events,
-                        &mut stale,
-                        &mut starts,
-                    ),
-                };
-                if !started {
-                    starts.truncate(step_begin);
-                    return self.cut(starts, now);
-                }
+            if !woken.is_empty()
+                && !self.wake_up::<RESERVE, E>(
+                    &woken,
+                    now,
+                    deadline,
+                    &mut events,
+                    &mut stale,
+                    &mut starts,
+                )
+            {
+                starts.truncate(step_begin);
+                return self.cut(starts, now);
             }
             // The timetable's order within one tick: by sender, then receiver.
             let step = &mut starts[step_begin..];
@@ -696,6 +683,40 @@ impl<'a> Board<'a> {
         if u128::from(slack) * u128::from(p.count) <= u128::from(p.left) {
             self.wakes.push(Reverse((deadline - p.left, port)));
         }
+    }
+
+    /// The idle ports of `woken` whose slack ran out at `now` take an idle partner, else are
+    /// rescued; `false` when a transfer started here falls behind. Out of line: rarely called.
+    #[inline(never)]
+    fn wake_up<const RESERVE: bool, E: Event>(
+        &mut self,
+        woken: &[usize],
+        now: u64,
+        deadline: u64,
+        events: &mut BinaryHeap<Reverse<E>>,
+        stale: &mut Vec<E>,
+        starts: &mut Vec<Start>,
+    ) -> bool {
+        let n = self.n;
+        for &port in woken {
+            let (side, me) = if port < n { (0, port) } else { (1, port - n) };
+            let p = self.ports[side][me];
+            if p.busy || p.count == 0 || p.left != deadline - now {
+                continue;
+            }
+            let started = match self.partner::<RESERVE>(side, me, now) {
+                Some(other) => {
+                    let (s, r) = if side == 0 { (me, other) } else { (other, me) };
+                    let d = self.dur(s, r);
+                    self.begin::<RESERVE, E>(s, r, d, now, deadline, events, starts)
+                }
+                None => self.rescue_at::<RESERVE, E>(port, now, deadline, events, stale, starts),
+            };
+            if !started {
+                return false;
+            }
+        }
+        true
     }
 
     /// [`Board::rescue`] for port id `port`, unless `n` transfers were cut short already.
