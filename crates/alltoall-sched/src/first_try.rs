@@ -886,7 +886,8 @@ impl<'a> Board<'a> {
 
     /// Starts the pair of sender rank `s` and receiver rank `r` (`dur` ticks) at `now`, as
     /// the main loop does; `false` when either port could then no longer finish by the
-    /// deadline (nothing is recorded).
+    /// deadline (nothing is recorded). (The main loop keeps its own copy: calling this there
+    /// cost 4 % more instructions at 64 GPUs.)
     #[allow(clippy::too_many_arguments)]
     fn begin<const RESERVE: bool, E: Event>(
         &mut self,
