@@ -59,7 +59,8 @@ use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 /// starts that is linear unless many start in one tick range, where it falls back to
 /// `O(P log P)`). The greedy costs
 /// `O(P log n + E * n / 64)` for `P` pairs and `E <= P` decision times (a
-/// freed port finds its partner with `n / 64` word operations at most), plus `O(n^2)` set-up
+/// freed port finds its partner with `n / 64` word operations at most), plus `O(n)` per port
+/// it rescues (at most `n` per pass), plus `O(n^2)` set-up
 /// (one pass over the matrix; nothing is copied). The
 /// decomposition of the rest takes `O(n^2)` phases at most (each exhausts an entry of the
 /// padded matrix). A phase with a short
