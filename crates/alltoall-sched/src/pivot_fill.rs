@@ -43,8 +43,7 @@ pub(crate) fn pivot_fill(ticks: &Ticks) -> Option<Timetable> {
     // (uniform traffic: 82–90 %), and the fill gives up there, at 2048 GPUs only after a
     // tenth of a second of cache misses; the Zipf and DeepSeek-like inputs it fills are at
     // 2–55 %.
-    let total: u128 = ticks.rows.iter().map(|&r| u128::from(r)).sum();
-    if total * 100 >= u128::from(ticks.line_ticks) * (n as u128) * u128::from(BUSY_PERCENT) {
+    if ticks.mean_load_at_least(BUSY_PERCENT) {
         return None;
     }
     let (row_max, row_at) = max_at(&ticks.rows);
@@ -74,8 +73,9 @@ struct Starts {
 /// example) as they were.
 const MIN_GPUS: usize = 32;
 
-/// Average port load, in per cent of the bound, from which the fill is not tried.
-const BUSY_PERCENT: u64 = 75;
+/// Average port load, in per cent of the bound, from which the fill is not tried (and from
+/// which the greedy of [`crate::first_try`] rescues ports without slack instead).
+pub(crate) const BUSY_PERCENT: u64 = 75;
 
 /// The largest value and its first index.
 fn max_at(sums: &[u64]) -> (u64, usize) {

@@ -169,6 +169,13 @@ impl<'m> Ticks<'m> {
         Ok(())
     }
 
+    /// Whether ports are busy for at least `percent` % of the bound on average (all pairs'
+    /// ticks against `n` times the bound).
+    pub(crate) fn mean_load_at_least(&self, percent: u64) -> bool {
+        let total: u128 = self.rows.iter().map(|&r| u128::from(r)).sum();
+        total * 100 >= u128::from(self.line_ticks) * (self.n as u128) * u128::from(percent)
+    }
+
     /// The bandwidth when one tick is one byte (then `time_s(t) == t as f64 / bandwidth` and a
     /// pair's bytes are its ticks), so a caller converting many ticks can test `exact` once.
     pub(crate) fn exact_bandwidth(&self) -> Option<f64> {
