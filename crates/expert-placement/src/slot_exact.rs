@@ -11,7 +11,7 @@
 //! every set of `S - 1` replicas of other experts that keeps it within `T`, heaviest first.
 //! GPUs are interchangeable, so a packing state is just the replicas each expert has left;
 //! states that failed are remembered. Pruned: the load left above `T` times the GPUs left, an
-//! expert with more replicas left than GPUs.
+//! expert with more replicas left than GPUs, pigeonholes over the heaviest replicas left.
 //!
 //! A target at which no count vector packs is a lower bound on every placement (nothing was
 //! relaxed); a packed vector is a placement within it. [`minimize`] bisects `T` between the
@@ -488,6 +488,9 @@ impl Packing {
             .iter()
             .rposition(|&c| c > 0)
             .map_or(0.0, |p| self.load[p]);
+        if self.crowded(gpus, lightest) {
+            return false;
+        }
         self.take(first);
         self.path.push(first);
         let done = self.complete(
@@ -508,6 +511,40 @@ impl Packing {
             self.failed.insert(self.hash, &self.left);
         }
         false
+    }
+
+    /// Whether pigeonholes prove that `gpus` GPUs cannot take the replicas left within the
+    /// limit: for `k` in `1..S`, some GPU holds `k + 1` of the `k·gpus + 1` heaviest replicas, so
+    /// its load is at least the `k + 1` lightest of those plus `S - k - 1` of the lightest
+    /// replica left. `O(E)` time.
+    fn crowded(&self, gpus: usize, lightest: f64) -> bool {
+        let slots = self.slots;
+        // sums[k]: the replicas of ranks `k·gpus - k + 1 ..= k·gpus + 1` (1-based, heaviest
+        // first) added up.
+        let mut sums = [0.0f64; MAX_SLOTS];
+        let last = (slots - 1) * gpus + 1;
+        let mut seen = 0usize;
+        for (p, &c) in self.left.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            let (from, to) = (seen + 1, seen + usize::from(c));
+            seen = to;
+            for (k, sum) in sums.iter_mut().enumerate().take(slots).skip(1) {
+                let lo = (k * gpus + 1).saturating_sub(k).max(from);
+                let hi = (k * gpus + 1).min(to);
+                if lo <= hi {
+                    *sum += self.load[p] * (hi - lo + 1) as f64;
+                }
+            }
+            if seen >= last {
+                break;
+            }
+        }
+        if seen < last {
+            return false;
+        }
+        (1..slots).any(|k| sums[k] + lightest * (slots - k - 1) as f64 > self.limit)
     }
 
     /// Adds `need` more replicas of distinct positions from `from` on to the open GPU, whose
