@@ -321,7 +321,7 @@ pub(crate) fn solve_bounded(
         && good_enough <= 0.0
         && cluster.gpus() <= crate::pair_exact::PAIR_EXACT_MAX_GPUS
     {
-        solved = pair_exact_solve(w, cluster, budget, solved);
+        solved = pair_exact_solve(w, cluster, budget, &call_end, solved);
         // Where the one-expert-per-GPU rule binds, the relaxation cannot prove the plan: the
         // general branch and bound below still can on small instances.
         if solved.proven || !small {
@@ -377,10 +377,10 @@ fn pair_exact_solve(
     w: &[f64],
     cluster: &PlacementCluster,
     budget: &Budget,
+    deadline: &Deadline,
     mut solved: Solved,
 ) -> Solved {
     let mut steps = budget.steps;
-    let deadline = budget.deadline();
     // The first lower plans the exact search finds are new starts for the count search (a
     // local search whose result depends on where it starts), each at its own fixed work
     // budget (about 0.1 s at most on these shapes, hence at most POLISH_RUNS of them).
@@ -390,7 +390,7 @@ fn pair_exact_solve(
         if runs > POLISH_RUNS {
             return None;
         }
-        count_search(w, cluster, &[counts.to_vec()], &deadline)
+        count_search(w, cluster, &[counts.to_vec()], deadline)
     };
     let found = crate::pair_exact::minimize(
         w,
@@ -400,7 +400,7 @@ fn pair_exact_solve(
         &crate::plan::counts(&solved.map, w.len()),
         &mut polish,
         &mut steps,
-        &deadline,
+        deadline,
     );
     if let Some((map, _)) = found.map {
         let value = max_load(w, cluster, &map);
