@@ -46,6 +46,7 @@
 struct ReadmeDoctests;
 
 mod baselines;
+mod bisection;
 mod error;
 mod workloads;
 

@@ -378,7 +378,7 @@ fn pair_exact_solve(
     cluster: &PlacementCluster,
     budget: &Budget,
     deadline: &Deadline,
-    mut solved: Solved,
+    solved: Solved,
 ) -> Solved {
     let mut steps = budget.steps;
     // The first lower plans the exact search finds are new starts for the count search (a
@@ -402,18 +402,7 @@ fn pair_exact_solve(
         &mut steps,
         deadline,
     );
-    if let Some((map, _)) = found.map {
-        let value = max_load(w, cluster, &map);
-        if value < solved.value * (1.0 - crate::local_search::REL_EPS) {
-            solved.value = value;
-            solved.map = map;
-        }
-    }
-    // The relaxation's infeasible targets bound every placement from below.
-    solved.lower_bound = solved.lower_bound.max(found.lower_bound.min(solved.value));
-    let proved = solved.value <= found.lower_bound * (1.0 + crate::pair_exact::PROOF_GAP);
-    conclude(&mut solved, proved);
-    solved
+    adopt(w, cluster, solved, found)
 }
 
 /// [`crate::slot_exact::minimize`] from the heuristic's plan `solved` (GPUs of `slots` slots):
@@ -425,7 +414,7 @@ fn slot_exact_solve(
     slots: usize,
     budget: &Budget,
     deadline: &Deadline,
-    mut solved: Solved,
+    solved: Solved,
 ) -> Solved {
     let mut steps = budget.steps;
     let found = crate::slot_exact::minimize(
@@ -438,6 +427,18 @@ fn slot_exact_solve(
         &mut steps,
         deadline,
     );
+    adopt(w, cluster, solved, found)
+}
+
+/// `solved` after an exact count search: a lower placement it found replaces the plan, the
+/// targets it proved infeasible raise the certified bound (its relaxation, if any, only drops
+/// a rule), and a plan within [`crate::bisection::PROOF_GAP`] of that bound is proved optimal.
+fn adopt(
+    w: &[f64],
+    cluster: &PlacementCluster,
+    mut solved: Solved,
+    found: crate::bisection::Minimized,
+) -> Solved {
     if let Some((map, _)) = found.map {
         let value = max_load(w, cluster, &map);
         if value < solved.value * (1.0 - crate::local_search::REL_EPS) {
@@ -446,7 +447,7 @@ fn slot_exact_solve(
         }
     }
     solved.lower_bound = solved.lower_bound.max(found.lower_bound.min(solved.value));
-    let proved = solved.value <= found.lower_bound * (1.0 + crate::slot_exact::PROOF_GAP);
+    let proved = solved.value <= found.lower_bound * (1.0 + crate::bisection::PROOF_GAP);
     conclude(&mut solved, proved);
     solved
 }

@@ -37,6 +37,7 @@
 
 use std::collections::HashMap;
 
+use crate::bisection::{Minimized, Probe};
 use crate::options::Deadline;
 use crate::tolerance::REL_EPS;
 
@@ -54,13 +55,6 @@ const TOL: f64 = 1e-12;
 /// Bytes of remembered failed states one feasibility test may hold (keys and entries), so that
 /// the memory is fixed whatever the budget.
 const MEMO_BYTES: usize = 32 << 20;
-
-/// A midpoint test of [`minimize`] may spend at most `1 / MIDPOINT_SHARE` of the steps left.
-const MIDPOINT_SHARE: u64 = 4;
-
-/// Relative width below which the bisection stops: a plan within it of the largest target
-/// proved infeasible is optimal (up to this tolerance, far below any load's precision).
-pub(crate) const PROOF_GAP: f64 = 1e-9;
 
 /// One choice of an expert: `count` replicas, big (demand) or small (supply), acting on the
 /// constraints from `start` on.
@@ -85,17 +79,6 @@ pub(crate) enum Feasibility {
     Unrealized,
     /// The step budget or the deadline ended the search first.
     Stopped,
-}
-
-/// What [`minimize`] established.
-#[derive(Debug, Clone)]
-pub(crate) struct Minimized {
-    /// The best placement found below the starting value (slot-ordered, no two replicas of an
-    /// expert on a GPU), and its busiest GPU.
-    pub(crate) map: Option<(Vec<usize>, f64)>,
-    /// A certified lower bound on the least busiest GPU of any placement (at least the bound
-    /// passed in).
-    pub(crate) lower_bound: f64,
 }
 
 /// `x` as a signed count (every count here is at most the slot count, far below `i64::MAX`).
@@ -180,19 +163,11 @@ pub(crate) fn realize(w: &[f64], counts: &[usize], gpus: usize, t: f64) -> Optio
     (map.len() == total).then_some(map)
 }
 
-/// Bisection on the target between `lower` (certified) and `value` (a plan's busiest GPU),
-/// spending at most `steps` steps in all (a node costs one, plus one per [`WORK_PER_STEP`]
-/// elements it touches).
-///
-/// Tests alternate between a probe just below the best value found (which proves it, or finds
-/// a lower one; tried first) and a midpoint (cheap far from the optimum). Each test tries first
-/// the counts nearest those of the best placement so far (`counts` at the start). The first
-/// probe and each midpoint test may spend at most a quarter of the steps left
-/// ([`MIDPOINT_SHARE`]): near the optimum a midpoint just below it is the hardest test of all
-/// (an infeasibility proof over nearly feasible count vectors), and letting it take the whole
-/// budget left the plan where the heuristic put it (campaign case 108: 1.4% above the optimum
-/// with the default budget, every step spent on one midpoint 0.04% below the optimum). A
-/// midpoint that stops proves nothing, so later midpoints are taken above it.
+/// [`crate::bisection::minimize`] with the 2-slot test: between `lower` (certified) and
+/// `value` (a plan's busiest GPU), spending at most `steps` steps in all (a node costs one, plus
+/// one per [`WORK_PER_STEP`] elements it touches). A test that finds a lower placement hands
+/// its counts to `polish`, a local search from them (it reached 104.2 from counts of 104.93 on
+/// case 108, whose optimum is 103.8), and reports the better of the two.
 ///
 /// `O(steps * (C + E))` time for `C` constraints; memory `O(E * C)` plus at most
 /// [`MEMO_BYTES`] per test.
@@ -208,83 +183,30 @@ pub(crate) fn minimize(
     steps: &mut u64,
     deadline: &Deadline,
 ) -> Minimized {
-    // `lo`: the largest target proved infeasible; `hi`: the least placement's busiest GPU;
-    // `open`: the largest target whose test stopped (at least `lo`): midpoints lie above it.
-    let mut lo = lower;
-    let mut hi = value;
-    let mut open = lower;
-    let mut best: Option<(Vec<usize>, f64)> = None;
-    // The counts of the best placement so far: each test tries the counts nearest them first.
-    let mut near = counts.to_vec();
-    // The first probe just below the plan is cheap (its counts are tried first) and often
-    // finds a lower plan at once.
-    let mut probe_high = true;
-    for round in 0..200 {
-        if hi <= lo * (1.0 + PROOF_GAP) || *steps == 0 || deadline.passed() {
-            break;
-        }
-        let high = probe_high || hi <= open * (1.0 + PROOF_GAP);
-        // The first probe is a share too: where the plan is already optimal it cannot finish,
-        // and the midpoints after it may still raise the bound.
-        let first = round == 0;
-        let (t, share) = if high && !first {
-            (hi * (1.0 - PROOF_GAP / 2.0), *steps)
-        } else if high {
-            (hi * (1.0 - PROOF_GAP / 2.0), steps.div_ceil(MIDPOINT_SHARE))
-        } else {
-            (f64::midpoint(open, hi), steps.div_ceil(MIDPOINT_SHARE))
-        };
-        let mut allowed = share;
-        let answer = feasible(w, gpus, t, &near, &mut allowed, deadline);
-        *steps -= share - allowed;
-        match answer {
-            Feasibility::Infeasible => {
-                lo = lo.max(t);
-                open = open.max(lo);
-            }
+    let mut test = |t: f64, hi: f64, near: &[usize], allowed: &mut u64| -> Probe {
+        match feasible(w, gpus, t, near, allowed, deadline) {
+            Feasibility::Infeasible => Probe::Infeasible,
+            Feasibility::Unrealized | Feasibility::Stopped => Probe::Unsettled,
             Feasibility::Feasible(counts, map) => {
                 let v = pair_max(w, &counts, &map);
-                if v >= hi * (1.0 - REL_EPS) {
-                    // Only rounding can put a placement within `t < hi` at `hi`: stop there.
-                    break;
-                }
-                hi = v;
-                near = counts;
-                best = Some((map, v));
-                // A local search from the new counts often goes further at once (it reached
-                // 104.2 from counts of 104.93 on case 108, whose optimum is 103.8).
-                if let Some(better) = polish(&near) {
+                if v < hi * (1.0 - REL_EPS)
+                    && let Some(better) = polish(&counts)
+                {
                     let value = sorted_pairing(w, &better);
-                    if value < hi * (1.0 - REL_EPS)
-                        && let Some(map) = realize(w, &better, gpus, value)
+                    if value < v * (1.0 - REL_EPS)
+                        && let Some(polished) = realize(w, &better, gpus, value)
                     {
-                        let v = pair_max(w, &better, &map);
-                        if v < hi * (1.0 - REL_EPS) {
-                            hi = v;
-                            near = better;
-                            best = Some((map, v));
+                        let pv = pair_max(w, &better, &polished);
+                        if pv < v * (1.0 - REL_EPS) {
+                            return Probe::Found(polished, better, pv);
                         }
                     }
                 }
-            }
-            // Nothing proved at `t` (the budget stopped the test, or a count vector met the
-            // relaxation but could not be placed): a later probe just below the best has no
-            // target left above it; a midpoint moves the next ones up.
-            Feasibility::Unrealized | Feasibility::Stopped => {
-                if high && !first {
-                    break;
-                }
-                if !high {
-                    open = t;
-                }
+                Probe::Found(map, counts, v)
             }
         }
-        probe_high = !probe_high;
-    }
-    Minimized {
-        map: best.filter(|b| b.1 < value),
-        lower_bound: lo,
-    }
+    };
+    crate::bisection::minimize(lower, value, counts, steps, deadline, &mut test)
 }
 
 /// The busiest GPU of a slot-ordered 2-slot map under the even split of `counts`.
@@ -728,6 +650,7 @@ impl<'a> Search<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bisection::PROOF_GAP;
 
     /// Every count vector (sum `2G`, each in `1..=G`) by recursion.
     fn all_counts(experts: usize, gpus: usize) -> Vec<Vec<usize>> {

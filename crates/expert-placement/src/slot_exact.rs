@@ -15,7 +15,8 @@
 //!
 //! A target at which no count vector packs is a lower bound on every placement (nothing was
 //! relaxed); a packed vector is a placement within it. [`minimize`] bisects `T` between the
-//! certified bound and the plan's value, as [`crate::pair_exact::minimize`] does for two slots.
+//! certified bound and the plan's value on the schedule of [`crate::bisection`], as the 2-slot
+//! search does.
 //! Written from the problem statement; on the seeded campaign it proves the optimum of plans
 //! that the branch and bound, `HiGHS` and CP-SAT could not settle (`docs/reproduction.md`), and a
 //! brute force over every placement checks it on small instances (the tests below).
@@ -23,9 +24,9 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::bisection::{Minimized, Probe};
 use crate::model::PlacementCluster;
 use crate::options::Deadline;
-use crate::tolerance::REL_EPS;
 
 /// Most count vectors (at the plan's value) for which [`crate::optimal`] runs the search:
 /// beyond, listing them would spend the step budget on vectors instead of packings (on the
@@ -62,13 +63,6 @@ const FIRST_PACK_LIMIT: u64 = 4096;
 /// once per step.
 const NODES_PER_STEP: u64 = 32;
 
-/// The first probe and each midpoint test of [`minimize`] may spend at most `1 / MIDPOINT_SHARE`
-/// of the steps left (the reason is [`crate::pair_exact::minimize`]'s).
-const MIDPOINT_SHARE: u64 = 4;
-
-/// Relative width below which the bisection stops (the 2-slot search's).
-pub(crate) const PROOF_GAP: f64 = crate::pair_exact::PROOF_GAP;
-
 /// The answer of one feasibility test.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Test {
@@ -79,15 +73,6 @@ pub(crate) enum Test {
     Infeasible,
     /// The step budget or the deadline ended the test first.
     Stopped,
-}
-
-/// What [`minimize`] established.
-#[derive(Debug, Clone)]
-pub(crate) struct Minimized {
-    /// The best placement found below the starting value, and its busiest GPU.
-    pub(crate) map: Option<(Vec<usize>, f64)>,
-    /// A certified lower bound on every placement's busiest GPU (at least the one passed in).
-    pub(crate) lower_bound: f64,
 }
 
 /// The slots per GPU when the search applies to `cluster` and `w` at the plan value `value`:
@@ -635,11 +620,8 @@ impl Hasher for Identity {
     }
 }
 
-/// Bisection on the target between `lower` (certified) and `value` (a plan's busiest GPU),
-/// spending at most `steps` steps in all, each test trying first the counts of the best
-/// placement so far (`counts` at the start); the schedule of tests is
-/// [`crate::pair_exact::minimize`]'s (a probe just below the best, then midpoints, each of
-/// those at most a quarter of the steps left).
+/// [`crate::bisection::minimize`] with the count-listing test: between `lower` (certified) and
+/// `value` (a plan's busiest GPU), spending at most `steps` steps in all.
 ///
 /// `O(steps * E)` time; memory `O(E * G)` plus at most [`MEMO_BYTES`] per test.
 // The search's inputs, its hint and its two limits: a struct would only rename them.
@@ -654,57 +636,18 @@ pub(crate) fn minimize(
     steps: &mut u64,
     deadline: &Deadline,
 ) -> Minimized {
-    let mut lo = lower;
-    let mut hi = value;
-    let mut open = lower;
-    let mut best: Option<(Vec<usize>, f64)> = None;
-    let mut near = counts.to_vec();
-    let mut probe_high = true;
-    for round in 0..200 {
-        if hi <= lo * (1.0 + PROOF_GAP) || *steps == 0 || deadline.passed() {
-            break;
-        }
-        let high = probe_high || hi <= open * (1.0 + PROOF_GAP);
-        let first = round == 0;
-        let (t, share) = if high && !first {
-            (hi * (1.0 - PROOF_GAP / 2.0), *steps)
-        } else if high {
-            (hi * (1.0 - PROOF_GAP / 2.0), steps.div_ceil(MIDPOINT_SHARE))
-        } else {
-            (f64::midpoint(open, hi), steps.div_ceil(MIDPOINT_SHARE))
-        };
-        let mut allowed = share;
-        let answer = feasible(w, gpus, slots, t, &near, &mut allowed, deadline);
-        *steps -= share - allowed;
-        match answer {
-            Test::Infeasible => {
-                lo = lo.max(t);
-                open = open.max(lo);
-            }
+    let mut test = |t: f64, _hi: f64, near: &[usize], allowed: &mut u64| -> Probe {
+        match feasible(w, gpus, slots, t, near, allowed, deadline) {
+            Test::Infeasible => Probe::Infeasible,
+            Test::Stopped => Probe::Unsettled,
             Test::Feasible(map) => {
                 let v = busiest(w, slots, &map);
-                if v >= hi * (1.0 - REL_EPS) {
-                    break;
-                }
-                hi = v;
-                near = crate::plan::counts(&map, w.len());
-                best = Some((map, v));
-            }
-            Test::Stopped => {
-                if high && !first {
-                    break;
-                }
-                if !high {
-                    open = t;
-                }
+                let counts = crate::plan::counts(&map, w.len());
+                Probe::Found(map, counts, v)
             }
         }
-        probe_high = !probe_high;
-    }
-    Minimized {
-        map: best.filter(|b| b.1 < value),
-        lower_bound: lo,
-    }
+    };
+    crate::bisection::minimize(lower, value, counts, steps, deadline, &mut test)
 }
 
 /// The busiest GPU of a slot-ordered map of `slots` slots per GPU (one speed, even split).
