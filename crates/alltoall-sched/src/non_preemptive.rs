@@ -3,6 +3,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::first_try;
 use crate::ticks::Ticks;
 use crate::{Bandwidth, ScheduleError, Timetable, TrafficMatrix, Transfer};
 
@@ -426,6 +427,7 @@ fn set_bit(bits: &mut [u64], index: usize, on: bool) {
 /// Turns list-scheduler starts (in timetable order already) into a timetable.
 pub(crate) fn whole_pairs_to_timetable(ticks: &Ticks, starts: &[Start]) -> Timetable {
     let n = ticks.n;
+    let far = first_try::beyond_cache(ticks);
     if let Some(bandwidth) = ticks.exact_bandwidth() {
         // One tick per byte: the same values as below, with the model tested once, not per
         // transfer (a sixth of `optimal`'s instructions at 64 GPUs went to this conversion).
@@ -434,7 +436,11 @@ pub(crate) fn whole_pairs_to_timetable(ticks: &Ticks, starts: &[Start]) -> Timet
             n,
             transfers: starts
                 .iter()
-                .map(|s| {
+                .enumerate()
+                .map(|(i, s)| {
+                    if far {
+                        first_try::fetch_pair_ahead(q, n, starts, i);
+                    }
                     let (src, dst) = (s.src as usize, s.dst as usize);
                     let d = q[src * n + dst];
                     Transfer {
@@ -452,7 +458,11 @@ pub(crate) fn whole_pairs_to_timetable(ticks: &Ticks, starts: &[Start]) -> Timet
         n,
         transfers: starts
             .iter()
-            .map(|s| {
+            .enumerate()
+            .map(|(i, s)| {
+                if far {
+                    first_try::fetch_pair_ahead(&ticks.q, n, starts, i);
+                }
                 let (src, dst) = (s.src as usize, s.dst as usize);
                 let k = src * n + dst;
                 Transfer {
