@@ -48,6 +48,7 @@ struct ReadmeDoctests;
 mod baselines;
 mod bisection;
 mod error;
+mod word_hash;
 mod workloads;
 
 mod algorithm;

@@ -40,6 +40,7 @@ use std::collections::HashMap;
 use crate::bisection::{Minimized, Probe};
 use crate::options::Deadline;
 use crate::tolerance::REL_EPS;
+use crate::word_hash::WordHash;
 
 /// Most GPUs on which [`crate::optimal`] runs the search: beyond, on the shapes tried (256
 /// experts on 160 GPUs), the default budget ran out without a lower plan or a higher bound,
@@ -55,6 +56,9 @@ const TOL: f64 = 1e-12;
 /// Bytes of remembered failed states one feasibility test may hold (keys and entries), so that
 /// the memory is fixed whatever the budget.
 const MEMO_BYTES: usize = 32 << 20;
+
+/// Entries of the failed-state table reserved when a test starts (its control bytes, 128 KiB, are written at once; the slots only when used).
+const MEMO_RESERVE: usize = 1 << 17;
 
 /// One choice of an expert: `count` replicas, big (demand) or small (supply), acting on the
 /// constraints from `start` on.
@@ -269,10 +273,13 @@ struct Search<'a> {
     /// Spare room of all chosen small experts.
     room_total: i64,
     chosen: Vec<usize>,
-    failed: HashMap<Vec<i64>, usize>,
+    failed: HashMap<Vec<i64>, usize, WordHash>,
+    /// The key of the node at each depth ([`Search::key`]), built in place: a node allocates
+    /// only when its failure is remembered.
+    keys: Vec<Vec<i64>>,
     memo_bytes: usize,
     /// [`Search::capacity_row`] by position and slots left.
-    capacity: HashMap<(usize, usize), Vec<i64>>,
+    capacity: HashMap<(usize, usize), Vec<i64>, WordHash>,
     capacity_bytes: usize,
     /// Nodes visited (the deadline is read every 4096).
     nodes: u64,
@@ -416,10 +423,16 @@ impl<'a> Search<'a> {
             room: vec![0; constraints],
             room_total: 0,
             chosen: vec![0; experts],
-            failed: HashMap::new(),
+            // Room for the first entries up front: growing the table from empty, once per
+            // tested target, rehashed it a dozen times (14 % of the search's time).
+            failed: HashMap::with_capacity_and_hasher(
+                (MEMO_BYTES / (16 * constraints + 80)).min(MEMO_RESERVE),
+                WordHash::default(),
+            ),
+            keys: Vec::new(),
             memo_bytes: 0,
             items: Vec::new(),
-            capacity: HashMap::new(),
+            capacity: HashMap::default(),
             capacity_bytes: 0,
             nodes: 0,
         })
@@ -513,8 +526,10 @@ impl<'a> Search<'a> {
         if !holds {
             return Some(false);
         }
-        let key = self.key(i, left);
-        if self.failed.get(&key).is_some_and(|&u| u <= used) {
+        let mut key = self.take_key(i);
+        self.key(i, left, &mut key);
+        if self.failed.get(&key[..]).is_some_and(|&u| u <= used) {
+            self.keys[i] = key;
             return Some(false);
         }
         let from = if self.tie[i] { self.chosen[i - 1] } else { 0 };
@@ -533,7 +548,8 @@ impl<'a> Search<'a> {
                 None => return None,
             }
         }
-        self.remember(key, used);
+        self.remember(&key, used);
+        self.keys[i] = key;
         Some(false)
     }
 
@@ -623,8 +639,8 @@ impl<'a> Search<'a> {
 
     /// The state a failure depends on: the position, the tie predecessor's choice, each
     /// constraint's slack and the room usable by the leftover (capped at the slots left).
-    fn key(&self, i: usize, left: usize) -> Vec<i64> {
-        let mut key = Vec::with_capacity(2 + 2 * self.slack.len());
+    fn key(&self, i: usize, left: usize, key: &mut Vec<i64>) {
+        key.clear();
         key.push(signed(i));
         key.push(if self.tie[i] {
             signed(self.chosen[i - 1])
@@ -633,16 +649,24 @@ impl<'a> Search<'a> {
         });
         key.extend_from_slice(&self.slack);
         key.extend(self.room.iter().map(|&r| r.min(signed(left))));
-        key
     }
 
-    fn remember(&mut self, key: Vec<i64>, used: usize) {
+    /// The key buffer of depth `i`, taken out (and put back by the caller) so that the nodes
+    /// below it can use theirs.
+    fn take_key(&mut self, i: usize) -> Vec<i64> {
+        if self.keys.len() <= i {
+            self.keys.resize_with(i + 1, Vec::new);
+        }
+        std::mem::take(&mut self.keys[i])
+    }
+
+    fn remember(&mut self, key: &[i64], used: usize) {
         let bytes = key.len() * 8 + 64;
-        if let Some(u) = self.failed.get_mut(&key) {
+        if let Some(u) = self.failed.get_mut(key) {
             *u = (*u).min(used);
         } else if self.memo_bytes + bytes <= MEMO_BYTES {
             self.memo_bytes += bytes;
-            self.failed.insert(key, used);
+            self.failed.insert(key.to_vec(), used);
         }
     }
 }

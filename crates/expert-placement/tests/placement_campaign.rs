@@ -6,7 +6,10 @@
 //! the branch and bound (`PlacementAlgorithm::Exact`, an exhaustive search independent of the
 //! heuristic, itself checked against the `good_lp` MILP and brute force in
 //! `placement_oracles.rs`) proves it within a large budget (instances up to 16 experts and 16
-//! GPUs). The rest are reported with their gap to the bound.
+//! GPUs), or, with `MOE_PLACEMENT_CAMPAIGN_DEEP_STEPS` set, when the optimal planner itself
+//! with that many steps (and `MOE_PLACEMENT_CAMPAIGN_DEEP_S` seconds a layer, default 20)
+//! ends on its own certified bound (the deep check: 100 times the default budget settles
+//! 2-slot optima the default cannot). The rest are reported with their gap to the bound.
 //!
 //! CI runs 24 instances. The long campaign (500 instances, release build) also writes every
 //! instance and plan as JSON lines for the independent MILP oracle (`HiGHS` through `SciPy`,
@@ -17,6 +20,9 @@
 //! MOE_PLACEMENT_CAMPAIGN=500 MOE_PLACEMENT_CAMPAIGN_OUT=/tmp/campaign.jsonl \
 //!     cargo test --release -p expert-placement --test placement_campaign -- --nocapture
 //! python3 scripts/placement_oracle.py /tmp/campaign.jsonl   # needs scipy >= 1.9
+//! # the deep check (about 10 minutes more):
+//! MOE_PLACEMENT_CAMPAIGN=500 MOE_PLACEMENT_CAMPAIGN_DEEP_STEPS=50000000 \
+//!     cargo test --release -p expert-placement --test placement_campaign -- --nocapture
 //! ```
 
 use expert_placement::{
@@ -93,6 +99,29 @@ fn instance(rng: &mut comm_cost_model::SeededRng) -> Instance {
     }
 }
 
+/// The optimal planner's proved optimum with `steps` steps and `seconds` per layer (the deep
+/// check, `MOE_PLACEMENT_CAMPAIGN_DEEP_STEPS`), if its plan meets its own bound; and its plan
+/// and bound either way.
+fn deep(
+    loads: &LayerLoads,
+    c: &PlacementCluster,
+    steps: u64,
+    seconds: f64,
+) -> (Option<f64>, f64, f64) {
+    let options = PlacementOptions {
+        search_steps: Some(steps),
+        time_budget_s: seconds,
+        ..PlacementOptions::default()
+    };
+    let p = place_with(loads, c, PlacementAlgorithm::Optimal, &options).unwrap();
+    let proved = p.max_gpu_load <= p.lower_bound + 1e-9 * p.max_gpu_load.max(1.0);
+    (
+        proved.then_some(p.max_gpu_load),
+        p.max_gpu_load,
+        p.lower_bound,
+    )
+}
+
 /// The proved optimum, if the exact search finds it within a generous budget.
 fn oracle(loads: &LayerLoads, c: &PlacementCluster, steps: u64) -> Option<f64> {
     if loads.len() > PLACEMENT_EXACT_MAX_EXPERTS || c.gpus() > PLACEMENT_EXACT_MAX_GPUS {
@@ -122,6 +151,18 @@ fn optimal_placement_against_the_oracle() {
     } else {
         20_000_000
     };
+    // The deep check (release builds, documented command; never in CI): the optimal planner
+    // itself with this many steps and `MOE_PLACEMENT_CAMPAIGN_DEEP_S` seconds (default 20) per
+    // layer, on the instances whose optimum is otherwise unknown. Its plan is exact when it
+    // meets its own certified bound, so it settles optima that only a larger budget reaches.
+    let deep_steps: Option<u64> = std::env::var("MOE_PLACEMENT_CAMPAIGN_DEEP_STEPS")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let deep_seconds: f64 = std::env::var("MOE_PLACEMENT_CAMPAIGN_DEEP_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20.0);
+    let mut settled_deep = 0usize;
     let mut rng = comm_cost_model::seeded_rng(20, 0);
     let (mut known, mut exact, mut unknown) = (0usize, 0usize, 0usize);
     let mut ratios: Vec<f64> = Vec::new();
@@ -143,13 +184,31 @@ fn optimal_placement_against_the_oracle() {
         assert_eq!(plan.duplicates_on_gpu, 0);
         let tol = 1e-9 * plan.max_gpu_load.max(1.0);
         let base = eplb(&loads, c, EplbPolicy::Global).unwrap();
+        let at_bound = plan.max_gpu_load <= plan.lower_bound + tol;
+        let mut optimum = if at_bound {
+            Some(plan.lower_bound)
+        } else {
+            oracle(&loads, c, steps)
+        };
+        let mut deep_fields = String::new();
+        if let (None, Some(deep_steps)) = (optimum, deep_steps) {
+            let (proved, deep_plan, deep_bound) = deep(&loads, c, deep_steps, deep_seconds);
+            deep_fields = format!(
+                ",\"deep_plan\":{deep_plan:?},\"deep_lower_bound\":{deep_bound:?},\"deep_proved\":{}",
+                proved.is_some()
+            );
+            if proved.is_some() {
+                settled_deep += 1;
+            }
+            optimum = proved;
+        }
         if let Some(f) = out.as_mut() {
             use std::io::Write;
             writeln!(
                 f,
                 "{{\"case\":{case},\"shape\":\"{:?}\",\"loads\":{:?},\"gpus\":{},\"slots_per_gpu\":{},\
                  \"plan\":{:?},\"lower_bound\":{:?},\"termination\":\"{}\",\"eplb_global\":{:?},\
-                 \"eplb_duplicates\":{}}}",
+                 \"eplb_duplicates\":{}{deep_fields}}}",
                 inst.shape,
                 inst.w,
                 c.gpus(),
@@ -172,11 +231,6 @@ fn optimal_placement_against_the_oracle() {
                 ));
             }
         }
-        let optimum = if plan.max_gpu_load <= plan.lower_bound + tol {
-            Some(plan.lower_bound)
-        } else {
-            oracle(&loads, c, steps)
-        };
         let Some(opt) = optimum else {
             unknown += 1;
             gaps_unknown.push(plan.max_gpu_load / plan.lower_bound.max(f64::MIN_POSITIVE));
@@ -229,7 +283,7 @@ fn optimal_placement_against_the_oracle() {
     println!(
         "campaign: {n} instances, optimum known for {known} ({exact} exact, {:.1}%), unknown {unknown}; \
          plan/optimum median {:?} p95 {:?} max {:?} ({}); unknown plan/bound median {:?} max {:?}; \
-         EPLB duplicate-free on {eplb_checked}",
+         EPLB duplicate-free on {eplb_checked}; settled by the deep check {settled_deep}",
         100.0 * exact as f64 / known.max(1) as f64,
         pct(&ratios, 0.5),
         pct(&ratios, 0.95),

@@ -146,7 +146,9 @@ fn two_slot_searches_spend_their_budget_near_the_best_counts() {
     // (108: 105.25, 1.4% above the optimum 103.8 that 100x the budget proves). Its tests now
     // try the best counts' neighbours first, a midpoint gets a quarter of the steps left, and
     // the first two lower plans it finds start a count search (108: 104.2, 0.39% above).
-    let cases: [(&[f64], usize, f64); 3] = [
+    // A probe just below the best plan that finds a lower one is followed by another instead
+    // of a midpoint (110: 244.67 -> 243.5, optimum 243; 388: 98.2444 -> 98.1667).
+    let cases: [(&[f64], usize, f64); 4] = [
         (
             &[
                 18.0, 155.0, 79.0, 262.0, 191.0, 48.0, 378.0, 19.0, 132.0, 275.0, 88.0, 18.0, 53.0,
@@ -169,7 +171,16 @@ fn two_slot_searches_spend_their_budget_near_the_best_counts() {
                 237.0, 202.0, 220.0, 40.0,
             ],
             31,
-            98.2445,
+            98.1667,
+        ),
+        (
+            &[
+                8.0, 99.0, 31.0, 47.0, 121.0, 204.0, 113.0, 223.0, 104.0, 925.0, 42.0, 96.0, 18.0,
+                125.0, 45.0, 458.0, 18.0, 24.0, 340.0, 748.0, 16.0, 283.0, 54.0, 41.0, 568.0,
+                184.0, 215.0, 1405.0, 14.0, 50.0, 82.0, 47.0, 120.0, 193.0, 230.0, 115.0, 11.0,
+            ],
+            31,
+            243.5001,
         ),
     ];
     for (w, gpus, at_most) in cases {
