@@ -324,6 +324,25 @@ fn run_laid_out<const RESERVE: bool>(ticks: &Ticks, deadline: u64, ranked: bool)
     }
 }
 
+/// The `n x n` tick matrix `q` relabelled by rank (`senders[s]` is sender rank `s`'s GPU,
+/// `rank_of_receiver[g]` receiver GPU `g`'s rank), each value converted by `narrow`.
+fn by_rank_copy<T: Copy + Default>(
+    q: &[u64],
+    senders: &[u32],
+    rank_of_receiver: &[u32],
+    narrow: impl Fn(u64) -> T,
+) -> Vec<T> {
+    let n = senders.len();
+    let mut out = vec![T::default(); n * n];
+    for (&g, line) in senders.iter().zip(out.chunks_exact_mut(n)) {
+        let row = &q[g as usize * n..(g as usize + 1) * n];
+        for (&v, &r) in row.iter().zip(rank_of_receiver) {
+            line[r as usize] = narrow(v);
+        }
+    }
+    out
+}
+
 /// Bits of a packed event that hold the sender (`MAX_GPUS = 2^13`).
 const SENDER_BITS: u32 = 13;
 
@@ -457,24 +476,12 @@ impl<'a> Board<'a> {
         let mut narrow = Vec::new();
         if ranked {
             if q.iter().all(|&v| u32::try_from(v).is_ok()) {
-                narrow = vec![0u32; n * n];
-                for (&g, out) in senders.iter().zip(narrow.chunks_exact_mut(n)) {
-                    let row = &q[g as usize * n..(g as usize + 1) * n];
-                    for (&v, &r) in row.iter().zip(&rank_of_receiver) {
-                        // Checked above.
-                        #[allow(clippy::cast_possible_truncation)]
-                        let v = v as u32;
-                        out[r as usize] = v;
-                    }
-                }
+                // Checked just above.
+                #[allow(clippy::cast_possible_truncation)]
+                let copy = by_rank_copy(q, &senders, &rank_of_receiver, |v| v as u32);
+                narrow = copy;
             } else {
-                by_rank = vec![0u64; n * n];
-                for (&g, out) in senders.iter().zip(by_rank.chunks_exact_mut(n)) {
-                    let row = &q[g as usize * n..(g as usize + 1) * n];
-                    for (&v, &r) in row.iter().zip(&rank_of_receiver) {
-                        out[r as usize] = v;
-                    }
-                }
+                by_rank = by_rank_copy(q, &senders, &rank_of_receiver, |v| v);
             }
         }
         for ((s, &g), port) in senders.iter().enumerate().zip(&mut send) {
