@@ -25,6 +25,11 @@ relaxation spreads all the load.)
 an integer program over replica counts alone (Hall's condition on the sorted pairing), bisected
 on the target; it settles most 2-slot instances in seconds, where the models above time out.
 
+`--solver configs` (few experts on many GPUs): the configuration model of `solve_configs`, one
+integer per set of S experts (how many GPUs hold exactly that set). Its bound is weak, so it
+mostly finds placements without proving them; on the campaign it found placements below ours
+on few-expert 3-slot instances that no other model or search of ours reaches.
+
 Prints, for the instances whose optimum HiGHS proves within the time limit, the distribution of
 plan / optimum, the number of exact plans, the worst case; and the plans that beat EPLB's global
 plan or not. Usage: placement_oracle.py FILE [--time-limit SECONDS] [--max-experts E] [--max-gpus G]
@@ -324,6 +329,76 @@ def solve_cpsat(loads, gpus, slots, upper, time_limit, workers):
     return best if status == cp_model.OPTIMAL else ("feasible", best)
 
 
+def solve_configs(loads, gpus, slots, upper, time_limit, max_configs=5000):
+    """Few experts on many identical GPUs: the configuration model. A GPU's contents are one
+    set of `slots` distinct experts; n[t] GPUs hold set t, z[e,k] = 1 when expert e has k
+    replicas (its count is the number of GPUs whose set contains it), y[t] = 1 when set t is
+    used, and T is at least the load of every used set (a big-M row per set:
+    sum_{e in t} sum_k (w_e / k) z[e,k] <= T + M (1 - y[t]), n[t] <= G y[t]).
+
+    The sets number C(E, S), so this is small where the GPU-indexed models are large (7
+    experts on 22 GPUs of 3 slots: 35 sets). Its LP bound is weak (the big-M rows), so it rarely
+    proves an optimum, but HiGHS finds good placements in seconds: returns the proved optimum,
+    ("feasible", value) for an unproved placement (checked here from its sets), or None.
+    """
+    from itertools import combinations
+    from math import comb
+    E, G, S = len(loads), gpus, slots
+    if comb(E, S) > max_configs:
+        return None
+    sets = list(combinations(range(E), S))
+    C, K = len(sets), G
+    n_at, y_at = 0, C
+    z_at = 2 * C
+    t_at = z_at + E * K
+    N = t_at + 1
+    big_m = float(sum(loads))
+    A = lil_matrix((1 + 2 * E + 2 * C, N))
+    lo, hi = [], []
+    r = 0
+    for t in range(C):
+        A[r, n_at + t] = 1
+    lo.append(G); hi.append(G); r += 1
+    for e in range(E):
+        for t, members in enumerate(sets):
+            if e in members:
+                A[r, n_at + t] = 1
+        for k in range(1, K + 1):
+            A[r, z_at + e * K + k - 1] = -k
+        lo.append(0); hi.append(0); r += 1
+        for k in range(1, K + 1):
+            A[r, z_at + e * K + k - 1] = 1
+        lo.append(1); hi.append(1); r += 1
+    for t, members in enumerate(sets):
+        A[r, n_at + t] = 1
+        A[r, y_at + t] = -G
+        lo.append(-np.inf); hi.append(0); r += 1
+        for e in members:
+            for k in range(1, K + 1):
+                A[r, z_at + e * K + k - 1] = loads[e] / k
+        A[r, t_at] = -1
+        A[r, y_at + t] = big_m
+        lo.append(-np.inf); hi.append(big_m); r += 1
+    cost = np.zeros(N)
+    cost[t_at] = 1
+    integrality = np.ones(N)
+    integrality[t_at] = 0
+    lb = np.zeros(N)
+    ub = np.ones(N)
+    ub[n_at:n_at + C] = G
+    ub[t_at] = upper * (1 + 1e-7)
+    res = milp(cost, constraints=LinearConstraint(A.tocsr(), lo, hi), integrality=integrality,
+               bounds=Bounds(lb, ub), options={"time_limit": time_limit, "mip_rel_gap": 1e-9})
+    if res.x is None:
+        return None
+    n = np.round(res.x[n_at:n_at + C]).astype(int)
+    count = [sum(int(n[t]) for t, members in enumerate(sets) if e in members) for e in range(E)]
+    assert sum(n) == G and min(count) >= 1, "configuration model: invalid placement"
+    value = max(sum(loads[e] / count[e] for e in members)
+                for t, members in enumerate(sets) if n[t] > 0)
+    return value if res.status == 0 else ("feasible", value)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("file")
@@ -332,9 +407,10 @@ def main():
     p.add_argument("--max-experts", type=int, default=1 << 30,
                    help="skip instances with more experts (the MILP grows as E * G * G)")
     p.add_argument("--max-gpus", type=int, default=1 << 30, help="skip instances with more GPUs")
-    p.add_argument("--solver", choices=["highs", "cpsat", "pairs"], default="highs",
-                   help="HiGHS through SciPy (default), OR-Tools CP-SAT (pip install ortools), or "
-                        "the two-slot pairing model (only instances with 2 slots per GPU)")
+    p.add_argument("--solver", choices=["highs", "cpsat", "pairs", "configs"], default="highs",
+                   help="HiGHS through SciPy (default), OR-Tools CP-SAT (pip install ortools), "
+                        "the two-slot pairing model (only instances with 2 slots per GPU), or the "
+                        "configuration model (few experts: at most 5,000 sets of S experts)")
     p.add_argument("--workers", type=int, default=2, help="CP-SAT search workers")
     p.add_argument("--only-open", action="store_true",
                    help="skip the instances whose plan is at its bound (known optimum)")
@@ -363,6 +439,8 @@ def main():
                 opt = None
                 print(f"case {c['case']}: the relaxed optimum {got[1]} (plan {plan}) could not be "
                       "realized without two replicas of one expert on a GPU", file=sys.stderr)
+        elif args.solver == "configs":
+            opt = solve_configs(c["loads"], c["gpus"], c["slots_per_gpu"], plan, args.time_limit)
         else:
             opt = (solve_cpsat(c["loads"], c["gpus"], c["slots_per_gpu"], plan, args.time_limit,
                                args.workers)

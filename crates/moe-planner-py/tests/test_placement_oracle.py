@@ -66,3 +66,25 @@ def test_two_slot_plan_against_the_pairing_oracle(oracle, case, loads, gpus, bef
     assert plan.termination[0] == "proved-optimal"
     assert bound == pytest.approx(optimum, rel=1e-9)
     assert ours < before
+
+
+# Small instances whose optimum our exact search proves: (loads, GPUs, slots per GPU).
+CONFIG_CASES = [
+    ([30, 5, 10, 28, 14], 4, 3),
+    ([9, 4, 182, 183, 6], 5, 3),
+    ([100, 1, 2, 3, 50, 7], 6, 2),
+]
+
+
+@pytest.mark.parametrize("loads,gpus,slots", CONFIG_CASES, ids=["5x4x3", "5x5x3", "6x6x2"])
+def test_configuration_oracle_meets_our_proved_optimum(oracle, loads, gpus, slots):
+    # The configuration model (one integer per set of `slots` experts) is independent of our
+    # searches; on instances our exact search proves, it must reach the same optimum.
+    plan = moe_planner.place([loads], gpus, slots, policy="exact", time_budget_s=600.0)
+    # Proved by the search, or by meeting the certified bound.
+    assert plan.termination[0] in ("proved-optimal", "bound-reached")
+    ours = float(plan.max_gpu_load[0])
+    got = oracle.solve_configs(loads, gpus, slots, ours, 60.0)
+    value = got[1] if isinstance(got, tuple) else got
+    assert value == pytest.approx(ours, rel=1e-9)
+
