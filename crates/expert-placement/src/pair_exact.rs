@@ -57,7 +57,8 @@ const TOL: f64 = 1e-12;
 /// the memory is fixed whatever the budget.
 const MEMO_BYTES: usize = 32 << 20;
 
-/// Entries of the failed-state table reserved when a test starts (its control bytes, 128 KiB, are written at once; the slots only when used).
+/// Entries of the failed-state table reserved when a test starts (its control bytes, 128 KiB,
+/// are written at once; its slots only when used).
 const MEMO_RESERVE: usize = 1 << 17;
 
 /// One choice of an expert: `count` replicas, big (demand) or small (supply), acting on the
