@@ -103,8 +103,8 @@ pub use node_align::align_within_nodes;
 pub use node_aware::NODE_BOUND_MAX_GROUPS;
 pub use node_rebalance::rebalance_node_aware;
 pub use options::{
-    CancelFlag, DEFAULT_EXACT_SEARCH_STEPS, DEFAULT_SEARCH_STEPS, DEFAULT_TIME_BUDGET_S,
-    PlacementOptions, Termination,
+    CancelFlag, DEFAULT_EXACT_SEARCH_STEPS, DEFAULT_PAIR_SEARCH_STEPS, DEFAULT_SEARCH_STEPS,
+    DEFAULT_TIME_BUDGET_S, PlacementOptions, Termination,
 };
 pub use plan::Placement;
 pub use rebalance::{Rebalance, TradeoffPoint, rebalance, rebalance_layers, rebalance_with};

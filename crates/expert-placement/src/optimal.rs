@@ -380,7 +380,7 @@ fn pair_exact_solve(
     deadline: &Deadline,
     solved: Solved,
 ) -> Solved {
-    let mut steps = budget.steps;
+    let mut steps = budget.pair_steps;
     // The first lower plans the exact search finds are new starts for the count search (a
     // local search whose result depends on where it starts), each at its own fixed work
     // budget (about 0.1 s at most on these shapes, hence at most POLISH_RUNS of them).

@@ -18,6 +18,13 @@ use crate::error::PlacementError;
 /// safety net, not the counted budget, ended some searches (`docs/performance.md`).
 pub const DEFAULT_SEARCH_STEPS: u64 = 500_000;
 
+/// Default search steps of the exact count search on GPUs of two slots (`pair_exact`), when no
+/// steps are set: it runs only on 2-slot clusters, rare in serving, and its proofs on the
+/// campaign's hardest 2-slot layers need 1-3 million steps (0.3-0.5 s on a free core), where
+/// [`DEFAULT_SEARCH_STEPS`] left three of them 0.2-0.4% above their optimum
+/// (`docs/reproduction.md`). An explicit `search_steps` applies to it as to every search.
+pub const DEFAULT_PAIR_SEARCH_STEPS: u64 = 3_000_000;
+
 /// Default search steps of [`crate::PlacementAlgorithm::Exact`] (it errs rather than return an
 /// unproved plan, so it may search longer).
 pub const DEFAULT_EXACT_SEARCH_STEPS: u64 = 20_000_000;
@@ -151,10 +158,14 @@ impl PlacementOptions {
         }
     }
 
-    /// The step and time budget with `default_steps` when none is set.
+    /// The step and time budget with `default_steps` when none is set (and at least
+    /// [`DEFAULT_PAIR_SEARCH_STEPS`] for the 2-slot search then).
     pub(crate) fn budget(&self, default_steps: u64) -> Budget {
         Budget {
             steps: self.search_steps.unwrap_or(default_steps),
+            pair_steps: self
+                .search_steps
+                .unwrap_or(default_steps.max(DEFAULT_PAIR_SEARCH_STEPS)),
             time: Duration::try_from_secs_f64(self.time_budget_s).unwrap_or(Duration::MAX),
             cancel: self.cancel.clone(),
             clock_hit: Arc::default(),
@@ -166,6 +177,8 @@ impl PlacementOptions {
 #[derive(Debug, Clone)]
 pub(crate) struct Budget {
     pub(crate) steps: u64,
+    /// The steps of the exact 2-slot count search (`steps` when the caller set them).
+    pub(crate) pair_steps: u64,
     pub(crate) time: Duration,
     pub(crate) cancel: Option<CancelFlag>,
     /// Set when a deadline of this budget passed its instant (a search was cut by the clock,

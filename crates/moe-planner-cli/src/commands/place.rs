@@ -58,8 +58,8 @@ pub(crate) struct Args {
     /// With --current: the rebalance's tolerance and transfer costs.
     #[command(flatten)]
     pub rebalance: super::rebalance_args::RebalanceArgs,
-    /// Steps the exact search of one layer may take [default: 500000, exact: 20000000; 0
-    /// skips the exact search].
+    /// Steps the exact search of one layer may take [default: 500000, the 2-slot count search
+    /// 3000000, exact: 20000000; 0 skips the exact search].
     #[arg(long)]
     pub search_steps: Option<u64>,
     /// Wall-clock limit of one layer's search, seconds [default: 1].

@@ -127,8 +127,9 @@ def place(
         gpu_speed: ``[G]`` relative speed of each GPU (default all 1).
         expert_bytes: bytes of one expert's weights; gives transfer times.
         bandwidth_gbps: per-GPU bandwidth for weight transfers, Gbps.
-        search_steps: steps the exact search of one layer may take (default 500,000, or
-            20,000,000 for ``"exact"``; 0 skips it). Deterministic.
+        search_steps: steps the exact search of one layer may take (default 500,000, and
+            3,000,000 for the 2-slot count search, or 20,000,000 for ``"exact"``; 0 skips
+            it). Deterministic.
         time_budget_s: wall-clock limit of one layer's search in seconds (default 1); each
             layer's ``termination`` says how its search ended.
 

@@ -85,7 +85,8 @@ pub struct PlacementSpec {
     #[serde(default = "one")]
     pub transfer_peer_limit: usize,
     /// Steps the exact search of one layer may take (policies `optimal`, `optimal-node-aware`
-    /// and `exact`; absent: 500,000, or 20,000,000 for `exact`; 0 skips the exact search).
+    /// and `exact`; absent: 500,000 (3,000,000 for the 2-slot count search), or 20,000,000 for
+    /// `exact`; 0 skips the exact search).
     /// Rebalances and robust plans use the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_steps: Option<u64>,
