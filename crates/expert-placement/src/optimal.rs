@@ -52,10 +52,10 @@ const LARGE_SLOTS: usize = 1024;
 /// Replica-count candidates the count-level search starts from, besides the best plan's counts.
 const COUNT_SEARCH_STARTS: usize = 8;
 
-/// Gap to the lower bound below which [`heuristic`] skips the count search's restarts (0.1%):
-/// they cost up to about 0.1 s a layer and cannot gain more than the gap. On the seeded
-/// campaign the layers above it held 94% of what ungated restarts gained (73 of the 115 plans
-/// they lowered, in half the added time; 71 with the step-cost rule of `count_restarts`).
+/// Gap to the strongest lower bound below which [`solve_bounded`] skips the count search's
+/// restarts (0.1%): they cost up to about 0.1 s a layer and cannot gain more than the gap. On
+/// the seeded campaign the layers above it held 94% of what ungated restarts gained (73 of the
+/// 115 plans they lowered, in half the added time).
 const RESTART_GAP: f64 = 1e-3;
 
 /// The heuristic placement.
@@ -178,22 +178,38 @@ pub(crate) fn heuristic(
         if let Some(c) = &found {
             adopt(c, &mut best, &mut best_value);
         }
-        // Then, on clusters scored by packing, restarts far from these counts; their plan is
-        // kept only when lower, so the step never raises the plan.
-        if !crate::count_search::pairing(cluster)
-            && best_value > lower_bound * (1.0 + RESTART_GAP)
-            && !near(best_value)
-            && !late()
-        {
-            let start = found.unwrap_or_else(|| crate::plan::counts(&best, experts));
-            if let Some(c) = count_restarts(w, cluster, &start, hard_deadline)
-                && c != start
-            {
-                adopt(&c, &mut best, &mut best_value);
-            }
-        }
     }
     best
+}
+
+/// The count search's restarts ([`count_restarts`]) from the plan `map` (busiest GPU `value`)
+/// on clusters scored by packing; the plan they reach replaces `map` only when lower, so the
+/// step never raises the plan.
+fn restarted(
+    w: &[f64],
+    cluster: &PlacementCluster,
+    lower_bound: f64,
+    map: Vec<usize>,
+    value: f64,
+    deadline: &Deadline,
+) -> (Vec<usize>, f64) {
+    if !crate::count_search::applies(cluster) || crate::count_search::pairing(cluster) {
+        return (map, value);
+    }
+    let start = crate::plan::counts(&map, w.len());
+    let Some(found) = count_restarts(w, cluster, &start, deadline).filter(|c| *c != start) else {
+        return (map, value);
+    };
+    let Some(packed) = pack(w, &found, cluster) else {
+        return (map, value);
+    };
+    let packed = descend(w, cluster, lower_bound, packed, deadline);
+    let packed_value = max_load(w, cluster, &packed);
+    if packed_value < value * (1.0 - crate::local_search::REL_EPS) {
+        (packed, packed_value)
+    } else {
+        (map, value)
+    }
 }
 
 /// The kicks of [`heuristic`] (iterated local search from `best`).
@@ -322,6 +338,13 @@ pub(crate) fn solve_bounded(
         raised_bound(loads, cluster, bound, value)
     } else {
         bound
+    };
+    // The count search's restarts, gated on the strongest bound (the partner bounds certify
+    // many few-slot plans the cheap ones leave open, issue 20's 18-expert case among them).
+    let (map, value) = if good_enough <= 0.0 && value > bound * (1.0 + RESTART_GAP) {
+        restarted(w, cluster, bound, map, value, &call_end)
+    } else {
+        (map, value)
     };
     let at_bound = value <= bound * (1.0 + crate::bound::AT_BOUND);
     let mut solved = Solved {
