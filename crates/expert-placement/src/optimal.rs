@@ -164,19 +164,14 @@ pub(crate) fn heuristic(
     if !near(best_value) && !late() && good_enough <= 0.0 && crate::count_search::applies(cluster) {
         let mut from = vec![crate::plan::counts(&best, experts)];
         from.extend(counts.iter().take(COUNT_SEARCH_STARTS).cloned());
-        let found = count_search(w, cluster, &from, hard_deadline);
-        let adopt = |c: &[usize], best: &mut Vec<usize>, best_value: &mut f64| {
-            if let Some(map) = pack(w, c, cluster) {
-                let map = descend(w, cluster, lower_bound, map, hard_deadline);
-                let value = max_load(w, cluster, &map);
-                if value < *best_value * (1.0 - crate::local_search::REL_EPS) {
-                    *best = map;
-                    *best_value = value;
-                }
+        if let Some(map) =
+            count_search(w, cluster, &from, hard_deadline).and_then(|c| pack(w, &c, cluster))
+        {
+            let map = descend(w, cluster, lower_bound, map, hard_deadline);
+            let value = max_load(w, cluster, &map);
+            if value < best_value * (1.0 - crate::local_search::REL_EPS) {
+                return map;
             }
-        };
-        if let Some(c) = &found {
-            adopt(c, &mut best, &mut best_value);
         }
     }
     best
@@ -317,6 +312,10 @@ pub(crate) fn solve_to(
 
 /// [`solve_to`] given the instance's [`lower_bound`], which the node-aware callers already
 /// computed to order their nodes (it was computed twice per node).
+///
+/// In order: [`heuristic`], the costlier bound where the plan is open, the count search's
+/// restarts where the plan is still more than [`RESTART_GAP`] above that bound, then the exact
+/// searches within `budget`.
 pub(crate) fn solve_bounded(
     loads: &LayerLoads,
     cluster: &PlacementCluster,
