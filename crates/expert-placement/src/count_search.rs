@@ -117,14 +117,12 @@ pub(crate) fn count_search(
             }
         }
         kick += 1;
-        let (c, s) = descend(&mut scorer, kicked, &mut budget, deadline);
-        if better(&s, &sums) {
-            counts = c;
-            sums = s;
-            stall = 0;
+        let found = descend(&mut scorer, kicked, &mut budget, deadline);
+        stall = if keep_better(&mut counts, &mut sums, found) {
+            0
         } else {
-            stall += 1;
-        }
+            stall + 1
+        };
     }
     Some(counts)
 }
@@ -176,14 +174,12 @@ pub(crate) fn count_restarts(
     while budget > 0 && stall < RESTART_STALL && !deadline.passed() {
         let start = random_counts(w.len(), gpus, slots, seed);
         seed += 1;
-        let (c, s) = descend_far(&mut scorer, start, &mut budget, deadline);
-        if better(&s, &sums) {
-            counts = c;
-            sums = s;
-            stall = 0;
+        let found = descend_far(&mut scorer, start, &mut budget, deadline);
+        stall = if keep_better(&mut counts, &mut sums, found) {
+            0
         } else {
-            stall += 1;
-        }
+            stall + 1
+        };
     }
     Some(counts)
 }
@@ -228,18 +224,33 @@ fn random_counts(experts: usize, gpus: usize, slots: usize, seed: u64) -> Vec<us
 /// the receiver take (up to `G`): `O(E^2 log G)` scorings a step, charged to `budget`.
 fn descend_far(
     scorer: &mut Scorer<'_>,
+    counts: Vec<usize>,
+    budget: &mut usize,
+    deadline: &Deadline,
+) -> (Vec<usize>, Sums) {
+    descend_by(scorer, counts, usize::MAX, budget, deadline)
+}
+
+/// Best-improvement descent from `counts` over transfers of `k <= max_k` replicas (`k` a power
+/// of two or the most the donor can give or the receiver take), receivers then donors in
+/// index order; each scoring is charged to `budget`.
+fn descend_by(
+    scorer: &mut Scorer<'_>,
     mut counts: Vec<usize>,
+    max_k: usize,
     budget: &mut usize,
     deadline: &Deadline,
 ) -> (Vec<usize>, Sums) {
     let cap = scorer.gpus;
     let experts = counts.len();
     let mut best = scorer.sums(&counts, budget);
+    // The caller's time cap and cancel flag, read once per step (a step scores at most
+    // `E^2 log G` vectors).
     while !deadline.passed() {
         let mut step: Option<(usize, usize, usize, Sums)> = None;
         'scan: for r in 0..experts {
             for d in 0..experts {
-                let most = counts[d].saturating_sub(1).min(cap - counts[r]);
+                let most = counts[d].saturating_sub(1).min(cap - counts[r]).min(max_k);
                 if d == r || most == 0 {
                     continue;
                 }
@@ -276,45 +287,11 @@ fn descend_far(
 /// to `budget` (see [`COUNT_SEARCH_WORK`]).
 fn descend(
     scorer: &mut Scorer<'_>,
-    mut counts: Vec<usize>,
+    counts: Vec<usize>,
     budget: &mut usize,
     deadline: &Deadline,
 ) -> (Vec<usize>, Sums) {
-    let cap = scorer.gpus;
-    let experts = counts.len();
-    let mut best = scorer.sums(&counts, budget);
-    // The caller's time cap and cancel flag, read once per step (a step scores at most E^2
-    // vectors).
-    while !deadline.passed() {
-        let mut step: Option<(usize, usize, Sums)> = None;
-        'scan: for r in 0..experts {
-            if counts[r] >= cap {
-                continue;
-            }
-            for d in 0..experts {
-                if d == r || counts[d] < 2 {
-                    continue;
-                }
-                if *budget == 0 {
-                    break 'scan;
-                }
-                counts[d] -= 1;
-                counts[r] += 1;
-                let cand = scorer.sums(&counts, budget);
-                counts[d] += 1;
-                counts[r] -= 1;
-                let target = step.as_ref().map_or(&best, |s| &s.2);
-                if better(&cand, target) {
-                    step = Some((d, r, cand));
-                }
-            }
-        }
-        let Some((d, r, next)) = step else { break };
-        counts[d] -= 1;
-        counts[r] += 1;
-        best = next;
-    }
-    (counts, best)
+    descend_by(scorer, counts, 1, budget, deadline)
 }
 
 /// Scores count vectors by their sorted pairing (by their packing when the pairing would put
@@ -391,6 +368,16 @@ impl Scorer<'_> {
         let mut loads = crate::plan::gpu_loads(self.w, counts, self.cluster, &map);
         loads.sort_by(|a, b| b.total_cmp(a));
         loads.into_iter().map(|l| (l, 1)).collect()
+    }
+}
+
+/// Replaces `counts` and `sums` by `found` when its sums are [`better`]; says whether it did.
+fn keep_better(counts: &mut Vec<usize>, sums: &mut Sums, found: (Vec<usize>, Sums)) -> bool {
+    if better(&found.1, sums) {
+        (*counts, *sums) = found;
+        true
+    } else {
+        false
     }
 }
 
